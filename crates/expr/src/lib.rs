@@ -1,1 +1,45 @@
-// placeholder
+//! anvil-expr: the gate expression language.
+//!
+//! A recipe's gate says `require "check.tp2-json.passed && pct_delta(cell.tp2.aggregate_tok_s, cell.tp1.aggregate_tok_s) > 5"`.
+//! [`parse`] turns that into an [`Expr`]; [`Expr::references`] lists the
+//! paths it reads (for validation and fingerprints); [`Expr::eval`] decides
+//! the gate through a caller-supplied [`Resolver`] and explains the verdict.
+//! The language reference is `docs/expressions.md`.
+//!
+//! Pipeline: `lexer` → `parser` → `ast` → `eval` (+ `operators`,
+//! `functions`) → `print` (details) → `evaluation` (verdict).
+
+mod ast;
+mod error;
+mod eval;
+mod evaluation;
+mod expr;
+mod functions;
+mod lexer;
+mod operators;
+mod parser;
+mod print;
+mod reference;
+mod resolver;
+mod value;
+
+pub use ast::Span;
+pub use error::{EvalError, ParseError};
+pub use evaluation::Evaluation;
+pub use expr::Expr;
+pub use reference::{PathSegment, Reference, glob_match};
+pub use resolver::{JsonResolver, Resolved, Resolver};
+pub use value::{ListItem, Value, format_number};
+
+/// Parses an expression. Errors carry a span into `src`.
+pub fn parse(src: &str) -> Result<Expr, ParseError> {
+    let tokens = lexer::tokenize(src)?;
+    let (root, node_count) = parser::parse_tokens(src, tokens)?;
+    Ok(Expr::new(src, root, node_count))
+}
+
+/// Evaluates to any value (not only true/false): for screens, e.g.
+/// `argmax(cell.sglang-d*.aggregate_tok_s)` gives the winning node's name.
+pub fn evaluate_value(expr: &Expr, resolver: &dyn Resolver) -> Result<Value, EvalError> {
+    expr.evaluate_value(resolver)
+}
