@@ -1,0 +1,147 @@
+//! Run records: what one `anvil run` did, node by node. They are the gc
+//! roots: every fingerprint a record mentions is kept.
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+use crate::fingerprint::Fingerprint;
+use crate::fsutil::{TMP_PREFIX, atomic_write, fsync_dir};
+use crate::layout::RUN_SUFFIX;
+use crate::store::{Store, read_dir_names};
+
+/// One invocation of a recipe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// File-name safe: letters, digits, `.`, `_`, `-`; not starting with `.`.
+    pub run_id: String,
+    /// Key that groups runs of one recipe (the lead uses the canonical path).
+    pub recipe: String,
+    pub recipe_path: String,
+    /// RFC 3339; runs are ordered by it.
+    pub started_at: String,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+    pub status: String,
+    #[serde(default)]
+    pub nodes: Vec<RunNode>,
+    #[serde(default)]
+    pub extra: serde_json::Value,
+}
+
+/// What happened to one DAG node in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunNode {
+    pub name: String,
+    pub kind: String,
+    pub fingerprint: Fingerprint,
+    /// One of [`node_status`]'s values.
+    pub status: String,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub duration_ms: Option<u64>,
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// The values `RunNode::status` takes.
+pub mod node_status {
+    pub const RAN: &str = "ran";
+    pub const CACHED: &str = "cached";
+    pub const FAILED: &str = "failed";
+    pub const SKIPPED: &str = "skipped";
+}
+
+impl Store {
+    /// Write (or replace) a run record atomically.
+    pub fn record_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        check_run_id(&run.run_id)?;
+        let mut bytes = serde_json::to_vec_pretty(run).expect("a run record always serializes");
+        bytes.push(b'\n');
+        // gc removes stray temporary files; keep it out while ours exists.
+        let _gate = self.shared.gc_gate.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        atomic_write(&self.layout.runs(), &format!("{}{RUN_SUFFIX}", run.run_id), &bytes)
+    }
+
+    /// One run record by id.
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
+        check_run_id(run_id)?;
+        let path = self.layout.run(run_id);
+        match fs::read(&path) {
+            Ok(bytes) => parse_run(&bytes).map(Some).map_err(|reason| StoreError::Corrupt { path, reason }),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(StoreError::io("read", &path)(err)),
+        }
+    }
+
+    /// All run records, oldest first. Fails on an unreadable record (naming
+    /// it) rather than silently hiding a run; `forget_run` removes one.
+    pub fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        let mut runs = Vec::new();
+        for (path, parsed) in self.load_runs()? {
+            runs.push(parsed.map_err(|reason| StoreError::Corrupt { path, reason })?);
+        }
+        runs.sort_by_cached_key(|run| (parse_time(&run.started_at), run.started_at.clone(), run.run_id.clone()));
+        Ok(runs)
+    }
+
+    /// The newest run whose `recipe` equals `recipe_key`.
+    pub fn last_run_of(&self, recipe_key: &str) -> Result<Option<RunRecord>, StoreError> {
+        Ok(self.runs()?.into_iter().rev().find(|run| run.recipe == recipe_key))
+    }
+
+    /// Delete a run record; its entries become collectable unless another
+    /// run references them.
+    pub fn forget_run(&self, run_id: &str) -> Result<(), StoreError> {
+        check_run_id(run_id)?;
+        let path = self.layout.run(run_id);
+        match fs::remove_file(&path) {
+            Ok(()) => fsync_dir(&self.layout.runs()),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                Err(StoreError::RunNotFound { run_id: run_id.to_string() })
+            }
+            Err(err) => Err(StoreError::io("remove", &path)(err)),
+        }
+    }
+
+    /// Every `runs/*.json` with its parse outcome (temporary files skipped).
+    pub(crate) fn load_runs(&self) -> Result<Vec<LoadedRun>, StoreError> {
+        let dir = self.layout.runs();
+        let mut loaded = Vec::new();
+        for name in read_dir_names(&dir)? {
+            if name.starts_with(TMP_PREFIX) || !name.ends_with(RUN_SUFFIX) {
+                continue;
+            }
+            let path = dir.join(&name);
+            let parsed = match fs::read(&path) {
+                Ok(bytes) => parse_run(&bytes),
+                Err(err) => Err(format!("cannot read: {err}")),
+            };
+            loaded.push((path, parsed));
+        }
+        Ok(loaded)
+    }
+}
+
+/// A run record file and either its record or why it could not be read.
+pub(crate) type LoadedRun = (PathBuf, Result<RunRecord, String>);
+
+fn parse_run(bytes: &[u8]) -> Result<RunRecord, String> {
+    serde_json::from_slice(bytes).map_err(|err| format!("not a valid run record: {err}"))
+}
+
+/// Unparsable times sort first; ties fall back to the text.
+fn parse_time(text: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(text).ok()
+}
+
+fn check_run_id(run_id: &str) -> Result<(), StoreError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let valid = !run_id.is_empty() && !run_id.starts_with('.') && run_id.len() <= 200 && run_id.chars().all(allowed);
+    if valid { Ok(()) } else { Err(StoreError::InvalidRunId { run_id: run_id.to_string() }) }
+}
