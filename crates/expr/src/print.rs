@@ -81,8 +81,14 @@ impl Printer<'_> {
         out.push('(');
         self.node(out, child);
         if annotate {
-            if let Some(Ok(value)) = self.outcome(child) {
-                let _ = write!(out, " → {value}");
+            match self.outcome(child) {
+                Some(Ok(value)) => {
+                    let _ = write!(out, " → {value}");
+                }
+                Some(Err(Stop::Missing(_))) => out.push_str(" → missing"),
+                Some(Err(Stop::Invalid { .. })) => out.push_str(" → error"),
+                // Skipped by short-circuiting.
+                None => {}
             }
         }
         out.push(')');
