@@ -277,7 +277,9 @@ impl Lexer<'_> {
         self.skip_digits();
         let digits = &self.src[digits_start..self.pos];
         if digits.is_empty() || self.peek_at(0) != Some(b']') {
-            return Err(ParseError::new("expected a list index like `[2]`", (start, self.pos - start + 1))
+            // Underline through the offending character, if there is one.
+            let end = self.src[self.pos..].chars().next().map_or(self.pos, |c| self.pos + c.len_utf8());
+            return Err(ParseError::new("expected a list index like `[2]`", (start, end - start))
                 .with_help("indexes are whole numbers counted from 0"));
         }
         self.pos += 1;
