@@ -86,6 +86,12 @@ pub(crate) fn tree_size(path: &Path) -> u64 {
     children.flatten().map(|child| tree_size(&child.path())).sum()
 }
 
+/// A directory that is not a symlink to one: the store never follows
+/// symlinks, so garbage cannot lead gc or verify outside the store.
+pub(crate) fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir())
+}
+
 /// Remove a file or a whole directory tree, whichever `path` is.
 pub(crate) fn remove_any(path: &Path) -> io::Result<()> {
     match fs::symlink_metadata(path) {

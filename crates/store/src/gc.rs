@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::error::StoreError;
 use crate::fingerprint::{Fingerprint, is_lower_hex};
-use crate::fsutil::{TMP_PREFIX, fsync_dir, remove_any, tree_size, unique_suffix};
+use crate::fsutil::{TMP_PREFIX, fsync_dir, is_real_dir, remove_any, tree_size, unique_suffix};
 use crate::layout::{LOCK_SUFFIX, Layout};
 use crate::node_lock::is_lock_free;
 use crate::report_path::lossy_list;
@@ -79,16 +79,19 @@ impl Store {
         let entries = self.layout.entries();
         for shard in read_dir_names(&entries)? {
             let shard_dir = entries.join(&shard);
-            if shard.len() != 2 || !is_lower_hex(&shard) || !shard_dir.is_dir() {
+            if shard.len() != 2 || !is_lower_hex(&shard) || !is_real_dir(&shard_dir) {
                 continue; // not ours; verify reports it
             }
             for name in read_dir_names(&shard_dir)? {
+                let entry_dir = shard_dir.join(&name);
                 let Some(fp) = parse_entry_name(&shard, &name) else { continue };
+                if !is_real_dir(&entry_dir) {
+                    continue;
+                }
                 if roots.contains(&fp) {
                     report.entries_kept += 1;
                     continue;
                 }
-                let entry_dir = shard_dir.join(&name);
                 report.bytes_freed += tree_size(&entry_dir);
                 report.entries_removed.push(fp);
                 if !report.dry_run {

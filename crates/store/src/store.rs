@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use crate::entry::Entry;
 use crate::error::StoreError;
 use crate::fingerprint::{FINGERPRINT_HEX_LEN, Fingerprint, is_canonical_hex, is_lower_hex};
-use crate::fsutil::{atomic_write, fsync_dir};
+use crate::fsutil::{atomic_write, fsync_dir, is_real_dir};
 use crate::layout::{Layout, MARKER_FILE, Marker, SUBDIRS};
 
 /// Shortest prefix `resolve_prefix` accepts.
@@ -105,7 +105,7 @@ impl Store {
                 continue;
             }
             let shard_dir = self.layout.entries().join(&shard);
-            if !shard_dir.is_dir() {
+            if !is_real_dir(&shard_dir) {
                 continue;
             }
             for name in read_dir_names(&shard_dir)? {

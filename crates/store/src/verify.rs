@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::error::StoreError;
 use crate::fingerprint::{Fingerprint, is_lower_hex};
-use crate::fsutil::TMP_PREFIX;
+use crate::fsutil::{TMP_PREFIX, is_real_dir};
 use crate::layout::{LOCK_SUFFIX, Layout, MANIFEST_FILE};
 use crate::manifest::{Manifest, hash_file, walk};
 use crate::node_lock::is_lock_free;
@@ -133,7 +133,7 @@ impl Store {
     fn verify_entries(&self, report: &mut VerifyReport) -> Result<(), StoreError> {
         for (shard_name, shard_path) in list_raw(&self.layout.entries())? {
             let shard = match shard_name.to_str() {
-                Some(shard) if shard.len() == 2 && is_lower_hex(shard) && shard_path.is_dir() => shard.to_string(),
+                Some(shard) if shard.len() == 2 && is_lower_hex(shard) && is_real_dir(&shard_path) => shard.to_string(),
                 _ => {
                     report.problems.push(stray(shard_path, "entries/ holds only two-hex-digit directories"));
                     continue;
@@ -149,7 +149,7 @@ impl Store {
             for (name, path) in children {
                 let fingerprint = name.to_str().and_then(|name| parse_entry_name(&shard, name));
                 match fingerprint {
-                    Some(fp) if path.is_dir() && !path.is_symlink() => check_entry(&path, &fp, report),
+                    Some(fp) if is_real_dir(&path) => check_entry(&path, &fp, report),
                     _ => report.problems.push(stray(path, "not an entry directory named by its fingerprint")),
                 }
             }
@@ -214,6 +214,9 @@ fn check_entry(dir: &Path, fp: &Fingerprint, report: &mut VerifyReport) {
         Err(err) => {
             let reason = match err {
                 StoreError::Corrupt { reason, .. } => reason,
+                StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                    "manifest.json is missing".to_string()
+                }
                 other => other.to_string(),
             };
             report.problems.push(problem(manifest_path, ProblemKind::BadManifest { reason }));

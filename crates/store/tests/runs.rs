@@ -1,0 +1,72 @@
+//! Run records: atomic writes, ordering, lookup, forgetting.
+
+mod common;
+
+use anvil_store::StoreError;
+use common::{new_store, run_record};
+
+#[test]
+fn record_list_and_find_runs() {
+    let t = new_store();
+    assert!(t.store.runs().unwrap().is_empty());
+    assert!(t.store.last_run_of("bench").unwrap().is_none());
+
+    // Written out of order; read back by start time.
+    t.store.record_run(&run_record("run-c", "bench", "2025-03-01T10:00:00.500Z", &["x"])).unwrap();
+    t.store.record_run(&run_record("run-a", "bench", "2025-03-01T09:00:00Z", &["x"])).unwrap();
+    t.store.record_run(&run_record("run-b", "other", "2025-03-01T09:30:00.250Z", &["y"])).unwrap();
+
+    let ids: Vec<String> = t.store.runs().unwrap().into_iter().map(|r| r.run_id).collect();
+    assert_eq!(ids, ["run-a", "run-b", "run-c"]);
+    assert_eq!(t.store.last_run_of("bench").unwrap().unwrap().run_id, "run-c");
+    assert_eq!(t.store.last_run_of("other").unwrap().unwrap().run_id, "run-b");
+    assert!(t.store.last_run_of("nope").unwrap().is_none());
+
+    let original = run_record("run-a", "bench", "2025-03-01T09:00:00Z", &["x"]);
+    assert_eq!(t.store.run("run-a").unwrap(), Some(original.clone()));
+
+    // Recording again replaces (a run updates its record as it goes).
+    let mut finished = original;
+    finished.finished_at = Some("2025-03-01T09:05:00Z".into());
+    finished.status = "failed".into();
+    t.store.record_run(&finished).unwrap();
+    assert_eq!(t.store.run("run-a").unwrap(), Some(finished));
+    assert_eq!(t.store.runs().unwrap().len(), 3);
+
+    t.store.forget_run("run-c").unwrap();
+    assert_eq!(t.store.last_run_of("bench").unwrap().unwrap().run_id, "run-a");
+    assert!(matches!(t.store.forget_run("run-c").unwrap_err(), StoreError::RunNotFound { .. }));
+}
+
+#[test]
+fn run_ids_must_be_safe_file_names() {
+    let t = new_store();
+    for bad in ["", "../x", "a/b", ".hidden", "sp ace"] {
+        let err = t.store.record_run(&run_record(bad, "r", "2025-01-01T00:00:00Z", &[])).unwrap_err();
+        assert!(matches!(err, StoreError::InvalidRunId { .. }), "{bad:?}");
+        assert!(matches!(t.store.forget_run(bad).unwrap_err(), StoreError::InvalidRunId { .. }));
+    }
+}
+
+#[test]
+fn a_corrupt_run_record_is_named_not_hidden() {
+    let t = new_store();
+    t.store.record_run(&run_record("good", "r", "2025-01-01T00:00:00Z", &[])).unwrap();
+    let bad = t.store.root().join("runs/bad.json");
+    std::fs::write(&bad, "{\"run_id\": 3").unwrap();
+    match t.store.runs().unwrap_err() {
+        StoreError::Corrupt { path, .. } => assert_eq!(path, bad),
+        other => panic!("expected corrupt, got {other}"),
+    }
+    t.store.forget_run("bad").unwrap();
+    assert_eq!(t.store.runs().unwrap().len(), 1);
+}
+
+#[test]
+fn extra_and_optional_fields_round_trip_and_default() {
+    let t = new_store();
+    let minimal = r#"{"run_id":"m","recipe":"r","recipe_path":"/r.kdl","started_at":"2025-01-01T00:00:00Z","status":"ok"}"#;
+    std::fs::write(t.store.root().join("runs/m.json"), minimal).unwrap();
+    let run = t.store.run("m").unwrap().unwrap();
+    assert!(run.nodes.is_empty() && run.finished_at.is_none() && run.extra.is_null());
+}
