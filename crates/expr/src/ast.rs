@@ -28,9 +28,19 @@ pub(crate) struct Node {
 pub(crate) enum NodeKind {
     Literal(Literal),
     Reference(Reference),
-    Unary { op: UnaryOp, operand: Box<Node> },
-    Binary { op: BinaryOp, lhs: Box<Node>, rhs: Box<Node> },
-    Call { function: Function, args: Vec<Node> },
+    Unary {
+        op: UnaryOp,
+        operand: Box<Node>,
+    },
+    Binary {
+        op: BinaryOp,
+        lhs: Box<Node>,
+        rhs: Box<Node>,
+    },
+    Call {
+        function: Function,
+        args: Vec<Node>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

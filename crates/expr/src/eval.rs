@@ -43,8 +43,17 @@ impl Trace {
     }
 }
 
-pub(crate) fn evaluate(root: &Node, node_count: usize, resolver: &dyn Resolver) -> (Outcome, Trace) {
-    let mut evaluator = Evaluator { resolver, trace: Trace { outcomes: vec![None; node_count] } };
+pub(crate) fn evaluate(
+    root: &Node,
+    node_count: usize,
+    resolver: &dyn Resolver,
+) -> (Outcome, Trace) {
+    let mut evaluator = Evaluator {
+        resolver,
+        trace: Trace {
+            outcomes: vec![None; node_count],
+        },
+    };
     let outcome = evaluator.eval(root);
     (outcome, evaluator.trace)
 }
@@ -55,7 +64,10 @@ struct Evaluator<'r> {
 }
 
 fn invalid(message: impl Into<String>, span: Span) -> Stop {
-    Stop::Invalid { message: message.into(), span }
+    Stop::Invalid {
+        message: message.into(),
+        span,
+    }
 }
 
 impl Evaluator<'_> {
@@ -66,16 +78,21 @@ impl Evaluator<'_> {
             NodeKind::Unary { op, operand } => self
                 .eval(operand)
                 .and_then(|value| apply_unary(*op, &value).map_err(|m| invalid(m, node.span))),
-            NodeKind::Binary { op: op @ (BinaryOp::And | BinaryOp::Or), lhs, rhs } => {
-                self.logic(*op, lhs, rhs)
-            }
+            NodeKind::Binary {
+                op: op @ (BinaryOp::And | BinaryOp::Or),
+                lhs,
+                rhs,
+            } => self.logic(*op, lhs, rhs),
             NodeKind::Binary { op, lhs, rhs } => {
                 let operands = [self.eval(lhs), self.eval(rhs)];
                 combine(operands).and_then(|values| {
                     apply_binary(*op, &values[0], &values[1]).map_err(|m| invalid(m, node.span))
                 })
             }
-            NodeKind::Call { function: Function::Exists, args } => Ok(self.exists(args)),
+            NodeKind::Call {
+                function: Function::Exists,
+                args,
+            } => Ok(self.exists(args)),
             NodeKind::Call { function, args } => self.call(*function, args, node.span),
         };
         if let Some(slot) = self.trace.outcomes.get_mut(node.id) {
@@ -90,12 +107,16 @@ impl Evaluator<'_> {
             Resolved::Many(items) => Ok(Value::List(
                 items
                     .into_iter()
-                    .map(|(name, json)| ListItem { name: Some(name), value: Value::from_json(&json) })
+                    .map(|(name, json)| ListItem {
+                        name: Some(name),
+                        value: Value::from_json(&json),
+                    })
                     .collect(),
             )),
-            Resolved::Missing(why) => {
-                Err(Stop::Missing(vec![MissingInput { reference: reference.to_string(), why }]))
-            }
+            Resolved::Missing(why) => Err(Stop::Missing(vec![MissingInput {
+                reference: reference.to_string(),
+                why,
+            }])),
         }
     }
 
@@ -132,7 +153,9 @@ impl Evaluator<'_> {
 
     /// `exists(path)`: true when the path resolves (to a non-empty match).
     fn exists(&mut self, args: &[Node]) -> Value {
-        let Some(arg) = args.first() else { return Value::Bool(false) };
+        let Some(arg) = args.first() else {
+            return Value::Bool(false);
+        };
         let outcome = match &arg.kind {
             NodeKind::Reference(reference) => self.resolve(reference),
             // The parser only lets a path through; anything else "does not exist".
@@ -153,7 +176,10 @@ impl Evaluator<'_> {
         let outcomes: Vec<Outcome> = args.iter().map(|arg| self.eval(arg)).collect();
         let values = combine(outcomes)?;
         function.call(&values).map_err(|error| {
-            let blamed = error.argument.and_then(|i| args.get(i)).map_or(span, |arg| arg.span);
+            let blamed = error
+                .argument
+                .and_then(|i| args.get(i))
+                .map_or(span, |arg| arg.span);
             invalid(format!("{}: {}", function.name(), error.message), blamed)
         })
     }
@@ -172,7 +198,11 @@ fn as_bool(op: BinaryOp, value: &Value, side: &str, span: Span) -> Result<bool, 
     match value {
         Value::Bool(b) => Ok(*b),
         other => Err(invalid(
-            format!("`{}` needs true or false on both sides, got {} on the {side}", op.symbol(), other.describe()),
+            format!(
+                "`{}` needs true or false on both sides, got {} on the {side}",
+                op.symbol(),
+                other.describe()
+            ),
             span,
         )),
     }
@@ -189,5 +219,9 @@ fn combine<I: IntoIterator<Item = Outcome>>(outcomes: I) -> Result<Vec<Value>, S
             Err(invalid @ Stop::Invalid { .. }) => return Err(invalid),
         }
     }
-    if missing.is_empty() { Ok(values) } else { Err(Stop::Missing(missing)) }
+    if missing.is_empty() {
+        Ok(values)
+    } else {
+        Err(Stop::Missing(missing))
+    }
 }

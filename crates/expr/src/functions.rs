@@ -32,11 +32,17 @@ pub(crate) struct CallError {
 
 impl CallError {
     fn at(argument: usize, message: impl Into<String>) -> Self {
-        CallError { message: message.into(), argument: Some(argument) }
+        CallError {
+            message: message.into(),
+            argument: Some(argument),
+        }
     }
 
     fn whole(message: impl Into<String>) -> Self {
-        CallError { message: message.into(), argument: None }
+        CallError {
+            message: message.into(),
+            argument: None,
+        }
     }
 }
 
@@ -137,8 +143,14 @@ impl Function {
 fn number(args: &[Value], index: usize) -> Result<f64, CallError> {
     match args.get(index) {
         Some(Value::Number(n)) => Ok(*n),
-        Some(other) => Err(CallError::at(index, format!("expected a number, got {}", other.describe()))),
-        None => Err(CallError::whole(format!("argument {} is absent", index + 1))),
+        Some(other) => Err(CallError::at(
+            index,
+            format!("expected a number, got {}", other.describe()),
+        )),
+        None => Err(CallError::whole(format!(
+            "argument {} is absent",
+            index + 1
+        ))),
     }
 }
 
@@ -202,8 +214,7 @@ fn booleans(args: &[Value]) -> Result<Vec<bool>, CallError> {
 /// min/max: keeps the first item for which `better(current, candidate)` never holds.
 fn extreme(args: &[Value], better: fn(f64, f64) -> bool) -> Result<Value, CallError> {
     let numbers = numbers(args)?;
-    let best = pick(&numbers, better)
-        .ok_or_else(|| CallError::at(0, "the list is empty"))?;
+    let best = pick(&numbers, better).ok_or_else(|| CallError::at(0, "the list is empty"))?;
     Ok(Value::Number(numbers[best].1))
 }
 
@@ -213,8 +224,7 @@ fn arg_extreme(args: &[Value], better: fn(f64, f64) -> bool) -> Result<Value, Ca
         return Err(CallError::at(0, format!("expects a list, got {got}")));
     }
     let numbers = numbers(args)?;
-    let best = pick(&numbers, better)
-        .ok_or_else(|| CallError::at(0, "the list is empty"))?;
+    let best = pick(&numbers, better).ok_or_else(|| CallError::at(0, "the list is empty"))?;
     Ok(match numbers[best].0 {
         Some(name) => Value::String(name.to_string()),
         None => Value::Number(best as f64),
@@ -249,7 +259,10 @@ fn count(args: &[Value]) -> Result<Value, CallError> {
     };
     let counted = match args.get(1) {
         None => list.len(),
-        Some(wanted) => list.iter().filter(|item| loose_equals(&item.value, wanted)).count(),
+        Some(wanted) => list
+            .iter()
+            .filter(|item| loose_equals(&item.value, wanted))
+            .count(),
     };
     Ok(Value::Number(counted as f64))
 }
@@ -260,7 +273,10 @@ fn len(args: &[Value]) -> Result<Value, CallError> {
         Some(Value::List(list)) => list.len(),
         Some(Value::Object(map)) => map.len(),
         Some(other) => {
-            return Err(CallError::at(0, format!("expects a string, list or object, got {}", other.describe())));
+            return Err(CallError::at(
+                0,
+                format!("expects a string, list or object, got {}", other.describe()),
+            ));
         }
         None => return Err(CallError::whole("needs one argument")),
     };
@@ -274,11 +290,14 @@ fn contains(args: &[Value]) -> Result<Value, CallError> {
         }
         (Some(Value::String(_)), Some(other)) => Err(CallError::at(
             1,
-            format!("searching a string needs a string, got {}", other.describe()),
+            format!(
+                "searching a string needs a string, got {}",
+                other.describe()
+            ),
         )),
-        (Some(Value::List(list)), Some(wanted)) => {
-            Ok(Value::Bool(list.iter().any(|item| loose_equals(&item.value, wanted))))
-        }
+        (Some(Value::List(list)), Some(wanted)) => Ok(Value::Bool(
+            list.iter().any(|item| loose_equals(&item.value, wanted)),
+        )),
         (Some(other), _) => Err(CallError::at(
             0,
             format!("expects a string or a list first, got {}", other.describe()),
@@ -296,7 +315,10 @@ mod tests {
         Value::List(
             items
                 .iter()
-                .map(|(name, n)| ListItem { name: Some((*name).to_string()), value: Value::Number(*n) })
+                .map(|(name, n)| ListItem {
+                    name: Some((*name).to_string()),
+                    value: Value::Number(*n),
+                })
                 .collect(),
         )
     }
@@ -304,8 +326,14 @@ mod tests {
     #[test]
     fn argmax_returns_the_first_winning_name() {
         let sweep = named(&[("d4", 10.0), ("d8", 30.0), ("d12", 30.0)]);
-        assert_eq!(Function::Argmax.call(&[sweep.clone()]), Ok(Value::String("d8".into())));
-        assert_eq!(Function::Argmin.call(&[sweep]), Ok(Value::String("d4".into())));
+        assert_eq!(
+            Function::Argmax.call(std::slice::from_ref(&sweep)),
+            Ok(Value::String("d8".into()))
+        );
+        assert_eq!(
+            Function::Argmin.call(&[sweep]),
+            Ok(Value::String("d4".into()))
+        );
     }
 
     #[test]

@@ -56,7 +56,11 @@ fn is_word_start(c: u8) -> bool {
 }
 
 pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
-    let mut lexer = Lexer { src, bytes: src.as_bytes(), pos: 0 };
+    let mut lexer = Lexer {
+        src,
+        bytes: src.as_bytes(),
+        pos: 0,
+    };
     let mut tokens = Vec::new();
     loop {
         let token = lexer.next_token()?;
@@ -85,7 +89,10 @@ impl Lexer<'_> {
         }
         let start = self.pos;
         let Some(c) = self.peek_at(0) else {
-            return Ok(Token { kind: TokenKind::Eof, span: (start, 0) });
+            return Ok(Token {
+                kind: TokenKind::Eof,
+                span: (start, 0),
+            });
         };
         let two = |kind| (kind, 2);
         let one = |kind| (kind, 1);
@@ -131,7 +138,10 @@ impl Lexer<'_> {
             }
         };
         self.pos += len;
-        Ok(Token { kind, span: (start, len) })
+        Ok(Token {
+            kind,
+            span: (start, len),
+        })
     }
 
     fn number(&mut self) -> Result<Token, ParseError> {
@@ -151,8 +161,14 @@ impl Lexer<'_> {
         let span = (start, self.pos - start);
         let text = &self.src[start..self.pos];
         match text.parse::<f64>() {
-            Ok(value) if value.is_finite() => Ok(Token { kind: TokenKind::Number(value), span }),
-            _ => Err(ParseError::new(format!("number `{text}` is out of range"), span)),
+            Ok(value) if value.is_finite() => Ok(Token {
+                kind: TokenKind::Number(value),
+                span,
+            }),
+            _ => Err(ParseError::new(
+                format!("number `{text}` is out of range"),
+                span,
+            )),
         }
     }
 
@@ -171,8 +187,10 @@ impl Lexer<'_> {
         loop {
             let rest = &self.src[self.pos..];
             let Some(ch) = rest.chars().next() else {
-                return Err(ParseError::new("unterminated string", (start, self.pos - start))
-                    .with_help(format!("close it with {}", quote as char)));
+                return Err(
+                    ParseError::new("unterminated string", (start, self.pos - start))
+                        .with_help(format!("close it with {}", quote as char)),
+                );
             };
             if ch as u32 == u32::from(quote) {
                 self.pos += 1;
@@ -192,8 +210,11 @@ impl Lexer<'_> {
                     Some('t') => '\t',
                     _ => {
                         let len = 1 + escaped.map_or(0, char::len_utf8);
-                        return Err(ParseError::new("unknown escape in string", (escape_start, len))
-                            .with_help(r#"supported escapes: \\ \" \' \n \t"#));
+                        return Err(ParseError::new(
+                            "unknown escape in string",
+                            (escape_start, len),
+                        )
+                        .with_help(r#"supported escapes: \\ \" \' \n \t"#));
                     }
                 };
                 value.push(replacement);
@@ -222,22 +243,25 @@ impl Lexer<'_> {
                     let segment_start = self.pos;
                     let in_name = parts.len() == 1;
                     let mut segment = self.segment(in_name);
-                    if let Some(star) = segment.find('*') {
-                        if self.peek_at(0) != Some(b'.') {
-                            // A wildcard needs a field after it; otherwise the
-                            // `*` is multiplication: `param.depth*2`.
-                            if star == 0 {
-                                return Err(ParseError::new(
-                                    "a wildcard name needs a field after it",
-                                    (segment_start, self.pos - segment_start),
-                                )
-                                .with_help("e.g. `cell.sglang-*.aggregate_tok_s`"));
-                            }
-                            segment.truncate(star);
-                            self.pos = segment_start + star;
+                    // A wildcard needs a field after it; otherwise the
+                    // `*` is multiplication: `param.depth*2`.
+                    if let Some(star) = segment.find('*')
+                        && self.peek_at(0) != Some(b'.')
+                    {
+                        if star == 0 {
+                            return Err(ParseError::new(
+                                "a wildcard name needs a field after it",
+                                (segment_start, self.pos - segment_start),
+                            )
+                            .with_help("e.g. `cell.sglang-*.aggregate_tok_s`"));
                         }
+                        segment.truncate(star);
+                        self.pos = segment_start + star;
                     }
-                    parts.push(PathPart::Segment(segment, (segment_start, self.pos - segment_start)));
+                    parts.push(PathPart::Segment(
+                        segment,
+                        (segment_start, self.pos - segment_start),
+                    ));
                 }
                 (Some(b'.'), _) => {
                     return Err(ParseError::new("expected a name after `.`", (self.pos, 1))
@@ -278,9 +302,14 @@ impl Lexer<'_> {
         let digits = &self.src[digits_start..self.pos];
         if digits.is_empty() || self.peek_at(0) != Some(b']') {
             // Underline through the offending character, if there is one.
-            let end = self.src[self.pos..].chars().next().map_or(self.pos, |c| self.pos + c.len_utf8());
-            return Err(ParseError::new("expected a list index like `[2]`", (start, end - start))
-                .with_help("indexes are whole numbers counted from 0"));
+            let end = self.src[self.pos..]
+                .chars()
+                .next()
+                .map_or(self.pos, |c| self.pos + c.len_utf8());
+            return Err(
+                ParseError::new("expected a list index like `[2]`", (start, end - start))
+                    .with_help("indexes are whole numbers counted from 0"),
+            );
         }
         self.pos += 1;
         let span = (start, self.pos - start);
@@ -296,7 +325,11 @@ mod tests {
     use super::*;
 
     fn kinds(src: &str) -> Vec<TokenKind> {
-        tokenize(src).expect("lexes").into_iter().map(|t| t.kind).collect()
+        tokenize(src)
+            .expect("lexes")
+            .into_iter()
+            .map(|t| t.kind)
+            .collect()
     }
 
     fn segment(text: &str, span: Span) -> PathPart {

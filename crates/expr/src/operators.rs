@@ -46,9 +46,15 @@ pub(crate) fn equals(lhs: &Value, rhs: &Value) -> Result<bool, String> {
         (Value::Number(a), Value::Number(b)) => Ok(a == b),
         (Value::String(a), Value::String(b)) => Ok(a == b),
         (Value::List(a), Value::List(b)) => Ok(a.len() == b.len()
-            && a.iter().zip(b).all(|(x, y)| loose_equals(&x.value, &y.value))),
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| loose_equals(&x.value, &y.value))),
         (Value::Object(a), Value::Object(b)) => Ok(a == b),
-        _ => Err(format!("cannot compare {} with {}", lhs.describe(), rhs.describe())),
+        _ => Err(format!(
+            "cannot compare {} with {}",
+            lhs.describe(),
+            rhs.describe()
+        )),
     }
 }
 
@@ -60,9 +66,9 @@ pub(crate) fn loose_equals(lhs: &Value, rhs: &Value) -> bool {
 
 fn order(op: BinaryOp, lhs: &Value, rhs: &Value) -> Result<Ordering, String> {
     match (lhs, rhs) {
-        (Value::Number(a), Value::Number(b)) => {
-            a.partial_cmp(b).ok_or_else(|| "cannot order NaN".to_string())
-        }
+        (Value::Number(a), Value::Number(b)) => a
+            .partial_cmp(b)
+            .ok_or_else(|| "cannot order NaN".to_string()),
         (Value::String(a), Value::String(b)) => Ok(a.cmp(b)),
         (Value::List(_), _) | (_, Value::List(_)) => Err(format!(
             "cannot compare {} with {} using `{}`; reduce the list first with all(), any(), min(), max() or mean()",
@@ -93,7 +99,11 @@ fn arithmetic(op: BinaryOp, lhs: &Value, rhs: &Value) -> Result<Value, String> {
         BinaryOp::Sub => a - b,
         BinaryOp::Mul => a * b,
         BinaryOp::Div | BinaryOp::Rem if *b == 0.0 => {
-            return Err(format!("division by zero: {} {} 0", Value::Number(*a), op.symbol()));
+            return Err(format!(
+                "division by zero: {} {} 0",
+                Value::Number(*a),
+                op.symbol()
+            ));
         }
         BinaryOp::Div => a / b,
         _ => a % b,

@@ -34,7 +34,10 @@ impl Value {
             serde_json::Value::Array(items) => Value::List(
                 items
                     .iter()
-                    .map(|item| ListItem { name: None, value: Value::from_json(item) })
+                    .map(|item| ListItem {
+                        name: None,
+                        value: Value::from_json(item),
+                    })
                     .collect(),
             ),
             serde_json::Value::Object(map) => Value::Object(map.clone()),
@@ -129,7 +132,11 @@ pub fn format_number(n: f64) -> String {
         return format!("{n:e}");
     };
     let trimmed = text.trim_end_matches('0').trim_end_matches('.');
-    if trimmed == "-0" { "0".to_string() } else { trimmed.to_string() }
+    if trimmed == "-0" {
+        "0".to_string()
+    } else {
+        trimmed.to_string()
+    }
 }
 
 #[cfg(test)]
@@ -150,7 +157,10 @@ mod tests {
     #[test]
     fn named_lists_show_names_and_elide_long_tails() {
         let items = (0..10)
-            .map(|i| ListItem { name: Some(format!("d{i}")), value: Value::Number(f64::from(i)) })
+            .map(|i| ListItem {
+                name: Some(format!("d{i}")),
+                value: Value::Number(f64::from(i)),
+            })
             .collect();
         assert_eq!(
             Value::List(items).to_string(),

@@ -27,7 +27,10 @@ struct Chaotic;
 impl Resolver for Chaotic {
     fn resolve(&self, reference: &Reference) -> Resolved {
         let path = reference.to_string();
-        let pick = path.bytes().fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))) % 11;
+        let pick = path
+            .bytes()
+            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
+            % 11;
         let json = match pick {
             0 => serde_json::json!(3.5),
             1 => serde_json::json!(0),
@@ -51,19 +54,75 @@ impl Resolver for Chaotic {
 }
 
 const VOCABULARY: &[&str] = &[
-    "cell.tp1.aggregate_tok_s", "check.tp2-json.passed", "cell.sglang-d*.tok_s", "param.depth",
-    "cell.x.runs[2]", "server.a.b.c", "a.b", "1", "0", "2.5", "1e3", "-", "+", "*", "/", "%",
-    "(", ")", ",", "!", "not", "and", "or", "&&", "||", "==", "!=", "<", "<=", ">", ">=", "true",
-    "false", "null", "'s'", "\"t\"", "pct_delta(", "abs(", "min(", "max(", "mean(", "count(",
-    "all(", "any(", "len(", "contains(", "argmax(", "argmin(", "exists(", "=", "&", "|", ".",
-    "[", "]", "*.", "\\", "é", "foo",
+    "cell.tp1.aggregate_tok_s",
+    "check.tp2-json.passed",
+    "cell.sglang-d*.tok_s",
+    "param.depth",
+    "cell.x.runs[2]",
+    "server.a.b.c",
+    "a.b",
+    "1",
+    "0",
+    "2.5",
+    "1e3",
+    "-",
+    "+",
+    "*",
+    "/",
+    "%",
+    "(",
+    ")",
+    ",",
+    "!",
+    "not",
+    "and",
+    "or",
+    "&&",
+    "||",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "true",
+    "false",
+    "null",
+    "'s'",
+    "\"t\"",
+    "pct_delta(",
+    "abs(",
+    "min(",
+    "max(",
+    "mean(",
+    "count(",
+    "all(",
+    "any(",
+    "len(",
+    "contains(",
+    "argmax(",
+    "argmin(",
+    "exists(",
+    "=",
+    "&",
+    "|",
+    ".",
+    "[",
+    "]",
+    "*.",
+    "\\",
+    "é",
+    "foo",
 ];
 
 fn check_source(src: &str) {
     let expr = match parse(src) {
         Ok(expr) => expr,
         Err(error) => {
-            assert!(error.span.0 + error.span.1 <= src.len(), "{src:?}: {error:?}");
+            assert!(
+                error.span.0 + error.span.1 <= src.len(),
+                "{src:?}: {error:?}"
+            );
             assert!(src.is_char_boundary(error.span.0), "{src:?}: {error:?}");
             return;
         }
@@ -81,7 +140,11 @@ fn check_source(src: &str) {
     let canonical = expr.to_string();
     let reparsed = parse(&canonical).unwrap_or_else(|e| panic!("{src:?} → {canonical:?}: {e:?}"));
     assert_eq!(reparsed.to_string(), canonical, "{src:?}");
-    assert_eq!(reparsed.eval(&Chaotic).status(), verdict.status(), "{src:?} vs {canonical:?}");
+    assert_eq!(
+        reparsed.eval(&Chaotic).status(),
+        verdict.status(),
+        "{src:?} vs {canonical:?}"
+    );
     let revalue = evaluate_value(&reparsed, &Chaotic);
     match (&value, &revalue) {
         (Ok(a), Ok(b)) => assert_eq!(a, b, "{src:?} vs {canonical:?}"),
@@ -105,7 +168,9 @@ fn random_printable_ascii_never_panics() {
     let mut rng = Rng(42);
     for _ in 0..5_000 {
         let len = rng.below(40);
-        let text: String = (0..len).map(|_| (b' ' + rng.below(95) as u8) as char).collect();
+        let text: String = (0..len)
+            .map(|_| (b' ' + rng.below(95) as u8) as char)
+            .collect();
         check_source(&text);
     }
 }
@@ -134,15 +199,37 @@ fn random_token_soups_never_panic_and_round_trip() {
 /// A random well-formed expression (types may still clash at evaluation).
 fn random_expression(rng: &mut Rng, depth: usize) -> String {
     const ATOMS: &[&str] = &[
-        "cell.tp1.aggregate_tok_s", "cell.sglang-d*.tok_s", "check.tp2-json.passed", "param.depth",
-        "cell.x.runs[1]", "1", "0", "2.5", "1e3", "true", "false", "null", "'s'", "\"t\\\"q\"",
+        "cell.tp1.aggregate_tok_s",
+        "cell.sglang-d*.tok_s",
+        "check.tp2-json.passed",
+        "param.depth",
+        "cell.x.runs[1]",
+        "1",
+        "0",
+        "2.5",
+        "1e3",
+        "true",
+        "false",
+        "null",
+        "'s'",
+        "\"t\\\"q\"",
     ];
     const BINARY: &[&str] = &[
         "&&", "||", "and", "or", "==", "!=", "<", "<=", ">", ">=", "+", " - ", "*", "/", "%",
     ];
     const FUNCTIONS: &[(&str, usize)] = &[
-        ("pct_delta", 2), ("abs", 1), ("min", 1), ("max", 3), ("mean", 2), ("count", 2),
-        ("all", 1), ("any", 2), ("len", 1), ("contains", 2), ("argmax", 1), ("argmin", 1),
+        ("pct_delta", 2),
+        ("abs", 1),
+        ("min", 1),
+        ("max", 3),
+        ("mean", 2),
+        ("count", 2),
+        ("all", 1),
+        ("any", 2),
+        ("len", 1),
+        ("contains", 2),
+        ("argmax", 1),
+        ("argmin", 1),
     ];
     if depth == 0 {
         return ATOMS[rng.below(ATOMS.len())].to_string();
@@ -156,7 +243,9 @@ fn random_expression(rng: &mut Rng, depth: usize) -> String {
         }
         3 => {
             let (name, arity) = FUNCTIONS[rng.below(FUNCTIONS.len())];
-            let args: Vec<String> = (0..arity).map(|_| random_expression(rng, depth - 1)).collect();
+            let args: Vec<String> = (0..arity)
+                .map(|_| random_expression(rng, depth - 1))
+                .collect();
             format!("{name}({})", args.join(", "))
         }
         4 => "exists(cell.tp1.runs[0])".to_string(),
