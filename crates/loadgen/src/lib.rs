@@ -1,1 +1,128 @@
-pub fn placeholder() {}
+//! anvil-loadgen: the load generator and the capacity-v4 measurement
+//! protocol. [`run_cell`] measures one cell (one server x one workload) and
+//! returns its `anvil-serving.benchmark/v1` artifact; see docs/metrics.md
+//! for every metric's definition.
+
+// The artifact is one large `json!` literal.
+#![recursion_limit = "256"]
+
+mod artifact;
+mod calibrate;
+mod canary;
+mod chunk;
+mod client;
+mod json_scan;
+mod observe;
+mod prompt;
+mod record;
+mod run;
+pub mod sse;
+mod spec;
+mod stats;
+mod table;
+
+use serde::{Deserialize, Serialize};
+
+pub use artifact::{PROTOCOL, SCHEMA};
+pub use calibrate::{Calibration, Probe};
+pub use canary::CanaryResult;
+pub use prompt::marker;
+pub use record::{ControlledOutput, Failure, FailureClass, RequestRecord};
+pub use spec::{
+    Api, Arrival, Balance, CellContext, CellSpec, OutputPolicy, Progress, PromptCacheMode, Slo, Target, ThinkingMode,
+};
+pub use stats::{Distribution, nearest_rank};
+pub use table::render_table;
+
+/// What a finished cell hands back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellReport {
+    /// The full benchmark/v1 document.
+    pub artifact: serde_json::Value,
+    /// Raw per-request records (also inside `artifact.request_timings`).
+    pub records: Vec<RequestRecord>,
+    pub summary: CellSummary,
+}
+
+/// Headline numbers for a terminal table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellSummary {
+    pub completed: u32,
+    pub failed: u32,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    pub decode_tok_s_mean: Option<f64>,
+    pub throughput_tok_s: Option<f64>,
+    pub wall_clock_ms: f64,
+}
+
+impl CellSummary {
+    fn from_artifact(a: &serde_json::Value) -> Self {
+        let m = &a["metrics"];
+        Self {
+            completed: a["completed"].as_u64().unwrap_or(0) as u32,
+            failed: a["failed"].as_u64().unwrap_or(0) as u32,
+            ttft_p50_ms: m["ttft_p50_ms"].as_f64(),
+            ttft_p99_ms: m["ttft_p99_ms"].as_f64(),
+            decode_tok_s_mean: m["decode_tok_s_mean"].as_f64(),
+            throughput_tok_s: m["throughput_tok_s"].as_f64(),
+            wall_clock_ms: a["wall_clock_ms"].as_f64().unwrap_or(0.0),
+        }
+    }
+}
+
+/// Worker threads of the load generator's own runtime. The client runs apart
+/// from the caller's runtime (which may host the simulated engine or a UI),
+/// so their work cannot delay our timestamps.
+fn client_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4)
+}
+
+/// Measures one cell against `targets` (several targets = replicas).
+///
+/// The measurement runs on a dedicated thread with its own tokio runtime;
+/// `progress` is called on the caller's task after each measured request.
+/// Dropping the returned future cancels the measurement.
+pub async fn run_cell(
+    spec: &CellSpec,
+    targets: &[Target],
+    ctx: &CellContext,
+    progress: &(dyn Fn(&Progress) + Send + Sync),
+) -> anyhow::Result<CellReport> {
+    run::validate(spec, targets)?;
+    let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (result_tx, mut result_rx) = tokio::sync::oneshot::channel();
+    let (spec_owned, targets_owned, ctx_owned) = (spec.clone(), targets.to_vec(), ctx.clone());
+    std::thread::Builder::new().name(format!("anvil-loadgen-{}", spec.name)).spawn(move || {
+        let mut result_tx = result_tx;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(client_threads())
+            .thread_name("anvil-loadgen-worker")
+            .enable_all()
+            .build();
+        let result = match runtime {
+            Ok(rt) => rt.block_on(async {
+                tokio::select! {
+                    r = run::measure(spec_owned, targets_owned, ctx_owned, progress_tx) => Some(r),
+                    () = result_tx.closed() => None, // the caller went away
+                }
+            }),
+            Err(e) => Some(Err(anyhow::anyhow!("starting the load generator runtime: {e}"))),
+        };
+        if let Some(result) = result {
+            let _ = result_tx.send(result);
+        }
+    })?;
+    let output = loop {
+        tokio::select! {
+            Some(p) = progress_rx.recv() => progress(&p),
+            r = &mut result_rx => break r.map_err(|_| anyhow::anyhow!("the load generator thread died"))??,
+        }
+    };
+    while let Ok(p) = progress_rx.try_recv() {
+        progress(&p);
+    }
+    let artifact = artifact::build(spec, targets, ctx, &output);
+    let summary = CellSummary::from_artifact(&artifact);
+    Ok(CellReport { artifact, records: output.records, summary })
+}

@@ -1,0 +1,183 @@
+//! What one streamed event says: a content delta, a reasoning delta, usage,
+//! the end of the stream, or an error. Written against the OpenAI wire
+//! format as vLLM, SGLang and llama.cpp emit it, independently of the
+//! simulated engine's code.
+
+use std::borrow::Cow;
+
+use crate::json_scan::{ScanError, first_element, is_null, object_fields, string_value, u64_value};
+use crate::spec::Api;
+
+/// Token counts reported by the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// `prompt_tokens_details.cached_tokens`, when the server reports it.
+    pub cached_tokens: Option<u64>,
+}
+
+/// The parts of one event that the measurement needs.
+#[derive(Debug, Default, PartialEq)]
+pub struct ChunkView<'a> {
+    pub content: Option<Cow<'a, str>>,
+    pub reasoning: Option<Cow<'a, str>>,
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<Cow<'a, str>>,
+    /// The stream says it is complete (`[DONE]`, `response.completed`).
+    pub done: bool,
+    /// An error object inside the stream.
+    pub error: Option<String>,
+}
+
+/// Interprets one SSE event of the given API.
+pub fn parse_event<'a>(api: Api, event: &[u8], data: &'a [u8]) -> Result<ChunkView<'a>, ScanError> {
+    match api {
+        Api::Chat | Api::Completions => parse_openai_chunk(data),
+        Api::Responses => parse_responses_event(event, data),
+    }
+}
+
+fn parse_openai_chunk(data: &[u8]) -> Result<ChunkView<'_>, ScanError> {
+    if data == b"[DONE]" {
+        return Ok(ChunkView { done: true, ..ChunkView::default() });
+    }
+    let [choices, usage, error] = object_fields(data, [b"choices", b"usage", b"error"])?;
+    let mut view = ChunkView::default();
+    if let Some(error) = error.filter(|e| !is_null(e)) {
+        view.error = Some(String::from_utf8_lossy(error).into_owned());
+    }
+    if let Some(usage) = usage.filter(|u| !is_null(u)) {
+        view.usage = Some(parse_usage(usage, b"prompt_tokens", b"completion_tokens")?);
+    }
+    let Some(choice) = choices.filter(|c| !is_null(c)).map(first_element).transpose()?.flatten() else {
+        return Ok(view);
+    };
+    let [delta, text, finish_reason] = object_fields(choice, [b"delta", b"text", b"finish_reason"])?;
+    if let Some(delta) = delta.filter(|d| !is_null(d)) {
+        // SGLang and older vLLM say `reasoning_content`; newer vLLM says `reasoning`.
+        let [content, reasoning_content, reasoning] =
+            object_fields(delta, [b"content", b"reasoning_content", b"reasoning"])?;
+        view.content = content.map(string_value).transpose()?.flatten();
+        view.reasoning = match reasoning_content.map(string_value).transpose()?.flatten() {
+            Some(r) => Some(r),
+            None => reasoning.map(string_value).transpose()?.flatten(),
+        };
+    } else if let Some(text) = text {
+        view.content = string_value(text)?;
+    }
+    view.finish_reason = finish_reason.map(string_value).transpose()?.flatten();
+    Ok(view)
+}
+
+fn parse_usage(raw: &[u8], prompt_key: &[u8], completion_key: &[u8]) -> Result<Usage, ScanError> {
+    let [prompt, completion, prompt_details, input_details] =
+        object_fields(raw, [prompt_key, completion_key, b"prompt_tokens_details", b"input_tokens_details"])?;
+    let count = |raw: Option<&[u8]>| raw.map(u64_value).transpose().map(|v| v.flatten().unwrap_or(0));
+    let details = prompt_details.or(input_details).filter(|d| !is_null(d));
+    let cached_tokens = match details {
+        Some(d) => object_fields(d, [b"cached_tokens"])?[0].map(u64_value).transpose()?.flatten(),
+        None => None,
+    };
+    Ok(Usage { prompt_tokens: count(prompt)?, completion_tokens: count(completion)?, cached_tokens })
+}
+
+/// Responses API: the event type is in `event:` and in the payload's `type`.
+fn parse_responses_event<'a>(event: &[u8], data: &'a [u8]) -> Result<ChunkView<'a>, ScanError> {
+    if data == b"[DONE]" {
+        return Ok(ChunkView { done: true, ..ChunkView::default() });
+    }
+    let [kind, delta, response, error] = object_fields(data, [b"type", b"delta", b"response", b"error"])?;
+    let kind_owned;
+    let kind: &[u8] = match kind.map(string_value).transpose()?.flatten() {
+        Some(k) => {
+            kind_owned = k;
+            kind_owned.as_bytes()
+        }
+        None => event,
+    };
+    let mut view = ChunkView::default();
+    match kind {
+        b"response.output_text.delta" => view.content = delta.map(string_value).transpose()?.flatten(),
+        b"response.reasoning_text.delta" | b"response.reasoning_summary_text.delta" => {
+            view.reasoning = delta.map(string_value).transpose()?.flatten()
+        }
+        b"response.completed" | b"response.incomplete" => {
+            view.done = true;
+            if let Some(response) = response {
+                let [usage, status] = object_fields(response, [b"usage", b"status"])?;
+                if let Some(usage) = usage.filter(|u| !is_null(u)) {
+                    view.usage = Some(parse_usage(usage, b"input_tokens", b"output_tokens")?);
+                }
+                if kind == b"response.incomplete" {
+                    view.finish_reason = Some(Cow::Borrowed("length"));
+                } else if let Some(status) = status.map(string_value).transpose()?.flatten() {
+                    view.finish_reason = Some(Cow::Owned(status.into_owned()));
+                }
+            }
+        }
+        b"response.failed" | b"error" => {
+            view.error = Some(String::from_utf8_lossy(error.or(response).unwrap_or(data)).into_owned())
+        }
+        _ => {}
+    }
+    Ok(view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_chat_chunks() {
+        let c = br#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi","reasoning_content":null},"logprobs":null,"finish_reason":null}],"usage":null}"#;
+        let v = parse_event(Api::Chat, b"", c).unwrap();
+        assert_eq!(v.content.as_deref(), Some("Hi"));
+        assert_eq!(v.reasoning, None);
+        assert_eq!(v.usage, None);
+
+        let r = br#"{"choices":[{"index":0,"delta":{"reasoning":"think"},"finish_reason":null}]}"#;
+        let v = parse_event(Api::Chat, b"", r).unwrap();
+        assert_eq!(v.reasoning.as_deref(), Some("think"));
+        assert_eq!(v.content, None);
+
+        let u = br#"{"id":"x","choices":[],"usage":{"prompt_tokens":10,"total_tokens":15,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}"#;
+        let v = parse_event(Api::Chat, b"", u).unwrap();
+        assert_eq!(v.usage, Some(Usage { prompt_tokens: 10, completion_tokens: 5, cached_tokens: Some(4) }));
+
+        assert!(parse_event(Api::Chat, b"", b"[DONE]").unwrap().done);
+    }
+
+    #[test]
+    fn content_key_inside_other_values_is_not_mistaken_for_content() {
+        let c = br#"{"choices":[{"delta":{"role":"assistant","tool":{"content":"no"}},"finish_reason":"stop"}]}"#;
+        let v = parse_event(Api::Chat, b"", c).unwrap();
+        assert_eq!(v.content, None);
+        assert_eq!(v.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn completions_text() {
+        let c = br#"{"choices":[{"text":" world","index":0,"finish_reason":null}]}"#;
+        assert_eq!(parse_event(Api::Completions, b"", c).unwrap().content.as_deref(), Some(" world"));
+    }
+
+    #[test]
+    fn in_stream_error() {
+        let c = br#"{"error":{"message":"boom","code":500}}"#;
+        assert!(parse_event(Api::Chat, b"", c).unwrap().error.is_some());
+    }
+
+    #[test]
+    fn responses_events() {
+        let d = br#"{"type":"response.output_text.delta","item_id":"i","delta":"Hel"}"#;
+        let v = parse_event(Api::Responses, b"response.output_text.delta", d).unwrap();
+        assert_eq!(v.content.as_deref(), Some("Hel"));
+        let r = br#"{"type":"response.reasoning_text.delta","delta":"hmm"}"#;
+        assert_eq!(parse_event(Api::Responses, b"", r).unwrap().reasoning.as_deref(), Some("hmm"));
+        let done = br#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":7,"output_tokens":3,"input_tokens_details":{"cached_tokens":0}}}}"#;
+        let v = parse_event(Api::Responses, b"", done).unwrap();
+        assert!(v.done);
+        assert_eq!(v.usage, Some(Usage { prompt_tokens: 7, completion_tokens: 3, cached_tokens: Some(0) }));
+    }
+}

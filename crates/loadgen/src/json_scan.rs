@@ -1,0 +1,310 @@
+//! A small zero-copy JSON scanner for streamed chunks.
+//!
+//! A chunk is a few hundred bytes of JSON of which we need three or four
+//! fields. Deserializing the whole document per chunk costs more than the
+//! rest of the client together, so we walk the bytes once, skip the values we
+//! do not need (checking their structure, so truncated or broken JSON is
+//! still caught), and hand back the raw slices of the fields we asked for.
+
+use std::borrow::Cow;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed JSON at byte {at}: {what}")]
+pub struct ScanError {
+    pub at: usize,
+    pub what: &'static str,
+}
+
+fn err<T>(at: usize, what: &'static str) -> Result<T, ScanError> {
+    Err(ScanError { at, what })
+}
+
+fn skip_ws(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r') {
+        i += 1;
+    }
+    i
+}
+
+/// Returns the index just past the closing quote of the string starting at `i`.
+fn skip_string(s: &[u8], i: usize) -> Result<usize, ScanError> {
+    debug_assert_eq!(s.get(i), Some(&b'"'));
+    let mut j = i + 1;
+    loop {
+        match memchr::memchr2(b'"', b'\\', &s[j.min(s.len())..]) {
+            None => return err(i, "unterminated string"),
+            Some(k) => {
+                let at = j + k;
+                if s[at] == b'"' {
+                    return Ok(at + 1);
+                }
+                j = at + 2; // skip the escaped character
+            }
+        }
+    }
+}
+
+/// Returns the index just past the value starting at `i` (after whitespace).
+fn skip_value(s: &[u8], i: usize) -> Result<usize, ScanError> {
+    let i = skip_ws(s, i);
+    match s.get(i) {
+        None => err(i, "expected a value"),
+        Some(b'"') => skip_string(s, i),
+        Some(b'{') | Some(b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < s.len() {
+                match s[j] {
+                    b'"' => {
+                        j = skip_string(s, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Ok(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            err(i, "unterminated object or array")
+        }
+        Some(c) if c.is_ascii_digit() || *c == b'-' || c.is_ascii_alphabetic() => {
+            let mut j = i;
+            while j < s.len() && !matches!(s[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                j += 1;
+            }
+            let word = &s[i..j];
+            let valid = matches!(word, b"true" | b"false" | b"null")
+                || word.iter().all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'));
+            if valid { Ok(j) } else { err(i, "invalid literal") }
+        }
+        Some(_) => err(i, "unexpected character"),
+    }
+}
+
+/// Looks up `keys` in the JSON object `obj` in one pass. Returns the raw
+/// value slice of each key (the first occurrence), or `None` if absent.
+pub fn object_fields<'a, const N: usize>(
+    obj: &'a [u8],
+    keys: [&[u8]; N],
+) -> Result<[Option<&'a [u8]>; N], ScanError> {
+    let mut found = [None; N];
+    let mut i = skip_ws(obj, 0);
+    if obj.get(i) != Some(&b'{') {
+        return err(i, "expected an object");
+    }
+    i = skip_ws(obj, i + 1);
+    if obj.get(i) == Some(&b'}') {
+        return Ok(found);
+    }
+    loop {
+        if obj.get(i) != Some(&b'"') {
+            return err(i, "expected a key");
+        }
+        let key_end = skip_string(obj, i)?;
+        let key = &obj[i + 1..key_end - 1];
+        i = skip_ws(obj, key_end);
+        if obj.get(i) != Some(&b':') {
+            return err(i, "expected ':'");
+        }
+        let value_start = skip_ws(obj, i + 1);
+        let value_end = skip_value(obj, value_start)?;
+        if let Some(slot) = keys.iter().position(|k| *k == key) {
+            if found[slot].is_none() {
+                found[slot] = Some(&obj[value_start..value_end]);
+            }
+        }
+        i = skip_ws(obj, value_end);
+        match obj.get(i) {
+            Some(b',') => i = skip_ws(obj, i + 1),
+            Some(b'}') => break,
+            _ => return err(i, "expected ',' or '}'"),
+        }
+    }
+    if skip_ws(obj, i + 1) != obj.len() {
+        return err(i + 1, "trailing bytes after object");
+    }
+    Ok(found)
+}
+
+/// The first element of a JSON array, or `None` for an empty array.
+pub fn first_element(arr: &[u8]) -> Result<Option<&[u8]>, ScanError> {
+    let i = skip_ws(arr, 0);
+    if arr.get(i) != Some(&b'[') {
+        return err(i, "expected an array");
+    }
+    let start = skip_ws(arr, i + 1);
+    if arr.get(start) == Some(&b']') {
+        return Ok(None);
+    }
+    let end = skip_value(arr, start)?;
+    Ok(Some(&arr[start..end]))
+}
+
+pub fn is_null(raw: &[u8]) -> bool {
+    raw == b"null"
+}
+
+/// Decodes a JSON string value; `None` for `null`.
+pub fn string_value(raw: &[u8]) -> Result<Option<Cow<'_, str>>, ScanError> {
+    if is_null(raw) {
+        return Ok(None);
+    }
+    if raw.len() < 2 || raw[0] != b'"' || raw[raw.len() - 1] != b'"' {
+        return err(0, "expected a string");
+    }
+    let inner = &raw[1..raw.len() - 1];
+    if memchr::memchr(b'\\', inner).is_none() {
+        return match std::str::from_utf8(inner) {
+            Ok(s) => Ok(Some(Cow::Borrowed(s))),
+            Err(_) => err(1, "invalid UTF-8 in string"),
+        };
+    }
+    decode_escapes(inner).map(|s| Some(Cow::Owned(s)))
+}
+
+fn decode_escapes(inner: &[u8]) -> Result<String, ScanError> {
+    let mut out: Vec<u8> = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        let b = inner[i];
+        if b != b'\\' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let Some(&esc) = inner.get(i + 1) else {
+            return err(i, "dangling backslash");
+        };
+        i += 2;
+        let simple = match esc {
+            b'"' => Some(b'"'),
+            b'\\' => Some(b'\\'),
+            b'/' => Some(b'/'),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            b'u' => None,
+            _ => return err(i, "unknown escape"),
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            continue;
+        }
+        let hi = hex4(inner, i)?;
+        i += 4;
+        let code = if (0xD800..0xDC00).contains(&hi) {
+            // A high surrogate must be followed by `\uDC00`..`\uDFFF`.
+            if inner.get(i) != Some(&b'\\') || inner.get(i + 1) != Some(&b'u') {
+                return err(i, "unpaired surrogate");
+            }
+            let lo = hex4(inner, i + 2)?;
+            if !(0xDC00..0xE000).contains(&lo) {
+                return err(i, "unpaired surrogate");
+            }
+            i += 6;
+            0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+        } else {
+            hi
+        };
+        let Some(ch) = char::from_u32(code) else {
+            return err(i, "invalid code point");
+        };
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+    }
+    String::from_utf8(out).or_else(|_| err(0, "invalid UTF-8 in string"))
+}
+
+fn hex4(s: &[u8], i: usize) -> Result<u32, ScanError> {
+    let Some(digits) = s.get(i..i + 4) else {
+        return err(i, "short \\u escape");
+    };
+    let mut v = 0u32;
+    for d in digits {
+        let n = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return err(i, "bad hex digit"),
+        };
+        v = v * 16 + u32::from(n);
+    }
+    Ok(v)
+}
+
+/// Parses a non-negative integer (`null` → `None`).
+pub fn u64_value(raw: &[u8]) -> Result<Option<u64>, ScanError> {
+    if is_null(raw) {
+        return Ok(None);
+    }
+    std::str::from_utf8(raw)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Some)
+        .ok_or(ScanError { at: 0, what: "expected a non-negative integer" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_fields_and_skips_nested_values() {
+        let doc = br#"{"id":"x","nested":{"content":"no","a":[1,{"b":"}"}]},"content":"yes \"q\"","n":-1.5e3,"t":true,"z":null}"#;
+        let [content, n, z, missing] = object_fields(doc, [b"content", b"n", b"z", b"missing"]).unwrap();
+        assert_eq!(string_value(content.unwrap()).unwrap().unwrap(), "yes \"q\"");
+        assert_eq!(n.unwrap(), b"-1.5e3");
+        assert!(is_null(z.unwrap()));
+        assert!(missing.is_none());
+    }
+
+    #[test]
+    fn agrees_with_serde_on_escapes() {
+        let cases = [r#""plain""#, r#""a\nb\t\"c\\ \/""#, r#""\u00e9\u4e2d\ud83d\ude00""#, r#""""#];
+        for case in cases {
+            let ours = string_value(case.as_bytes()).unwrap().unwrap();
+            let theirs: String = serde_json::from_str(case).unwrap();
+            assert_eq!(ours, theirs, "{case}");
+        }
+    }
+
+    #[test]
+    fn rejects_broken_json() {
+        let broken: [&[u8]; 8] = [
+            b"",
+            b"not json",
+            br#"{"a":1"#,
+            br#"{"a":"unterminated}"#,
+            br#"{"a":[1,2}"#,
+            br#"{"a" 1}"#,
+            br#"{"a":1}x"#,
+            br#"{"a":nul}"#,
+        ];
+        for doc in broken {
+            assert!(object_fields(doc, [b"a"]).is_err(), "{}", String::from_utf8_lossy(doc));
+        }
+        assert!(string_value(br#""\ud83d""#).is_err());
+        assert!(string_value(br#""\x""#).is_err());
+    }
+
+    #[test]
+    fn first_element_of_arrays() {
+        assert_eq!(first_element(b"[]").unwrap(), None);
+        assert_eq!(first_element(b" [ {\"a\":[1]} , 2]").unwrap(), Some(&b"{\"a\":[1]}"[..]));
+        assert!(first_element(b"{}").is_err());
+    }
+
+    #[test]
+    fn integers() {
+        assert_eq!(u64_value(b"42").unwrap(), Some(42));
+        assert_eq!(u64_value(b"null").unwrap(), None);
+        assert!(u64_value(b"-1").is_err());
+    }
+}

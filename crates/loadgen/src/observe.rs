@@ -1,0 +1,132 @@
+//! What the client saw of one streamed response, stamped on the monotonic
+//! clock when the bytes arrived.
+
+use std::time::Instant;
+
+use crate::chunk::{Usage, parse_event};
+use crate::record::FailureClass;
+use crate::spec::Api;
+use crate::sse::SseEvent;
+
+/// Visible reply text kept per request for canaries and word counts.
+pub const CAPTURE_CAP_CHARS: usize = 8192;
+
+#[derive(Debug)]
+pub struct StreamObservation {
+    pub api: Api,
+    /// Just before the request was handed to the HTTP client.
+    pub start: Instant,
+    pub http_status: Option<u16>,
+    pub first_output: Option<Instant>,
+    pub first_content: Option<Instant>,
+    last_output: Option<Instant>,
+    /// Arrival of the event that completed the stream (or of the last bytes).
+    pub end: Option<Instant>,
+    pub content_chunks: u32,
+    pub reasoning_chunks: u32,
+    /// Gaps between consecutive output-bearing events, in microseconds.
+    pub gaps_us: Vec<u32>,
+    pub usage: Option<Usage>,
+    pub capture: String,
+    capture_chars: usize,
+    pub capture_truncated: bool,
+    /// The stream said it was complete (`[DONE]` / `response.completed`).
+    pub done: bool,
+    pub finish_reason: Option<String>,
+    /// The first thing that went wrong, if anything.
+    pub failure: Option<(FailureClass, String)>,
+}
+
+impl StreamObservation {
+    pub fn new(api: Api, start: Instant) -> Self {
+        Self {
+            api,
+            start,
+            http_status: None,
+            first_output: None,
+            first_content: None,
+            last_output: None,
+            end: None,
+            content_chunks: 0,
+            reasoning_chunks: 0,
+            gaps_us: Vec::with_capacity(256),
+            usage: None,
+            capture: String::new(),
+            capture_chars: 0,
+            capture_truncated: false,
+            done: false,
+            finish_reason: None,
+            failure: None,
+        }
+    }
+
+    /// Records the first failure; later ones are consequences of it.
+    pub fn fail(&mut self, class: FailureClass, detail: impl Into<String>) {
+        if self.failure.is_none() {
+            self.failure = Some((class, detail.into()));
+        }
+    }
+
+    /// Handles one SSE event whose bytes arrived at `at`.
+    pub fn on_event(&mut self, event: SseEvent<'_>, at: Instant) {
+        if self.done {
+            return; // nothing after the end marker counts
+        }
+        let view = match parse_event(self.api, event.event, event.data) {
+            Ok(view) => view,
+            Err(e) => {
+                let shown = &event.data[..event.data.len().min(200)];
+                self.fail(FailureClass::MalformedStream, format!("{e}: {}", String::from_utf8_lossy(shown)));
+                return;
+            }
+        };
+        if let Some(error) = view.error {
+            self.fail(FailureClass::StreamError, error);
+        }
+        let reasoning = view.reasoning.as_deref().is_some_and(|r| !r.is_empty());
+        let content = view.content.as_deref().filter(|c| !c.is_empty());
+        if reasoning {
+            self.reasoning_chunks += 1;
+        }
+        if let Some(text) = content {
+            self.content_chunks += 1;
+            self.first_content.get_or_insert(at);
+            self.capture_text(text);
+        }
+        if reasoning || content.is_some() {
+            self.first_output.get_or_insert(at);
+            if let Some(prev) = self.last_output {
+                let gap = at.duration_since(prev).as_micros();
+                self.gaps_us.push(u32::try_from(gap).unwrap_or(u32::MAX));
+            }
+            self.last_output = Some(at);
+        }
+        if let Some(usage) = view.usage {
+            self.usage = Some(usage);
+        }
+        if let Some(reason) = view.finish_reason {
+            self.finish_reason = Some(reason.into_owned());
+        }
+        if view.done {
+            self.done = true;
+            self.end = Some(at);
+        }
+    }
+
+    fn capture_text(&mut self, text: &str) {
+        if self.capture_truncated {
+            return;
+        }
+        let room = CAPTURE_CAP_CHARS - self.capture_chars;
+        let chars = text.chars().count();
+        if chars <= room {
+            self.capture.push_str(text);
+            self.capture_chars += chars;
+        } else {
+            let cut = text.char_indices().nth(room).map_or(text.len(), |(i, _)| i);
+            self.capture.push_str(&text[..cut]);
+            self.capture_chars = CAPTURE_CAP_CHARS;
+            self.capture_truncated = true;
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Deterministic synthetic prompts.
+//!
+//! Prompt text is made of pseudo-words drawn from a seeded generator, so the
+//! same campaign seed always yields the same prompts, and every request's
+//! prompt is different from its first token on (unless a shared prefix is
+//! asked for). Length is expressed in words; [`crate::calibrate`] finds the
+//! word count that gives the planned token count as the server counts it.
+
+use crate::spec::PromptCacheMode;
+
+/// The canary marker of request `index` under campaign `seed`.
+pub fn marker(seed: u64, index: u64) -> String {
+    format!("ANVIL_REQ_{seed}_{index:05}")
+}
+
+/// SplitMix64: a tiny, well-known deterministic generator. Quality is ample
+/// for picking filler words and arrival gaps; it is not used for anything secret.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator for one purpose (`stream`) under one seed.
+    pub fn new(seed: u64, stream: u64) -> Self {
+        let mut g = Self(seed ^ stream.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+        g.next_u64();
+        g
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Generator streams, so prompts, prefixes and arrivals never share draws.
+pub mod streams {
+    pub const SHARED_PREFIX: u64 = 1;
+    pub const ARRIVALS: u64 = 2;
+    /// Request `i` uses stream `REQUEST_BASE + i`.
+    pub const REQUEST_BASE: u64 = 1 << 32;
+}
+
+const SYLLABLES: [&str; 24] = [
+    "ka", "lo", "mi", "ren", "tor", "vel", "sa", "qui", "dun", "bra", "fe", "nol", "pe", "zar", "ti", "gor", "an",
+    "mes", "ul", "ri", "dos", "ba", "hin", "cer",
+];
+
+fn push_words(out: &mut String, rng: &mut SplitMix64, count: u64) {
+    for w in 0..count {
+        let r = rng.next_u64();
+        let syllables = 1 + (r % 3) as usize;
+        for s in 0..syllables {
+            out.push_str(SYLLABLES[((r >> (8 + 8 * s)) % SYLLABLES.len() as u64) as usize]);
+        }
+        // Sentences of about a dozen words keep tokenizers on ordinary text paths.
+        out.push_str(if w % 12 == 11 { ". " } else { " " });
+    }
+}
+
+/// Builds the prompt text of each request.
+#[derive(Debug, Clone)]
+pub struct PromptBuilder {
+    pub seed: u64,
+    pub mode: PromptCacheMode,
+    pub context_tokens: u64,
+    pub canaries: bool,
+    pub response_words: u32,
+    /// Filler words in the whole prompt (set by calibration).
+    pub words: u64,
+}
+
+impl PromptBuilder {
+    /// The instruction sentence(s) closing the prompt.
+    pub fn instructions(&self, index: u64) -> String {
+        let mut s = String::new();
+        if self.canaries {
+            s.push_str(&format!("Begin your reply with {}. ", marker(self.seed, index)));
+        }
+        if self.response_words > 0 {
+            s.push_str(&format!("Write about {} words.", self.response_words));
+        }
+        s.trim_end().to_string()
+    }
+
+    /// Words of the shared prefix (zero in unique mode).
+    fn prefix_words(&self) -> u64 {
+        match self.mode {
+            PromptCacheMode::Unique => 0,
+            PromptCacheMode::SharedPrefix { prefix_tokens } => {
+                let share = prefix_tokens.min(self.context_tokens) as f64 / self.context_tokens.max(1) as f64;
+                (self.words as f64 * share).round() as u64
+            }
+        }
+    }
+
+    /// The full text of request `index`: [shared prefix] unique tag, filler, instructions.
+    pub fn build(&self, index: u64) -> String {
+        let mut text = String::with_capacity(self.words as usize * 7 + 128);
+        let prefix_words = self.prefix_words();
+        if prefix_words > 0 {
+            push_words(&mut text, &mut SplitMix64::new(self.seed, streams::SHARED_PREFIX), prefix_words);
+            text.push('\n');
+        }
+        let mut rng = SplitMix64::new(self.seed, streams::REQUEST_BASE + index);
+        // A random tag first, so no two requests share even their first token.
+        text.push_str(&format!("Record {:016x}: ", rng.next_u64()));
+        push_words(&mut text, &mut rng, self.words.saturating_sub(prefix_words).max(1));
+        let instructions = self.instructions(index);
+        if !instructions.is_empty() {
+            text.push_str("\n\n");
+            text.push_str(&instructions);
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builder(mode: PromptCacheMode) -> PromptBuilder {
+        PromptBuilder { seed: 17, mode, context_tokens: 1000, canaries: true, response_words: 50, words: 400 }
+    }
+
+    #[test]
+    fn deterministic_and_unique_from_the_first_token() {
+        let b = builder(PromptCacheMode::Unique);
+        assert_eq!(b.build(3), b.build(3));
+        let (a, c) = (b.build(3), b.build(4));
+        assert_ne!(a.split(' ').nth(1), c.split(' ').nth(1), "tags differ");
+        assert!(a.ends_with("Begin your reply with ANVIL_REQ_17_00003. Write about 50 words."));
+    }
+
+    #[test]
+    fn shared_prefix_is_identical() {
+        let b = builder(PromptCacheMode::SharedPrefix { prefix_tokens: 500 });
+        let (a, c) = (b.build(0), b.build(1));
+        let prefix_a = a.split('\n').next().unwrap();
+        assert_eq!(prefix_a, c.split('\n').next().unwrap());
+        assert_eq!(prefix_a.split_whitespace().count(), 200);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn marker_is_zero_padded() {
+        assert_eq!(marker(17, 3), "ANVIL_REQ_17_00003");
+        assert_eq!(marker(1, 123456), "ANVIL_REQ_1_123456");
+    }
+}

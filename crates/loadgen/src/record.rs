@@ -1,0 +1,254 @@
+//! The raw per-request record (an element of `request_timings`) and how its
+//! derived timings follow from a [`StreamObservation`].
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::canary::{CanaryResult, evaluate, words_after_marker};
+use crate::observe::StreamObservation;
+use crate::spec::{OutputPolicy, Slo};
+
+/// Why a request is excluded from the performance distributions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// Non-2xx HTTP status.
+    HttpStatus,
+    /// `request_timeout_ms` elapsed before the stream ended.
+    Timeout,
+    /// Could not connect at all.
+    Connect,
+    /// The connection broke or the stream ended without its end marker.
+    Disconnect,
+    /// An event whose payload is not the expected JSON.
+    MalformedStream,
+    /// The server sent an error object inside the stream.
+    StreamError,
+    /// The stream completed without `usage` token counts.
+    MissingUsage,
+    /// The reply does not start with its own marker or carries a foreign one.
+    CanaryFailure,
+    /// The visible reply exceeded the capture cap, so the canary is unprovable.
+    TruncatedCapture,
+    /// Strict controlled output: word count not exact, or reply truncated.
+    ControlledOutput,
+}
+
+impl FailureClass {
+    /// The reply arrived whole but breaks the measurement contract: the
+    /// request counts as a successful response, not as performance-eligible.
+    pub fn is_contract_violation(self) -> bool {
+        matches!(self, Self::MissingUsage | Self::CanaryFailure | Self::TruncatedCapture | Self::ControlledOutput)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HttpStatus => "http_status",
+            Self::Timeout => "timeout",
+            Self::Connect => "connect",
+            Self::Disconnect => "disconnect",
+            Self::MalformedStream => "malformed_stream",
+            Self::StreamError => "stream_error",
+            Self::MissingUsage => "missing_usage",
+            Self::CanaryFailure => "canary_failure",
+            Self::TruncatedCapture => "truncated_capture",
+            Self::ControlledOutput => "controlled_output",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub class: FailureClass,
+    pub detail: String,
+}
+
+/// `response_words` adherence of one reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlledOutput {
+    pub requested_words: u32,
+    pub observed_words: u64,
+    /// The whole reply was seen (not cut by the capture cap or `max_tokens`).
+    pub observable: bool,
+    pub exact: bool,
+}
+
+/// One request as measured. Reference keys first, then anvil's additions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub content_chunks: u32,
+    pub controlled_output: Option<ControlledOutput>,
+    pub decode_tok_s: Option<f64>,
+    pub e2e_ms: Option<f64>,
+    pub effective_prefill_tok_s: Option<f64>,
+    pub generation_ms: Option<f64>,
+    pub mean_inter_token_latency_ms: Option<f64>,
+    pub mean_time_per_output_token_ms: Option<f64>,
+    /// `usage` when the server reported token counts, else `none`.
+    pub output_token_source: String,
+    pub output_tokens: Option<u64>,
+    pub planned_context_tokens: u64,
+    pub prompt_tokens: Option<u64>,
+    pub reasoning_chunks: u32,
+    pub request_canary: Option<CanaryResult>,
+    pub request_index: u64,
+    pub time_to_first_output_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    pub ttft_ms: Option<f64>,
+    pub visible_content_truncated: bool,
+    pub visible_generation_ms: Option<f64>,
+    // --- anvil additions ---
+    /// 0-based measured run this request belongs to.
+    pub repeat: u32,
+    /// Label of the target (replica) that served it.
+    pub target: String,
+    pub http_status: Option<u16>,
+    pub finish_reason: Option<String>,
+    pub cached_prompt_tokens: Option<u64>,
+    /// When the schedule wanted the request sent, ms after the run started.
+    pub intended_send_ms: f64,
+    /// When it was actually sent, ms after the run started.
+    pub actual_send_ms: f64,
+    /// actual − intended: how far the client fell behind its own schedule.
+    pub send_lag_ms: f64,
+    /// Raw gaps between consecutive output-bearing chunks, in microseconds.
+    pub chunk_gaps_us: Vec<u32>,
+    /// output_tokens / (content_chunks + reasoning_chunks).
+    pub tokens_per_chunk: Option<f64>,
+    /// Whether the request counts in the performance distributions.
+    pub performance_eligible: bool,
+    pub failure: Option<Failure>,
+    /// Met every configured SLO (`None` without SLOs).
+    pub slo_met: Option<bool>,
+    /// End of the request relative to the run start, ms (for wall-span checks).
+    pub finished_ms: f64,
+}
+
+/// Per-request facts that the observation does not hold.
+pub struct RecordInputs<'a> {
+    pub index: u64,
+    pub repeat: u32,
+    pub target: &'a str,
+    pub planned_context_tokens: u64,
+    pub marker: Option<&'a str>,
+    pub response_words: u32,
+    pub policy: OutputPolicy,
+    pub slo: Option<&'a Slo>,
+    pub run_start: Instant,
+    pub intended: Instant,
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn since(later: Option<Instant>, earlier: Instant) -> Option<f64> {
+    later.map(|t| ms(t.saturating_duration_since(earlier)))
+}
+
+/// Derives the record, classifying the request (first failure wins, in the
+/// order transport → stream → usage → capture → canary → controlled output).
+pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Instant) -> RequestRecord {
+    let mut obs = obs;
+    let end = obs.end.unwrap_or(finished);
+    // Canaries judge replies; a request that broke before its reply ended has none.
+    let reply_complete = obs.failure.is_none() && obs.done;
+    if obs.failure.is_none() && obs.usage.is_none() {
+        obs.fail(FailureClass::MissingUsage, "stream ended without usage token counts");
+    }
+    let capture_complete = reply_complete && !obs.capture_truncated;
+    let canary = inputs.marker.filter(|_| reply_complete).map(|m| evaluate(m, &obs.capture, capture_complete));
+    if let Some(c) = &canary {
+        if obs.capture_truncated {
+            let detail = format!("visible reply exceeded {} chars", crate::observe::CAPTURE_CAP_CHARS);
+            obs.fail(FailureClass::TruncatedCapture, detail);
+        } else if !c.passed {
+            let detail = format!(
+                "marker_at_start={} foreign_markers={} reply starts {:?}",
+                c.marker_at_start,
+                c.foreign_marker_count,
+                obs.capture.chars().take(60).collect::<String>()
+            );
+            obs.fail(FailureClass::CanaryFailure, detail);
+        }
+    }
+    let controlled = (inputs.response_words > 0).then(|| {
+        let observed = words_after_marker(&obs.capture, inputs.marker) as u64;
+        let observable = capture_complete && obs.finish_reason.as_deref() != Some("length");
+        ControlledOutput {
+            requested_words: inputs.response_words,
+            observed_words: observed,
+            observable,
+            exact: observable && observed == u64::from(inputs.response_words),
+        }
+    });
+    if let (Some(c), OutputPolicy::Strict) = (&controlled, inputs.policy) {
+        if !c.exact {
+            let detail = format!("asked {} words, observed {} (observable={})", c.requested_words, c.observed_words, c.observable);
+            obs.fail(FailureClass::ControlledOutput, detail);
+        }
+    }
+
+    let e2e = Some(ms(end.saturating_duration_since(obs.start)));
+    let tfo = since(obs.first_output, obs.start);
+    let ttft = since(obs.first_content, obs.start);
+    let generation = e2e.zip(tfo).map(|(e, t)| e - t);
+    let visible_generation = e2e.zip(ttft).map(|(e, t)| e - t);
+    let output_tokens = obs.usage.map(|u| u.completion_tokens);
+    let prompt_tokens = obs.usage.map(|u| u.prompt_tokens);
+    // Both need at least two tokens and a positive generation time to mean anything.
+    let after_first = output_tokens.filter(|n| *n >= 2).map(|n| (n - 1) as f64);
+    let tpot = after_first.zip(generation.filter(|g| *g > 0.0)).map(|(n, g)| g / n);
+    let decode = after_first.zip(generation.filter(|g| *g > 0.0)).map(|(n, g)| n / (g / 1000.0));
+    let prefill = prompt_tokens.zip(tfo.filter(|t| *t > 0.0)).map(|(p, t)| p as f64 / (t / 1000.0));
+    let chunks = obs.content_chunks + obs.reasoning_chunks;
+    let tokens_per_chunk = output_tokens.filter(|_| chunks > 0).map(|n| n as f64 / f64::from(chunks));
+
+    let failure = obs.failure.take().map(|(class, detail)| Failure { class, detail });
+    let eligible = failure.is_none();
+    let slo_met = inputs.slo.map(|slo| {
+        eligible
+            && slo.ttft_ms.is_none_or(|l| ttft.is_some_and(|v| v <= l))
+            && slo.tpot_ms.is_none_or(|l| tpot.is_some_and(|v| v <= l))
+            && slo.e2e_ms.is_none_or(|l| e2e.is_some_and(|v| v <= l))
+    });
+    let intended_send_ms = ms(inputs.intended.saturating_duration_since(inputs.run_start));
+    let actual_send_ms = ms(obs.start.saturating_duration_since(inputs.run_start));
+    RequestRecord {
+        content_chunks: obs.content_chunks,
+        controlled_output: controlled,
+        decode_tok_s: decode,
+        e2e_ms: e2e,
+        effective_prefill_tok_s: prefill,
+        generation_ms: generation,
+        mean_inter_token_latency_ms: tpot,
+        mean_time_per_output_token_ms: tpot,
+        output_token_source: if obs.usage.is_some() { "usage" } else { "none" }.to_string(),
+        output_tokens,
+        planned_context_tokens: inputs.planned_context_tokens,
+        prompt_tokens,
+        reasoning_chunks: obs.reasoning_chunks,
+        request_canary: canary,
+        request_index: inputs.index,
+        time_to_first_output_ms: tfo,
+        tpot_ms: tpot,
+        ttft_ms: ttft,
+        visible_content_truncated: obs.capture_truncated,
+        visible_generation_ms: visible_generation,
+        repeat: inputs.repeat,
+        target: inputs.target.to_string(),
+        http_status: obs.http_status,
+        finish_reason: obs.finish_reason.take(),
+        cached_prompt_tokens: obs.usage.and_then(|u| u.cached_tokens),
+        intended_send_ms,
+        actual_send_ms,
+        send_lag_ms: actual_send_ms - intended_send_ms,
+        chunk_gaps_us: std::mem::take(&mut obs.gaps_us),
+        tokens_per_chunk,
+        performance_eligible: eligible,
+        failure,
+        slo_met,
+        finished_ms: ms(end.saturating_duration_since(inputs.run_start)),
+    }
+}

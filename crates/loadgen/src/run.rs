@@ -1,0 +1,286 @@
+//! Running one cell: calibrate the prompt length, warm up, then send the
+//! measured requests on schedule (closed or open loop) across the targets.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, bail};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use crate::calibrate::{Calibration, calibrate};
+use crate::client::{build_client, endpoint, execute, request_body};
+use crate::prompt::{PromptBuilder, SplitMix64, marker, streams};
+use crate::record::{RecordInputs, RequestRecord, derive};
+use crate::spec::{Arrival, Balance, CellContext, CellSpec, Progress, Target};
+
+/// Everything a finished cell run produced, before it becomes an artifact.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// Measured requests of all repeats, ordered by request index.
+    pub records: Vec<RequestRecord>,
+    pub calibration: Option<Calibration>,
+    pub warmup_completed: u32,
+    pub warmup_failed: u32,
+    pub started_at: SystemTime,
+    pub finished_at: SystemTime,
+}
+
+pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
+    if targets.is_empty() {
+        bail!("cell `{}` has no target server", spec.name);
+    }
+    if spec.concurrency == 0 {
+        bail!("cell `{}`: concurrency must be at least 1", spec.name);
+    }
+    if spec.repeat == 0 {
+        bail!("cell `{}`: repeat must be at least 1", spec.name);
+    }
+    if spec.request_timeout_ms == 0 {
+        bail!("cell `{}`: request_timeout_ms must be positive", spec.name);
+    }
+    if let Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s } = spec.arrival {
+        if !(rate_per_s.is_finite() && rate_per_s > 0.0) {
+            bail!("cell `{}`: arrival rate must be a positive number, got {rate_per_s}", spec.name);
+        }
+    }
+    if !(spec.extra_body.is_null() || spec.extra_body.is_object()) {
+        bail!("cell `{}`: extra_body must be a JSON object", spec.name);
+    }
+    Ok(())
+}
+
+/// Shared state of the requests in flight.
+struct Runner {
+    client: reqwest::Client,
+    spec: CellSpec,
+    targets: Vec<Target>,
+    urls: Vec<String>,
+    balance: Balance,
+    outstanding: Vec<AtomicU32>,
+    next_round_robin: AtomicU64,
+    prompts: PromptBuilder,
+    timeout: Duration,
+}
+
+impl Runner {
+    fn pick_target(&self) -> usize {
+        match self.balance {
+            Balance::RoundRobin => (self.next_round_robin.fetch_add(1, Ordering::Relaxed) % self.targets.len() as u64) as usize,
+            Balance::LeastOutstanding => (0..self.targets.len())
+                .min_by_key(|i| self.outstanding[*i].load(Ordering::Relaxed))
+                .unwrap_or(0),
+        }
+    }
+
+    /// Sends request `index` and returns its record and when it ended.
+    async fn send(&self, index: u64, repeat: u32, run_start: Instant, intended: Instant) -> (RequestRecord, Instant) {
+        let t = self.pick_target();
+        self.outstanding[t].fetch_add(1, Ordering::Relaxed);
+        let marker = marker(self.spec.seed, index);
+        let prompt = self.prompts.build(index);
+        let body = request_body(&self.spec, &prompt, index, &marker, self.spec.max_tokens);
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        let (obs, finished) = execute(&self.client, &self.targets[t], &self.urls[t], self.spec.api, body, self.timeout).await;
+        self.outstanding[t].fetch_sub(1, Ordering::Relaxed);
+        let inputs = RecordInputs {
+            index,
+            repeat,
+            target: &self.targets[t].label,
+            planned_context_tokens: self.spec.context_tokens,
+            marker: self.spec.canaries.then_some(marker.as_str()),
+            response_words: self.spec.response_words,
+            policy: self.spec.controlled_output_policy,
+            slo: self.spec.slo.as_ref(),
+            run_start,
+            intended,
+        };
+        (derive(obs, &inputs, finished), finished)
+    }
+}
+
+/// Counts measured requests for the progress callback.
+struct ProgressCounter {
+    tx: mpsc::UnboundedSender<Progress>,
+    total: u32,
+    done: AtomicU32,
+    failed: AtomicU32,
+    tokens: AtomicU64,
+    since: Instant,
+}
+
+impl ProgressCounter {
+    fn record(&self, rec: &RequestRecord) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let failed = self.failed.fetch_add(u32::from(!rec.performance_eligible), Ordering::Relaxed)
+            + u32::from(!rec.performance_eligible);
+        let tokens = self.tokens.fetch_add(rec.output_tokens.unwrap_or(0), Ordering::Relaxed) + rec.output_tokens.unwrap_or(0);
+        let elapsed = self.since.elapsed().as_secs_f64();
+        let tok_s = if elapsed > 0.0 { tokens as f64 / elapsed } else { 0.0 };
+        let _ = self.tx.send(Progress { done, total: self.total, failed, tok_s });
+    }
+}
+
+/// Sends `count` requests starting at index `first` on the given schedule.
+async fn run_phase(
+    runner: &Arc<Runner>,
+    first: u64,
+    count: u32,
+    repeat: u32,
+    arrival: Arrival,
+    progress: Option<&Arc<ProgressCounter>>,
+) -> anyhow::Result<Vec<RequestRecord>> {
+    let run_start = Instant::now();
+    let mut tasks: JoinSet<Vec<RequestRecord>> = JoinSet::new();
+    match arrival {
+        Arrival::ClosedLoop => {
+            let next = Arc::new(AtomicU64::new(0));
+            for _ in 0..runner.spec.concurrency.min(count) {
+                let (runner, next, progress) = (runner.clone(), next.clone(), progress.cloned());
+                tasks.spawn(async move {
+                    let mut mine = Vec::new();
+                    // A closed-loop worker means to send as soon as its previous request ends.
+                    let mut intended = run_start;
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        if k >= u64::from(count) {
+                            break mine;
+                        }
+                        let (rec, finished) = runner.send(first + k, repeat, run_start, intended).await;
+                        intended = finished;
+                        if let Some(p) = &progress {
+                            p.record(&rec);
+                        }
+                        mine.push(rec);
+                    }
+                });
+            }
+        }
+        Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s } => {
+            let cap = Arc::new(Semaphore::new(runner.spec.concurrency as usize));
+            let mut rng = SplitMix64::new(runner.spec.seed, streams::ARRIVALS + u64::from(repeat));
+            let mut offset_s = 0.0;
+            for k in 0..count {
+                let intended = run_start + Duration::from_secs_f64(offset_s);
+                tokio::time::sleep_until(intended.into()).await;
+                // The cap may hold the request back; that lag is recorded, not hidden.
+                let permit = cap.clone().acquire_owned().await.context("concurrency cap closed")?;
+                let (runner, progress) = (runner.clone(), progress.cloned());
+                tasks.spawn(async move {
+                    let (rec, _) = runner.send(first + u64::from(k), repeat, run_start, intended).await;
+                    drop(permit);
+                    if let Some(p) = &progress {
+                        p.record(&rec);
+                    }
+                    vec![rec]
+                });
+                offset_s += match arrival {
+                    Arrival::Poisson { .. } => -(1.0 - rng.next_f64()).ln() / rate_per_s,
+                    _ => 1.0 / rate_per_s,
+                };
+            }
+        }
+    }
+    let mut records = Vec::with_capacity(count as usize);
+    while let Some(done) = tasks.join_next().await {
+        records.extend(done.context("a request task panicked")?);
+    }
+    records.sort_by_key(|r| r.request_index);
+    Ok(records)
+}
+
+/// Asks the server how many tokens the prompt of `index` is with `words` filler words.
+async fn probe_prompt_tokens(
+    client: &reqwest::Client,
+    spec: &CellSpec,
+    target: &Target,
+    prompts: &PromptBuilder,
+    index: u64,
+    words: u64,
+) -> anyhow::Result<u64> {
+    let prompts = PromptBuilder { words, ..prompts.clone() };
+    let marker = marker(spec.seed, index);
+    let body = request_body(spec, &prompts.build(index), index, &marker, 1);
+    let url = endpoint(&target.base_url, spec.api);
+    let timeout = Duration::from_millis(spec.request_timeout_ms);
+    let (obs, _) = execute(client, target, &url, spec.api, serde_json::to_vec(&body)?, timeout).await;
+    match (obs.usage, obs.failure) {
+        (Some(usage), _) => Ok(usage.prompt_tokens),
+        (None, Some((class, detail))) => bail!("calibration request failed ({}): {detail}", class.as_str()),
+        (None, None) => bail!("calibration request returned no usage.prompt_tokens"),
+    }
+}
+
+/// The whole measurement; runs on the load generator's own runtime.
+pub async fn measure(
+    spec: CellSpec,
+    targets: Vec<Target>,
+    ctx: CellContext,
+    progress_tx: mpsc::UnboundedSender<Progress>,
+) -> anyhow::Result<RunOutput> {
+    let client = build_client(spec.concurrency)?;
+    let measured_total = u64::from(spec.requests) * u64::from(spec.repeat);
+    let mut prompts = PromptBuilder {
+        seed: spec.seed,
+        mode: spec.prompt_cache_mode,
+        context_tokens: spec.context_tokens,
+        canaries: spec.canaries,
+        response_words: spec.response_words,
+        words: 1,
+    };
+    // Calibration and warmup use indices after the measured ones, so their
+    // prompts can never pre-fill a prefix cache for a measured request.
+    let mut spare_index = measured_total + u64::from(spec.warmup_requests);
+    let calibration = if spec.context_tokens > 0 {
+        let c = calibrate(spec.context_tokens, async |words| {
+            spare_index += 1;
+            probe_prompt_tokens(&client, &spec, &targets[0], &prompts, spare_index, words).await
+        })
+        .await
+        .with_context(|| format!("calibrating prompt length on {}", targets[0].label))?;
+        prompts.words = c.words;
+        Some(c)
+    } else {
+        None
+    };
+
+    let runner = Arc::new(Runner {
+        client,
+        urls: targets.iter().map(|t| endpoint(&t.base_url, spec.api)).collect(),
+        outstanding: targets.iter().map(|_| AtomicU32::new(0)).collect(),
+        targets,
+        balance: ctx.balance,
+        next_round_robin: AtomicU64::new(0),
+        prompts,
+        timeout: Duration::from_millis(spec.request_timeout_ms),
+        spec,
+    });
+
+    let warmup = run_phase(&runner, measured_total, runner.spec.warmup_requests, 0, Arrival::ClosedLoop, None).await?;
+    let warmup_failed = warmup.iter().filter(|r| !r.performance_eligible).count() as u32;
+
+    let started_at = SystemTime::now();
+    let counter = Arc::new(ProgressCounter {
+        tx: progress_tx,
+        total: measured_total as u32,
+        done: AtomicU32::new(0),
+        failed: AtomicU32::new(0),
+        tokens: AtomicU64::new(0),
+        since: Instant::now(),
+    });
+    let mut records = Vec::with_capacity(measured_total as usize);
+    for repeat in 0..runner.spec.repeat {
+        let first = u64::from(repeat) * u64::from(runner.spec.requests);
+        let arrival = runner.spec.arrival;
+        records.extend(run_phase(&runner, first, runner.spec.requests, repeat, arrival, Some(&counter)).await?);
+    }
+    Ok(RunOutput {
+        records,
+        calibration,
+        warmup_completed: warmup.len() as u32 - warmup_failed,
+        warmup_failed,
+        started_at,
+        finished_at: SystemTime::now(),
+    })
+}

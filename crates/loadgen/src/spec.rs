@@ -1,0 +1,197 @@
+//! The inputs of one benchmark cell: the resolved workload, the servers to hit,
+//! and the facts about them that the artifact must carry.
+
+use serde::{Deserialize, Serialize};
+
+/// A workload resolved for one cell (one server x one workload).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CellSpec {
+    /// Cell node name.
+    pub name: String,
+    /// Model name sent in requests.
+    pub model: String,
+    pub api: Api,
+    /// Target prompt length as the *server* counts tokens.
+    pub context_tokens: u64,
+    /// Closed-loop concurrency; for open-loop arrivals, the in-flight cap.
+    pub concurrency: u32,
+    pub arrival: Arrival,
+    /// Measured requests per repeat.
+    pub requests: u32,
+    /// Unmeasured requests sent before the first repeat.
+    pub warmup_requests: u32,
+    /// When > 0 the prompt asks for about this many words (controlled output).
+    pub response_words: u32,
+    pub max_tokens: u32,
+    pub prompt_cache_mode: PromptCacheMode,
+    pub canaries: bool,
+    pub thinking: ThinkingMode,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub sampling_seed: Option<u64>,
+    pub controlled_output_policy: OutputPolicy,
+    pub request_timeout_ms: u64,
+    /// Campaign seed: drives prompts, arrival times and canary markers.
+    pub seed: u64,
+    /// Engine-specific JSON merged into every request body. String values may
+    /// hold `{marker}`, `{index}` and `{seed}`, replaced per request.
+    pub extra_body: serde_json::Value,
+    pub slo: Option<Slo>,
+    /// Number of measured runs (>= 1); several give CIs across repeats.
+    pub repeat: u32,
+}
+
+impl Default for CellSpec {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            model: String::new(),
+            api: Api::Chat,
+            context_tokens: 1024,
+            concurrency: 1,
+            arrival: Arrival::ClosedLoop,
+            requests: 16,
+            warmup_requests: 0,
+            response_words: 0,
+            max_tokens: 256,
+            prompt_cache_mode: PromptCacheMode::Unique,
+            canaries: true,
+            thinking: ThinkingMode::Default,
+            temperature: None,
+            top_p: None,
+            sampling_seed: None,
+            controlled_output_policy: OutputPolicy::Observe,
+            request_timeout_ms: 600_000,
+            seed: 0,
+            extra_body: serde_json::Value::Null,
+            slo: None,
+            repeat: 1,
+        }
+    }
+}
+
+/// Which OpenAI-compatible endpoint the requests use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// `POST /v1/chat/completions`
+    #[default]
+    Chat,
+    /// `POST /v1/completions`
+    Completions,
+    /// `POST /v1/responses`
+    Responses,
+}
+
+/// When requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Arrival {
+    /// `concurrency` workers, each sending its next request when the previous one ends.
+    #[default]
+    ClosedLoop,
+    /// Open loop, exponential inter-arrival times (seeded).
+    Poisson { rate_per_s: f64 },
+    /// Open loop, evenly spaced sends.
+    Constant { rate_per_s: f64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum PromptCacheMode {
+    /// Every prompt starts with a per-request random prefix: no prefix cache can hit.
+    #[default]
+    Unique,
+    /// Every prompt shares the same first `prefix_tokens` tokens.
+    SharedPrefix { prefix_tokens: u64 },
+}
+
+/// Sent as `chat_template_kwargs.enable_thinking` (nothing sent for `Default`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThinkingMode {
+    #[default]
+    Default,
+    On,
+    Off,
+}
+
+/// What to do with replies that miss `response_words`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputPolicy {
+    /// Record adherence only.
+    #[default]
+    Observe,
+    /// Reject non-exact or truncated completions (excluded from distributions).
+    Strict,
+}
+
+/// Service-level objectives; a request meets them when every set limit holds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Slo {
+    pub ttft_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+}
+
+/// One server endpoint; several targets are replicas of one deployment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Target {
+    /// Server root, e.g. `http://127.0.0.1:8000` (a trailing `/v1` is accepted).
+    pub base_url: String,
+    /// Sent as a bearer token; never written to any artifact.
+    #[serde(skip_serializing)]
+    pub api_key: Option<String>,
+    pub label: String,
+}
+
+/// Facts about the cell's environment that go into the artifact.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CellContext {
+    pub engine: String,
+    pub simulated: bool,
+    pub gpu: Option<String>,
+    pub serve_flags: serde_json::Value,
+    pub run_id: String,
+    pub source_recipe: Option<String>,
+    pub max_context_tokens: Option<u64>,
+    pub balance: Balance,
+}
+
+impl Default for CellContext {
+    fn default() -> Self {
+        Self {
+            engine: String::new(),
+            simulated: false,
+            gpu: None,
+            serve_flags: serde_json::Value::Null,
+            run_id: String::new(),
+            source_recipe: None,
+            max_context_tokens: None,
+            balance: Balance::RoundRobin,
+        }
+    }
+}
+
+/// How requests are spread over several targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Balance {
+    #[default]
+    RoundRobin,
+    LeastOutstanding,
+}
+
+/// Live progress of the measured requests, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Progress {
+    pub done: u32,
+    pub total: u32,
+    pub failed: u32,
+    /// Completion tokens so far divided by elapsed measured time.
+    pub tok_s: f64,
+}

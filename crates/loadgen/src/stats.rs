@@ -1,0 +1,166 @@
+//! Request-level distributions as the capacity-v4 protocol defines them:
+//! mean, sample standard deviation, normal-approximation 95% CI of the mean,
+//! and nearest-rank percentiles.
+
+use serde_json::{Map, Value};
+
+/// Percentiles reported for every distribution, in percent.
+pub const PERCENTILES: [u32; 6] = [25, 50, 75, 90, 95, 99];
+/// Below this many samples p99 is descriptive only.
+pub const P99_MIN_SAMPLES: usize = 100;
+const Z95: f64 = 1.959963984540054;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Distribution {
+    pub samples: usize,
+    pub mean: f64,
+    /// Sample (n−1) standard deviation; `None` below two samples.
+    pub stddev: Option<f64>,
+    pub ci95_low: Option<f64>,
+    pub ci95_high: Option<f64>,
+    pub min: f64,
+    pub max: f64,
+    /// Values at [`PERCENTILES`].
+    pub percentiles: [f64; 6],
+}
+
+impl Distribution {
+    /// `None` for an empty sample. Non-finite values are ignored.
+    pub fn of(values: &[f64]) -> Option<Self> {
+        let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        if sorted.is_empty() {
+            return None;
+        }
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let mean = sorted.iter().sum::<f64>() / n as f64;
+        let stddev = (n >= 2).then(|| {
+            let ss: f64 = sorted.iter().map(|v| (v - mean).powi(2)).sum();
+            (ss / (n - 1) as f64).sqrt()
+        });
+        let half_width = stddev.map(|s| Z95 * s / (n as f64).sqrt());
+        Some(Self {
+            samples: n,
+            mean,
+            stddev,
+            ci95_low: half_width.map(|h| mean - h),
+            ci95_high: half_width.map(|h| mean + h),
+            min: sorted[0],
+            max: sorted[n - 1],
+            percentiles: PERCENTILES.map(|p| nearest_rank(&sorted, p)),
+        })
+    }
+
+    pub fn percentile(&self, p: u32) -> Option<f64> {
+        PERCENTILES.iter().position(|q| *q == p).map(|i| self.percentiles[i])
+    }
+}
+
+/// Nearest-rank percentile of sorted data: the value at rank ⌈p·n/100⌉.
+pub fn nearest_rank(sorted: &[f64], percent: u32) -> f64 {
+    let n = sorted.len();
+    let rank = (percent as usize * n).div_ceil(100).clamp(1, n);
+    sorted[rank - 1]
+}
+
+/// How a metric's keys are spelled in the artifact (the reference uses three).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyStyle {
+    /// `decode_tok_s_p50`, `decode_tok_s_mean_ci95_low`
+    Plain,
+    /// `ttft_p50_ms`, `ttft_mean_ci95_low_ms`; samples stay `ttft_samples`
+    Millis,
+}
+
+/// Writes the full distribution block of `name` into `out`; an empty
+/// sample writes nulls and `samples: 0`, so the key set never depends on data.
+pub fn write_distribution(out: &mut Map<String, Value>, name: &str, style: KeyStyle, dist: Option<&Distribution>) {
+    let suffix = match style {
+        KeyStyle::Plain => "",
+        KeyStyle::Millis => "_ms",
+    };
+    let num = |v: Option<f64>| v.map_or(Value::Null, Value::from);
+    let mut put = |stat: &str, v: Value| {
+        out.insert(format!("{name}_{stat}{suffix}"), v);
+    };
+    put("mean", num(dist.map(|d| d.mean)));
+    put("stddev", num(dist.and_then(|d| d.stddev)));
+    put("mean_ci95_low", num(dist.and_then(|d| d.ci95_low)));
+    put("mean_ci95_high", num(dist.and_then(|d| d.ci95_high)));
+    put("min", num(dist.map(|d| d.min)));
+    for (i, p) in PERCENTILES.iter().enumerate() {
+        put(&format!("p{p}"), num(dist.map(|d| d.percentiles[i])));
+    }
+    put("max", num(dist.map(|d| d.max)));
+    out.insert(format!("{name}_samples"), Value::from(dist.map_or(0, |d| d.samples)));
+}
+
+/// Two-sided 95% Student-t critical value for `df` degrees of freedom, for
+/// CIs across a handful of repeats where the normal approximation is too narrow.
+pub fn t95(df: usize) -> Option<f64> {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => None,
+        1..=30 => Some(TABLE[df - 1]),
+        _ => Some(Z95),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference artifact's completion_tokens values and its published block.
+    const REFERENCE: [f64; 12] = [328., 385., 195., 344., 425., 402., 234., 286., 334., 299., 260., 247.];
+
+    #[test]
+    fn matches_reference_artifact() {
+        let d = Distribution::of(&REFERENCE).unwrap();
+        assert_eq!(d.samples, 12);
+        assert!((d.mean - 311.5833333333333).abs() < 1e-9);
+        assert!((d.stddev.unwrap() - 71.03578910192617).abs() < 1e-9);
+        assert!((d.ci95_low.unwrap() - 271.39105201244064).abs() < 1e-3);
+        assert!((d.ci95_high.unwrap() - 351.775614654226).abs() < 1e-3);
+        assert_eq!(d.percentiles, [247., 299., 344., 402., 425., 425.]);
+        assert_eq!((d.min, d.max), (195., 425.));
+    }
+
+    #[test]
+    fn nearest_rank_by_hand() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        // rank = ceil(p*n/100): p95 of 20 is rank 19 exactly (no float drift).
+        assert_eq!(nearest_rank(&v, 95), 19.);
+        assert_eq!(nearest_rank(&v, 25), 5.);
+        assert_eq!(nearest_rank(&v, 99), 20.);
+        assert_eq!(nearest_rank(&[7.], 50), 7.);
+        let v: Vec<f64> = (1..=200).map(f64::from).collect();
+        assert_eq!(nearest_rank(&v, 99), 198.);
+    }
+
+    #[test]
+    fn single_sample_has_no_spread() {
+        let d = Distribution::of(&[3.0]).unwrap();
+        assert_eq!(d.stddev, None);
+        assert_eq!(d.ci95_low, None);
+        assert!(Distribution::of(&[]).is_none());
+        assert!(Distribution::of(&[f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn key_styles_match_reference_names() {
+        let d = Distribution::of(&REFERENCE);
+        let mut m = Map::new();
+        write_distribution(&mut m, "ttft", KeyStyle::Millis, d.as_ref());
+        write_distribution(&mut m, "decode_tok_s", KeyStyle::Plain, d.as_ref());
+        for key in ["ttft_mean_ci95_high_ms", "ttft_p99_ms", "ttft_samples", "ttft_stddev_ms", "decode_tok_s_mean_ci95_low", "decode_tok_s_p25", "decode_tok_s_samples"] {
+            assert!(m.contains_key(key), "{key}");
+        }
+        let mut empty = Map::new();
+        write_distribution(&mut empty, "ttft", KeyStyle::Millis, None);
+        assert_eq!(empty.len(), m.len() / 2);
+        assert_eq!(empty["ttft_samples"], 0);
+    }
+}
