@@ -248,7 +248,7 @@ impl Lexer<'_> {
                     if let Some(star) = segment.find('*')
                         && self.peek_at(0) != Some(b'.')
                     {
-                        if star == 0 {
+                        if star == 0 || segment[..star].ends_with('-') {
                             return Err(ParseError::new(
                                 "a wildcard name needs a field after it",
                                 (segment_start, self.pos - segment_start),

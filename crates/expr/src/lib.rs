@@ -6,6 +6,28 @@
 //! the gate through a caller-supplied [`Resolver`] and explains the verdict.
 //! The language reference is `docs/expressions.md`.
 //!
+//! ```
+//! use anvil_expr::{JsonResolver, Value, evaluate_value, parse};
+//!
+//! let gate = parse("check.tp2-json.passed && pct_delta(cell.tp2.tok_s, cell.tp1.tok_s) > 5")?;
+//! let read: Vec<String> = gate.references().iter().map(|r| r.to_string()).collect();
+//! assert_eq!(read, ["check.tp2-json.passed", "cell.tp2.tok_s", "cell.tp1.tok_s"]);
+//!
+//! let results = serde_json::json!({
+//!     "check": { "tp2-json": { "passed": true } },
+//!     "cell": { "tp1": { "tok_s": 790.1 }, "tp2": { "tok_s": 812.4 } },
+//! });
+//! let verdict = gate.eval(&JsonResolver::new(&results));
+//! assert_eq!(verdict.status(), "rejected");
+//! assert!(verdict.detail().ends_with("= 2.822 > 5 → false) → false"));
+//!
+//! // Screens want a value: the name of the winning node.
+//! let screen = parse("argmax(cell.tp*.tok_s)")?;
+//! let winner = evaluate_value(&screen, &JsonResolver::new(&results))?;
+//! assert_eq!(winner, Value::String("tp2".into()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Pipeline: `lexer` → `parser` → `ast` → `eval` (+ `operators`,
 //! `functions`) → `print` (details) → `evaluation` (verdict).
 

@@ -128,7 +128,7 @@ fn canonical_form_ignores_spelling_but_keeps_meaning() {
 /// (source, message fragment, span, help fragment)
 #[test]
 fn parse_errors_point_into_the_source() {
-    let cases: [(&str, &str, (usize, usize), &str); 16] = [
+    let cases: [(&str, &str, (usize, usize), &str); 17] = [
         ("", "empty expression", (0, 0), "condition"),
         (
             "1 +",
@@ -174,6 +174,12 @@ fn parse_errors_point_into_the_source() {
         ("1 < 2 < 3", "comparisons cannot be chained", (6, 1), "&&"),
         ("cell.", "expected a name after `.`", (4, 1), ""),
         ("cell.*", "wildcard name needs a field", (5, 1), ""),
+        (
+            "count(cell.sglang-*)",
+            "wildcard name needs a field",
+            (11, 8),
+            "sglang-*.aggregate",
+        ),
         ("cell.x.y[a]", "expected a list index", (8, 2), ""),
     ];
     for (src, message, span, help) in cases {
