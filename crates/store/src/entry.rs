@@ -52,7 +52,12 @@ impl Entry {
         })
     }
 
-    pub(crate) fn from_parts(dir: PathBuf, manifest: Manifest, preimage: serde_json::Value, result: serde_json::Value) -> Entry {
+    pub(crate) fn from_parts(
+        dir: PathBuf,
+        manifest: Manifest,
+        preimage: serde_json::Value,
+        result: serde_json::Value,
+    ) -> Entry {
         Entry {
             fingerprint: manifest.fingerprint,
             dir,
@@ -67,6 +72,8 @@ impl Entry {
 
 pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, StoreError> {
     let bytes = fs::read(path).map_err(StoreError::io("read", path))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|err| StoreError::Corrupt { path: path.to_path_buf(), reason: format!("not valid JSON: {err}") })
+    serde_json::from_slice(&bytes).map_err(|err| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        reason: format!("not valid JSON: {err}"),
+    })
 }

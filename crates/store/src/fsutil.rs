@@ -23,7 +23,8 @@ pub(crate) fn fsync_file(path: &Path) -> Result<(), StoreError> {
 #[cfg(unix)]
 pub(crate) fn fsync_dir(path: &Path) -> Result<(), StoreError> {
     let dir = File::open(path).map_err(StoreError::io("open directory for fsync", path))?;
-    dir.sync_all().map_err(StoreError::io("fsync directory", path))
+    dir.sync_all()
+        .map_err(StoreError::io("fsync directory", path))
 }
 
 /// Directories cannot be opened as files on every platform; there the
@@ -40,7 +41,8 @@ pub(crate) fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), S
     let final_path = dir.join(name);
     let result = (|| {
         write_new_file(&tmp_path, bytes)?;
-        fs::rename(&tmp_path, &final_path).map_err(StoreError::io("rename into place", &final_path))?;
+        fs::rename(&tmp_path, &final_path)
+            .map_err(StoreError::io("rename into place", &final_path))?;
         fsync_dir(dir)
     })();
     if result.is_err() {
@@ -59,7 +61,8 @@ pub(crate) fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError
         .create_new(true)
         .open(path)
         .map_err(StoreError::io("create", path))?;
-    file.write_all(bytes).map_err(StoreError::io("write", path))?;
+    file.write_all(bytes)
+        .map_err(StoreError::io("write", path))?;
     file.sync_all().map_err(StoreError::io("fsync", path))
 }
 
@@ -83,7 +86,10 @@ pub(crate) fn tree_size(path: &Path) -> u64 {
     let Ok(children) = fs::read_dir(path) else {
         return 0;
     };
-    children.flatten().map(|child| tree_size(&child.path())).sum()
+    children
+        .flatten()
+        .map(|child| tree_size(&child.path()))
+        .sum()
 }
 
 /// A directory that is not a symlink to one: the store never follows

@@ -44,7 +44,10 @@ pub(crate) struct Marker {
 
 impl Marker {
     pub fn current() -> Marker {
-        Marker { format: FORMAT_NAME.to_string(), version: FORMAT_VERSION }
+        Marker {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION,
+        }
     }
 }
 
