@@ -119,3 +119,69 @@ pub fn delta_text(chunks: &[Value], field: &str) -> String {
 pub fn usage_of(chunks: &[Value]) -> Value {
     chunks.last().expect("chunks")["usage"].clone()
 }
+
+/// Client-side timing of one streamed chat request.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamTiming {
+    /// Request start → first non-empty content delta.
+    pub ttft: std::time::Duration,
+    pub e2e: std::time::Duration,
+    pub completion_tokens: u64,
+}
+
+impl StreamTiming {
+    /// (completion_tokens − 1) / (e2e − ttft), as the capacity protocol defines it.
+    pub fn decode_tok_s(&self) -> f64 {
+        (self.completion_tokens.saturating_sub(1)) as f64 / (self.e2e - self.ttft).as_secs_f64()
+    }
+}
+
+/// Send a streamed chat request and time it as bytes arrive.
+pub async fn time_stream(client: &reqwest::Client, base_url: &str, body: &Value) -> StreamTiming {
+    let start = std::time::Instant::now();
+    let mut response = client.post(format!("{base_url}/v1/chat/completions")).json(body).send().await.expect("request sent");
+    let mut text = String::new();
+    let mut ttft = None;
+    while let Some(bytes) = response.chunk().await.expect("stream chunk") {
+        text.push_str(std::str::from_utf8(&bytes).expect("utf-8"));
+        if ttft.is_none() && text.contains("\"delta\":{\"content\":\"") && has_nonempty_content(&text) {
+            ttft = Some(start.elapsed());
+        }
+    }
+    let e2e = start.elapsed();
+    let chunks = json_chunks(&text);
+    StreamTiming {
+        ttft: ttft.expect("some content arrived"),
+        e2e,
+        completion_tokens: usage_of(&chunks)["completion_tokens"].as_u64().expect("usage"),
+    }
+}
+
+fn has_nonempty_content(text: &str) -> bool {
+    text.match_indices("\"delta\":{\"content\":\"").any(|(at, pattern)| !text[at + pattern.len()..].starts_with('"'))
+}
+
+/// Run `concurrency` identical-shape requests at once (distinct prompts, so
+/// the prefix cache does not help) and return their timings.
+pub async fn burst(base_url: &str, concurrency: usize, prompt_words: usize, output_words: usize) -> Vec<StreamTiming> {
+    let client = reqwest::Client::new();
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|i| {
+            let filler: String = (0..prompt_words).map(|w| format!("w{i}x{w} ")).collect();
+            let body = chat_stream(&format!("{filler}\nWrite about {output_words} words."));
+            let client = client.clone();
+            let base_url = base_url.to_owned();
+            tokio::spawn(async move { time_stream(&client, &base_url, &body).await })
+        })
+        .collect();
+    let mut timings = Vec::new();
+    for task in tasks {
+        timings.push(task.await.expect("request task"));
+    }
+    timings
+}
+
+pub fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let values: Vec<f64> = values.collect();
+    values.iter().sum::<f64>() / values.len() as f64
+}

@@ -1,0 +1,37 @@
+//! Continuous batching: more concurrent requests raise TTFT and lower each
+//! request's decode rate. Relative comparisons only, never absolute times.
+
+mod common;
+
+use common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_raises_ttft_and_lowers_per_request_decode_rate() {
+    let sim = start(&[
+        ("decode-step-ms", "2"),
+        ("decode-step-ms-per-seq", "0.6"),
+        ("prefill-tok-s", "100000"),
+        ("chunked-prefill-tokens", "4096"),
+    ])
+    .await;
+    let alone = burst(&sim.base_url(), 1, 400, 60).await;
+    let crowd = burst(&sim.base_url(), 16, 400, 60).await;
+
+    let ttft = |t: &[StreamTiming]| mean(t.iter().map(|x| x.ttft.as_secs_f64()));
+    let decode = |t: &[StreamTiming]| mean(t.iter().map(StreamTiming::decode_tok_s));
+    // Model: C=1 steps take ~2.6 ms, C=16 ~11.6 ms, and 16 prompts of ~1000
+    // tokens need several chunked-prefill steps: both effects are ~4x, the
+    // assertions ask for much less.
+    assert!(ttft(&crowd) > ttft(&alone) * 1.5, "ttft alone {:?} crowd {:?}", ttft(&alone), ttft(&crowd));
+    assert!(decode(&crowd) < decode(&alone) / 1.5, "decode alone {} crowd {}", decode(&alone), decode(&crowd));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_batch_queues_the_rest() {
+    let sim = start(&[("max-running-seqs", "2"), ("decode-step-ms", "3")]).await;
+    let timings = burst(&sim.base_url(), 6, 10, 30).await;
+    let mut ttfts: Vec<f64> = timings.iter().map(|t| t.ttft.as_secs_f64()).collect();
+    ttfts.sort_by(f64::total_cmp);
+    // The last pair waited for two whole generations to finish first.
+    assert!(ttfts[5] > ttfts[0] * 3.0, "{ttfts:?}");
+}
