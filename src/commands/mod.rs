@@ -1,0 +1,69 @@
+//! One file per subcommand. Each returns an exit code or an `Exit` saying
+//! whether the user's input was at fault (2) or the work failed (1).
+
+mod diff;
+mod graph;
+mod plan;
+mod run;
+mod show;
+mod sim;
+mod store;
+
+use std::path::Path;
+
+use anvil_store::Store;
+
+use crate::cli::{Cli, Command, RecipeArgs, StoreAction};
+use crate::plan::{EngineMode, Plan};
+
+pub enum Exit {
+    /// Bad input: a recipe error, an unknown name, a bad flag.
+    Input(miette::Report),
+    /// The work could not be done (store damage, I/O).
+    Failed(miette::Report),
+}
+
+impl From<anvil_store::StoreError> for Exit {
+    fn from(err: anvil_store::StoreError) -> Exit {
+        Exit::Failed(miette::miette!("store: {err}"))
+    }
+}
+
+pub fn input(message: impl std::fmt::Display) -> Exit {
+    Exit::Input(miette::miette!("{message}"))
+}
+
+pub fn failed(message: impl std::fmt::Display) -> Exit {
+    Exit::Failed(miette::miette!("{message}"))
+}
+
+pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
+    match cli.command {
+        Command::Run { recipe, jobs, force, only, keep_going, dry_run, gpus } => {
+            if dry_run {
+                return plan::plan(&cli.store, &recipe, false).await;
+            }
+            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus };
+            run::run(&cli.store, &recipe, options).await
+        }
+        Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
+        Command::Graph { recipe, format } => graph::graph(&recipe, format),
+        Command::Diff { a, b, json } => diff::diff(&cli.store, &a, b.as_deref(), json),
+        Command::Show { fingerprint, json } => show::show(&cli.store, &fingerprint, json),
+        Command::Runs { json } => show::runs(&cli.store, json),
+        Command::Store { action: StoreAction::Verify { json } } => store::verify(&cli.store, json),
+        Command::Gc { dry_run } => store::gc(&cli.store, dry_run),
+        Command::Sim { port, host, profile, set } => sim::sim(&host, port, profile.as_deref(), &set).await,
+    }
+}
+
+pub fn open_store(root: &Path) -> Result<Store, Exit> {
+    Store::open(root).map_err(|err| failed(format!("cannot open the store at {}: {err}", root.display())))
+}
+
+/// Load a recipe and plan it; recipe errors are input errors with spans.
+pub fn load_plan(args: &RecipeArgs, store: Option<&Store>) -> Result<Plan, Exit> {
+    let recipe = crate::recipe::load(&args.recipe, &args.set).map_err(|e| Exit::Input(miette::Report::new(e)))?;
+    let mode = if args.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
+    Plan::build(recipe, store, mode).map_err(|e| Exit::Input(miette::Report::new(e)))
+}

@@ -1,0 +1,51 @@
+//! `anvil run`: execute a recipe and print a one-screen summary.
+
+use std::path::Path;
+
+use crate::cli::RecipeArgs;
+use crate::run::{execute, Ending, RunOptions, RunSummary};
+
+use super::{failed, load_plan, open_store, Exit};
+
+pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> Result<i32, Exit> {
+    let store = open_store(store_root)?;
+    // What a killed run of an earlier anvil left behind.
+    for reaped in anvil_proc::reap_orphans(&crate::run::registry_dir()) {
+        eprintln!("note: stopped an orphaned server left by an earlier anvil: {reaped:?}");
+    }
+    if let Err(err) = anvil_proc::install_signal_cleanup() {
+        eprintln!("warning: cannot install the Ctrl-C handler: {err}");
+    }
+    let plan = load_plan(args, Some(&store))?;
+    let pending = plan.nodes.iter().filter(|n| n.status == crate::plan::Status::Pending && n.kind != crate::recipe::Kind::Server).count();
+    eprintln!("anvil: {} ({} steps, {} to run) — store {}", plan.recipe.campaign.name, plan.nodes.len(), pending, store_root.display());
+    let summary = execute(plan, store, options).await.map_err(|e| match e.downcast::<anvil_store::StoreError>() {
+        Ok(store_err) => Exit::from(store_err),
+        Err(other) if other.to_string().starts_with("--") => super::input(other),
+        Err(other) => failed(format!("{other:#}")),
+    })?;
+    print_summary(&summary);
+    Ok(if summary.succeeded() { 0 } else { 1 })
+}
+
+fn print_summary(summary: &RunSummary) {
+    let problems: Vec<_> = summary.steps.iter().filter(|s| matches!(s.ending, Ending::Failed | Ending::Rejected)).collect();
+    if !problems.is_empty() {
+        println!();
+        for step in &problems {
+            println!("{} {} `{}`: {}", step.ending.as_str().to_uppercase(), step.kind, step.name, step.detail);
+        }
+    }
+    println!();
+    println!(
+        "{}: {} ran, {} cached, {} failed, {} rejected, {} skipped in {:.1}s (run {})",
+        if summary.succeeded() { "ok" } else { "FAILED" },
+        summary.count(Ending::Ran),
+        summary.count(Ending::Cached),
+        summary.count(Ending::Failed),
+        summary.count(Ending::Rejected),
+        summary.count(Ending::Skipped),
+        summary.elapsed.as_secs_f64(),
+        summary.run_id,
+    );
+}

@@ -1,0 +1,66 @@
+//! `anvil show FP` and `anvil runs`.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::diff::{label_of, resolve_prefix};
+use super::{input, open_store, Exit};
+
+pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit> {
+    let store = open_store(store_root)?;
+    let fp = resolve_prefix(&store, prefix)?;
+    let Some(entry) = store.read(&fp)? else {
+        return Err(input(format!("{fp} is recorded but not stored (it failed, or gc removed it) {}", label_of(&store, &fp))));
+    };
+    if as_json {
+        let files: Vec<_> = entry.files.iter().map(|f| json!({"name": f.name, "blake3": f.blake3, "bytes": f.bytes})).collect();
+        println!("{}", serde_json::to_string_pretty(&json!({"fingerprint": fp.to_string(), "created_at": entry.created_at, "preimage": entry.preimage, "result": entry.result, "files": files})).unwrap_or_default());
+        return Ok(0);
+    }
+    println!("{fp} {}", label_of(&store, &fp));
+    println!("kind: {}   stored: {}   dir: {}", entry.preimage["kind"].as_str().unwrap_or("?"), entry.created_at, entry.dir.display());
+    let benchmark = entry.path_of("benchmark.json");
+    if let Ok(text) = std::fs::read_to_string(&benchmark) {
+        if let Ok(artifact) = serde_json::from_str::<serde_json::Value>(&text) {
+            println!("\n{}", anvil_loadgen::render_table(&artifact));
+        }
+    } else {
+        println!("\nresult:\n{}", serde_json::to_string_pretty(&entry.result).unwrap_or_default());
+    }
+    println!("\nfiles:");
+    for file in &entry.files {
+        println!("  {:<28} {:>10} bytes  blake3:{}", file.name, file.bytes, &file.blake3[..16.min(file.blake3.len())]);
+    }
+    Ok(0)
+}
+
+pub fn runs(store_root: &Path, as_json: bool) -> Result<i32, Exit> {
+    let store = open_store(store_root)?;
+    let runs = store.runs()?;
+    if as_json {
+        let list: Vec<_> = runs
+            .iter()
+            .map(|r| json!({"run_id": r.run_id, "recipe": r.recipe_path, "started_at": r.started_at, "finished_at": r.finished_at, "status": r.status, "nodes": r.nodes.iter().map(|n| json!({"name": n.name, "kind": n.kind, "fingerprint": n.fingerprint.to_string(), "status": n.status})).collect::<Vec<_>>()}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+        return Ok(0);
+    }
+    for run in &runs {
+        let count = |s: &str| run.nodes.iter().filter(|n| n.status == s).count();
+        println!(
+            "{}  {}  {:<9}  ran {:>3}  cached {:>3}  failed {:>3}  {}",
+            run.run_id,
+            run.started_at,
+            run.status,
+            count("ran"),
+            count("cached"),
+            count("failed"),
+            run.recipe_path
+        );
+    }
+    if runs.is_empty() {
+        println!("no runs recorded in {}", store_root.display());
+    }
+    Ok(0)
+}

@@ -1,0 +1,65 @@
+//! Configuration fingerprints: blake3 in derive-key mode, with a versioned
+//! context, over the canonical bytes of a node's preimage.
+//!
+//! The preimage holds everything that can change a node's result: its
+//! resolved settings, pinned identities, the content hash of every file it
+//! reads, the protocol version and its upstream fingerprints. It does not
+//! hold names, descriptions, comments or anything volatile (time, host).
+
+use std::path::Path;
+
+use anvil_store::Fingerprint;
+use serde_json::{json, Map, Value};
+
+use super::canonical::canonical_bytes;
+
+/// Changing what goes into a preimage changes this, so old store entries are
+/// never mistaken for new ones.
+pub const FINGERPRINT_CONTEXT: &str = "anvil 2026-11 node configuration fingerprint v1";
+
+/// The measurement protocol a cell's numbers follow.
+pub const MEASUREMENT_PROTOCOL: &str = "capacity-v4-reasoning";
+
+pub fn fingerprint_of(preimage: &Value) -> Fingerprint {
+    let mut hasher = blake3::Hasher::new_derive_key(FINGERPRINT_CONTEXT);
+    hasher.update(&canonical_bytes(preimage));
+    Fingerprint::from(hasher.finalize())
+}
+
+/// What a node's preimage is assembled from.
+pub struct PreimageParts {
+    pub kind: &'static str,
+    pub settings: Map<String, Value>,
+    /// Named upstream fingerprints or result digests (`server`, `after`, `reads`).
+    pub upstream: Map<String, Value>,
+    /// Content hashes of files the node reads, keyed by the path as written.
+    pub files: Map<String, Value>,
+    /// Facts about the world the node depends on (engine binary, protocol).
+    pub environment: Map<String, Value>,
+}
+
+impl PreimageParts {
+    pub fn new(kind: &'static str) -> PreimageParts {
+        PreimageParts { kind, settings: Map::new(), upstream: Map::new(), files: Map::new(), environment: Map::new() }
+    }
+
+    pub fn into_preimage(self) -> Value {
+        json!({
+            "format": "anvil-preimage/v1",
+            "kind": self.kind,
+            "settings": self.settings,
+            "upstream": self.upstream,
+            "files": self.files,
+            "environment": self.environment,
+        })
+    }
+}
+
+/// blake3 of a file's content, or a marker saying why it could not be read
+/// (a missing input is a change worth seeing in `diff`, not a crash).
+pub fn file_digest(path: &Path) -> Value {
+    match std::fs::read(path) {
+        Ok(bytes) => Value::String(format!("blake3:{}", blake3::hash(&bytes).to_hex())),
+        Err(err) => Value::String(format!("unreadable: {}", err.kind())),
+    }
+}

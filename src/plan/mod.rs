@@ -1,0 +1,130 @@
+//! The plan: a recipe's steps as a DAG, each with its preimage, its
+//! fingerprint, and whether a run will execute it (and why).
+
+mod canonical;
+mod dependencies;
+mod fingerprint;
+mod graph;
+mod preimage;
+mod status;
+
+use anvil_store::{Fingerprint, Store};
+use serde_json::Value;
+
+pub use canonical::{canonical, canonical_bytes};
+pub use dependencies::rules_of;
+pub use fingerprint::{fingerprint_of, FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL};
+pub use preimage::{reads_results, EngineMode};
+pub use status::Status;
+
+use crate::recipe::{Kind, Recipe, RecipeError};
+use preimage::{preimage_of, Upstream, World};
+
+#[derive(Debug, Clone)]
+pub struct PlannedNode {
+    pub name: String,
+    pub kind: Kind,
+    /// Indices (into `Plan::nodes`) of the steps this one waits for.
+    pub deps: Vec<usize>,
+    pub preimage: Value,
+    pub fingerprint: Fingerprint,
+    /// True for a gate, screen or decision whose inputs are not all stored
+    /// yet: its fingerprint is settled only when they are.
+    pub provisional: bool,
+    pub status: Status,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub recipe: Recipe,
+    pub mode: EngineMode,
+    /// One per step, in the recipe's order.
+    pub nodes: Vec<PlannedNode>,
+    /// A valid execution order (indices into `nodes`).
+    pub order: Vec<usize>,
+}
+
+impl Plan {
+    /// Build the DAG and fingerprint every step. With a store, each step is
+    /// marked cached or pending, with the reason it must run.
+    pub fn build(recipe: Recipe, store: Option<&Store>, mode: EngineMode) -> Result<Plan, RecipeError> {
+        let mut problems = Vec::new();
+        let deps = dependencies::dependencies(&recipe, &mut problems);
+        let order = match graph::execution_order(&deps) {
+            Ok(order) => order,
+            Err(_) => {
+                problems.extend(graph::cycle_problems(&deps, &recipe.steps));
+                Vec::new()
+            }
+        };
+        if !problems.is_empty() {
+            return Err(RecipeError { recipe: recipe.path.display().to_string(), problems });
+        }
+
+        let mut world = World::default();
+        let mut nodes: Vec<Option<PlannedNode>> = vec![None; recipe.steps.len()];
+        for &i in &order {
+            let step = &recipe.steps[i];
+            let upstream: Vec<(String, Upstream)> = deps[i]
+                .iter()
+                .filter(|&&d| !(step.kind == Kind::Finally && !step.strings("after").contains(&recipe.steps[d].name)))
+                .map(|&d| {
+                    let dep = nodes[d].as_ref().expect("execution order visits dependencies first");
+                    let role = if recipe.steps[d].kind == Kind::Server { "server".to_string() } else { recipe.steps[d].qualified() };
+                    let link = if preimage::reads_results(step.kind) && dep.kind != Kind::Server {
+                        Upstream::ResultDigest(store.and_then(|s| status::result_digest(s, dep)))
+                    } else {
+                        Upstream::Fingerprint(dep.fingerprint.to_string())
+                    };
+                    (role, link)
+                })
+                .collect();
+            let (preimage, provisional) = preimage_of(step, &recipe, &upstream, mode, &mut world);
+            nodes[i] = Some(PlannedNode {
+                name: step.name.clone(),
+                kind: step.kind,
+                deps: deps[i].clone(),
+                fingerprint: fingerprint_of(&preimage),
+                preimage,
+                provisional,
+                status: Status::Pending,
+                reason: String::new(),
+            });
+        }
+        let nodes: Vec<PlannedNode> = nodes.into_iter().map(|n| n.expect("every step is in the order")).collect();
+        let mut plan = Plan { recipe, mode, nodes, order };
+        status::assign(&mut plan, store);
+        Ok(plan)
+    }
+
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Recompute a result-reading step's fingerprint now that its inputs
+    /// exist (called by the runner just before evaluating it).
+    pub fn settle(&mut self, index: usize, store: &Store) -> Fingerprint {
+        let step = &self.recipe.steps[index];
+        let upstream: Vec<(String, Upstream)> = self.nodes[index]
+            .deps
+            .iter()
+            .map(|&d| {
+                let dep = &self.nodes[d];
+                let role = if dep.kind == Kind::Server { "server".to_string() } else { self.recipe.steps[d].qualified() };
+                let link = if dep.kind == Kind::Server {
+                    Upstream::Fingerprint(dep.fingerprint.to_string())
+                } else {
+                    Upstream::ResultDigest(status::result_digest(store, dep))
+                };
+                (role, link)
+            })
+            .collect();
+        let (preimage, provisional) = preimage_of(step, &self.recipe, &upstream, self.mode, &mut World::default());
+        let node = &mut self.nodes[index];
+        node.fingerprint = fingerprint_of(&preimage);
+        node.preimage = preimage;
+        node.provisional = provisional;
+        node.fingerprint
+    }
+}

@@ -1,0 +1,215 @@
+//! Checks each raw declaration against its kind's schema and turns KDL
+//! values into typed JSON settings, reporting every problem it finds.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kdl::KdlValue;
+use serde_json::{Map, Number, Value};
+
+use super::decl::{Decl, Setting};
+use super::problem::{did_you_mean, Problem, Problems};
+use super::raw::{describe_value, RawDecl, RawField, Spanned};
+use super::schema::{self, FieldSpec, Shape};
+
+pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
+    let specs = schema::fields_of(raw.kind);
+    let mut settings: BTreeMap<String, Setting> = BTreeMap::new();
+    let mut ok = true;
+    for field in &raw.fields {
+        let name = field.name.value.as_str();
+        if schema::STRUCTURAL.contains(&name) {
+            continue;
+        }
+        let Some(spec) = specs.iter().find(|s| s.name == name) else {
+            let known = specs.iter().map(|s| s.name).chain(schema::STRUCTURAL.iter().copied());
+            problems.push(
+                Problem::new(&field.source, field.name.span, format!("unknown setting `{name}` in {} `{}`", raw.kind, raw.name.value))
+                    .label("unknown")
+                    .maybe_help(did_you_mean(name, known).or_else(|| {
+                        Some(format!("a {} takes: {}", raw.kind, specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")))
+                    })),
+            );
+            ok = false;
+            continue;
+        };
+        let Some(value) = convert_field(field, spec, problems) else {
+            ok = false;
+            continue;
+        };
+        match settings.get_mut(name) {
+            Some(existing) if spec.accumulates => accumulate(&mut existing.value, value),
+            Some(_) => {
+                problems.push(
+                    Problem::new(&field.source, field.span, format!("`{name}` is set twice in {} `{}`", raw.kind, raw.name.value))
+                        .label("second time")
+                        .help("remove one of them (only settings such as args, env and reads add up)"),
+                );
+                ok = false;
+            }
+            None => {
+                settings.insert(name.to_string(), Setting { value, span: field.span, source: field.source.clone(), hashed: spec.hashed });
+            }
+        }
+    }
+    for spec in specs.iter().filter(|s| s.required) {
+        if !settings.contains_key(spec.name) {
+            problems.push(
+                Problem::new(&raw.source, raw.name.span, format!("{} `{}` needs `{}` ({})", raw.kind, raw.name.value, spec.name, spec.shape.describe()))
+                    .label("missing a required setting"),
+            );
+            ok = false;
+        }
+    }
+    ok.then(|| Decl {
+        kind: raw.kind,
+        name: raw.name.value.clone(),
+        source: raw.source.clone(),
+        span: raw.span,
+        name_span: raw.name.span,
+        settings,
+    })
+}
+
+fn accumulate(existing: &mut Value, more: Value) {
+    match (existing, more) {
+        (Value::Array(a), Value::Array(b)) => a.extend(b),
+        (Value::Object(a), Value::Object(b)) => a.extend(b),
+        (slot, other) => *slot = other,
+    }
+}
+
+fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) -> Option<Value> {
+    let fail = |problems: &mut Problems, span, found: String| {
+        problems.push(
+            Problem::new(&field.source, span, format!("`{}` expects {}, found {found}", spec.name, spec.shape.describe()))
+                .label("wrong type")
+                .maybe_help(bool_hint(spec, field)),
+        );
+        None
+    };
+    match spec.shape {
+        Shape::Props => {
+            if !field.args.is_empty() || !field.children.is_empty() {
+                return fail(problems, field.span, "positional values".into());
+            }
+            let mut map = Map::new();
+            for (key, value) in &field.props {
+                map.insert(key.value.clone(), scalar(&value.value));
+            }
+            Some(Value::Object(map))
+        }
+        Shape::Block => {
+            let mut map = Map::new();
+            for child in &field.children {
+                map.insert(child.name.value.clone(), block_value(child));
+            }
+            for (key, value) in &field.props {
+                map.insert(key.value.clone(), scalar(&value.value));
+            }
+            Some(Value::Object(map))
+        }
+        Shape::Strings | Shape::StepRefs => {
+            if field.args.is_empty() {
+                return fail(problems, field.span, "nothing".into());
+            }
+            let mut items = Vec::new();
+            for arg in &field.args {
+                match &arg.value {
+                    KdlValue::String(s) => items.push(Value::String(s.clone())),
+                    KdlValue::Integer(_) | KdlValue::Float(_) if spec.shape == Shape::Strings => {
+                        items.push(Value::String(super::expand::plain_text(&arg.value)))
+                    }
+                    other => return fail(problems, arg.span, describe_value(other)),
+                }
+            }
+            Some(Value::Array(items))
+        }
+        _ => {
+            let [arg] = field.args.as_slice() else {
+                let found = if field.args.is_empty() { "nothing".to_string() } else { format!("{} values", field.args.len()) };
+                return fail(problems, field.span, found);
+            };
+            if !field.props.is_empty() {
+                return fail(problems, field.props[0].0.span, "a key=value property".into());
+            }
+            match single(spec.shape, arg) {
+                Ok(value) => Some(value),
+                Err(Some(message)) => {
+                    problems.push(Problem::new(&field.source, arg.span, message).label("invalid value").maybe_help(bool_hint(spec, field)));
+                    None
+                }
+                Err(None) => fail(problems, arg.span, describe_value(&arg.value)),
+            }
+        }
+    }
+}
+
+/// One typed value; `Err(None)` is a plain type mismatch, `Err(Some(msg))` a bad value of the right type.
+fn single(shape: Shape, arg: &Spanned<KdlValue>) -> Result<Value, Option<String>> {
+    match (shape, &arg.value) {
+        (Shape::Int, KdlValue::Integer(i)) => {
+            let i = u64::try_from(*i).map_err(|_| Some(format!("{i} is out of range (expected 0 … {})", u64::MAX)))?;
+            Ok(Value::Number(i.into()))
+        }
+        (Shape::Number, KdlValue::Integer(i)) => Ok(Value::Number(Number::from_f64(*i as f64).ok_or(None)?)),
+        (Shape::Number, KdlValue::Float(x)) => Ok(Value::Number(Number::from_f64(*x).ok_or_else(|| Some(format!("{x} is not a finite number")))?)),
+        (Shape::Str, KdlValue::String(s)) => Ok(Value::String(s.clone())),
+        (Shape::Bool, KdlValue::Bool(b)) => Ok(Value::Bool(*b)),
+        (Shape::Duration, KdlValue::String(s)) => {
+            let d = parse_duration(s).map_err(Some)?;
+            Ok(Value::Number((d.as_millis() as u64).into()))
+        }
+        (Shape::OneOf(words), KdlValue::String(s)) => {
+            if words.contains(&s.as_str()) {
+                Ok(Value::String(s.clone()))
+            } else {
+                let hint = did_you_mean(s, words.iter().copied()).map(|h| format!(" ({h})")).unwrap_or_default();
+                Err(Some(format!("\"{s}\" is not {}{hint}", shape.describe())))
+            }
+        }
+        (Shape::Ref(_), KdlValue::String(s)) => Ok(Value::String(s.clone())),
+        _ => Err(None),
+    }
+}
+
+/// "90s", "5m", "1h30m", "250ms" → a duration; plain numbers are refused so
+/// that units are never guessed.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim()).map_err(|err| format!("bad duration \"{text}\": {err} (write e.g. \"90s\", \"5m\", \"250ms\")"))
+}
+
+fn scalar(value: &KdlValue) -> Value {
+    match value {
+        KdlValue::String(s) => Value::String(s.clone()),
+        KdlValue::Integer(i) => i64::try_from(*i).map(Value::from).unwrap_or_else(|_| Value::String(i.to_string())),
+        KdlValue::Float(x) => Number::from_f64(*x).map(Value::Number).unwrap_or(Value::Null),
+        KdlValue::Bool(b) => Value::Bool(*b),
+        KdlValue::Null => Value::Null,
+    }
+}
+
+/// A child of a block: one value → scalar, several → array, children or
+/// properties → object.
+fn block_value(field: &RawField) -> Value {
+    if !field.children.is_empty() || !field.props.is_empty() {
+        let mut map = Map::new();
+        for child in &field.children {
+            map.insert(child.name.value.clone(), block_value(child));
+        }
+        for (key, value) in &field.props {
+            map.insert(key.value.clone(), scalar(&value.value));
+        }
+        return Value::Object(map);
+    }
+    match field.args.as_slice() {
+        [] => Value::Null,
+        [one] => scalar(&one.value),
+        many => Value::Array(many.iter().map(|a| scalar(&a.value)).collect()),
+    }
+}
+
+fn bool_hint(spec: &FieldSpec, field: &RawField) -> Option<String> {
+    let is_word = field.args.iter().any(|a| matches!(&a.value, KdlValue::String(s) if s == "true" || s == "false"));
+    (spec.shape == Shape::Bool && is_word).then(|| "KDL v2 writes booleans as #true and #false".to_string())
+}

@@ -1,0 +1,227 @@
+//! Recipes: KDL files → a validated, fully resolved list of declarations.
+//!
+//! The pipeline, one file each: `loader` (KDL, includes, params) → `expand`
+//! (extends, sweeps, placeholders) → `convert` (schema, types) → checks of
+//! names and references here. Every problem carries its file and span.
+
+mod convert;
+mod decl;
+mod expand;
+mod kind;
+mod loader;
+mod problem;
+mod raw;
+mod schema;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kdl::KdlValue;
+use miette::{NamedSource, SourceSpan};
+
+pub use convert::parse_duration;
+pub use decl::{Decl, Setting};
+pub use expand::RUNTIME_PLACEHOLDERS;
+pub use kind::Kind;
+pub use problem::{did_you_mean, Problem, RecipeError, SourceText};
+
+use problem::Problems;
+
+#[derive(Debug, Clone)]
+pub struct Campaign {
+    pub name: String,
+    pub description: Option<String>,
+    pub seed: u64,
+}
+
+/// A loaded recipe: every step concrete, every reference checked.
+#[derive(Debug, Clone)]
+pub struct Recipe {
+    /// The recipe file as given on the command line.
+    pub path: PathBuf,
+    /// Stable identity of this recipe across runs: its canonical path.
+    pub key: String,
+    pub campaign: Campaign,
+    /// Parameter values after `--set` overrides.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Steps in the order they were written (includes in place).
+    pub steps: Vec<Decl>,
+    pub workloads: Vec<Decl>,
+    /// Every recipe file read.
+    pub files: Vec<PathBuf>,
+}
+
+impl Recipe {
+    pub fn step(&self, name: &str) -> Option<&Decl> {
+        self.steps.iter().find(|d| d.name == name)
+    }
+}
+
+/// Load and check a recipe. `overrides` are `name=value` texts from `--set`.
+pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
+    let mut problems = Problems::default();
+    let loaded = loader::load_files(path, &mut problems);
+    let params = resolve_params(&loaded.params, overrides, &mut problems);
+
+    let decls = expand::apply_extends(loaded.decls, &mut problems);
+    let decls = expand::apply_sweeps_and_placeholders(decls, &params, &mut problems);
+    let mut steps = Vec::new();
+    let mut workloads = Vec::new();
+    for raw in &decls {
+        if let Some(decl) = convert::convert(raw, &mut problems) {
+            if decl.kind == Kind::Workload { workloads.push(decl) } else { steps.push(decl) }
+        }
+    }
+    check_unique(&steps, &mut problems);
+    check_unique(&workloads, &mut problems);
+    check_references(&steps, &workloads, &mut problems);
+    for step in &mut steps {
+        match step.kind {
+            Kind::Cell => take_in_workload(step, &workloads),
+            Kind::Server => default_engine(step, &mut problems),
+            _ => {}
+        }
+    }
+
+    let recipe_name = path.display().to_string();
+    let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();
+    let campaign = Campaign {
+        name: loaded.campaign.name.clone().unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
+        description: loaded.campaign.description.clone(),
+        seed: loaded.campaign.seed.and_then(|s| u64::try_from(s).ok()).unwrap_or(0),
+    };
+    let params = params.iter().map(|(k, v)| (k.clone(), kdl_to_json(v))).collect();
+    problems.into_result(&recipe_name, Recipe { path: path.to_path_buf(), key, campaign, params, steps, workloads, files: loaded.files })
+}
+
+fn resolve_params(decls: &[loader::ParamDecl], overrides: &[String], problems: &mut Problems) -> BTreeMap<String, KdlValue> {
+    let mut values: BTreeMap<String, KdlValue> = decls.iter().map(|p| (p.name.value.clone(), p.default.value.clone())).collect();
+    for text in overrides {
+        // Each override gets its own tiny "file" so its errors render with a span too.
+        let source: SourceText = Arc::new(NamedSource::new("--set", text.clone()));
+        let Some((name, value)) = text.split_once('=') else {
+            problems.push(Problem::new(&source, SourceSpan::from(0..text.len()), "--set takes name=value").label("no `=`"));
+            continue;
+        };
+        let Some(declared) = decls.iter().find(|p| p.name.value == name) else {
+            problems.push(
+                Problem::new(&source, SourceSpan::from(0..name.len()), format!("the recipe has no param `{name}`"))
+                    .label("unknown param")
+                    .maybe_help(did_you_mean(name, decls.iter().map(|p| p.name.value.as_str()))),
+            );
+            continue;
+        };
+        // The override takes the declared default's type.
+        let parsed = match &declared.default.value {
+            KdlValue::Integer(_) => value.parse::<i128>().ok().map(KdlValue::Integer),
+            KdlValue::Float(_) => value.parse::<f64>().ok().map(KdlValue::Float),
+            KdlValue::Bool(_) => match value {
+                "true" | "#true" => Some(KdlValue::Bool(true)),
+                "false" | "#false" => Some(KdlValue::Bool(false)),
+                _ => None,
+            },
+            _ => Some(KdlValue::String(value.to_string())),
+        };
+        match parsed {
+            Some(v) => {
+                values.insert(name.to_string(), v);
+            }
+            None => problems.push(
+                Problem::new(&source, SourceSpan::from(name.len() + 1..text.len()), format!("param `{name}` is {}, not \"{value}\"", raw::describe_value(&declared.default.value)).replace("is the", "takes a value like the"))
+                    .label("wrong type"),
+            ),
+        }
+    }
+    values
+}
+
+fn check_unique(decls: &[Decl], problems: &mut Problems) {
+    let mut seen: BTreeMap<&str, &Decl> = BTreeMap::new();
+    for decl in decls {
+        if let Some(first) = seen.get(decl.name.as_str()) {
+            let first_at = Problem::new(&first.source, first.name_span, "").location();
+            problems.push(
+                Problem::new(&decl.source, decl.name_span, format!("duplicate name `{}`", decl.name))
+                    .label("declared again here")
+                    .help(format!("{} `{}` is first declared at {first_at}; names must be unique", first.kind, first.name)),
+            );
+        } else {
+            seen.insert(&decl.name, decl);
+        }
+    }
+}
+
+fn check_references(steps: &[Decl], workloads: &[Decl], problems: &mut Problems) {
+    for step in steps {
+        for (key, kind) in [("server", Kind::Server), ("workload", Kind::Workload)] {
+            let Some(target) = step.str(key) else { continue };
+            let pool: &[Decl] = if kind == Kind::Workload { workloads } else { steps };
+            if !pool.iter().any(|d| d.kind == kind && d.name == target) {
+                let known = pool.iter().filter(|d| d.kind == kind).map(|d| d.name.as_str());
+                problems.push(
+                    step.problem_at(key, format!("{} `{}` refers to unknown {kind} `{target}`", step.kind, step.name))
+                        .label("unknown reference")
+                        .maybe_help(did_you_mean(target, known)),
+                );
+            }
+        }
+        for target in step.strings("after") {
+            if !steps.iter().any(|d| d.name == target) {
+                problems.push(
+                    step.problem_at("after", format!("{} `{}` runs after unknown step `{target}`", step.kind, step.name))
+                        .label("unknown reference")
+                        .maybe_help(did_you_mean(&target, steps.iter().map(|d| d.name.as_str()))),
+                );
+            }
+        }
+    }
+}
+
+/// A cell takes every workload setting it does not set itself; the
+/// workload's name is only a reference, its content is what counts.
+fn take_in_workload(cell: &mut Decl, workloads: &[Decl]) {
+    let Some(name) = cell.str("workload").map(str::to_string) else { return };
+    let Some(workload) = workloads.iter().find(|w| w.name == name) else { return };
+    for (key, setting) in &workload.settings {
+        if key != "description" {
+            cell.settings.entry(key.clone()).or_insert_with(|| setting.clone());
+        }
+    }
+    if let Some(reference) = cell.settings.get_mut("workload") {
+        reference.hashed = false;
+    }
+}
+
+fn default_engine(server: &mut Decl, problems: &mut Problems) {
+    let engine = match server.str("engine") {
+        Some(e) => e.to_string(),
+        None if server.get("url").is_some() => "external".into(),
+        None if server.get("command").is_some() => "command".into(),
+        None => "sim".into(),
+    };
+    let needs = match engine.as_str() {
+        "command" => Some("command"),
+        "external" => Some("url"),
+        _ => None,
+    };
+    if let Some(needed) = needs {
+        if server.get(needed).is_none() {
+            problems.push(server.problem_at("engine", format!("server `{}` with engine \"{engine}\" needs `{needed}`", server.name)).label("incomplete server"));
+        }
+    }
+    server.settings.insert(
+        "engine".into(),
+        Setting { value: serde_json::Value::String(engine), span: server.name_span, source: server.source.clone(), hashed: true },
+    );
+}
+
+pub fn kdl_to_json(value: &KdlValue) -> serde_json::Value {
+    match value {
+        KdlValue::String(s) => s.clone().into(),
+        KdlValue::Integer(i) => i64::try_from(*i).map(Into::into).unwrap_or_else(|_| i.to_string().into()),
+        KdlValue::Float(x) => serde_json::Number::from_f64(*x).map(serde_json::Value::Number).unwrap_or(serde_json::Value::Null),
+        KdlValue::Bool(b) => (*b).into(),
+        KdlValue::Null => serde_json::Value::Null,
+    }
+}

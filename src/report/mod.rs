@@ -1,0 +1,3 @@
+//! What anvil tells people: differences, summaries, rendered results.
+
+pub mod diff;

@@ -1,0 +1,379 @@
+//! Running a plan: independent steps in parallel, stored steps skipped,
+//! servers started lazily, `finally` steps always, and a run record at the end.
+
+mod cell;
+mod gate;
+mod outcome;
+mod progress;
+mod results;
+mod servers;
+mod task;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anvil_store::{Fingerprint, RunNode, RunRecord, Store};
+use serde_json::{json, Map, Value};
+use tokio::task::JoinSet;
+
+pub use outcome::Ending;
+pub use servers::{flatten_sim_block, registry_dir, render};
+
+use crate::plan::{Plan, Status};
+use crate::recipe::{Decl, Kind};
+use outcome::{Failure, Produced, ProducedFile};
+use progress::Progress;
+use servers::ServerPool;
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub jobs: usize,
+    pub force: Vec<String>,
+    pub only: Vec<String>,
+    pub keep_going: bool,
+    /// `--gpus 0,1,…`; detected with nvidia-smi when absent.
+    pub gpus: Option<String>,
+}
+
+/// How one step ended in this run.
+#[derive(Debug, Clone)]
+pub struct StepReport {
+    pub name: String,
+    pub kind: Kind,
+    pub fingerprint: Fingerprint,
+    pub ending: Ending,
+    pub detail: String,
+    pub duration: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub steps: Vec<StepReport>,
+    pub elapsed: Duration,
+    pub servers_started: Vec<String>,
+}
+
+impl RunSummary {
+    pub fn count(&self, ending: Ending) -> usize {
+        self.steps.iter().filter(|s| s.ending == ending && s.kind != Kind::Server).count()
+    }
+
+    /// A run succeeds when nothing failed and no gate rejected.
+    pub fn succeeded(&self) -> bool {
+        self.count(Ending::Failed) == 0 && self.count(Ending::Rejected) == 0
+    }
+}
+
+/// Shared by every step of the run.
+struct Context {
+    store: Store,
+    servers: ServerPool,
+    recipe_dir: PathBuf,
+    recipe_key: String,
+    seed: u64,
+    run_id: String,
+}
+
+/// What a step needs to execute, taken out of the plan.
+struct Job {
+    index: usize,
+    decl: Decl,
+    fingerprint: Fingerprint,
+    preimage: Value,
+    forced: bool,
+    inputs: Option<Value>,
+    server: Option<usize>,
+}
+
+struct Finished {
+    index: usize,
+    ending: Ending,
+    detail: String,
+    evidence: Option<String>,
+    duration: Duration,
+}
+
+pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyhow::Result<RunSummary> {
+    let started = Instant::now();
+    let started_at = now_rfc3339();
+    let run_id = format!("run-{}-{}", started_at.replace([':', '-'], "").trim_end_matches('Z'), std::process::id());
+    let n = plan.nodes.len();
+    let selected = selection(&plan, &options.only)?;
+    let forced: BTreeSet<usize> = options.force.iter().map(|name| plan.index_of(name).ok_or_else(|| anyhow::anyhow!("--force: no step named `{name}`"))).collect::<Result<_, _>>()?;
+
+    // A server serves the selected steps that will run (cached ones never start it).
+    let mut users: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, node) in plan.nodes.iter().enumerate() {
+        if selected[i] && node.kind != Kind::Server && (node.status == Status::Pending || forced.contains(&i)) {
+            for &d in &node.deps {
+                if plan.nodes[d].kind == Kind::Server {
+                    *users.entry(d).or_default() += 1;
+                }
+            }
+        }
+    }
+    let server_decls = plan.nodes.iter().enumerate().filter(|(_, n)| n.kind == Kind::Server).map(|(i, _)| (i, plan.recipe.steps[i].clone())).collect();
+    let recipe_dir = plan.recipe.path.parent().map(PathBuf::from).unwrap_or_default();
+    let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
+    std::fs::create_dir_all(&log_dir)?;
+    let gpus = match &options.gpus {
+        Some(list) => anvil_proc::GpuPool::from_list(list),
+        None => anvil_proc::GpuPool::detect(),
+    };
+    let ctx = Arc::new(Context {
+        store: store.clone(),
+        servers: ServerPool::new(server_decls, users, plan.mode, log_dir, recipe_dir.clone(), gpus),
+        recipe_dir,
+        recipe_key: plan.recipe.key.clone(),
+        seed: plan.recipe.campaign.seed,
+        run_id: run_id.clone(),
+    });
+
+    // The record exists from the start: it is a gc root while the run goes on.
+    let mut record = RunRecord {
+        run_id: run_id.clone(),
+        recipe: plan.recipe.key.clone(),
+        recipe_path: plan.recipe.path.display().to_string(),
+        started_at: started_at.clone(),
+        finished_at: None,
+        status: "running".into(),
+        nodes: Vec::new(),
+        extra: json!({"campaign": plan.recipe.campaign.name, "preimages": preimages(&plan)}),
+    };
+    store.record_run(&record)?;
+
+    let progress = Progress::new(plan.nodes.iter().enumerate().filter(|(i, n)| selected[*i] && n.kind != Kind::Server).count());
+    let mut endings: Vec<Option<Finished>> = (0..n).map(|_| None).collect();
+    let mut launched = vec![false; n];
+    let mut running = JoinSet::new();
+    let jobs = options.jobs.max(1);
+    let mut stop_reason: Option<String> = None;
+
+    loop {
+        // Start every step whose dependencies are settled, up to --jobs at once.
+        for &i in &plan.order.clone() {
+            if launched[i] || running.len() >= jobs {
+                continue;
+            }
+            let node = &plan.nodes[i];
+            let deps_done = node.deps.iter().all(|&d| endings[d].is_some() || (plan.nodes[d].kind == Kind::Finally));
+            if !deps_done {
+                continue;
+            }
+            launched[i] = true;
+            let skip = if !selected[i] {
+                Some("not selected by --only".to_string())
+            } else if node.kind == Kind::Finally {
+                None
+            } else if let Some(reason) = &stop_reason {
+                Some(reason.clone())
+            } else {
+                node.deps.iter().find(|&&d| endings[d].as_ref().is_some_and(|f| matches!(f.ending, Ending::Failed | Ending::Skipped)) && plan.nodes[d].kind != Kind::Server).map(|&d| format!("upstream {} did not succeed", plan.recipe.steps[d].qualified()))
+            };
+            if node.kind == Kind::Server && skip.is_none() {
+                endings[i] = Some(Finished { index: i, ending: Ending::Ran, detail: String::new(), evidence: None, duration: Duration::ZERO });
+                continue;
+            }
+            if let Some(reason) = skip {
+                if let Some(server) = server_of(&plan, i) {
+                    if selected[i] && (node.status == Status::Pending || forced.contains(&i)) {
+                        ctx.servers.release(server).await;
+                    }
+                }
+                if selected[i] || node.kind != Kind::Server {
+                    progress.finished(&plan.nodes[i].name, node.kind, Ending::Skipped, &reason, Duration::ZERO, selected[i]);
+                }
+                endings[i] = Some(Finished { index: i, ending: Ending::Skipped, detail: reason, evidence: None, duration: Duration::ZERO });
+                continue;
+            }
+            let inputs = if crate::plan::reads_results(node.kind) {
+                plan.settle(i, &store);
+                Some(results::inputs_of(&plan, i, &store))
+            } else {
+                None
+            };
+            let node = &plan.nodes[i];
+            let job = Job {
+                index: i,
+                decl: plan.recipe.steps[i].clone(),
+                fingerprint: node.fingerprint,
+                preimage: node.preimage.clone(),
+                forced: forced.contains(&i),
+                inputs,
+                server: server_of(&plan, i),
+            };
+            progress.started(&node.name, node.kind);
+            let ctx = ctx.clone();
+            running.spawn(async move { run_job(ctx, job).await });
+        }
+        let Some(joined) = running.join_next().await else { break };
+        let finished = match joined {
+            Ok(f) => f,
+            Err(err) => anyhow::bail!("a step's task crashed: {err}"),
+        };
+        let i = finished.index;
+        progress.finished(&plan.nodes[i].name, plan.nodes[i].kind, finished.ending, &finished.detail, finished.duration, true);
+        if finished.ending == Ending::Failed && !options.keep_going && stop_reason.is_none() {
+            stop_reason = Some(format!("not started: {} failed (use --keep-going to go on past failures)", plan.recipe.steps[i].qualified()));
+        }
+        endings[i] = Some(finished);
+    }
+    ctx.servers.stop_all().await;
+    progress.clear();
+
+    let mut steps = Vec::new();
+    for (i, finished) in endings.into_iter().enumerate() {
+        let node = &plan.nodes[i];
+        let finished = finished.unwrap_or(Finished { index: i, ending: Ending::Skipped, detail: "never reached".into(), evidence: None, duration: Duration::ZERO });
+        record.nodes.push(RunNode {
+            name: node.name.clone(),
+            kind: node.kind.to_string(),
+            fingerprint: node.fingerprint,
+            // Servers and finally steps are never stored: their statuses say so.
+            status: match node.kind {
+                Kind::Server => "server".into(),
+                Kind::Finally => format!("finally-{}", finished.ending.as_str()),
+                _ => finished.ending.record_status().to_string(),
+            },
+            started_at: None,
+            duration_ms: Some(finished.duration.as_millis() as u64),
+            detail: Some(match &finished.evidence {
+                Some(evidence) => format!("{}\n{evidence}", finished.detail),
+                None => finished.detail.clone(),
+            }),
+        });
+        steps.push(StepReport { name: node.name.clone(), kind: node.kind, fingerprint: node.fingerprint, ending: finished.ending, detail: finished.detail, duration: finished.duration });
+    }
+    let summary = RunSummary { run_id, steps, elapsed: started.elapsed(), servers_started: Vec::new() };
+    record.finished_at = Some(now_rfc3339());
+    record.status = if summary.succeeded() { "succeeded".into() } else { "failed".into() };
+    if let Value::Object(extra) = &mut record.extra {
+        extra.insert("preimages".into(), preimages(&plan)); // gates settled during the run
+    }
+    store.record_run(&record)?;
+    Ok(summary)
+}
+
+fn server_of(plan: &Plan, i: usize) -> Option<usize> {
+    plan.nodes[i].deps.iter().copied().find(|&d| plan.nodes[d].kind == Kind::Server && plan.recipe.steps[i].str("server") == Some(plan.nodes[d].name.as_str()))
+}
+
+/// `--only a b`: those steps and everything they depend on.
+fn selection(plan: &Plan, only: &[String]) -> anyhow::Result<Vec<bool>> {
+    if only.is_empty() {
+        return Ok(vec![true; plan.nodes.len()]);
+    }
+    let mut selected = vec![false; plan.nodes.len()];
+    let mut stack = Vec::new();
+    for name in only {
+        let i = plan.index_of(name).ok_or_else(|| {
+            let hint = crate::recipe::did_you_mean(name, plan.nodes.iter().map(|n| n.name.as_str())).map(|h| format!(" ({h})")).unwrap_or_default();
+            anyhow::anyhow!("--only: no step named `{name}`{hint}")
+        })?;
+        stack.push(i);
+    }
+    while let Some(i) = stack.pop() {
+        if !std::mem::replace(&mut selected[i], true) {
+            stack.extend(plan.nodes[i].deps.iter().copied().filter(|&d| plan.nodes[d].kind != Kind::Finally));
+        }
+    }
+    Ok(selected)
+}
+
+fn preimages(plan: &Plan) -> Value {
+    let map: Map<String, Value> = plan.nodes.iter().map(|n| (n.fingerprint.to_string(), n.preimage.clone())).collect();
+    Value::Object(map)
+}
+
+async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
+    let started = Instant::now();
+    let (ending, detail, evidence) = run_step(&ctx, &job).await;
+    if let Some(server) = job.server {
+        ctx.servers.release(server).await;
+    }
+    Finished { index: job.index, ending, detail, evidence, duration: started.elapsed() }
+}
+
+async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>) {
+    let always = job.decl.kind == Kind::Finally;
+    if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
+        return (Ending::Cached, "stored".into(), None);
+    }
+    // One producer per fingerprint across concurrent runs; the lock dies with us.
+    let _lock = if always {
+        None
+    } else {
+        let store = ctx.store.clone();
+        let fp = job.fingerprint;
+        match store.try_lock(&fp) {
+            Ok(Some(lock)) => Some(lock),
+            Ok(None) => match tokio::task::spawn_blocking(move || store.lock(&fp)).await {
+                Ok(Ok(lock)) => Some(lock),
+                Ok(Err(err)) => return (Ending::Failed, format!("store lock: {err}"), None),
+                Err(err) => return (Ending::Failed, format!("store lock: {err}"), None),
+            },
+            Err(err) => return (Ending::Failed, format!("store lock: {err}"), None),
+        }
+    };
+    if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
+        return (Ending::Cached, "stored by a concurrent run".into(), None);
+    }
+    match produce(ctx, job).await {
+        Ok(produced) => {
+            let ending = if produced.rejected { Ending::Rejected } else { Ending::Ran };
+            if always {
+                return (ending, produced.summary, None);
+            }
+            match commit(&ctx.store, job, &produced) {
+                Ok(note) => (ending, format!("{}{note}", produced.summary), None),
+                Err(err) => (Ending::Failed, format!("storing the result: {err}"), None),
+            }
+        }
+        Err(failure) => (Ending::Failed, failure.reason, failure.detail),
+    }
+}
+
+async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
+    match job.decl.kind {
+        Kind::Task | Kind::Finally => task::run_task(&job.decl, &ctx.recipe_dir).await,
+        Kind::Gate => gate::evaluate_gate(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
+        Kind::Cell => {
+            let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
+            let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
+            let result = cell::run_cell(&job.decl, &info, ctx.seed, &job.fingerprint.to_string(), &ctx.run_id, &ctx.recipe_key).await;
+            match ctx.servers.crashed(server).await {
+                Some(crash) => Err(Failure::new(format!("server `{}` died during the cell", info.name)).with_detail(crash)),
+                None => result,
+            }
+        }
+        other => Err(Failure::new(format!("executing a {other} step is not supported by this version of anvil"))),
+    }
+}
+
+/// Stage, fsync and rename the result into the store. A forced rerun of a
+/// stored step keeps the stored entry (entries are immutable) and says
+/// whether the new result reproduced it.
+fn commit(store: &Store, job: &Job, produced: &Produced) -> Result<String, anvil_store::StoreError> {
+    if let Some(existing) = store.read(&job.fingerprint)? {
+        let same = crate::plan::canonical_bytes(&existing.result) == crate::plan::canonical_bytes(&produced.result);
+        return Ok(if same { " (forced: reproduced the stored result)".into() } else { " (forced: differs from the stored result, which is kept)".into() });
+    }
+    let mut staged = store.stage(&job.fingerprint)?;
+    staged.write_json("preimage.json", &job.preimage)?;
+    staged.write_json("result.json", &produced.result)?;
+    for file in &produced.files {
+        match file {
+            ProducedFile::Bytes { name, bytes } => staged.write_bytes(name, bytes)?,
+            ProducedFile::Copy { name, from } => staged.copy_file(name, from)?,
+        }
+    }
+    staged.commit()?;
+    Ok(String::new())
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

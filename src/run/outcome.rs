@@ -1,0 +1,78 @@
+//! What executing one step produced.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// A step finished: its result (stored under its fingerprint) and files.
+#[derive(Debug, Default)]
+pub struct Produced {
+    pub result: Value,
+    pub files: Vec<ProducedFile>,
+    /// A gate (or decision) that evaluated to "rejected": a valid, stored
+    /// result that still makes the run exit non-zero.
+    pub rejected: bool,
+    /// One line for the terminal.
+    pub summary: String,
+}
+
+#[derive(Debug)]
+pub enum ProducedFile {
+    Bytes { name: String, bytes: Vec<u8> },
+    Copy { name: String, from: PathBuf },
+}
+
+/// A step could not produce a result; failures are never stored.
+#[derive(Debug)]
+pub struct Failure {
+    pub reason: String,
+    /// Evidence worth keeping in the run record (a log tail, an exit code).
+    pub detail: Option<String>,
+}
+
+impl Failure {
+    pub fn new(reason: impl Into<String>) -> Failure {
+        Failure { reason: reason.into(), detail: None }
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Failure {
+        self.detail = Some(detail.into());
+        self
+    }
+}
+
+/// How a step ended in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Ran,
+    Cached,
+    Failed,
+    Rejected,
+    Skipped,
+}
+
+impl Ending {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Ran => "ran",
+            Ending::Cached => "cached",
+            Ending::Failed => "failed",
+            Ending::Rejected => "rejected",
+            Ending::Skipped => "skipped",
+        }
+    }
+
+    /// The store's run-record vocabulary (a rejection is a stored result).
+    pub fn record_status(self) -> &'static str {
+        match self {
+            Ending::Ran | Ending::Rejected => anvil_store::node_status::RAN,
+            Ending::Cached => anvil_store::node_status::CACHED,
+            Ending::Failed => anvil_store::node_status::FAILED,
+            Ending::Skipped => anvil_store::node_status::SKIPPED,
+        }
+    }
+
+    pub fn succeeded(self) -> bool {
+        matches!(self, Ending::Ran | Ending::Cached)
+    }
+}

@@ -1,0 +1,74 @@
+//! What the terminal shows while a run goes on: a line per finished step,
+//! and a live line of what is running (only on a terminal).
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::Ending;
+use crate::recipe::Kind;
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    running: Mutex<BTreeSet<String>>,
+}
+
+impl Progress {
+    pub fn new(total: usize) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(total as u64);
+            bar.set_style(ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed} {wide_msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        Progress { bar, running: Mutex::new(BTreeSet::new()) }
+    }
+
+    pub fn started(&self, name: &str, kind: Kind) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.insert(format!("{kind} {name}"));
+        self.show(&running);
+    }
+
+    pub fn finished(&self, name: &str, kind: Kind, ending: Ending, detail: &str, duration: Duration, counted: bool) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.remove(&format!("{kind} {name}"));
+        let first_line = detail.lines().next().unwrap_or("");
+        let line = format!("  {:<8} {:<8} {:<28} {:>7}  {}", ending.as_str(), kind.as_str(), name, format_duration(duration), first_line);
+        match &self.bar {
+            Some(bar) => {
+                bar.println(line);
+                if counted {
+                    bar.inc(1);
+                }
+            }
+            None => eprintln!("{line}"),
+        }
+        self.show(&running);
+    }
+
+    fn show(&self, running: &BTreeSet<String>) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("running: {}", running.iter().cloned().collect::<Vec<_>>().join(", ")));
+        }
+    }
+
+    pub fn clear(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+pub fn format_duration(d: Duration) -> String {
+    if d.is_zero() {
+        "-".into()
+    } else if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
