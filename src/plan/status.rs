@@ -37,7 +37,7 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
         let node = &plan.nodes[i];
         let (status, reason) = match node.kind {
             Kind::Server => continue, // decided below, from its dependents
-            Kind::Finally => (Status::Pending, "finally: runs at the end of every run".to_string()),
+            Kind::Finally => (Status::Pending, "finally: runs at the end of a run that executed anything".to_string()),
             _ if store.is_some_and(|s| s.contains(&node.fingerprint)) => (Status::Cached, "stored".to_string()),
             _ if node.provisional => {
                 let waiting: Vec<String> = node

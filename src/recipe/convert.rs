@@ -15,7 +15,7 @@ use super::schema::{self, FieldSpec, Shape};
 pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
     let specs = schema::fields_of(raw.kind);
     let mut settings: BTreeMap<String, Setting> = BTreeMap::new();
-    let mut ok = true;
+
     for field in &raw.fields {
         let name = field.name.value.as_str();
         if schema::STRUCTURAL.contains(&name) {
@@ -30,11 +30,11 @@ pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
                         Some(format!("a {} takes: {}", raw.kind, specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")))
                     })),
             );
-            ok = false;
+
             continue;
         };
         let Some(value) = convert_field(field, spec, problems) else {
-            ok = false;
+
             continue;
         };
         match settings.get_mut(name) {
@@ -45,7 +45,7 @@ pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
                         .label("second time")
                         .help("remove one of them (only settings such as args, env and reads add up)"),
                 );
-                ok = false;
+
             }
             None => {
                 settings.insert(name.to_string(), Setting { value, span: field.span, source: field.source.clone(), hashed: spec.hashed });
@@ -58,10 +58,12 @@ pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
                 Problem::new(&raw.source, raw.name.span, format!("{} `{}` needs `{}` ({})", raw.kind, raw.name.value, spec.name, spec.shape.describe()))
                     .label("missing a required setting"),
             );
-            ok = false;
+
         }
     }
-    ok.then(|| Decl {
+    // Even with problems the declaration is kept, so references to and from
+    // it are still checked and the user sees every problem in one pass.
+    Some(Decl {
         kind: raw.kind,
         name: raw.name.value.clone(),
         source: raw.source.clone(),

@@ -76,6 +76,13 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
     check_unique(&steps, &mut problems);
     check_unique(&workloads, &mut problems);
     check_references(&steps, &workloads, &mut problems);
+    for step in &steps {
+        let mut found = Vec::new();
+        crate::plan::expressions_of(step, &mut found);
+        for problem in found {
+            problems.push(problem);
+        }
+    }
     for step in &mut steps {
         match step.kind {
             Kind::Cell => take_in_workload(step, &workloads),

@@ -171,7 +171,8 @@ pub fn fields_of(kind: Kind) -> Vec<FieldSpec> {
         Kind::Cell => &[CELL, WORKLOAD],
         Kind::Check => &[CHECK],
         Kind::Gate => &[GATE],
-        Kind::Task | Kind::Finally => &[TASK],
+        Kind::Task => &[TASK],
+        Kind::Finally => &[TASK, &[field("always", Shape::Bool)]],
         Kind::Screen => &[SCREEN],
         Kind::Decision => &[DECISION],
     };

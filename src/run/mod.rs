@@ -167,7 +167,9 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
             let skip = if !selected[i] {
                 Some("not selected by --only".to_string())
             } else if node.kind == Kind::Finally {
-                None
+                // Restoring is needed only if this run touched anything.
+                let executed = endings.iter().flatten().any(|f| plan.nodes[f.index].kind != Kind::Server && matches!(f.ending, Ending::Ran | Ending::Failed | Ending::Rejected));
+                (!executed && plan.recipe.steps[i].bool("always") != Some(true)).then(|| "nothing ran, so nothing to restore (set `always #true` to run it anyway)".to_string())
             } else if let Some(reason) = &stop_reason {
                 Some(reason.clone())
             } else {
