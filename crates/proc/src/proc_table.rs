@@ -14,6 +14,7 @@ pub struct ProcStat {
     pub pid: i32,
     /// One-letter state; `Z` is a zombie (dead, not yet reaped).
     pub state: char,
+    pub ppid: i32,
     pub pgid: i32,
     pub sid: i32,
     /// Clock ticks since boot; with the pid it names one process uniquely.
@@ -42,6 +43,7 @@ fn parse_stat(text: &str) -> Option<ProcStat> {
     Some(ProcStat {
         pid,
         state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
         pgid: fields.get(2)?.parse().ok()?,
         sid: fields.get(3)?.parse().ok()?,
         start_ticks: fields.get(19)?.parse().ok()?,
@@ -67,12 +69,33 @@ pub fn group_members(pgid: i32) -> Vec<ProcStat> {
         .collect()
 }
 
-/// Live processes whose environment carries `ANVIL_SERVER_TOKEN=<token>`.
-pub fn processes_with_token(token: &str) -> Vec<ProcStat> {
-    all_processes()
+/// Every live process of a server's tree: members of the process group
+/// `pgid` (when given), holders of the token, and all their descendants by
+/// parent pid. Descendants matter for the instant a worker is between
+/// `setsid` and `exec`, when its environment briefly reads as empty.
+pub fn server_tree(pgid: Option<i32>, token: &str) -> Vec<i32> {
+    let live: Vec<ProcStat> = all_processes()
         .into_iter()
-        .filter(|p| !p.is_zombie() && has_token(p.pid, token))
-        .collect()
+        .filter(|p| !p.is_zombie())
+        .collect();
+    let mut tree: Vec<i32> = live
+        .iter()
+        .filter(|p| Some(p.pgid) == pgid || has_token(p.pid, token))
+        .map(|p| p.pid)
+        .collect();
+    loop {
+        let before = tree.len();
+        for p in &live {
+            if tree.contains(&p.ppid) && !tree.contains(&p.pid) {
+                tree.push(p.pid);
+            }
+        }
+        if tree.len() == before {
+            break;
+        }
+    }
+    tree.sort_unstable();
+    tree
 }
 
 /// Whether the process was started with our token in its environment.
@@ -109,6 +132,7 @@ mod tests {
         let s = parse_stat(line).expect("parses");
         assert_eq!(s.pid, 4242);
         assert_eq!(s.state, 'S');
+        assert_eq!(s.ppid, 1);
         assert_eq!(s.pgid, 4240);
         assert_eq!(s.sid, 4200);
         assert_eq!(s.start_ticks, 987654);

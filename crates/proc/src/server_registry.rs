@@ -129,21 +129,17 @@ pub fn reap_orphans(registry_dir: &Path) -> Vec<ReapedServer> {
 }
 
 fn kill_recorded_server(record: &ServerRecord) -> Vec<i32> {
-    let members = proc_table::group_members(record.pgid);
-    let group_is_ours = members.iter().any(|p| {
+    let group_is_ours = proc_table::group_members(record.pgid).iter().any(|p| {
         proc_table::has_token(p.pid, &record.token)
             || (p.pid == record.pid && p.start_ticks == record.pid_start_ticks)
     });
-    let mut killed: Vec<i32> = Vec::new();
-    if group_is_ours {
-        teardown::signal_group(record.pgid, Signal::SIGKILL);
-        killed.extend(members.iter().map(|p| p.pid));
+    let group = group_is_ours.then_some(record.pgid);
+    let tree = proc_table::server_tree(group, &record.token);
+    if let Some(pgid) = group {
+        teardown::signal_group(pgid, Signal::SIGKILL);
     }
-    for pid in teardown::signal_token_holders(&record.token, Signal::SIGKILL) {
-        if !killed.contains(&pid) {
-            killed.push(pid);
-        }
+    for pid in &tree {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
     }
-    killed.sort_unstable();
-    killed
+    tree
 }

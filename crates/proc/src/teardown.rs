@@ -15,38 +15,32 @@ pub fn signal_group(pgid: i32, sig: Signal) {
     }
 }
 
-/// Sends `sig` to every live process carrying the server token (those that
-/// left the process group included) and returns their pids.
-pub fn signal_token_holders(token: &str, sig: Signal) -> Vec<i32> {
-    let holders = proc_table::processes_with_token(token);
-    for p in &holders {
-        let _ = signal::kill(Pid::from_raw(p.pid), sig);
+/// Sends `sig` to the process group and to every other process of the
+/// server's tree (see [`proc_table::server_tree`]); returns the pids found.
+pub fn signal_tree(pgid: i32, token: &str, sig: Signal) -> Vec<i32> {
+    let tree = proc_table::server_tree(Some(pgid), token);
+    signal_group(pgid, sig);
+    for pid in &tree {
+        let _ = signal::kill(Pid::from_raw(*pid), sig);
     }
-    holders.iter().map(|p| p.pid).collect()
+    tree
 }
 
-/// Pids of the tree still alive: group members plus token holders.
+/// Pids of the tree still alive.
 pub fn survivors(pgid: i32, token: &str) -> Vec<i32> {
-    let mut pids: Vec<i32> = proc_table::group_members(pgid)
-        .iter()
-        .map(|p| p.pid)
-        .collect();
-    for p in proc_table::processes_with_token(token) {
-        if !pids.contains(&p.pid) {
-            pids.push(p.pid);
-        }
-    }
-    pids.sort_unstable();
-    pids
+    proc_table::server_tree(Some(pgid), token)
 }
 
-/// Polls until no process of the tree is alive or `limit` has passed;
+/// Polls until no process of the tree is alive (seen on two scans in a row,
+/// so a process caught mid-`exec` is not missed) or `limit` has passed;
 /// returns the survivors (empty on success).
 pub async fn wait_tree_gone(pgid: i32, token: &str, limit: Duration) -> Vec<i32> {
     let deadline = Instant::now() + limit;
+    let mut empty_scans = 0;
     loop {
         let left = survivors(pgid, token);
-        if left.is_empty() || Instant::now() >= deadline {
+        empty_scans = if left.is_empty() { empty_scans + 1 } else { 0 };
+        if empty_scans == 2 || Instant::now() >= deadline {
             return left;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -57,8 +51,7 @@ pub async fn wait_tree_gone(pgid: i32, token: &str, limit: Duration) -> Vec<i32>
 /// cleanup: SIGTERM the tree, give it `grace`, then SIGKILL what is left.
 /// Returns whether SIGKILL was needed and the pids that still survived.
 pub async fn terminate_tree(pgid: i32, token: &str, grace: Duration) -> (bool, Vec<i32>) {
-    signal_group(pgid, Signal::SIGTERM);
-    signal_token_holders(token, Signal::SIGTERM);
+    signal_tree(pgid, token, Signal::SIGTERM);
     if wait_tree_gone(pgid, token, grace).await.is_empty() {
         return (false, Vec::new());
     }
@@ -70,6 +63,5 @@ pub async fn terminate_tree(pgid: i32, token: &str, grace: Duration) -> (bool, V
 
 /// SIGKILL the whole tree without waiting (Drop, second Ctrl-C).
 pub fn kill_tree_now(pgid: i32, token: &str) {
-    signal_group(pgid, Signal::SIGKILL);
-    signal_token_holders(token, Signal::SIGKILL);
+    signal_tree(pgid, token, Signal::SIGKILL);
 }
