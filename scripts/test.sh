@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The project's test command: everything a fresh machine needs, then every test.
+#
+#   scripts/test.sh            build (or reuse) the real llama.cpp server, then run all tests
+#   ANVIL_SKIP_REAL_ENGINE=1 scripts/test.sh   skip the llama.cpp build (its tests then say they were skipped)
+#
+# Slow builds are cached outside the checkout ($ANVIL_CACHE, default ~/.cache/anvil),
+# so a second run on the same machine starts testing within seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${ANVIL_SKIP_REAL_ENGINE:-0}" != "1" ]; then
+  started=$(date +%s)
+  eval "$(bash scripts/llama-server.sh --print-env)"
+  echo "[test.sh] llama-server ready in $(( $(date +%s) - started ))s: $LLAMA_SERVER" >&2
+  export LLAMA_SERVER SMOLLM2_GGUF
+fi
+
+log=$(mktemp)
+status=0
+cargo test --workspace --no-fail-fast 2>&1 | tee "$log" || status=$?
+
+# One summary line across every test binary, in the plain form CI reads.
+passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -Eo '; ([0-9]+) failed' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
+ignored=$(grep -Eo '; ([0-9]+) ignored' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
+rm -f "$log"
+echo "summary: ${passed} passed, ${failed} failed, ${ignored} skipped"
+exit "$status"
