@@ -27,21 +27,19 @@ fn skip_ws(s: &[u8], mut i: usize) -> usize {
 }
 
 /// Returns the index just past the closing quote of the string starting at `i`.
+/// A plain byte loop: chunk strings are short, where SIMD search set-up costs
+/// more than it saves.
 fn skip_string(s: &[u8], i: usize) -> Result<usize, ScanError> {
     debug_assert_eq!(s.get(i), Some(&b'"'));
     let mut j = i + 1;
-    loop {
-        match memchr::memchr2(b'"', b'\\', &s[j.min(s.len())..]) {
-            None => return err(i, "unterminated string"),
-            Some(k) => {
-                let at = j + k;
-                if s[at] == b'"' {
-                    return Ok(at + 1);
-                }
-                j = at + 2; // skip the escaped character
-            }
+    while j < s.len() {
+        match s[j] {
+            b'"' => return Ok(j + 1),
+            b'\\' => j += 2, // skip the escaped character
+            _ => j += 1,
         }
     }
+    err(i, "unterminated string")
 }
 
 /// Returns the index just past the value starting at `i` (after whitespace).

@@ -75,7 +75,7 @@ impl CellSummary {
 /// from the caller's runtime (which may host the simulated engine or a UI),
 /// so their work cannot delay our timestamps.
 fn client_threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4)
+    std::env::var("ANVIL_LOADGEN_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
 }
 
 /// Measures one cell against `targets` (several targets = replicas).
@@ -95,11 +95,14 @@ pub async fn run_cell(
     let (spec_owned, targets_owned, ctx_owned) = (spec.clone(), targets.to_vec(), ctx.clone());
     std::thread::Builder::new().name(format!("anvil-loadgen-{}", spec.name)).spawn(move || {
         let mut result_tx = result_tx;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(client_threads())
-            .thread_name("anvil-loadgen-worker")
-            .enable_all()
-            .build();
+        let runtime = match client_threads() {
+            1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+            n => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(n)
+                .thread_name("anvil-loadgen-worker")
+                .enable_all()
+                .build(),
+        };
         let result = match runtime {
             Ok(rt) => rt.block_on(async {
                 tokio::select! {

@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -44,6 +44,8 @@ pub struct ServerConfig {
     pub tokens_per_word: f64,
     /// Split every event's bytes into two writes with a pause between.
     pub split_writes: bool,
+    /// Pause between reading the request and the first event.
+    pub first_event_delay: Duration,
 }
 
 impl Default for ServerConfig {
@@ -55,6 +57,7 @@ impl Default for ServerConfig {
             faults: HashMap::new(),
             tokens_per_word: 1.5,
             split_writes: true,
+            first_event_delay: Duration::ZERO,
         }
     }
 }
@@ -62,7 +65,12 @@ impl Default for ServerConfig {
 pub struct RawServer {
     pub addr: SocketAddr,
     pub requests: Arc<AtomicU64>,
+    /// Server-side ground truth: request index → ms from the request being
+    /// read to the first content event being written (also at `GET /truth`).
+    pub truth: Truth,
 }
+
+pub type Truth = Arc<Mutex<HashMap<u64, f64>>>;
 
 impl RawServer {
     pub fn base_url(&self) -> String {
@@ -75,16 +83,17 @@ pub async fn spawn(config: ServerConfig) -> RawServer {
     let addr = listener.local_addr().expect("local addr");
     let config = Arc::new(config);
     let requests = Arc::new(AtomicU64::new(0));
-    let counter = requests.clone();
+    let truth: Truth = Arc::default();
+    let (counter, log) = (requests.clone(), truth.clone());
     tokio::spawn(async move {
         while let Ok((socket, _)) = listener.accept().await {
-            let (config, counter) = (config.clone(), counter.clone());
+            let (config, counter, log) = (config.clone(), counter.clone(), log.clone());
             tokio::spawn(async move {
-                let _ = serve_connection(socket, &config, &counter).await;
+                let _ = serve_connection(socket, &config, &counter, &log).await;
             });
         }
     });
-    RawServer { addr, requests }
+    RawServer { addr, requests, truth }
 }
 
 /// Reads one request (headers + Content-Length body); `None` at EOF.
@@ -149,10 +158,17 @@ fn marker_in(prompt: &str) -> Option<(String, u64)> {
     Some((marker, index))
 }
 
-async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter: &AtomicU64) -> std::io::Result<()> {
+async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter: &AtomicU64, truth: &Truth) -> std::io::Result<()> {
     socket.set_nodelay(true)?;
     let mut buf = Vec::new();
     while let Some((head, body)) = read_request(&mut socket, &mut buf).await? {
+        let received = Instant::now();
+        if head.starts_with("GET /truth") {
+            let body = serde_json::to_string(&*truth.lock().unwrap()).unwrap();
+            let resp = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+            socket.write_all(resp.as_bytes()).await?;
+            continue;
+        }
         counter.fetch_add(1, Ordering::Relaxed);
         let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
         let prompt = prompt_text(&request);
@@ -230,6 +246,10 @@ async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter:
             }
             events.push("data: [DONE]\n\n".into());
         }
+        if !config.first_event_delay.is_zero() {
+            tokio::time::sleep(config.first_event_delay).await;
+        }
+        let mut first_content_written = false;
         for (i, event) in events.iter().enumerate() {
             if fault == Fault::DisconnectMidStream && i == 4 {
                 socket.write_all(&chunked(&event.as_bytes()[..event.len() / 2])).await?;
@@ -245,6 +265,10 @@ async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter:
                 socket.write_all(&chunked(&bytes[cut..])).await?;
             } else {
                 socket.write_all(&chunked(bytes)).await?;
+            }
+            if !first_content_written && (event.contains("\"content\":\"A") || event.contains("output_text.delta") || event.contains("\"text\"")) {
+                first_content_written = true;
+                truth.lock().unwrap().insert(index, received.elapsed().as_secs_f64() * 1000.0);
             }
             if !config.chunk_delay.is_zero() {
                 tokio::time::sleep(config.chunk_delay).await;
