@@ -1,5 +1,5 @@
 //! Sampling GPU power, clocks, memory and temperature during a benchmark
-//! cell with `nvidia-smi`'s own loop mode (`-lms`), summarized at the end.
+//! cell with `nvidia-smi`'s own loop mode (`--loop-ms`), summarized at the end.
 //! Where `nvidia-smi` does not exist there is simply no sampler.
 
 use std::collections::BTreeMap;
@@ -56,7 +56,7 @@ impl GpuSampler {
         command
             .arg(format!("--query-gpu={QUERY}"))
             .arg("--format=csv,noheader,nounits")
-            .arg(format!("-lms={}", interval.as_millis().max(1)))
+            .arg(format!("--loop-ms={}", interval.as_millis().max(1)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
