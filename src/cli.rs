@@ -55,6 +55,9 @@ pub enum Command {
         /// GPU ids to hand to servers, e.g. 0,1,2,3 (default: nvidia-smi).
         #[arg(long)]
         gpus: Option<String>,
+        /// Where campaign outputs (decision summary, workload manifest) go.
+        #[arg(long, default_value = "results")]
+        out: std::path::PathBuf,
     },
     /// Show the steps, their fingerprints, and what a run would execute and why.
     Plan {

@@ -39,11 +39,11 @@ pub fn failed(message: impl std::fmt::Display) -> Exit {
 
 pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
     match cli.command {
-        Command::Run { recipe, jobs, force, only, keep_going, dry_run, gpus } => {
+        Command::Run { recipe, jobs, force, only, keep_going, dry_run, gpus, out } => {
             if dry_run {
                 return plan::plan(&cli.store, &recipe, false).await;
             }
-            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus };
+            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus, out };
             run::run(&cli.store, &recipe, options).await
         }
         Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,

@@ -36,6 +36,9 @@ fn print_summary(summary: &RunSummary) {
             println!("{} {} `{}`: {}", step.ending.as_str().to_uppercase(), step.kind, step.name, step.detail);
         }
     }
+    for output in &summary.outputs {
+        println!("wrote {}", output.display());
+    }
     println!();
     println!(
         "{}: {} ran, {} cached, {} failed, {} rejected, {} skipped in {:.1}s (run {})",

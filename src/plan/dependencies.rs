@@ -19,11 +19,12 @@ pub struct StepExpression {
 pub fn expressions_of(step: &Decl, problems: &mut Vec<Problem>) -> Vec<StepExpression> {
     let texts: Vec<(&'static str, String)> = match step.kind {
         Kind::Gate => step.strings("require").into_iter().map(|t| ("require", t)).collect(),
-        Kind::Screen => step.str("over").map(|t| vec![("over", t.to_string())]).unwrap_or_default(),
-        Kind::Decision => match step.get("rule") {
-            Some(serde_json::Value::Object(_)) | Some(serde_json::Value::Array(_)) => rules_of(step).into_iter().map(|(_, when)| ("rule", when)).collect(),
-            _ => Vec::new(),
-        },
+        Kind::Screen => screen_expression(step).map(|t| vec![("over", t)]).unwrap_or_default(),
+        Kind::Decision => {
+            let mut all: Vec<(&'static str, String)> = rules_of(step).into_iter().map(|(_, when)| ("rule", when)).collect();
+            all.extend(step.str("promote-when").map(|w| ("promote-when", w.to_string())));
+            all
+        }
         _ => Vec::new(),
     };
     let mut out = Vec::new();
@@ -40,7 +41,13 @@ pub fn expressions_of(step: &Decl, problems: &mut Vec<Problem>) -> Vec<StepExpre
     out
 }
 
-/// A decision's rules: (label, condition), in order.
+/// A screen reads one metric over a sweep: `over "cell.k*"` + `metric "aggregate_tok_s"`.
+pub fn screen_expression(step: &Decl) -> Option<String> {
+    Some(format!("{}.{}", step.str("over")?, step.str("metric")?))
+}
+
+/// A decision's rules: (label, condition), in order. Rules accumulate as
+/// one object per `rule` line, so they are kept as a list of objects.
 pub fn rules_of(step: &Decl) -> Vec<(String, String)> {
     let list = match step.get("rule") {
         Some(serde_json::Value::Array(items)) => items.clone(),
@@ -125,6 +132,11 @@ pub fn dependencies(recipe: &Recipe, problems: &mut Vec<Problem>) -> Vec<Vec<usi
                 for reference in expression.parsed.references() {
                     deps.extend(resolve_reference(&reference, recipe, step, problems));
                 }
+            }
+            if step.kind == Kind::Decision {
+                // A decision weighs every verdict of the campaign and its headline cells.
+                deps.extend(recipe.steps.iter().enumerate().filter(|(_, s)| matches!(s.kind, Kind::Gate | Kind::Screen | Kind::Check)).map(|(i, _)| i));
+                deps.extend(step.strings("headline").iter().filter_map(|n| index_of(n)));
             }
             if step.kind == Kind::Finally {
                 // A finally step comes after everything else, whatever happened to it.

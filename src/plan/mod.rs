@@ -12,7 +12,7 @@ use anvil_store::{Fingerprint, Store};
 use serde_json::Value;
 
 pub use canonical::{canonical, canonical_bytes};
-pub use dependencies::{expressions_of, rules_of};
+pub use dependencies::{expressions_of, rules_of, screen_expression};
 pub use fingerprint::{fingerprint_of, FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL};
 pub use preimage::{reads_results, EngineMode};
 pub use status::Status;

@@ -91,7 +91,7 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
         None
     };
     match spec.shape {
-        Shape::Props => {
+        Shape::Props | Shape::Records => {
             if !field.args.is_empty() || !field.children.is_empty() {
                 return fail(problems, field.span, "positional values".into());
             }
@@ -99,7 +99,7 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
             for (key, value) in &field.props {
                 map.insert(key.value.clone(), scalar(&value.value));
             }
-            Some(Value::Object(map))
+            Some(if spec.shape == Shape::Records { Value::Array(vec![Value::Object(map)]) } else { Value::Object(map) })
         }
         Shape::Block => {
             let mut map = Map::new();

@@ -173,6 +173,15 @@ fn check_references(steps: &[Decl], workloads: &[Decl], problems: &mut Problems)
                 );
             }
         }
+        for target in step.strings("headline") {
+            if !steps.iter().any(|d| d.kind == Kind::Cell && d.name == target) {
+                problems.push(
+                    step.problem_at("headline", format!("decision `{}` lists unknown cell `{target}` as a headline", step.name))
+                        .label("unknown reference")
+                        .maybe_help(did_you_mean(&target, steps.iter().filter(|d| d.kind == Kind::Cell).map(|d| d.name.as_str()))),
+                );
+            }
+        }
         for target in step.strings("after") {
             if !steps.iter().any(|d| d.name == target) {
                 problems.push(

@@ -16,6 +16,9 @@ pub enum Shape {
     Strings,
     /// key=value properties: `env CUDA_HOME="/usr/local/cuda"`.
     Props,
+    /// key=value properties, one object per line, collected into a list:
+    /// `rule label="x" when="…"` written twice gives two rules.
+    Records,
     /// A block of children turned into a JSON object: `sim { decode-step-ms 12 }`.
     Block,
     /// One of a fixed set of words.
@@ -36,6 +39,7 @@ impl Shape {
             Shape::Duration => "a duration such as \"90s\", \"5m\" or \"250ms\"".into(),
             Shape::Strings => "one or more strings".into(),
             Shape::Props => "key=value properties".into(),
+            Shape::Records => "key=value properties".into(),
             Shape::Block => "a { … } block".into(),
             Shape::OneOf(words) => format!("one of {}", words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ")),
             Shape::Ref(kind) => format!("the name of a {kind}"),
@@ -159,7 +163,14 @@ const SCREEN: &[FieldSpec] = &[
     field("min-delta-pct", Shape::Number),
 ];
 
-const DECISION: &[FieldSpec] = &[many("rule", Shape::Props), field("default", Shape::Str)];
+const DECISION: &[FieldSpec] = &[
+    many("rule", Shape::Records),
+    field("promote-when", Shape::Str),
+    many("headline", Shape::Strings),
+    many("limitation", Shape::Strings),
+    many("control", Shape::Strings),
+    many("identity", Shape::Props),
+];
 
 /// Fields that shape the declaration itself rather than its settings.
 pub const STRUCTURAL: &[&str] = &["extends", "abstract", "sweep"];

@@ -1,3 +1,4 @@
 //! What anvil tells people: differences, summaries, rendered results.
 
 pub mod diff;
+pub mod campaign;

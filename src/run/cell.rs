@@ -92,6 +92,9 @@ pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: 
         "decode_tok_s_mean": summary.decode_tok_s_mean,
         "wall_clock_ms": summary.wall_clock_ms,
         "performance_eligible": artifact["performance_eligible"],
+        "canaries_passed": artifact["metrics"]["request_canary_passed"],
+        "requests": artifact["requests"],
+        "repeats": artifact["repeats"]["across_repeats"],
         "metrics": metrics,
     });
     let mut files = vec![ProducedFile::Bytes { name: "benchmark.json".into(), bytes: serde_json::to_vec_pretty(&artifact).unwrap_or_default() }];

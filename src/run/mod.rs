@@ -2,10 +2,12 @@
 //! servers started lazily, `finally` steps always, and a run record at the end.
 
 mod cell;
+mod decision;
 mod gate;
 mod outcome;
 mod progress;
 mod results;
+mod screen;
 mod servers;
 mod task;
 
@@ -35,6 +37,8 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// `--gpus 0,1,…`; detected with nvidia-smi when absent.
     pub gpus: Option<String>,
+    /// Where campaign outputs go (a folder per campaign inside).
+    pub out: PathBuf,
 }
 
 /// How one step ended in this run.
@@ -53,7 +57,8 @@ pub struct RunSummary {
     pub run_id: String,
     pub steps: Vec<StepReport>,
     pub elapsed: Duration,
-    pub servers_started: Vec<String>,
+    /// Campaign artifacts written at the end (decision summary, manifest).
+    pub outputs: Vec<PathBuf>,
 }
 
 impl RunSummary {
@@ -249,14 +254,29 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
         });
         steps.push(StepReport { name: node.name.clone(), kind: node.kind, fingerprint: node.fingerprint, ending: finished.ending, detail: finished.detail, duration: finished.duration });
     }
-    let summary = RunSummary { run_id, steps, elapsed: started.elapsed(), servers_started: Vec::new() };
+    let mut summary = RunSummary { run_id, steps, elapsed: started.elapsed(), outputs: Vec::new() };
     record.finished_at = Some(now_rfc3339());
+    if plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
+        summary.outputs = write_campaign_outputs(&plan, &store, &summary, &options, record.finished_at.clone().unwrap_or_default())?;
+    }
     record.status = if summary.succeeded() { "succeeded".into() } else { "failed".into() };
     if let Value::Object(extra) = &mut record.extra {
         extra.insert("preimages".into(), preimages(&plan)); // gates settled during the run
     }
     store.record_run(&record)?;
     Ok(summary)
+}
+
+fn write_campaign_outputs(plan: &Plan, store: &Store, summary: &RunSummary, options: &RunOptions, finished_at: String) -> anyhow::Result<Vec<PathBuf>> {
+    let endings: Vec<(usize, &'static str, String)> = summary.steps.iter().enumerate().map(|(i, s)| (i, s.ending.as_str(), s.detail.clone())).collect();
+    let outcomes = crate::report::campaign::Outcomes { endings: &endings, finished_at, all_succeeded: summary.succeeded() };
+    let dir = options.out.join(&plan.recipe.campaign.name);
+    std::fs::create_dir_all(&dir)?;
+    let manifest = dir.join("workload-manifest.json");
+    let decision = dir.join("decision-summary.json");
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&crate::report::campaign::workload_manifest(plan))?)?;
+    std::fs::write(&decision, serde_json::to_vec_pretty(&crate::report::campaign::decision_summary(plan, store, &outcomes))?)?;
+    Ok(vec![manifest, decision])
 }
 
 fn server_of(plan: &Plan, i: usize) -> Option<usize> {
@@ -342,6 +362,8 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
     match job.decl.kind {
         Kind::Task | Kind::Finally => task::run_task(&job.decl, &ctx.recipe_dir).await,
         Kind::Gate => gate::evaluate_gate(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
+        Kind::Screen => screen::run_screen(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
+        Kind::Decision => decision::run_decision(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
         Kind::Cell => {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;

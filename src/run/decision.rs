@@ -1,0 +1,44 @@
+//! `decision` steps: the campaign's verdict. Each `rule` whose condition
+//! holds contributes its label; `promote-when` decides promotion.
+
+use anvil_expr::{Evaluation, JsonResolver};
+use serde_json::{json, Value};
+
+use super::outcome::{Failure, Produced};
+use crate::plan::rules_of;
+use crate::recipe::Decl;
+
+pub fn run_decision(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
+    let resolver = JsonResolver::new(inputs);
+    let mut labels = Vec::new();
+    let mut rules = Vec::new();
+    for (label, when) in rules_of(step) {
+        let expr = anvil_expr::parse(&when).map_err(|e| Failure::new(format!("rule `{label}`: {e}")))?;
+        let evaluation = expr.eval(&resolver);
+        if matches!(evaluation, Evaluation::Passed { .. }) {
+            labels.push(label.clone());
+        }
+        rules.push(json!({"label": label, "when": when, "status": evaluation.status(), "detail": evaluation.detail()}));
+    }
+    let promotion = match step.str("promote-when") {
+        Some(when) => {
+            let expr = anvil_expr::parse(when).map_err(|e| Failure::new(format!("promote-when: {e}")))?;
+            let evaluation = expr.eval(&resolver);
+            json!({"when": when, "status": evaluation.status(), "detail": evaluation.detail(), "authorized": matches!(evaluation, Evaluation::Passed { .. })})
+        }
+        None => json!({"when": null, "status": "not declared", "authorized": false}),
+    };
+    let authorized = promotion["authorized"].as_bool().unwrap_or(false);
+    let result = json!({
+        "decision_labels": labels,
+        "promotion_authorized": authorized,
+        "rules": rules,
+        "promotion": promotion,
+    });
+    Ok(Produced {
+        summary: format!("labels: {}; promotion {}", if labels.is_empty() { "(none)".to_string() } else { labels.join(", ") }, if authorized { "authorized" } else { "not authorized" }),
+        result,
+        files: Vec::new(),
+        rejected: false,
+    })
+}

@@ -1,0 +1,80 @@
+//! `screen` steps: pick the best variant of a sweep by one metric, and say
+//! why — or that there is no meaningful difference.
+
+use anvil_expr::{JsonResolver, Value as ExprValue};
+use serde_json::{json, Map, Value};
+
+use super::outcome::{Failure, Produced};
+use crate::plan::screen_expression;
+use crate::recipe::Decl;
+
+/// Below this margin (percent) a winner is not called unless confidence
+/// intervals say otherwise.
+const DEFAULT_MIN_DELTA_PCT: f64 = 2.0;
+
+pub fn run_screen(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
+    let text = screen_expression(step).ok_or_else(|| Failure::new("a screen needs `over` and `metric`"))?;
+    let expr = anvil_expr::parse(&text).map_err(|e| Failure::new(format!("screen expression `{text}`: {e}")))?;
+    let value = anvil_expr::evaluate_value(&expr, &JsonResolver::new(inputs)).map_err(|e| Failure::new(format!("screen `{text}`: {e}")))?;
+    let ExprValue::List(items) = value else {
+        return Err(Failure::new(format!("`over` must match a sweep (a name with `*`), got one value for `{text}`")));
+    };
+    let mut scored: Vec<(String, f64)> = Vec::new();
+    for item in items {
+        let name = item.name.clone().unwrap_or_default();
+        match item.value {
+            ExprValue::Number(x) => scored.push((name, x)),
+            other => return Err(Failure::new(format!("{name}: `{}` is {}, not a number", step.str("metric").unwrap_or(""), other.type_name()))),
+        }
+    }
+    if scored.is_empty() {
+        return Err(Failure::new(format!("`{text}` matched no results")));
+    }
+    let maximize = step.str("goal") != Some("minimize");
+    let mut ranked = scored.clone();
+    ranked.sort_by(|a, b| if maximize { b.1.total_cmp(&a.1) } else { a.1.total_cmp(&b.1) });
+    let (winner, best) = ranked[0].clone();
+    let min_delta = step.f64("min-delta-pct").unwrap_or(DEFAULT_MIN_DELTA_PCT);
+    let metric = step.str("metric").unwrap_or("");
+    let (meaningful, reason) = match ranked.get(1) {
+        None => (true, format!("{winner} is the only variant")),
+        Some((second, value)) => {
+            let margin = if *value == 0.0 { f64::INFINITY } else { (best - value).abs() / value.abs() * 100.0 };
+            let overlap = intervals_overlap(inputs, &winner, second, metric);
+            match overlap {
+                Some(true) => (false, format!("no meaningful difference: {winner} ({}) and {second} ({}) have overlapping 95% confidence intervals", fmt(best), fmt(*value))),
+                Some(false) => (true, format!("{winner} ({}) beats {second} ({}) by {:.1}% with disjoint 95% confidence intervals", fmt(best), fmt(*value), margin)),
+                None if margin < min_delta => (false, format!("no meaningful difference: {winner} ({}) leads {second} ({}) by {:.1}%, under the {min_delta}% threshold (no confidence intervals: use `repeat` for them)", fmt(best), fmt(*value), margin)),
+                None => (true, format!("{winner} ({}) beats {second} ({}) by {:.1}% (threshold {min_delta}%; single measurement each)", fmt(best), fmt(*value), margin)),
+            }
+        }
+    };
+    let values: Map<String, Value> = scored.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
+    let result = json!({
+        "metric": metric,
+        "goal": if maximize { "maximize" } else { "minimize" },
+        "values": values,
+        "ranking": ranked.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+        "winner": winner,
+        "meaningful": meaningful,
+        "selection_reason": reason,
+    });
+    Ok(Produced { summary: format!("winner {winner}: {reason}"), result, files: Vec::new(), rejected: false })
+}
+
+/// Whether two cells' across-repeat CIs of the metric overlap (None when a
+/// cell has no CI, i.e. it was measured once).
+fn intervals_overlap(inputs: &Value, a: &str, b: &str, metric: &str) -> Option<bool> {
+    let key = if metric == "aggregate_tok_s" { "throughput_tok_s" } else { metric };
+    let ci = |name: &str| -> Option<(f64, f64)> {
+        let c = inputs.get("cell")?.get(name)?.get("repeats")?.get(key)?;
+        Some((c.get("ci95_low")?.as_f64()?, c.get("ci95_high")?.as_f64()?))
+    };
+    let (al, ah) = ci(a)?;
+    let (bl, bh) = ci(b)?;
+    Some(al <= bh && bl <= ah)
+}
+
+fn fmt(x: f64) -> String {
+    anvil_expr::format_number(x)
+}
