@@ -63,6 +63,7 @@ pub async fn respond(state: Arc<AppState>, generation: Generation) -> Response {
         include_usage,
         total_tokens,
         phase: Phase::Tokens,
+        pending: None,
         recorder,
         metrics: state.metrics.clone(),
     };
@@ -82,6 +83,9 @@ fn unix_seconds() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
+/// Waiting events are batched into one write up to about this size.
+const MAX_WRITE_BYTES: usize = 64 * 1024;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Tokens,
@@ -100,15 +104,17 @@ struct ServedRequest {
     include_usage: bool,
     total_tokens: u32,
     phase: Phase,
+    /// An event held back to start the next write (a fault fires there).
+    pending: Option<EngineEvent>,
     recorder: Recorder,
     metrics: Arc<Metrics>,
 }
 
 impl ServedRequest {
     /// Mid-stream faults fire at the step that reaches half the reply.
-    fn crosses_fault_point(&self, tokens_before: u32) -> bool {
+    fn crosses_fault_point(&self, tokens_before: u32, tokens: u32) -> bool {
         let point = self.total_tokens.div_ceil(2);
-        tokens_before < point && self.usage.completion_tokens >= point
+        tokens_before < point && tokens_before + tokens >= point
     }
 
     fn receive(&mut self, event: EngineEvent) {
@@ -137,27 +143,46 @@ impl ServedRequest {
 
     /// The next bytes of the stream: one event per engine step, then the
     /// closing events; an error ends the connection without `[DONE]`.
+    /// Steps that are already waiting (the client or the runtime fell
+    /// behind) go out together in one write, each still its own event.
     async fn next_bytes(&mut self) -> Option<Result<Bytes, io::Error>> {
-        loop {
-            match self.phase {
-                Phase::Done => return None,
-                Phase::Closing => {
-                    let mut out = Vec::with_capacity(512);
-                    let usage = self.include_usage.then_some(&self.usage);
-                    self.format.closing(&mut out, &self.plan, usage);
-                    self.phase = Phase::Done;
-                    self.recorder.wrote(out.len(), 0);
-                    self.finish_accounting();
-                    return Some(Ok(Bytes::from(out)));
-                }
-                Phase::Tokens => {}
-            }
-            let Some(event) = self.events.recv().await else {
-                self.recorder.set_outcome("engine-stopped", 200);
+        match self.phase {
+            Phase::Done => return None,
+            Phase::Closing => {
+                let mut out = Vec::with_capacity(512);
+                let usage = self.include_usage.then_some(&self.usage);
+                self.format.closing(&mut out, &self.plan, usage);
                 self.phase = Phase::Done;
-                return Some(Err(io::Error::other("simulated engine stopped")));
+                self.recorder.wrote(out.len(), 0);
+                self.finish_accounting();
+                return Some(Ok(Bytes::from(out)));
+            }
+            Phase::Tokens => {}
+        }
+        let mut out = Vec::with_capacity(256);
+        loop {
+            let event = match self.pending.take() {
+                Some(event) => event,
+                None if out.is_empty() => match self.events.recv().await {
+                    Some(event) => event,
+                    None => {
+                        self.recorder.set_outcome("engine-stopped", 200);
+                        self.phase = Phase::Done;
+                        return Some(Err(io::Error::other("simulated engine stopped")));
+                    }
+                },
+                None => match self.events.try_recv() {
+                    Ok(event) => event,
+                    Err(_) => break,
+                },
             };
             let tokens_before = self.usage.completion_tokens;
+            let at_fault_point = self.crosses_fault_point(tokens_before, event.tokens);
+            if at_fault_point && !out.is_empty() {
+                // Send what is ready first; the fault hits the next write.
+                self.pending = Some(event);
+                break;
+            }
             self.receive(event);
             let last = self.usage.completion_tokens >= self.total_tokens;
             let delta = self.cursor.take(&self.plan, event.tokens as usize);
@@ -166,11 +191,11 @@ impl ServedRequest {
                 // Tokens with nothing to show yet (a tool name in progress).
                 continue;
             }
-            let mut out = Vec::with_capacity(256);
+            let event_start = out.len();
             if opening {
                 self.format.opening(&mut out);
             }
-            if self.crosses_fault_point(tokens_before) {
+            if at_fault_point {
                 if self.faults.disconnect {
                     self.recorder.set_outcome("disconnected", 200);
                     self.phase = Phase::Done;
@@ -185,12 +210,16 @@ impl ServedRequest {
             }
             let finish = last.then_some(self.plan.finish_reason);
             self.format.delta(&mut out, &delta, finish);
+            self.recorder.wrote(out.len() - event_start, event.tokens);
             if last {
                 self.phase = Phase::Closing;
+                break;
             }
-            self.recorder.wrote(out.len(), event.tokens);
-            return Some(Ok(Bytes::from(out)));
+            if out.len() >= MAX_WRITE_BYTES {
+                break;
+            }
         }
+        Some(Ok(Bytes::from(out)))
     }
 
     async fn whole_response(mut self) -> Response {
