@@ -1,0 +1,135 @@
+//! anvil-checks: functional checks against an OpenAI-compatible server.
+//!
+//! A recipe's `check "tp2-json" server="sglang-tp2" type="json-schema" { … }`
+//! becomes a [`CheckSpec`]; [`run_check`] sends its requests to a
+//! [`Target`] and returns a [`CheckOutcome`] with pass/fail, one line for
+//! people, and evidence detailed enough for anyone to re-judge the result.
+//!
+//! A wrong reply is a failed check (`Ok` with `passed == false`); `Err` is
+//! kept for a check that could not run at all: an unusable spec, or a
+//! server that cannot be reached. See `docs/checks.md`.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use anvil_checks::{CheckSpec, CheckType, Target, run_check};
+//! let spec = CheckSpec::new("tp2-json", CheckType::JsonSchema, "qwen3-8b");
+//! let outcome = run_check(&spec, &Target::new("http://127.0.0.1:30000")).await?;
+//! println!("{}: {}", if outcome.passed { "PASS" } else { "FAIL" }, outcome.detail);
+//! # Ok(()) }
+//! ```
+
+mod canary_marker;
+mod chat;
+mod checks;
+mod client;
+mod json_reply;
+mod outcome;
+mod prompts;
+mod schema;
+mod spec;
+mod sse;
+mod text;
+
+use anyhow::Context as _;
+use serde_json::json;
+
+pub use outcome::{Attempt, CheckOutcome};
+pub use spec::{CheckSpec, CheckType, Target};
+
+use checks::tool_call::OfferedTool;
+use client::ApiClient;
+use schema::CompiledSchema;
+
+/// Why a spec cannot run (caught before any request is sent).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SpecError {
+    #[error("check `{check}`: `{field}` must be at least 1")]
+    Zero { check: String, field: &'static str },
+    #[error("check `{check}`: the schema is not a valid JSON schema: {message}")]
+    BadSchema { check: String, message: String },
+    #[error("check `{check}`: {message}")]
+    BadTool { check: String, message: String },
+}
+
+/// Check a spec without contacting any server (for recipe loading).
+pub fn validate(spec: &CheckSpec) -> Result<(), SpecError> {
+    let zero = |field| SpecError::Zero { check: spec.name.clone(), field };
+    if spec.requests == 0 {
+        return Err(zero("requests"));
+    }
+    if spec.concurrency == 0 {
+        return Err(zero("concurrency"));
+    }
+    if spec.max_tokens == 0 {
+        return Err(zero("max-tokens"));
+    }
+    match spec.check_type {
+        CheckType::JsonSchema => compiled_schema(spec).map(drop),
+        CheckType::ToolCall => offered_tool(spec).map(drop),
+        _ => Ok(()),
+    }
+}
+
+fn compiled_schema(spec: &CheckSpec) -> Result<(serde_json::Value, CompiledSchema), SpecError> {
+    let schema = spec.schema.clone().unwrap_or_else(prompts::default_schema);
+    let compiled = CompiledSchema::new(&schema).map_err(|message| SpecError::BadSchema { check: spec.name.clone(), message })?;
+    Ok((schema, compiled))
+}
+
+fn offered_tool(spec: &CheckSpec) -> Result<OfferedTool, SpecError> {
+    let function = spec.tool.clone().unwrap_or_else(prompts::default_tool);
+    OfferedTool::new(function).map_err(|message| SpecError::BadTool { check: spec.name.clone(), message })
+}
+
+/// Run `spec` against `target`. `Err` only when the check cannot run (an
+/// invalid spec, a server that cannot be reached); any wrong answer from
+/// the server is `Ok` with `passed == false` and evidence saying why.
+pub async fn run_check(spec: &CheckSpec, target: &Target) -> anyhow::Result<CheckOutcome> {
+    validate(spec)?;
+    let client = ApiClient::new(target, spec.timeout_ms)?;
+    let prompt = spec.prompt.clone().unwrap_or_else(|| prompts::default_prompt(spec.check_type).to_owned());
+    let context = || format!("check `{}` ({}) against {}", spec.name, spec.check_type, target.base_url);
+    let mut settings = json!({
+        "prompt": prompt, "requests": spec.requests, "max_tokens": spec.max_tokens,
+        "thinking": spec.thinking, "timeout_ms": spec.timeout_ms, "seed": spec.seed,
+    });
+
+    let mut attempts = Vec::new();
+    match spec.check_type {
+        CheckType::Smoke => {
+            for index in 0..spec.requests {
+                attempts.push(checks::smoke::attempt(spec, &client, &prompt, index).await.with_context(context)?);
+            }
+        }
+        CheckType::JsonSchema => {
+            let (schema, compiled) = compiled_schema(spec)?;
+            for index in 0..spec.requests {
+                let attempt = checks::json_schema::attempt(spec, &client, &prompt, &schema, &compiled, index);
+                attempts.push(attempt.await.with_context(context)?);
+            }
+            settings["schema"] = schema;
+        }
+        CheckType::ToolCall => {
+            let tool = offered_tool(spec)?;
+            let prefix = (spec.shared_prefix_tokens > 0).then(|| prompts::shared_prefix_text(spec.shared_prefix_tokens));
+            for index in 0..spec.requests {
+                let attempt = checks::tool_call::attempt(spec, &client, &prompt, prefix.as_deref(), &tool, index);
+                attempts.push(attempt.await.with_context(context)?);
+            }
+            settings["tool"] = tool.function.clone();
+            settings["tool_choice"] = checks::tool_call::tool_choice(spec);
+            settings["shared_prefix_tokens"] = json!(spec.shared_prefix_tokens);
+            settings["shared_prefix_text"] = json!(prefix.as_deref().map(|p| text::excerpt_with(p, 200, 0)));
+        }
+        CheckType::Responses => {
+            for index in 0..spec.requests {
+                attempts.push(checks::responses::attempt(spec, &client, &prompt, index).await.with_context(context)?);
+            }
+        }
+        CheckType::CanaryIsolation => {
+            attempts = checks::canary_isolation::run(spec, &client, &prompt).await.with_context(context)?;
+            settings["concurrency"] = json!(spec.concurrency);
+        }
+    }
+    Ok(outcome::summarize(spec, target, settings, attempts))
+}
