@@ -111,10 +111,10 @@ pub fn object_fields<'a, const N: usize>(
         }
         let value_start = skip_ws(obj, i + 1);
         let value_end = skip_value(obj, value_start)?;
-        if let Some(slot) = keys.iter().position(|k| *k == key) {
-            if found[slot].is_none() {
-                found[slot] = Some(&obj[value_start..value_end]);
-            }
+        if let Some(slot) = keys.iter().position(|k| *k == key)
+            && found[slot].is_none()
+        {
+            found[slot] = Some(&obj[value_start..value_end]);
         }
         i = skip_ws(obj, value_end);
         match obj.get(i) {

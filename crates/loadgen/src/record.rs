@@ -183,11 +183,11 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
             exact: observable && observed == u64::from(inputs.response_words),
         }
     });
-    if let (Some(c), OutputPolicy::Strict) = (&controlled, inputs.policy) {
-        if !c.exact {
-            let detail = format!("asked {} words, observed {} (observable={})", c.requested_words, c.observed_words, c.observable);
-            obs.fail(FailureClass::ControlledOutput, detail);
-        }
+    if let (Some(c), OutputPolicy::Strict) = (&controlled, inputs.policy)
+        && !c.exact
+    {
+        let detail = format!("asked {} words, observed {} (observable={})", c.requested_words, c.observed_words, c.observable);
+        obs.fail(FailureClass::ControlledOutput, detail);
     }
 
     let e2e = Some(ms(end.saturating_duration_since(obs.start)));

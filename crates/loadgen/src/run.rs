@@ -40,10 +40,10 @@ pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
     if spec.request_timeout_ms == 0 {
         bail!("cell `{}`: request_timeout_ms must be positive", spec.name);
     }
-    if let Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s } = spec.arrival {
-        if !(rate_per_s.is_finite() && rate_per_s > 0.0) {
-            bail!("cell `{}`: arrival rate must be a positive number, got {rate_per_s}", spec.name);
-        }
+    if let Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s } = spec.arrival
+        && !(rate_per_s.is_finite() && rate_per_s > 0.0)
+    {
+        bail!("cell `{}`: arrival rate must be a positive number, got {rate_per_s}", spec.name);
     }
     if !(spec.extra_body.is_null() || spec.extra_body.is_object()) {
         bail!("cell `{}`: extra_body must be a JSON object", spec.name);

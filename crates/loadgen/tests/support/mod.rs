@@ -240,7 +240,7 @@ async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter:
                     events.push("data: {\"error\":{\"message\":\"engine died\",\"code\":500}}\n\n".into());
                 }
             }
-            events.push(format!("data: {{\"id\":\"chatcmpl-raw\",\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\n"));
+            events.push("data: {\"id\":\"chatcmpl-raw\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n".to_string());
             if fault != Fault::MissingUsage {
                 events.push(format!("data: {{\"id\":\"chatcmpl-raw\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"total_tokens\":{},\"completion_tokens\":{completion_tokens}}}}}\n\n", prompt_tokens + completion_tokens));
             }
