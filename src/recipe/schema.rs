@@ -143,9 +143,14 @@ const CHECK: &[FieldSpec] = &[
     field("thinking", Shape::OneOf(THINKING)),
     field("timeout", Shape::Duration),
     field("shared-prefix-tokens", Shape::Int),
+    FieldSpec { name: "blocking", shape: Shape::Bool, required: false, hashed: false, accumulates: false },
 ];
 
-const GATE: &[FieldSpec] = &[FieldSpec { name: "require", shape: Shape::Strings, required: true, hashed: true, accumulates: true }];
+const GATE: &[FieldSpec] = &[
+    FieldSpec { name: "require", shape: Shape::Strings, required: true, hashed: true, accumulates: true },
+    // A non-blocking verdict is recorded (and read by decisions) without failing the run.
+    FieldSpec { name: "blocking", shape: Shape::Bool, required: false, hashed: false, accumulates: false },
+];
 
 const TASK: &[FieldSpec] = &[
     required("run", Shape::Strings),

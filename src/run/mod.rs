@@ -2,6 +2,7 @@
 //! servers started lazily, `finally` steps always, and a run record at the end.
 
 mod cell;
+mod check;
 mod decision;
 mod gate;
 mod outcome;
@@ -344,8 +345,12 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>) 
         return (Ending::Cached, "stored by a concurrent run".into(), None);
     }
     match produce(ctx, job).await {
-        Ok(produced) => {
-            let ending = if produced.rejected { Ending::Rejected } else { Ending::Ran };
+        Ok(mut produced) => {
+            let blocking = job.decl.bool("blocking") != Some(false);
+            let ending = if produced.rejected && blocking { Ending::Rejected } else { Ending::Ran };
+            if produced.rejected && !blocking {
+                produced.summary = format!("(non-blocking) {}", produced.summary);
+            }
             if always {
                 return (ending, produced.summary, None);
             }
@@ -373,7 +378,12 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
                 None => result,
             }
         }
-        other => Err(Failure::new(format!("executing a {other} step is not supported by this version of anvil"))),
+        Kind::Check => {
+            let server = job.server.ok_or_else(|| Failure::new("check has no server"))?;
+            let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
+            check::run_check(&job.decl, &info, ctx.seed).await
+        }
+        Kind::Server | Kind::Workload => Err(Failure::new("not an executable step")),
     }
 }
 
