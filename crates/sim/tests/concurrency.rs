@@ -35,3 +35,20 @@ async fn a_full_batch_queues_the_rest() {
     // The last pair waited for two whole generations to finish first.
     assert!(ttfts[5] > ttfts[0] * 3.0, "{ttfts:?}");
 }
+
+/// Prints TTFT and per-request decode rate of the default profile at
+/// C = 1, 8, 64 (about 1000 prompt tokens, 256 output words). Run with
+/// `cargo test -p anvil-sim --test concurrency -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "prints a table; takes ~15 s"]
+async fn default_profile_table() {
+    let sim = start_profile(anvil_sim::SimProfile::default()).await;
+    println!("{:>4} {:>14} {:>14} {:>20}", "C", "mean TTFT ms", "max TTFT ms", "mean decode tok/s");
+    for concurrency in [1, 8, 64] {
+        let timings = burst(&sim.base_url(), concurrency, 330, 256).await;
+        let ttft = mean(timings.iter().map(|t| t.ttft.as_secs_f64() * 1000.0));
+        let max_ttft = timings.iter().map(|t| t.ttft.as_secs_f64() * 1000.0).fold(0.0, f64::max);
+        let decode = mean(timings.iter().map(StreamTiming::decode_tok_s));
+        println!("{concurrency:>4} {ttft:>14.1} {max_ttft:>14.1} {decode:>20.1}");
+    }
+}
