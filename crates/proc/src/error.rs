@@ -32,7 +32,9 @@ pub enum ProcError {
         source: regex::Error,
     },
 
-    #[error("server `{name}` exited before it was ready ({status})\n--- last log lines ---\n{log_tail}")]
+    #[error(
+        "server `{name}` exited before it was ready ({status})\n--- last log lines ---\n{log_tail}"
+    )]
     ExitedBeforeReady {
         name: String,
         status: ExitStatus,

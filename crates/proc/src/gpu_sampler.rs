@@ -97,11 +97,7 @@ impl GpuSampler {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
         let _ = tokio::time::timeout(Duration::from_secs(2), &mut self.reader).await;
-        let readings = self
-            .readings
-            .lock()
-            .map(|r| r.clone())
-            .unwrap_or_default();
+        let readings = self.readings.lock().map(|r| r.clone()).unwrap_or_default();
         let gpus: serde_json::Map<String, Value> = readings
             .iter()
             .map(|(id, per_field)| (id.clone(), summarize_gpu(per_field)))

@@ -22,7 +22,11 @@ pub async fn scrape_metrics(base_url: &str) -> Result<BTreeMap<String, f64>, Pro
         .timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| fail(e.to_string()))?;
-    let response = client.get(&url).send().await.map_err(|e| fail(e.to_string()))?;
+    let response = client
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| fail(e.to_string()))?;
     let status = response.status();
     if !status.is_success() {
         return Err(fail(format!("HTTP {status}")));

@@ -111,14 +111,17 @@ impl RunningServer {
     pub async fn stop(mut self) -> StopReport {
         let started = Instant::now();
         let pgid = self.pgid();
-        let already_exited = self.has_exited().is_some()
-            && teardown::survivors(pgid, &self.token).is_empty();
+        let already_exited =
+            self.has_exited().is_some() && teardown::survivors(pgid, &self.token).is_empty();
         let (signal_used, survivors) = if already_exited {
             (StopSignal::AlreadyExited, Vec::new())
         } else {
-            let (killed, survivors) =
-                teardown::terminate_tree(pgid, &self.token, self.grace).await;
-            let signal = if killed { StopSignal::Kill } else { StopSignal::Term };
+            let (killed, survivors) = teardown::terminate_tree(pgid, &self.token, self.grace).await;
+            let signal = if killed {
+                StopSignal::Kill
+            } else {
+                StopSignal::Term
+            };
             (signal, survivors)
         };
         // The leader is dead by now (or a zombie); this only collects it.

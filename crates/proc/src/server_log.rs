@@ -88,6 +88,10 @@ impl ServerLog {
             return String::new();
         };
         let skip = tail.len().saturating_sub(lines);
-        tail.iter().skip(skip).cloned().collect::<Vec<_>>().join("\n")
+        tail.iter()
+            .skip(skip)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }

@@ -67,7 +67,10 @@ async fn a_big_request_is_not_starved_by_later_small_ones() {
     }
     let small_pool = pool.clone();
     let small = tokio::spawn(async move { small_pool.acquire_for("small", 1).await });
-    while !pool.waiting_reason().is_some_and(|r| r.contains("1 more waiting")) {
+    while !pool
+        .waiting_reason()
+        .is_some_and(|r| r.contains("1 more waiting"))
+    {
         tokio::task::yield_now().await;
     }
 
@@ -92,7 +95,13 @@ async fn a_big_request_is_not_starved_by_later_small_ones() {
 async fn asking_for_more_gpus_than_exist_fails_at_once() {
     let pool = GpuPool::from_list("0, 1");
     let error = pool.acquire(3).await.expect_err("impossible");
-    assert!(matches!(error, ProcError::NotEnoughGpus { wanted: 3, total: 2 }));
+    assert!(matches!(
+        error,
+        ProcError::NotEnoughGpus {
+            wanted: 3,
+            total: 2
+        }
+    ));
 }
 
 #[test]

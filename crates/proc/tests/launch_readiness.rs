@@ -50,7 +50,10 @@ async fn ready_when_log_line_matches_pattern() {
     assert!(server.log_tail(5).contains("Application startup complete"));
     let log = std::fs::read_to_string(scratch.path("log-ready.log")).expect("log file");
     assert!(log.contains("loading weights\n"), "stdout captured: {log}");
-    assert!(log.contains("Application startup complete"), "stderr captured: {log}");
+    assert!(
+        log.contains("Application startup complete"),
+        "stderr captured: {log}"
+    );
     server.stop().await;
 }
 
@@ -97,7 +100,11 @@ async fn exit_before_ready_reports_status_and_log_tail() {
     let error = launch(spec).await.expect_err("must fail");
 
     match &error {
-        ProcError::ExitedBeforeReady { name, status, log_tail } => {
+        ProcError::ExitedBeforeReady {
+            name,
+            status,
+            log_tail,
+        } => {
             assert_eq!(name, "crashes");
             assert_eq!(status.code(), Some(3));
             assert!(log_tail.contains("loading model shard 1/2"), "{log_tail}");
@@ -120,7 +127,10 @@ async fn exit_before_ready_kills_what_the_server_forked() {
 
     let error = launch(spec).await.expect_err("must fail");
 
-    assert!(matches!(error, ProcError::ExitedBeforeReady { .. }), "{error}");
+    assert!(
+        matches!(error, ProcError::ExitedBeforeReady { .. }),
+        "{error}"
+    );
     let child = scratch.read_pid("child.pid");
     assert!(wait_dead(child), "forked child {child} must not survive");
 }
@@ -138,14 +148,19 @@ async fn ready_timeout_reports_log_tail_and_kills_the_server() {
     let error = launch(spec).await.expect_err("must time out");
 
     match &error {
-        ProcError::ReadyTimeout { after, log_tail, .. } => {
+        ProcError::ReadyTimeout {
+            after, log_tail, ..
+        } => {
             assert_eq!(*after, Duration::from_millis(300));
             assert!(log_tail.contains("waiting for NCCL"), "{log_tail}");
         }
         other => panic!("wrong error: {other}"),
     }
     let leader = scratch.read_pid("leader.pid");
-    assert!(wait_dead(leader), "timed-out server {leader} must be killed");
+    assert!(
+        wait_dead(leader),
+        "timed-out server {leader} must be killed"
+    );
     assert!(scratch.registry_records().is_empty());
 }
 
@@ -157,7 +172,10 @@ async fn unknown_program_is_a_clear_error() {
 
     let error = launch(spec).await.expect_err("must fail");
 
-    assert!(matches!(error, ProcError::ProgramNotFound { .. }), "{error}");
+    assert!(
+        matches!(error, ProcError::ProgramNotFound { .. }),
+        "{error}"
+    );
     assert!(error.to_string().contains("no-such-engine-anvil-test"));
 }
 

@@ -62,7 +62,10 @@ fn parses_vllm_series_with_sorted_labels() {
     let metrics = parse_prometheus_text(VLLM_BEFORE);
 
     assert_eq!(
-        metrics[&key("vllm:prompt_tokens_total", r#"engine="0",model_name="Qwen/Qwen3-8B""#)],
+        metrics[&key(
+            "vllm:prompt_tokens_total",
+            r#"engine="0",model_name="Qwen/Qwen3-8B""#
+        )],
         1200.0
     );
     assert_eq!(
@@ -108,9 +111,19 @@ fn deltas_subtract_counters_and_keep_gauges() {
 
     // Label order differed between scrapes; the keys still match.
     assert_eq!(deltas[&key("vllm:prompt_tokens_total", labels)], 4000.0);
-    assert_eq!(deltas[&key("vllm:time_to_first_token_seconds_count", labels)], 20.0);
-    assert_eq!(deltas[&key("vllm:time_to_first_token_seconds_sum", labels)], 4.0);
-    assert_eq!(deltas[&key("vllm:num_requests_running", labels)], 3.0, "gauge: after");
+    assert_eq!(
+        deltas[&key("vllm:time_to_first_token_seconds_count", labels)],
+        20.0
+    );
+    assert_eq!(
+        deltas[&key("vllm:time_to_first_token_seconds_sum", labels)],
+        4.0
+    );
+    assert_eq!(
+        deltas[&key("vllm:num_requests_running", labels)],
+        3.0,
+        "gauge: after"
+    );
     assert_eq!(deltas[&key("vllm:kv_cache_usage_perc", labels)], 0.25);
     let new_counter = key(
         "vllm:request_success_total",

@@ -47,7 +47,12 @@ async fn helper_process() {
 
 fn start_helper(role: &str, scratch: &Scratch) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "helper_process", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "helper_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ROLE_VAR, role)
         .env(SCRATCH_VAR, scratch.dir.path())
         .spawn()
@@ -68,8 +73,15 @@ fn kill_9_of_anvil_leaves_no_server_behind() {
     // The kernel kills the server itself (PR_SET_PDEATHSIG)...
     assert!(wait_dead(leader), "server {leader} survived its anvil");
     // ...but not what the server forked: that is the reaper's job.
-    assert!(is_alive(grandchild), "grandchild expected to need the reaper");
-    assert_eq!(scratch.registry_records().len(), 1, "record left by dead anvil");
+    assert!(
+        is_alive(grandchild),
+        "grandchild expected to need the reaper"
+    );
+    assert_eq!(
+        scratch.registry_records().len(),
+        1,
+        "record left by dead anvil"
+    );
 
     let reaped = reap_orphans(&scratch.registry());
 
@@ -77,7 +89,10 @@ fn kill_9_of_anvil_leaves_no_server_behind() {
     assert_eq!(reaped[0].name, "owned");
     assert_eq!(reaped[0].pgid, leader);
     assert!(reaped[0].killed_pids.contains(&grandchild), "{reaped:?}");
-    assert!(wait_dead(grandchild), "grandchild {grandchild} survived the reaper");
+    assert!(
+        wait_dead(grandchild),
+        "grandchild {grandchild} survived the reaper"
+    );
     assert!(scratch.registry_records().is_empty());
 }
 
@@ -94,7 +109,10 @@ fn ctrl_c_to_anvil_stops_its_servers_then_exits_130() {
     assert_eq!(status.code(), Some(130));
     // Cleanup finished before exit, so no waiting is needed here.
     assert!(!is_alive(leader), "server {leader} survived Ctrl-C");
-    assert!(!is_alive(grandchild), "grandchild {grandchild} survived Ctrl-C");
+    assert!(
+        !is_alive(grandchild),
+        "grandchild {grandchild} survived Ctrl-C"
+    );
     assert!(scratch.registry_records().is_empty());
 }
 
@@ -151,7 +169,10 @@ fn reaper_never_kills_a_process_that_reuses_a_recorded_pid() {
     let reaped = reap_orphans(&scratch.registry());
 
     assert_eq!(reaped.len(), 2, "both stale records are cleared");
-    assert!(reaped.iter().all(|r| r.killed_pids.is_empty()), "{reaped:?}");
+    assert!(
+        reaped.iter().all(|r| r.killed_pids.is_empty()),
+        "{reaped:?}"
+    );
     assert!(is_alive(pid), "bystander must survive");
     assert!(scratch.registry_records().is_empty());
     bystander.kill().expect("kill bystander");
