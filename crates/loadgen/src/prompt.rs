@@ -48,16 +48,18 @@ pub mod streams {
     pub const REQUEST_BASE: u64 = 1 << 32;
 }
 
+/// Every filler word is two of these: words of one shape cost nearly the
+/// same number of tokens each, so prompts of equal word count have nearly
+/// equal token counts (calibration depends on that).
 const SYLLABLES: [&str; 24] = [
-    "ka", "lo", "mi", "ren", "tor", "vel", "sa", "qui", "dun", "bra", "fe", "nol", "pe", "zar", "ti", "gor", "an",
-    "mes", "ul", "ri", "dos", "ba", "hin", "cer",
+    "ka", "lo", "mi", "re", "to", "ve", "sa", "qu", "du", "be", "fe", "no", "pe", "za", "ti", "go", "an", "me", "ul",
+    "ri", "do", "ba", "hi", "ce",
 ];
 
 fn push_words(out: &mut String, rng: &mut SplitMix64, count: u64) {
     for w in 0..count {
         let r = rng.next_u64();
-        let syllables = 1 + (r % 3) as usize;
-        for s in 0..syllables {
+        for s in 0..2 {
             out.push_str(SYLLABLES[((r >> (8 + 8 * s)) % SYLLABLES.len() as u64) as usize]);
         }
         // Sentences of about a dozen words keep tokenizers on ordinary text paths.

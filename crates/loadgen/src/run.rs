@@ -231,11 +231,12 @@ pub async fn measure(
     };
     // Calibration and warmup use indices after the measured ones, so their
     // prompts can never pre-fill a prefix cache for a measured request.
-    let mut spare_index = measured_total + u64::from(spec.warmup_requests);
+    // All probes use one prompt index, so the search sees how length changes
+    // the count, not how one random prompt differs from another.
+    let probe_index = measured_total + u64::from(spec.warmup_requests);
     let calibration = if spec.context_tokens > 0 {
         let c = calibrate(spec.context_tokens, async |words| {
-            spare_index += 1;
-            probe_prompt_tokens(&client, &spec, &targets[0], &prompts, spare_index, words).await
+            probe_prompt_tokens(&client, &spec, &targets[0], &prompts, probe_index, words).await
         })
         .await
         .with_context(|| format!("calibrating prompt length on {}", targets[0].label))?;
