@@ -70,8 +70,18 @@ pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: 
         balance: if step.str("balance") == Some("least-outstanding") { Balance::LeastOutstanding } else { Balance::RoundRobin },
     };
     let progress = |_: &anvil_loadgen::Progress| {};
-    let report = anvil_loadgen::run_cell(&spec, &server.targets, &context, &progress).await.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;
+    let before = scrape_all(server).await;
+    let sampler = anvil_proc::GpuSampler::start(&server.gpu_ids, std::time::Duration::from_millis(500));
+    let report = anvil_loadgen::run_cell(&spec, &server.targets, &context, &progress).await;
+    let gpu = match sampler {
+        Some(s) => s.stop().await,
+        None => json!({"available": false, "why": "nvidia-smi not found or no GPUs assigned"}),
+    };
+    let after = scrape_all(server).await;
+    let report = report.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;
     let mut artifact = report.artifact;
+    artifact["telemetry"] = json!({"server_metrics_delta": metric_deltas(server, &before, &after), "gpu": gpu});
+    artifact["server_warmup"] = server.warmup.clone();
     artifact["configuration_fingerprint"] = json!(fingerprint);
     artifact["simulated"] = json!(server.simulated);
     artifact["server_startup_ms"] = json!(server.startup_ms);
@@ -112,4 +122,26 @@ pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: 
         if server.simulated { " (simulated)" } else { "" }
     );
     Ok(Produced { result, files, rejected: false, summary: line })
+}
+
+/// Each replica's Prometheus counters (None where `/metrics` is not served).
+async fn scrape_all(server: &ServerInfo) -> Vec<Result<std::collections::BTreeMap<String, f64>, String>> {
+    let mut out = Vec::new();
+    for target in &server.targets {
+        out.push(anvil_proc::scrape_metrics(&target.base_url).await.map_err(|e| e.to_string()));
+    }
+    out
+}
+
+fn metric_deltas(server: &ServerInfo, before: &[Result<std::collections::BTreeMap<String, f64>, String>], after: &[Result<std::collections::BTreeMap<String, f64>, String>]) -> Value {
+    let per_replica: Vec<Value> = server
+        .targets
+        .iter()
+        .zip(before.iter().zip(after))
+        .map(|(target, pair)| match pair {
+            (Ok(b), Ok(a)) => json!({"replica": target.label, "delta": anvil_proc::metric_deltas(b, a)}),
+            (Err(e), _) | (_, Err(e)) => json!({"replica": target.label, "unavailable": e}),
+        })
+        .collect();
+    Value::Array(per_replica)
 }

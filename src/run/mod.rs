@@ -371,6 +371,7 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
         Kind::Decision => decision::run_decision(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
         Kind::Cell => {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
+            let _turn = ctx.servers.turn(server).await;
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
             let result = cell::run_cell(&job.decl, &info, ctx.seed, &job.fingerprint.to_string(), &ctx.run_id, &ctx.recipe_key).await;
             match ctx.servers.crashed(server).await {
@@ -380,6 +381,7 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
         }
         Kind::Check => {
             let server = job.server.ok_or_else(|| Failure::new("check has no server"))?;
+            let _turn = ctx.servers.turn(server).await;
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
             check::run_check(&job.decl, &info, ctx.seed).await
         }

@@ -27,6 +27,10 @@ pub struct ServerInfo {
     pub startup_ms: Vec<u64>,
     pub log_paths: Vec<PathBuf>,
     pub serve_flags: Value,
+    /// GPU ids handed to the replicas (for telemetry).
+    pub gpu_ids: Vec<String>,
+    /// What the server's `warmup` did before its first step.
+    pub warmup: Value,
 }
 
 enum Slot {
@@ -38,6 +42,9 @@ enum Slot {
 
 pub struct ServerPool {
     slots: BTreeMap<usize, Mutex<Slot>>,
+    /// One measuring step per server at a time: two cells sharing a server
+    /// would load each other and corrupt both measurements.
+    turns: BTreeMap<usize, Mutex<()>>,
     /// Steps still to come that need each server.
     users: std::sync::Mutex<BTreeMap<usize, usize>>,
     decls: BTreeMap<usize, Decl>,
@@ -52,6 +59,7 @@ impl ServerPool {
     pub fn new(decls: BTreeMap<usize, Decl>, users: BTreeMap<usize, usize>, mode: EngineMode, log_dir: PathBuf, recipe_dir: PathBuf, gpus: GpuPool) -> ServerPool {
         ServerPool {
             slots: decls.keys().map(|&i| (i, Mutex::new(Slot::Idle))).collect(),
+            turns: decls.keys().map(|&i| (i, Mutex::new(()))).collect(),
             users: std::sync::Mutex::new(users),
             decls,
             mode,
@@ -60,6 +68,11 @@ impl ServerPool {
             recipe_dir,
             gpus: Arc::new(gpus),
         }
+    }
+
+    /// Wait until no other step is measuring on this server.
+    pub async fn turn(&self, index: usize) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        Some(self.turns.get(&index)?.lock().await)
     }
 
     /// The running server, started now if this is its first user.
@@ -141,12 +154,15 @@ impl ServerPool {
             gpu_label: decl.str("gpu-label").map(str::to_string),
             startup_ms: Vec::new(),
             log_paths: Vec::new(),
+            gpu_ids: Vec::new(),
+            warmup: Value::Null,
             serve_flags: json!({"engine": engine, "replicas": replicas, "args": decl.strings("args"), "simulated_twin_of": (engine == "sim" && declared_engine != "sim").then(|| declared_engine)}),
         };
         if engine == "external" {
             let url = decl.str("url").unwrap_or_default().trim_end_matches('/').to_string();
             let api_key = decl.str("api-key-env").and_then(|var| std::env::var(var).ok());
             info.targets.push(Target { base_url: url, api_key, label: decl.name.clone() });
+            info.warmup = warm_up(decl, &info).await?;
             return Ok((info, Vec::new(), Vec::new()));
         }
         let mut processes = Vec::new();
@@ -161,6 +177,7 @@ impl ServerPool {
                 _ => anvil_proc::free_port().map_err(|e| format!("no free port: {e}"))?,
             };
             let gpu_ids = lease.as_ref().map(|l| l.ids.join(",")).unwrap_or_default();
+            info.gpu_ids.extend(lease.iter().flat_map(|l| l.ids.iter().cloned()));
             let vars = BTreeMap::from([
                 ("port", port.to_string()),
                 ("host", "127.0.0.1".to_string()),
@@ -181,8 +198,41 @@ impl ServerPool {
             processes.push(server);
             leases.extend(lease);
         }
+        info.warmup = warm_up(decl, &info).await?;
         Ok((info, processes, leases))
     }
+}
+
+/// `warmup requests=4 max-tokens=16`: short requests to every replica once,
+/// before the server's first step, so no cell measures a cold engine.
+async fn warm_up(decl: &Decl, info: &ServerInfo) -> Result<Value, String> {
+    let warmup = decl.props("warmup");
+    let requests = warmup.get("requests").and_then(Value::as_u64).unwrap_or(0);
+    if requests == 0 {
+        return Ok(Value::Null);
+    }
+    let max_tokens = warmup.get("max-tokens").and_then(Value::as_u64).unwrap_or(16);
+    let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(600)).build().map_err(|e| e.to_string())?;
+    let started = std::time::Instant::now();
+    for target in &info.targets {
+        for i in 0..requests {
+            let body = json!({
+                "model": info.model,
+                "messages": [{"role": "user", "content": format!("Warm-up request {i}. Reply with one short sentence.")}],
+                "max_tokens": max_tokens,
+                "stream": false,
+            });
+            let mut request = client.post(format!("{}/v1/chat/completions", target.base_url)).json(&body);
+            if let Some(key) = &target.api_key {
+                request = request.bearer_auth(key);
+            }
+            let response = request.send().await.map_err(|e| format!("warm-up of `{}` failed: {e}", target.label))?;
+            if !response.status().is_success() {
+                return Err(format!("warm-up of `{}` got HTTP {}", target.label, response.status()));
+            }
+        }
+    }
+    Ok(json!({"requests_per_replica": requests, "max_tokens": max_tokens, "duration_ms": started.elapsed().as_millis() as u64}))
 }
 
 fn engine_label(decl: &Decl) -> String {
