@@ -89,16 +89,13 @@ impl GroundTruthLog {
     }
 
     pub fn push(&self, record: GroundTruthRecord) {
-        if let Some(file) = &self.file {
-            match serde_json::to_string(&record) {
-                Ok(mut line) => {
-                    line.push('\n');
-                    let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                    // Ground truth is best effort: a full disk must not fail requests.
-                    let _ = file.write_all(line.as_bytes());
-                }
-                Err(_) => {}
-            }
+        if let Some(file) = &self.file
+            && let Ok(mut line) = serde_json::to_string(&record)
+        {
+            line.push('\n');
+            let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            // Ground truth is best effort: a full disk must not fail requests.
+            let _ = file.write_all(line.as_bytes());
         }
         if self.enabled {
             self.records.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(record);

@@ -42,7 +42,7 @@ pub fn push_token_ends(text: &str, base: usize, token_ends: &mut Vec<usize>) {
             in_word_chars = 0;
             continue;
         }
-        if in_word_chars > 0 && in_word_chars % CHARS_PER_TOKEN == 0 && pending {
+        if in_word_chars > 0 && in_word_chars.is_multiple_of(CHARS_PER_TOKEN) && pending {
             token_ends.push(base + offset);
         }
         in_word_chars += 1;
