@@ -237,3 +237,38 @@ async fn speculative_decoding_puts_several_tokens_in_one_chunk() {
     let (drafts, accepted) = (value("vllm:spec_decode_num_draft_tokens_total"), value("vllm:spec_decode_num_accepted_tokens_total"));
     assert!(accepted > 0 && accepted < drafts, "{accepted} of {drafts}");
 }
+
+#[tokio::test]
+async fn ground_truth_records_every_chunk_by_request_and_canary() {
+    let file = std::env::temp_dir().join(format!("anvil-sim-gt-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let path = file.to_str().unwrap().to_owned();
+    let sim = start(&[("ground-truth-file", path.as_str())]).await;
+    let (_, text) = post_text(&sim, "/v1/chat/completions", &chat_stream("Begin your reply with ANVIL_REQ_4_00002. Write about 9 words.")).await;
+    let events = split_sse(&text).len();
+
+    let (_, truth) = get_text(&sim, "/debug/ground-truth?clear=1").await;
+    let truth: Value = serde_json::from_str(&truth).unwrap();
+    let record = &truth[0];
+    assert_eq!(record["canary"], "ANVIL_REQ_4_00002");
+    assert!(record["request_id"].as_str().unwrap().starts_with("chatcmpl-"));
+    assert_eq!(record["outcome"], "completed");
+    assert_eq!(record["completion_tokens"], 5 + 9);
+    let chunks = record["chunks"].as_array().unwrap();
+    // One record per token event (the role chunk rides with the first) and
+    // one for the closing usage + [DONE] events.
+    assert_eq!(chunks.len(), events - 2);
+    let tokens: u64 = chunks.iter().map(|c| c["tokens"].as_u64().unwrap()).sum();
+    assert_eq!(tokens, 14);
+    let mono: Vec<u64> = chunks.iter().map(|c| c["mono_ns"].as_u64().unwrap()).collect();
+    assert!(mono.windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!(record["first_byte"]["mono_ns"].as_u64(), mono.first().copied());
+    assert_eq!(record["last_byte"]["mono_ns"].as_u64(), mono.last().copied());
+
+    let (_, emptied) = get_text(&sim, "/debug/ground-truth").await;
+    assert_eq!(emptied, "[]");
+    let lines = std::fs::read_to_string(&file).unwrap();
+    let line: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert_eq!(line["canary"], "ANVIL_REQ_4_00002");
+    let _ = std::fs::remove_file(&file);
+}
