@@ -65,16 +65,14 @@ pub fn summarize(spec: &CheckSpec, target: &Target, settings: Value, attempts: V
         (None, Some(first)) => format!("{total}/{total} attempts passed: {}", first.why),
         (None, None) => "no attempts were made".to_owned(),
     };
-    let mut evidence = json!({
+    let evidence = json!({
         "check": spec.name,
         "type": spec.check_type,
+        "passed": passed,
         "model": spec.model,
         "target": target.base_url,
         "settings": settings,
         "attempts": attempts,
     });
-    if let Some(object) = evidence.as_object_mut() {
-        object.insert("passed".into(), json!(passed));
-    }
     CheckOutcome { passed, detail, evidence, attempts: total, failures }
 }

@@ -8,7 +8,7 @@ use crate::spec::CheckType;
 /// The user prompt a check sends when the recipe gives none.
 pub fn default_prompt(check_type: CheckType) -> &'static str {
     match check_type {
-        CheckType::Smoke => "Reply with one short sentence: what is the capital of France?",
+        CheckType::Smoke => "In about 10 words, say what the capital of France is.",
         CheckType::JsonSchema => "Describe one city as a JSON object that matches the given schema. Reply with the JSON only.",
         CheckType::ToolCall => "What is the weather in Paris right now? Use the tool to find out.",
         CheckType::Responses => "Write about 20 words on why benchmarks should be reproducible.",
