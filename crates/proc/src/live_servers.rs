@@ -86,8 +86,9 @@ fn kill_all_now() {
     }
 }
 
-/// Call once at startup, inside the tokio runtime. On the first SIGINT or
-/// SIGTERM it stops all live servers gracefully and exits with 130 / 143;
+/// Call once at startup, inside the tokio runtime. On the first SIGINT,
+/// SIGTERM or SIGHUP it stops all live servers gracefully and exits with
+/// 130 / 143 / 129;
 /// a second signal during that shutdown kills them at once and exits.
 ///
 /// Callers that need their own shutdown logic can skip this and call
@@ -95,11 +96,13 @@ fn kill_all_now() {
 pub fn install_signal_cleanup() -> std::io::Result<()> {
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
+    let mut hangup = signal(SignalKind::hangup())?;
     let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
     runtime.spawn(async move {
         let code = tokio::select! {
             _ = interrupt.recv() => 130,
             _ = terminate.recv() => 143,
+            _ = hangup.recv() => 129, // the terminal went away
         };
         let names = live_server_names();
         if !names.is_empty() {
