@@ -78,12 +78,11 @@ fn why_pending(plan: &Plan, i: usize, store: Option<&Store>, last_run: Option<&a
     let Some(previous) = last_run.and_then(|run| run.nodes.iter().find(|n| n.name == node.name)) else {
         return "new: not in the last run of this recipe".to_string();
     };
-    if previous.fingerprint == node.fingerprint {
-        return match previous.status.as_str() {
-            "failed" => "failed last time (failures are never stored)".to_string(),
-            "skipped" => "skipped last time (an upstream step failed)".to_string(),
-            _ => "not in the store (removed by gc?)".to_string(),
-        };
+    match previous.status.as_str() {
+        "failed" => return "failed last time (failures are never stored)".to_string(),
+        "skipped" => return "skipped last time".to_string(),
+        _ if previous.fingerprint == node.fingerprint => return "not in the store (removed by gc?)".to_string(),
+        _ => {}
     }
     let old = store.and_then(|s| crate::history::preimage_of(s, &previous.fingerprint));
     match old {
