@@ -57,7 +57,7 @@ pub fn cell_spec(step: &Decl, model: &str, seed: u64) -> CellSpec {
     }
 }
 
-pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: &str, run_id: &str, recipe: &str) -> Result<Produced, Failure> {
+pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: &str, run_id: &str, recipe: &str, display: &super::progress::Progress) -> Result<Produced, Failure> {
     let spec = cell_spec(step, &server.model, seed);
     let context = CellContext {
         engine: server.engine.clone(),
@@ -69,7 +69,8 @@ pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: 
         max_context_tokens: None,
         balance: if step.str("balance") == Some("least-outstanding") { Balance::LeastOutstanding } else { Balance::RoundRobin },
     };
-    let progress = |_: &anvil_loadgen::Progress| {};
+    let name = step.name.clone();
+    let progress = |p: &anvil_loadgen::Progress| display.cell(&name, p.done, p.total, p.tok_s, p.failed);
     let before = scrape_all(server).await;
     let sampler = anvil_proc::GpuSampler::start(&server.gpu_ids, std::time::Duration::from_millis(500));
     let report = anvil_loadgen::run_cell(&spec, &server.targets, &context, &progress).await;

@@ -81,6 +81,7 @@ struct Context {
     recipe_key: String,
     seed: u64,
     run_id: String,
+    progress: Arc<Progress>,
 }
 
 /// What a step needs to execute, taken out of the plan.
@@ -136,6 +137,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
         recipe_key: plan.recipe.key.clone(),
         seed: plan.recipe.campaign.seed,
         run_id: run_id.clone(),
+        progress: Arc::new(Progress::new(0)),
     });
 
     // The record exists from the start: it is a gc root while the run goes on.
@@ -151,7 +153,8 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
     };
     store.record_run(&record)?;
 
-    let progress = Progress::new(plan.nodes.iter().enumerate().filter(|(i, n)| selected[*i] && n.kind != Kind::Server).count());
+    let progress = ctx.progress.clone();
+    progress.set_total(plan.nodes.iter().enumerate().filter(|(i, n)| selected[*i] && n.kind != Kind::Server).count());
     let mut endings: Vec<Option<Finished>> = (0..n).map(|_| None).collect();
     let mut launched = vec![false; n];
     let mut running = JoinSet::new();
@@ -373,7 +376,7 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
             let _turn = ctx.servers.turn(server).await;
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
-            let result = cell::run_cell(&job.decl, &info, ctx.seed, &job.fingerprint.to_string(), &ctx.run_id, &ctx.recipe_key).await;
+            let result = cell::run_cell(&job.decl, &info, ctx.seed, &job.fingerprint.to_string(), &ctx.run_id, &ctx.recipe_key, &ctx.progress).await;
             match ctx.servers.crashed(server).await {
                 Some(crash) => Err(Failure::new(format!("server `{}` died during the cell", info.name)).with_detail(crash)),
                 None => result,

@@ -14,6 +14,8 @@ use crate::recipe::Kind;
 pub struct Progress {
     bar: Option<ProgressBar>,
     running: Mutex<BTreeSet<String>>,
+    /// Live numbers of running cells: name → "40/100 512 tok/s".
+    cells: Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 impl Progress {
@@ -24,7 +26,21 @@ impl Progress {
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
-        Progress { bar, running: Mutex::new(BTreeSet::new()) }
+        Progress { bar, running: Mutex::new(BTreeSet::new()), cells: Mutex::new(Default::default()) }
+    }
+
+    pub fn set_total(&self, total: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total as u64);
+        }
+    }
+
+    /// A cell's live line: requests done of total, throughput, failures.
+    pub fn cell(&self, name: &str, done: u32, total: u32, tok_s: f64, failed: u32) {
+        let line = format!("{done}/{total} {tok_s:.0} tok/s{}", if failed > 0 { format!(" {failed} failed") } else { String::new() });
+        self.cells.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), line);
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        self.show(&running);
     }
 
     pub fn started(&self, name: &str, kind: Kind) {
@@ -36,6 +52,7 @@ impl Progress {
     pub fn finished(&self, name: &str, kind: Kind, ending: Ending, detail: &str, duration: Duration, counted: bool) {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         running.remove(&format!("{kind} {name}"));
+        self.cells.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
         let first_line = detail.lines().next().unwrap_or("");
         let line = format!("  {:<8} {:<8} {:<28} {:>7}  {}", ending.as_str(), kind.as_str(), name, format_duration(duration), first_line);
         match &self.bar {
@@ -52,7 +69,15 @@ impl Progress {
 
     fn show(&self, running: &BTreeSet<String>) {
         if let Some(bar) = &self.bar {
-            bar.set_message(format!("running: {}", running.iter().cloned().collect::<Vec<_>>().join(", ")));
+            let cells = self.cells.lock().unwrap_or_else(|e| e.into_inner());
+            let parts: Vec<String> = running
+                .iter()
+                .map(|r| match r.split_once(' ').and_then(|(_, name)| cells.get(name)) {
+                    Some(live) => format!("{r} [{live}]"),
+                    None => r.clone(),
+                })
+                .collect();
+            bar.set_message(format!("running: {}", parts.join(", ")));
         }
     }
 
