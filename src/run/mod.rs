@@ -148,7 +148,9 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
         started_at: started_at.clone(),
         finished_at: None,
         status: "running".into(),
-        nodes: Vec::new(),
+        // Listed from the start so that gc keeps what this run stores even
+        // if the run is killed before it records how each step ended.
+        nodes: plan.nodes.iter().map(|n| RunNode { name: n.name.clone(), kind: n.kind.to_string(), fingerprint: n.fingerprint, status: "planned".into(), started_at: None, duration_ms: None, detail: None }).collect(),
         extra: json!({"campaign": plan.recipe.campaign.name, "preimages": preimages(&plan)}),
     };
     store.record_run(&record)?;
@@ -236,6 +238,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
     progress.clear();
 
     let mut steps = Vec::new();
+    record.nodes.clear();
     for (i, finished) in endings.into_iter().enumerate() {
         let node = &plan.nodes[i];
         let finished = finished.unwrap_or(Finished { index: i, ending: Ending::Skipped, detail: "never reached".into(), evidence: None, duration: Duration::ZERO });
