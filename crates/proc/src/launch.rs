@@ -74,7 +74,12 @@ pub async fn launch(spec: LaunchSpec) -> Result<RunningServer, ProcError> {
     let record_path = match server_registry::write_record(&spec.registry_dir, &record) {
         Ok(path) => path,
         Err(e) => {
-            crate::teardown::kill_tree_now(pid as i32, &token);
+            let tree = crate::teardown::ServerTree {
+                pgid: pid as i32,
+                token: &token,
+                leader_unreaped: true,
+            };
+            tree.kill_now();
             return Err(e);
         }
     };
@@ -98,10 +103,13 @@ pub async fn launch(spec: LaunchSpec) -> Result<RunningServer, ProcError> {
         grace: spec.grace,
         record_path,
         live_id,
+        reaped: false,
         finished: false,
     };
 
-    match wait_until_ready(&mut server.child, &spec, log.watch_pattern()).await {
+    let readiness = wait_until_ready(&mut server.child, &spec, log.watch_pattern()).await;
+    server.reaped = matches!(readiness, Err(NotReady::Exited(_)));
+    match readiness {
         Ok(()) => {
             server.startup = spawned_at.elapsed();
             Ok(server)

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::server_registry;
-use crate::teardown;
+use crate::teardown::ServerTree;
 
 /// What the cleanup needs to stop a server it does not own.
 #[derive(Debug, Clone)]
@@ -20,6 +20,18 @@ pub(crate) struct LiveServer {
     pub token: String,
     pub grace: Duration,
     pub record_path: PathBuf,
+}
+
+impl LiveServer {
+    /// Its handle may have reaped the leader, so the group is trusted only
+    /// through the token.
+    fn tree(&self) -> ServerTree<'_> {
+        ServerTree {
+            pgid: self.pgid,
+            token: &self.token,
+            leader_unreaped: false,
+        }
+    }
 }
 
 static LIVE: Mutex<BTreeMap<u64, LiveServer>> = Mutex::new(BTreeMap::new());
@@ -67,7 +79,7 @@ pub async fn shutdown_all_servers() -> usize {
     let count = servers.len();
     let stops = servers.into_iter().map(|(id, server)| {
         tokio::spawn(async move {
-            teardown::terminate_tree(server.pgid, &server.token, server.grace).await;
+            server.tree().terminate(server.grace).await;
             server_registry::remove_record(&server.record_path);
             unregister(id);
         })
@@ -81,7 +93,7 @@ pub async fn shutdown_all_servers() -> usize {
 /// SIGKILL every live server at once, without waiting.
 fn kill_all_now() {
     for server in take_all() {
-        teardown::kill_tree_now(server.pgid, &server.token);
+        server.tree().kill_now();
         server_registry::remove_record(&server.record_path);
     }
 }

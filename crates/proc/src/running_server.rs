@@ -10,7 +10,7 @@ use tokio::process::Child;
 use crate::live_servers;
 use crate::server_log::ServerLog;
 use crate::server_registry;
-use crate::teardown;
+use crate::teardown::ServerTree;
 
 /// A server process anvil started. Dropping it without [`stop`](Self::stop)
 /// SIGKILLs its whole process tree (best effort, no grace).
@@ -26,6 +26,9 @@ pub struct RunningServer {
     pub(crate) grace: Duration,
     pub(crate) record_path: PathBuf,
     pub(crate) live_id: u64,
+    /// Set once the leader's exit status was collected: from then on its
+    /// pid may be recycled, so its process group is no longer trusted.
+    pub(crate) reaped: bool,
     /// Set once the tree is known to be down, so Drop does nothing.
     pub(crate) finished: bool,
 }
@@ -98,7 +101,17 @@ impl RunningServer {
 
     /// Non-blocking: the exit status if the server process has exited.
     pub fn has_exited(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        let status = self.child.try_wait().ok().flatten();
+        self.reaped |= status.is_some();
+        status
+    }
+
+    fn tree(&self) -> ServerTree<'_> {
+        ServerTree {
+            pgid: self.pgid(),
+            token: &self.token,
+            leader_unreaped: !self.reaped,
+        }
     }
 
     /// The last `lines` lines of its output.
@@ -110,13 +123,11 @@ impl RunningServer {
     /// is left, reap the leader, and remove the registry record.
     pub async fn stop(mut self) -> StopReport {
         let started = Instant::now();
-        let pgid = self.pgid();
-        let already_exited =
-            self.has_exited().is_some() && teardown::survivors(pgid, &self.token).is_empty();
+        let already_exited = self.has_exited().is_some() && self.tree().survivors().is_empty();
         let (signal_used, survivors) = if already_exited {
             (StopSignal::AlreadyExited, Vec::new())
         } else {
-            let (killed, survivors) = teardown::terminate_tree(pgid, &self.token, self.grace).await;
+            let (killed, survivors) = self.tree().terminate(self.grace).await;
             let signal = if killed {
                 StopSignal::Kill
             } else {
@@ -152,7 +163,7 @@ impl Drop for RunningServer {
         if self.finished {
             return;
         }
-        teardown::kill_tree_now(self.pgid(), &self.token);
+        self.tree().kill_now();
         // tokio reaps the dropped child in the background.
         self.release();
     }

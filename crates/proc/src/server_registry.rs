@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ProcError;
 use crate::proc_table;
-use crate::teardown;
 
 /// What anvil remembers about a server it launched.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -136,7 +135,7 @@ fn kill_recorded_server(record: &ServerRecord) -> Vec<i32> {
     let group = group_is_ours.then_some(record.pgid);
     let tree = proc_table::server_tree(group, &record.token);
     if let Some(pgid) = group {
-        teardown::signal_group(pgid, Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), Signal::SIGKILL);
     }
     for pid in &tree {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
