@@ -1,0 +1,634 @@
+//! Server lifecycle, end to end: the real `anvil` binary launches real
+//! server processes (shell commands, its own simulated engine, and — when
+//! it is built — llama.cpp's `llama-server`), and these tests check what
+//! happens around them: readiness failures, crashes mid-cell, Ctrl-C and
+//! `kill -9`, GPU assignment, replicas, lazy starts, external endpoints,
+//! and the engine templates under `recipes/engines/`.
+//!
+//! Every test uses its own store, live-server registry and temp directory
+//! (see `support_servers::Bench`), and looks in /proc for processes that
+//! carry its marker: anvil passes its environment on to the servers, so
+//! the test's `ANVIL_SERVER_REGISTRY` path marks every process it started.
+
+mod common;
+mod support_servers;
+
+use std::path::{Path, PathBuf};
+
+use nix::sys::signal::Signal;
+use serde_json::Value;
+use support_servers::{alive, finish, processes_marked, wait_until, Bench};
+
+/// A unique string for process command lines.
+fn unique_marker(test: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("anvil-servers-test-{test}-{}-{nanos}", std::process::id())
+}
+
+fn repo_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
+    value[key].as_str().unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------
+// 1. A server that never becomes ready
+// ---------------------------------------------------------------------------
+
+const NEVER_READY: &str = r#"
+campaign "never-ready"
+server "stuck" {
+    engine "command"
+    // $0 of the shell is the marker; `sleep` is its child, not exec'd.
+    command "sh" "-c" "echo starting; sleep 600" "MARKER"
+    ready http="/health" timeout="2s"
+    grace "1s"
+}
+cell "c" server="stuck" {
+    context-tokens 64
+    requests 4
+    concurrency 2
+    max-tokens 16
+}
+"#;
+
+#[test]
+fn a_server_that_never_gets_ready_fails_its_cell_with_the_log_tail_and_leaves_nothing() {
+    let bench = Bench::new();
+    let marker = unique_marker("never-ready");
+    let recipe = bench.recipe("recipe.kdl", &NEVER_READY.replace("MARKER", &marker));
+
+    let child = bench.spawn_run(&recipe, &[]);
+    let anvil_pid = child.id();
+    // The detector must see the server while it is up, or its "nothing
+    // left" below would prove nothing.
+    assert!(wait_until(|| !processes_marked(&marker).is_empty()), "the stuck server was never seen running");
+    assert!(
+        wait_until(|| bench.server_processes(&[anvil_pid]).iter().any(|p| p.cmdline.starts_with("sleep"))),
+        "the shell's `sleep` child was never seen: {:#?}",
+        bench.server_processes(&[anvil_pid])
+    );
+    let outcome = finish(child, "run never-ready").expect_code(1);
+
+    let summary = outcome.summary();
+    assert_eq!((summary.failed, summary.ran), (1, 0), "{}", outcome.transcript());
+    assert!(outcome.stdout.contains("FAILED cell `c`"), "the failed cell is named:\n{}", outcome.transcript());
+    assert!(outcome.stdout.contains("stuck"), "the server is named:\n{}", outcome.transcript());
+    assert!(outcome.stdout.contains("not ready after"), "the reason is the readiness timeout:\n{}", outcome.transcript());
+    assert!(outcome.stdout.contains("starting"), "the error quotes the server's log tail:\n{}", outcome.transcript());
+
+    assert!(processes_marked(&marker).is_empty(), "the shell is left: {:#?}", processes_marked(&marker));
+    bench.assert_no_server_left("after a readiness timeout");
+    assert!(bench.registry_records().is_empty(), "registry records are left: {:?}", bench.registry_records());
+    assert_eq!(bench.plan(&recipe, &[]).statuses()["c"], "pending", "a failure is not stored");
+}
+
+#[test]
+#[ignore = "bug: `anvil run r.kdl` (a bare file name, no directory) launches command servers with cwd \"\" and fails: `cannot start server … (/usr/bin/sh): No such file or directory`"]
+fn a_recipe_named_without_a_directory_launches_its_servers() {
+    let bench = Bench::new();
+    let recipe = bench.recipe(
+        "bare.kdl",
+        r#"
+server "s" {
+    engine "command"
+    command "sh" "-c" "exec ANVIL_BIN sim --port {port}"
+    ready http="/health" timeout="30s"
+}
+cell "c" server="s" { context-tokens 64; requests 2; concurrency 1; max-tokens 8; }
+"#,
+    );
+    assert!(recipe.exists());
+    // Relative to the current directory (the scratch dir), as a user types it.
+    let outcome = bench.anvil(&["run", "bare.kdl"]);
+    let outcome = outcome.expect_code(0);
+    assert_eq!(outcome.summary().ran, 1);
+}
+
+// ---------------------------------------------------------------------------
+// 2. A server that crashes mid-cell
+// ---------------------------------------------------------------------------
+
+const CRASHY: &str = r#"
+campaign "crashy"
+server "crashy" {
+    engine "command"
+    command "ANVIL_BIN" "sim" "--port" "{port}" "--set" "faults.exit-after-requests=5"
+    ready http="/health" timeout="30s"
+}
+cell "c" server="crashy" {
+    context-tokens 64
+    requests 20
+    concurrency 2
+    max-tokens 16
+}
+task "independent" {
+    run "sh" "-c" "echo independent >> ran.log"
+}
+"#;
+
+#[test]
+fn a_server_crash_mid_cell_fails_the_cell_and_keep_going_runs_the_rest() {
+    let bench = Bench::new();
+    let recipe = bench.recipe("recipe.kdl", CRASHY);
+
+    // One step at a time: the cell (declared first) runs first; without
+    // --keep-going its failure stops the independent task.
+    let stopped = bench.run(&recipe, &["-j", "1"], 1);
+    assert!(stopped.stdout.contains("server `crashy` died during the cell"), "the reason names the server and the crash:\n{}", stopped.transcript());
+    let statuses = bench.scratch.last_run_statuses();
+    assert_eq!(statuses["c"], "failed");
+    assert_eq!(statuses["independent"], "skipped", "without --keep-going the rest stops: {statuses:?}");
+    assert_eq!(bench.scratch.read("ran.log"), "");
+    bench.assert_no_server_left("after the crash");
+
+    let going = bench.run(&recipe, &["-j", "1", "--keep-going"], 1);
+    let summary = going.summary();
+    assert_eq!((summary.ran, summary.failed), (1, 1), "{}", going.transcript());
+    assert!(going.stdout.contains("FAILED cell `c`: server `crashy` died during the cell"), "{}", going.transcript());
+    let statuses = bench.scratch.last_run_statuses();
+    assert_eq!(statuses["c"], "failed");
+    assert_eq!(statuses["independent"], "ran", "--keep-going runs the independent task: {statuses:?}");
+    assert_eq!(bench.scratch.read("ran.log"), "independent\n");
+
+    // The crash's evidence (exit status, log tail) is kept in the run record.
+    let runs = std::fs::read_dir(bench.store().join("runs")).expect("runs dir").flatten().map(|e| std::fs::read_to_string(e.path()).unwrap_or_default()).collect::<Vec<_>>();
+    assert!(runs.iter().any(|r| r.contains("exited during the step")), "a run record holds the crash detail: {runs:?}");
+
+    bench.assert_no_server_left("after --keep-going");
+    bench.verify_store();
+    let plan = bench.plan(&recipe, &[]);
+    assert_eq!(plan.statuses()["c"], "pending", "the failed cell is not stored");
+    assert_eq!(plan.statuses()["independent"], "cached");
+}
+
+// ---------------------------------------------------------------------------
+// 3. Ctrl-C and kill -9 during a cell
+// ---------------------------------------------------------------------------
+
+/// A slow simulated server behind a shell that forks a `sleep` first: the
+/// `sleep` is a grandchild of anvil that PDEATHSIG does not cover. The cell
+/// takes several seconds (4 rounds of 64 tokens at 25 ms per step).
+const LONG_CELL: &str = r#"
+campaign "long"
+server "slow" {
+    engine "command"
+    command "sh" "-c" "sleep 1000 & exec ANVIL_BIN sim --port {port} --set decode-step-ms=25"
+    ready http="/health" timeout="30s"
+    grace "2s"
+}
+cell "long" server="slow" {
+    context-tokens 64
+    requests 8
+    concurrency 2
+    max-tokens 64
+}
+"#;
+
+/// Wait until the server of a background run is serving the cell's
+/// requests; returns the server's pid (the registry record's).
+fn wait_for_cell_in_flight(bench: &Bench) -> u32 {
+    let mut server_pid = 0;
+    let in_flight = wait_until(|| {
+        let Some(record) = bench.registry_records().into_iter().next() else { return false };
+        server_pid = record["pid"].as_u64().unwrap_or(0) as u32;
+        let port = record["port"].as_u64().unwrap_or(0) as u16;
+        support_servers::http_get(port, "/metrics")
+            .and_then(|(_, page)| support_servers::prometheus_value(&page, "vllm:num_requests_running"))
+            .is_some_and(|running| running > 0.0)
+    });
+    assert!(in_flight, "the cell never had requests in flight; registry: {:?}", bench.registry_records());
+    server_pid
+}
+
+#[test]
+fn ctrl_c_during_a_cell_stops_every_server_process_before_anvil_exits() {
+    let bench = Bench::new();
+    let recipe = bench.recipe("recipe.kdl", LONG_CELL);
+
+    let child = bench.spawn_run(&recipe, &[]);
+    let anvil_pid = child.id();
+    let server_pid = wait_for_cell_in_flight(&bench);
+    let before = bench.server_processes(&[anvil_pid]);
+    assert!(before.iter().any(|p| p.cmdline.starts_with("sleep 1000")), "the grandchild runs: {before:#?}");
+
+    support_servers::signal(anvil_pid, Signal::SIGINT);
+    let outcome = finish(child, "run (interrupted)");
+    assert_ne!(outcome.code, Some(0), "an interrupted run does not succeed:\n{}", outcome.transcript());
+    // Immediately after exit: the server, its grandchild, everything.
+    assert!(!alive(server_pid), "the server (pid {server_pid}) outlived anvil");
+    bench.assert_no_server_left("right after Ctrl-C");
+    assert!(bench.registry_records().is_empty(), "registry records left: {:?}", bench.registry_records());
+
+    bench.verify_store();
+    let rerun = bench.run(&recipe, &[], 0);
+    assert_eq!(rerun.summary().ran, 1, "the rerun completes the cell:\n{}", rerun.transcript());
+    bench.assert_no_server_left("after the rerun");
+}
+
+#[test]
+#[ignore = "bug: Ctrl-C during a cell makes `anvil run` exit 1 (not 130 as docs/servers.md says) and records the cell as `failed: server … died during the cell` instead of an interruption: the main loop sees the server the signal handler just stopped and finishes first"]
+fn ctrl_c_exits_130_and_says_it_was_interrupted() {
+    let bench = Bench::new();
+    let recipe = bench.recipe("recipe.kdl", LONG_CELL);
+    let child = bench.spawn_run(&recipe, &[]);
+    let anvil_pid = child.id();
+    wait_for_cell_in_flight(&bench);
+    support_servers::signal(anvil_pid, Signal::SIGINT);
+    let outcome = finish(child, "run (interrupted)");
+    assert_eq!(outcome.code, Some(130), "{}", outcome.transcript());
+    assert!(!outcome.stdout.contains("died during the cell"), "an interruption is not a crash:\n{}", outcome.transcript());
+}
+
+#[test]
+fn kill_9_of_anvil_kills_the_server_and_the_next_anvil_reaps_its_grandchild() {
+    let bench = Bench::new();
+    let recipe = bench.recipe("recipe.kdl", LONG_CELL);
+
+    let mut child = bench.spawn_run(&recipe, &[]);
+    let anvil_pid = child.id();
+    let server_pid = wait_for_cell_in_flight(&bench);
+    let grandchildren: Vec<u32> = bench.server_processes(&[anvil_pid]).into_iter().filter(|p| p.cmdline.starts_with("sleep 1000")).map(|p| p.pid).collect();
+    assert_eq!(grandchildren.len(), 1, "one `sleep 1000` grandchild: {:#?}", bench.server_processes(&[anvil_pid]));
+
+    support_servers::signal(anvil_pid, Signal::SIGKILL);
+    let status = child.wait().expect("wait for the killed anvil");
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
+    // The direct child dies with anvil (PR_SET_PDEATHSIG).
+    assert!(wait_until(|| !alive(server_pid)), "the server (pid {server_pid}) survived anvil's kill -9");
+    let grandchild_survived = grandchildren.iter().any(|&pid| alive(pid));
+    eprintln!("after kill -9: server gone; grandchild `sleep 1000` alive: {grandchild_survived} (PDEATHSIG does not reach it)");
+    assert!(!bench.registry_records().is_empty(), "the registry still records the server for the reaper");
+
+    // The next anvil, of any recipe, sharing the registry, reaps what is left.
+    let other = bench.recipe("other.kdl", "task \"hello\" { run \"true\"; }\n");
+    let next = bench.run(&other, &[], 0);
+    if grandchild_survived {
+        assert!(next.stderr.contains("orphaned server"), "the reaper says what it stopped:\n{}", next.transcript());
+    }
+    assert!(wait_until(|| grandchildren.iter().all(|&pid| !alive(pid))), "the grandchild survived the next anvil's reaper");
+    bench.assert_no_server_left("after the reaper");
+    assert!(bench.registry_records().is_empty(), "the reaper clears the record: {:?}", bench.registry_records());
+
+    bench.verify_store();
+    let rerun = bench.run(&recipe, &[], 0);
+    assert_eq!(rerun.summary().ran, 1, "the rerun completes the cell:\n{}", rerun.transcript());
+    bench.assert_no_server_left("after the rerun");
+}
+
+// ---------------------------------------------------------------------------
+// 4. GPUs: disjoint ids in parallel, waiting, impossible requests
+// ---------------------------------------------------------------------------
+
+/// Two one-GPU servers that print what they were given, one cell each.
+/// Each cell takes a few seconds (3 rounds of 32 tokens at 40 ms a step).
+const TWO_GPU_SERVERS: &str = r#"
+campaign "gpus"
+server "a" {
+    engine "command"
+    gpus 1
+    command "sh" "-c" "echo CUDA=$CUDA_VISIBLE_DEVICES GPUS={gpus}; exec ANVIL_BIN sim --port {port} --set decode-step-ms=40"
+    ready http="/health" timeout="30s"
+}
+server "b" {
+    engine "command"
+    gpus 1
+    command "sh" "-c" "echo CUDA=$CUDA_VISIBLE_DEVICES GPUS={gpus}; exec ANVIL_BIN sim --port {port} --set decode-step-ms=40"
+    ready http="/health" timeout="30s"
+}
+cell "on-a" server="a" { context-tokens 64; requests 6; concurrency 2; max-tokens 32; }
+cell "on-b" server="b" { context-tokens 64; requests 6; concurrency 2; max-tokens 32; }
+"#;
+
+/// The first line of a stored cell's `server-0.log`: `CUDA=… GPUS=…`.
+fn gpu_line(bench: &Bench, plan: &common::Plan, cell: &str) -> (String, String) {
+    let log = std::fs::read_to_string(bench.entry(plan, cell).join("server-0.log")).expect("server-0.log is stored with the cell");
+    let line = log.lines().next().unwrap_or_default().to_string();
+    let mut cuda = String::new();
+    let mut gpus = String::new();
+    for word in line.split_whitespace() {
+        if let Some(v) = word.strip_prefix("CUDA=") {
+            cuda = v.to_string();
+        } else if let Some(v) = word.strip_prefix("GPUS=") {
+            gpus = v.to_string();
+        }
+    }
+    assert!(line.starts_with("CUDA="), "{cell}: unexpected first log line {line:?}");
+    (cuda, gpus)
+}
+
+/// The measured span of a stored cell, in unix nanoseconds.
+fn cell_span(bench: &Bench, plan: &common::Plan, cell: &str) -> (u128, u128) {
+    let artifact = bench.benchmark(plan, cell);
+    let ns = |key: &str| artifact[key].as_u64().map(u128::from).or_else(|| artifact[key].as_str().and_then(|s| s.parse().ok()));
+    let span = (ns("started_at_unix_ns"), ns("finished_at_unix_ns"));
+    match span {
+        (Some(start), Some(end)) if start < end => (start, end),
+        _ => panic!("{cell}: no measured span in benchmark.json: {span:?}"),
+    }
+}
+
+#[test]
+fn two_one_gpu_servers_get_disjoint_ids_and_run_at_the_same_time() {
+    let bench = Bench::new();
+    let recipe = bench.recipe("recipe.kdl", TWO_GPU_SERVERS);
+    let outcome = bench.run(&recipe, &["--gpus", "0,1", "-j", "2"], 0);
+    assert_eq!(outcome.summary().ran, 2, "{}", outcome.transcript());
+
+    let plan = bench.plan(&recipe, &[]);
+    let (cuda_a, gpus_a) = gpu_line(&bench, &plan, "on-a");
+    let (cuda_b, gpus_b) = gpu_line(&bench, &plan, "on-b");
+    assert_eq!(cuda_a, gpus_a, "CUDA_VISIBLE_DEVICES and {{gpus}} agree for a");
+    assert_eq!(cuda_b, gpus_b, "CUDA_VISIBLE_DEVICES and {{gpus}} agree for b");
+    for id in [&cuda_a, &cuda_b] {
+        assert!(id == "0" || id == "1", "one id from the pool, got {id:?}");
+    }
+    assert_ne!(cuda_a, cuda_b, "the two servers share a GPU");
+
+    let (a_start, a_end) = cell_span(&bench, &plan, "on-a");
+    let (b_start, b_end) = cell_span(&bench, &plan, "on-b");
+    assert!(a_start < b_end && b_start < a_end, "with -j 2 on disjoint GPUs the two cells overlap: a {a_start}..{a_end}, b {b_start}..{b_end}");
+    bench.assert_no_server_left("after the run");
+}
+
+#[test]
+fn a_server_waits_for_a_busy_gpu_instead_of_sharing_it() {
+    let bench = Bench::new();
+    let recipe = bench.recipe("recipe.kdl", TWO_GPU_SERVERS);
+    let outcome = bench.run(&recipe, &["--gpus", "0", "-j", "2"], 0);
+    assert_eq!(outcome.summary().ran, 2, "{}", outcome.transcript());
+
+    let plan = bench.plan(&recipe, &[]);
+    assert_eq!(gpu_line(&bench, &plan, "on-a"), ("0".into(), "0".into()));
+    assert_eq!(gpu_line(&bench, &plan, "on-b"), ("0".into(), "0".into()));
+    let (a_start, a_end) = cell_span(&bench, &plan, "on-a");
+    let (b_start, b_end) = cell_span(&bench, &plan, "on-b");
+    assert!(a_end <= b_start || b_end <= a_start, "one GPU: the second server waits, the cells do not overlap: a {a_start}..{a_end}, b {b_start}..{b_end}");
+}
+
+#[test]
+fn a_server_needing_more_gpus_than_the_pool_has_fails_at_once_without_launching() {
+    let bench = Bench::new();
+    let launches = bench.path().join("launches.log");
+    let recipe = bench.recipe(
+        "recipe.kdl",
+        &r#"
+server "big" {
+    engine "command"
+    gpus 2
+    command "sh" "-c" "echo big >> LAUNCHES; exec ANVIL_BIN sim --port {port}"
+    ready http="/health" timeout="30s"
+}
+cell "c" server="big" { context-tokens 64; requests 2; concurrency 1; max-tokens 8; }
+"#
+        .replace("LAUNCHES", &launches.display().to_string()),
+    );
+    // A hang here would run into the command limit and fail the test.
+    let outcome = bench.run(&recipe, &["--gpus", "0"], 1);
+    assert!(outcome.stdout.contains("FAILED cell `c`"), "{}", outcome.transcript());
+    assert!(outcome.stdout.contains("asked for 2 GPUs but the pool only has 1"), "the reason says what was asked and what exists:\n{}", outcome.transcript());
+    assert!(!launches.exists(), "the server was launched anyway");
+    bench.assert_no_server_left("after the refusal");
+}
+
+// ---------------------------------------------------------------------------
+// 5. Replicas
+// ---------------------------------------------------------------------------
+
+#[test]
+fn replicas_get_a_per_target_breakdown_that_adds_up_and_one_log_each() {
+    let bench = Bench::new();
+    let recipe = bench.recipe(
+        "recipe.kdl",
+        r#"
+server "pair" {
+    engine "sim"
+    replicas 2
+    sim { decode-step-ms 5; }
+}
+cell "both" server="pair" { context-tokens 64; requests 8; concurrency 4; max-tokens 16; }
+"#,
+    );
+    bench.run(&recipe, &[], 0);
+    let plan = bench.plan(&recipe, &[]);
+    let artifact = bench.benchmark(&plan, "both");
+
+    let per_target = artifact["per_target"].as_array().expect("per_target is a list");
+    assert_eq!(per_target.len(), 2, "one row per replica: {per_target:#?}");
+    let labels: Vec<&str> = per_target.iter().map(|t| str_of(t, "label")).collect();
+    assert_ne!(labels[0], labels[1], "distinct replicas: {labels:?}");
+    for row in per_target {
+        assert!(row["completed"].as_u64().unwrap_or(0) > 0, "every replica served requests: {row}");
+    }
+    let completed: u64 = per_target.iter().map(|t| t["completed"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(Some(completed), artifact["completed"].as_u64(), "per-replica completions add up");
+    let sum: f64 = per_target.iter().map(|t| t["throughput_tok_s"].as_f64().unwrap_or(f64::NAN)).sum();
+    let aggregate = artifact["metrics"]["throughput_tok_s"].as_f64().expect("aggregate throughput");
+    assert!(aggregate > 0.0);
+    assert!((sum - aggregate).abs() <= 1e-9 * aggregate, "per-replica throughputs {sum} add up to the aggregate {aggregate}");
+
+    let entry = bench.entry(&plan, "both");
+    let ports: Vec<String> = ["server-0.log", "server-1.log"]
+        .iter()
+        .map(|name| {
+            let log = std::fs::read_to_string(entry.join(name)).unwrap_or_else(|e| panic!("{name} is stored: {e}"));
+            log.split("127.0.0.1:").nth(1).and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()).unwrap_or_default().to_string()
+        })
+        .collect();
+    assert!(!ports[0].is_empty() && ports[0] != ports[1], "two processes on two ports: {ports:?}");
+}
+
+// ---------------------------------------------------------------------------
+// 6. Lazy start
+// ---------------------------------------------------------------------------
+
+/// Two servers that append their name to LAUNCHES when they start.
+const LAZY: &str = r#"
+campaign "lazy"
+server "s1" {
+    engine "command"
+    command "sh" "-c" "echo s1 >> LAUNCHES; exec ANVIL_BIN sim --port {port}"
+    ready http="/health" timeout="30s"
+}
+server "s2" {
+    engine "command"
+    command "sh" "-c" "echo s2 >> LAUNCHES; exec ANVIL_BIN sim --port {port}"
+    ready http="/health" timeout="30s"
+}
+cell "c1" server="s1" { context-tokens 64; requests 2; concurrency 1; max-tokens 8; }
+cell "c2" server="s2" { context-tokens 64; requests 2; concurrency 1; max-tokens 8; }
+"#;
+
+#[test]
+fn servers_start_only_for_cells_that_are_not_stored() {
+    let bench = Bench::new();
+    let launches = bench.path().join("launches.log");
+    let recipe = bench.recipe("recipe.kdl", &LAZY.replace("LAUNCHES", &launches.display().to_string()));
+    let launched = || std::fs::read_to_string(&launches).unwrap_or_default();
+
+    bench.run(&recipe, &["--only", "c1"], 0);
+    assert_eq!(launched(), "s1\n", "--only c1 starts only s1");
+    let statuses = bench.plan(&recipe, &[]).statuses();
+    assert_eq!((statuses["s1"].as_str(), statuses["s2"].as_str()), ("cached", "pending"), "{statuses:?}");
+
+    // s2 must start for c2; s1 serves only a stored cell and must not.
+    let summary = bench.run(&recipe, &[], 0).summary();
+    assert_eq!((summary.ran, summary.cached), (1, 1));
+    assert_eq!(launched(), "s1\ns2\n", "s1, whose only cell is stored, was launched again");
+
+    // Everything stored: no server starts, no server log is written.
+    let statuses = bench.plan(&recipe, &[]).statuses();
+    assert!(statuses.values().all(|s| s == "cached"), "{statuses:?}");
+    let logs_before = bench.live_logs();
+    let summary = bench.run(&recipe, &[], 0).summary();
+    assert_eq!((summary.ran, summary.cached), (0, 2));
+    assert_eq!(launched(), "s1\ns2\n", "a fully stored rerun started a server");
+    assert_eq!(bench.live_logs(), logs_before, "a fully stored rerun wrote a server log");
+    bench.assert_no_server_left("after the runs");
+}
+
+// ---------------------------------------------------------------------------
+// 7. External endpoint
+// ---------------------------------------------------------------------------
+
+#[test]
+fn an_external_endpoint_gets_the_api_key_and_the_store_never_sees_it() {
+    let key = unique_marker("secret-key");
+    let bench = Bench::new().with_env("ANVIL_TEST_KEY", &key);
+    let (_sim, sim_port) = support_servers::start_sim(&[]);
+    let proxy = support_servers::RecordingProxy::start(sim_port);
+    let recipe = bench.recipe(
+        "recipe.kdl",
+        &r#"
+server "ext" {
+    url "http://127.0.0.1:PORT"
+    api-key-env "ANVIL_TEST_KEY"
+    model "test-model"
+}
+cell "c" server="ext" { context-tokens 64; requests 4; concurrency 2; max-tokens 16; }
+"#
+        .replace("PORT", &proxy.port.to_string()),
+    );
+
+    let outcome = bench.run(&recipe, &[], 0);
+    assert_eq!(outcome.summary().ran, 1, "{}", outcome.transcript());
+    assert!(bench.live_logs().is_empty(), "anvil launched something for an external server: {:?}", bench.live_logs());
+
+    let heads = proxy.heads();
+    let with_key = heads.iter().filter(|h| h.to_ascii_lowercase().contains(&format!("authorization: bearer {}", key.to_ascii_lowercase()))).count();
+    assert!(with_key > 0, "no request carried the key; heads seen: {heads:#?}");
+
+    let files = support_servers::file_count(&bench.store());
+    assert!(files > 3, "the store holds the cell ({files} files)");
+    let leaks = support_servers::files_containing(&bench.store(), &key);
+    assert!(leaks.is_empty(), "the API key was written to: {leaks:?}");
+    let plan = bench.plan(&recipe, &[]);
+    let artifact = bench.benchmark(&plan, "c");
+    assert_eq!(artifact["completed"].as_u64(), Some(4));
+}
+
+// ---------------------------------------------------------------------------
+// 8. A real engine: llama.cpp's llama-server with SmolLM2-135M
+// ---------------------------------------------------------------------------
+
+/// LLAMA_SERVER and SMOLLM2_GGUF, or None (with the reason printed).
+fn llama_env() -> Option<(String, String)> {
+    match (std::env::var("LLAMA_SERVER"), std::env::var("SMOLLM2_GGUF")) {
+        (Ok(server), Ok(gguf)) if Path::new(&server).exists() && Path::new(&gguf).exists() => Some((server, gguf)),
+        _ => {
+            eprintln!("skipped: set LLAMA_SERVER and SMOLLM2_GGUF to existing files (eval \"$(scripts/llama-server.sh --print-env)\")");
+            None
+        }
+    }
+}
+
+#[test]
+fn llama_server_runs_two_cells_on_one_warm_server_with_real_usage_and_canaries() {
+    let Some((server, gguf)) = llama_env() else { return };
+    let bench = Bench::new();
+    let recipe = repo_path("recipes/llama-cpp-smollm2.kdl");
+    let set_server = format!("llama_server={server}");
+    let set_gguf = format!("smollm2_gguf={gguf}");
+    let sets = ["--set", set_server.as_str(), "--set", set_gguf.as_str()];
+
+    let plan = bench.plan(&recipe, &sets);
+    let cells: Vec<String> = plan.nodes().iter().filter(|n| n["kind"] == "cell").map(|n| str_of(n, "name").to_string()).collect();
+    assert_eq!(cells.len(), 2, "two cells: {cells:?}");
+
+    let outcome = bench.run(&recipe, &sets, 0);
+    eprintln!("{}", outcome.stdout);
+    let summary = outcome.summary();
+    assert_eq!((summary.failed, summary.rejected), (0, 0), "{}", outcome.transcript());
+    assert_eq!(bench.live_logs().len(), 1, "one server start, one server log: {:?}", bench.live_logs());
+    bench.assert_no_server_left("after the llama.cpp run");
+
+    let mut logs = Vec::new();
+    for cell in &cells {
+        let artifact = bench.benchmark(&plan, cell);
+        let entry = bench.entry(&plan, cell);
+        let requests = artifact["requests"].as_u64().unwrap_or(0);
+        assert!(requests > 0);
+        assert_eq!(artifact["completed"].as_u64(), Some(requests), "{cell}: every request completed: {}", artifact["failures"]);
+        assert_eq!(artifact["simulated"], false, "{cell}");
+        let sources = &artifact["metrics"]["output_token_sources"];
+        assert_eq!(sources["usage"].as_u64(), Some(requests), "{cell}: output tokens come from usage: {sources}");
+        assert_eq!(artifact["metrics"]["request_canary_passed"].as_u64(), Some(requests), "{cell}: grammar-forced canaries pass");
+        for timing in artifact["request_timings"].as_array().expect("request_timings") {
+            assert!(timing["prompt_tokens"].as_u64().is_some_and(|t| t > 8), "{cell}: real prompt_tokens from usage: {timing}");
+        }
+        assert!(artifact["server_warmup"]["requests_per_replica"].as_u64().is_some_and(|n| n >= 1), "{cell}: warmup recorded: {}", artifact["server_warmup"]);
+        let result = support_servers::read_json(&entry.join("result.json"));
+        eprintln!(
+            "llama.cpp SmolLM2-135M cell `{cell}`: requests {requests}, concurrency {}, prompt tokens mean {:.0}, ttft p50 {:.1} ms, ttft p99 {:.1} ms, decode mean {:.1} tok/s, aggregate {:.1} tok/s, wall {:.0} ms, server startup {} ms",
+            artifact["concurrency"],
+            artifact["metrics"]["prompt_tokens"].as_f64().unwrap_or(0.0) / requests as f64,
+            result["ttft_p50_ms"].as_f64().unwrap_or(f64::NAN),
+            result["ttft_p99_ms"].as_f64().unwrap_or(f64::NAN),
+            result["decode_tok_s_mean"].as_f64().unwrap_or(f64::NAN),
+            result["aggregate_tok_s"].as_f64().unwrap_or(f64::NAN),
+            result["wall_clock_ms"].as_f64().unwrap_or(f64::NAN),
+            artifact["server_startup_ms"],
+        );
+        logs.push(std::fs::read_to_string(entry.join("server-0.log")).expect("server-0.log stored"));
+    }
+    // Both cells copied the same, growing log: the shorter is the start of the longer.
+    logs.sort_by_key(String::len);
+    assert!(logs[1].starts_with(&logs[0]), "the two cells ran on one server (one log)");
+
+    // Rerun: everything stored, nothing launched.
+    let plan = bench.plan(&recipe, &sets);
+    assert!(plan.statuses().values().all(|s| s == "cached"), "{:?}", plan.statuses());
+    let rerun = bench.run(&recipe, &sets, 0).summary();
+    assert_eq!(rerun.ran, 0);
+    assert_eq!(bench.live_logs().len(), 1, "the rerun started a server: {:?}", bench.live_logs());
+    bench.assert_no_server_left("after the rerun");
+}
+
+// ---------------------------------------------------------------------------
+// 9. Engine templates
+// ---------------------------------------------------------------------------
+
+#[test]
+fn engine_templates_plan_and_run_on_their_simulated_twins() {
+    for name in ["sglang", "vllm", "llama-cpp"] {
+        let bench = Bench::new();
+        let recipe = repo_path(&format!("recipes/engines/{name}.kdl"));
+        bench.plan(&recipe, &[]);
+        let plan = bench.plan(&recipe, &["--sim"]);
+        let cells: Vec<String> = plan.nodes().iter().filter(|n| n["kind"] == "cell").map(|n| str_of(n, "name").to_string()).collect();
+        assert!(!cells.is_empty(), "{name}: the template has a cell");
+        assert!(plan.nodes().iter().any(|n| n["kind"] == "server"), "{name}: the template has a server");
+
+        let outcome = bench.run(&recipe, &["--sim"], 0);
+        assert_eq!(outcome.summary().ran, cells.len() + plan.nodes().iter().filter(|n| n["kind"] == "gate").count(), "{name}:\n{}", outcome.transcript());
+        for cell in &cells {
+            let artifact = bench.benchmark(&plan, cell);
+            assert_eq!(artifact["simulated"], true, "{name}/{cell}: labelled simulated");
+            assert_eq!(artifact["serve_flags"]["simulated_twin_of"], "command", "{name}/{cell}: says whose twin it is");
+            assert_eq!(artifact["completed"], artifact["requests"], "{name}/{cell}: all requests completed");
+        }
+        bench.assert_no_server_left(name);
+    }
+}
