@@ -2,7 +2,6 @@
 //! upstream fingerprints.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
@@ -64,7 +63,7 @@ pub fn preimage_of(
     let mut parts = PreimageParts::new(kind);
     let mut settings = step.hashed_settings();
     settings.remove("after"); // ordering: the upstream fingerprints say what matters
-    let base_dir = recipe.path.parent().unwrap_or(Path::new("."));
+    let base_dir = recipe.dir();
 
     match step.kind {
         Kind::Server => {

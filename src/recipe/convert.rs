@@ -73,10 +73,21 @@ pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
     })
 }
 
+/// Repeated settings add up: lists concatenate, blocks merge key by key at
+/// every depth (a variant's `sim { faults { … } }` keeps the base's other faults).
 fn accumulate(existing: &mut Value, more: Value) {
     match (existing, more) {
         (Value::Array(a), Value::Array(b)) => a.extend(b),
-        (Value::Object(a), Value::Object(b)) => a.extend(b),
+        (Value::Object(a), Value::Object(b)) => {
+            for (key, value) in b {
+                match a.get_mut(&key) {
+                    Some(slot @ Value::Object(_)) if value.is_object() => accumulate(slot, value),
+                    _ => {
+                        a.insert(key, value);
+                    }
+                }
+            }
+        }
         (slot, other) => *slot = other,
     }
 }

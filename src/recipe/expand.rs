@@ -12,7 +12,9 @@ use super::schema;
 
 /// Placeholders filled in when the step runs (by the server launcher or the
 /// load generator), not when the recipe loads.
-pub const RUNTIME_PLACEHOLDERS: &[&str] = &["port", "host", "gpus", "replica", "marker", "index", "request_seed", "model_path", "store", "run_id"];
+/// Server command lines get port, host, gpus and replica; a workload's
+/// `extra-body` gets marker, index and seed per request.
+pub const RUNTIME_PLACEHOLDERS: &[&str] = &["port", "host", "gpus", "replica", "marker", "index", "seed"];
 
 /// Resolve `extends` chains. Abstract declarations are kept for lookup but
 /// dropped from the result.

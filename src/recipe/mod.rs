@@ -53,6 +53,14 @@ pub struct Recipe {
 }
 
 impl Recipe {
+    /// The folder relative paths in the recipe (reads, cwd, includes) start from.
+    pub fn dir(&self) -> PathBuf {
+        match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
     pub fn step(&self, name: &str) -> Option<&Decl> {
         self.steps.iter().find(|d| d.name == name)
     }
@@ -82,6 +90,9 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
         for problem in found {
             problems.push(problem);
         }
+    }
+    for decl in steps.iter().chain(&workloads) {
+        check_properties(decl, &mut problems);
     }
     for step in &mut steps {
         match step.kind {
@@ -240,4 +251,63 @@ pub fn kdl_to_json(value: &KdlValue) -> serde_json::Value {
         KdlValue::Bool(b) => (*b).into(),
         KdlValue::Null => serde_json::Value::Null,
     }
+}
+
+/// key=value settings whose keys and values have meaning of their own.
+fn check_properties(step: &Decl, problems: &mut Problems) {
+    let known: &[(&str, &[(&str, PropShape)])] = &[
+        ("ready", &[("http", PropShape::Text), ("status", PropShape::Integer), ("timeout", PropShape::Duration), ("log", PropShape::Text)]),
+        ("slo", &[("ttft", PropShape::Duration), ("tpot", PropShape::Duration), ("e2e", PropShape::Duration)]),
+        ("warmup", &[("requests", PropShape::Integer), ("max-tokens", PropShape::Integer)]),
+        ("rule", &[("label", PropShape::Text), ("when", PropShape::Text)]),
+    ];
+    for (setting, keys) in known {
+        let Some(value) = step.get(setting) else { continue };
+        let objects: Vec<&serde_json::Map<String, serde_json::Value>> = match value {
+            serde_json::Value::Object(map) => vec![map],
+            serde_json::Value::Array(items) => items.iter().filter_map(|v| v.as_object()).collect(),
+            _ => Vec::new(),
+        };
+        for map in objects {
+            for (key, v) in map {
+                let Some((_, shape)) = keys.iter().find(|(k, _)| k == key) else {
+                    problems.push(
+                        step.problem_at(setting, format!("`{setting}` has no property `{key}`"))
+                            .label("unknown property")
+                            .maybe_help(did_you_mean(key, keys.iter().map(|(k, _)| *k)).or_else(|| Some(format!("`{setting}` takes: {}", keys.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", "))))),
+                    );
+                    continue;
+                };
+                let problem = match shape {
+                    PropShape::Text => (!v.is_string()).then(|| format!("`{setting} {key}=` takes a string")),
+                    PropShape::Integer => (!v.is_u64()).then(|| format!("`{setting} {key}=` takes an integer")),
+                    PropShape::Duration => match v.as_str().map(parse_duration) {
+                        Some(Ok(_)) => None,
+                        Some(Err(err)) => Some(format!("`{setting} {key}=`: {err}")),
+                        None => Some(format!("`{setting} {key}=` takes a duration such as \"90s\"")),
+                    },
+                };
+                if let Some(message) = problem {
+                    problems.push(step.problem_at(setting, message).label("invalid value"));
+                }
+            }
+        }
+    }
+    if matches!(step.str("arrival"), Some("poisson" | "constant")) && step.f64("rate").is_none() {
+        problems.push(step.problem_at("arrival", format!("{} `{}`: an open-loop arrival needs `rate` (requests per second)", step.kind, step.name)).label("no rate"));
+    }
+    if step.kind == Kind::Decision {
+        for rule in step.get("rule").and_then(|r| r.as_array()).into_iter().flatten() {
+            if rule.get("label").is_none() || rule.get("when").is_none() {
+                problems.push(step.problem_at("rule", "a rule needs label=\"…\" and when=\"…\"").label("incomplete rule"));
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum PropShape {
+    Text,
+    Integer,
+    Duration,
 }

@@ -118,10 +118,6 @@ impl Problems {
         self.list.push(problem);
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
     pub fn into_result<T>(self, recipe: &str, value: T) -> Result<T, RecipeError> {
         if self.list.is_empty() {
             Ok(value)

@@ -63,8 +63,11 @@ const fn field(name: &'static str, shape: Shape) -> FieldSpec {
     FieldSpec { name, shape, required: false, hashed: true, accumulates: false }
 }
 
+/// References are not hashed by name: the referenced step's fingerprint
+/// (upstream) identifies it, so renaming a server does not invalidate its cells.
 const fn required(name: &'static str, shape: Shape) -> FieldSpec {
-    FieldSpec { name, shape, required: true, hashed: true, accumulates: false }
+    let hashed = !matches!(shape, Shape::Ref(_));
+    FieldSpec { name, shape, required: true, hashed, accumulates: false }
 }
 
 const fn many(name: &'static str, shape: Shape) -> FieldSpec {
@@ -201,9 +204,4 @@ pub fn fields_of(kind: Kind) -> Vec<FieldSpec> {
 
 pub fn field_of(kind: Kind, name: &str) -> Option<FieldSpec> {
     fields_of(kind).into_iter().find(|f| f.name == name)
-}
-
-/// The workload fields, for cells that take a workload in.
-pub fn workload_fields() -> &'static [FieldSpec] {
-    WORKLOAD
 }

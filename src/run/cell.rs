@@ -51,7 +51,7 @@ pub fn cell_spec(step: &Decl, model: &str, seed: u64) -> CellSpec {
         controlled_output_policy: if step.str("output-policy") == Some("strict") { OutputPolicy::Strict } else { OutputPolicy::Observe },
         request_timeout_ms: step.u64("timeout").unwrap_or(defaults.request_timeout_ms),
         seed,
-        extra_body: step.get("extra-body").cloned().unwrap_or(Value::Null),
+        extra_body: step.get("extra-body").map(unescape_strings).unwrap_or(Value::Null),
         slo,
         repeat: u32_of("repeat", 1).max(1),
     }
@@ -145,4 +145,15 @@ fn metric_deltas(server: &ServerInfo, before: &[Result<std::collections::BTreeMa
         })
         .collect();
     Value::Array(per_replica)
+}
+
+/// Literal braces (`{{`) in `extra-body` strings; `{marker}`, `{index}` and
+/// `{seed}` stay for the load generator to fill per request.
+fn unescape_strings(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(super::servers::unescape(s)),
+        Value::Array(items) => Value::Array(items.iter().map(unescape_strings).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), unescape_strings(v))).collect()),
+        other => other.clone(),
+    }
 }

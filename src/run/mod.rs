@@ -123,7 +123,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
         }
     }
     let server_decls = plan.nodes.iter().enumerate().filter(|(_, n)| n.kind == Kind::Server).map(|(i, _)| (i, plan.recipe.steps[i].clone())).collect();
-    let recipe_dir = plan.recipe.path.parent().map(PathBuf::from).unwrap_or_default();
+    let recipe_dir = plan.recipe.dir();
     let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
     std::fs::create_dir_all(&log_dir)?;
     let gpus = match &options.gpus {

@@ -337,6 +337,11 @@ fn command_launch(decl: &Decl, name: &str, port: u16, vars: &BTreeMap<&str, Stri
     })
 }
 
+/// `{{`/`}}` → `{`/`}`, filling no placeholder.
+pub fn unescape(text: &str) -> String {
+    render(text, &BTreeMap::new())
+}
+
 /// Fill run-time placeholders: `{port}`, `{gpus}`, …; `{{` is a literal `{`.
 pub fn render(text: &str, vars: &BTreeMap<&str, String>) -> String {
     let mut out = String::with_capacity(text.len());

@@ -15,7 +15,8 @@ use crate::recipe::Decl;
 const RESULT_TAIL: usize = 4000;
 
 pub async fn run_task(step: &Decl, recipe_dir: &Path) -> Result<Produced, Failure> {
-    let argv = step.strings("run");
+    // `{{`/`}}` in a recipe are literal braces.
+    let argv: Vec<String> = step.strings("run").iter().map(|a| super::servers::unescape(a)).collect();
     let Some((program, args)) = argv.split_first() else {
         return Err(Failure::new("`run` is empty"));
     };
