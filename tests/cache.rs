@@ -166,7 +166,6 @@ fn the_store_can_be_given_by_flag_instead_of_environment() {
 }
 
 #[test]
-#[ignore = "bug: a recipe given as a bare file name (no directory) runs its tasks in cwd \"\" and every task fails"]
 fn a_recipe_named_without_a_directory_runs() {
     let (scratch, _) = setup();
     let summary = scratch.anvil(&["run", "recipe.kdl"]).expect_code(0).summary();

@@ -86,7 +86,6 @@ fn a_server_that_never_gets_ready_fails_its_cell_with_the_log_tail_and_leaves_no
 }
 
 #[test]
-#[ignore = "bug: `anvil run r.kdl` (a bare file name, no directory) launches command servers with cwd \"\" and fails: `cannot start server … (/usr/bin/sh): No such file or directory`"]
 fn a_recipe_named_without_a_directory_launches_its_servers() {
     let bench = Bench::new();
     let recipe = bench.recipe(
@@ -229,7 +228,6 @@ fn ctrl_c_during_a_cell_stops_every_server_process_before_anvil_exits() {
 }
 
 #[test]
-#[ignore = "bug: Ctrl-C during a cell makes `anvil run` exit 1 (not 130 as docs/servers.md says) and records the cell as `failed: server … died during the cell` instead of an interruption: the main loop sees the server the signal handler just stopped and finishes first"]
 fn ctrl_c_exits_130_and_says_it_was_interrupted() {
     let bench = Bench::new();
     let recipe = bench.recipe("recipe.kdl", LONG_CELL);

@@ -13,9 +13,6 @@ pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> R
     for reaped in anvil_proc::reap_orphans(&crate::run::registry_dir()) {
         eprintln!("note: stopped an orphaned server left by an earlier anvil: {reaped:?}");
     }
-    if let Err(err) = anvil_proc::install_signal_cleanup() {
-        eprintln!("warning: cannot install the Ctrl-C handler: {err}");
-    }
     let plan = load_plan(args, Some(&store))?;
     let pending = plan.nodes.iter().filter(|n| n.status == crate::plan::Status::Pending && n.kind != crate::recipe::Kind::Server).count();
     eprintln!("anvil: {} ({} steps, {} to run) — store {}", plan.recipe.campaign.name, plan.nodes.len(), pending, store_root.display());
@@ -25,7 +22,11 @@ pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> R
         Err(other) => failed(format!("{other:#}")),
     })?;
     print_summary(&summary);
-    Ok(if summary.succeeded() { 0 } else { 1 })
+    Ok(match summary.interrupted {
+        Some(code) => code,
+        None if summary.succeeded() => 0,
+        None => 1,
+    })
 }
 
 fn print_summary(summary: &RunSummary) {
@@ -42,7 +43,7 @@ fn print_summary(summary: &RunSummary) {
     println!();
     println!(
         "{}: {} ran, {} cached, {} failed, {} rejected, {} skipped in {:.1}s (run {})",
-        if summary.succeeded() { "ok" } else { "FAILED" },
+        if summary.interrupted.is_some() { "INTERRUPTED" } else if summary.succeeded() { "ok" } else { "FAILED" },
         summary.count(Ending::Ran),
         summary.count(Ending::Cached),
         summary.count(Ending::Failed),

@@ -93,6 +93,18 @@ pub fn preimage_of(
     for file in step.strings("reads") {
         parts.files.insert(file.clone(), file_digest(&base_dir.join(&file)));
     }
+    if reads_results(step.kind) {
+        // Params an expression reads are inputs like any result it reads.
+        let mut params = Map::new();
+        for expression in super::dependencies::expressions_of(step, &mut Vec::new()) {
+            for reference in expression.parsed.references().into_iter().filter(|r| r.kind == "param") {
+                params.insert(reference.name.clone(), recipe.params.get(&reference.name).cloned().unwrap_or(Value::Null));
+            }
+        }
+        if !params.is_empty() {
+            parts.upstream.insert("params".into(), Value::Object(params));
+        }
+    }
     let mut provisional = false;
     let mut reads = Map::new();
     let mut after = Vec::new();

@@ -60,6 +60,8 @@ pub struct RunSummary {
     pub elapsed: Duration,
     /// Campaign artifacts written at the end (decision summary, manifest).
     pub outputs: Vec<PathBuf>,
+    /// The exit code a signal asks for (130 for Ctrl-C), when one stopped the run.
+    pub interrupted: Option<i32>,
 }
 
 impl RunSummary {
@@ -162,6 +164,8 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
     let mut running = JoinSet::new();
     let jobs = options.jobs.max(1);
     let mut stop_reason: Option<String> = None;
+    let mut interrupted: Option<i32> = None;
+    let mut interrupt = Box::pin(interruption());
 
     loop {
         // Start every step whose dependencies are settled, up to --jobs at once.
@@ -222,7 +226,18 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
             let ctx = ctx.clone();
             running.spawn(async move { run_job(ctx, job).await });
         }
-        let Some(joined) = running.join_next().await else { break };
+        let joined = tokio::select! {
+            joined = running.join_next() => joined,
+            code = &mut interrupt => {
+                // Ctrl-C (or SIGTERM/SIGHUP): stop what runs, stop the servers, record it.
+                running.abort_all();
+                interrupted = Some(code);
+                progress.clear();
+                eprintln!("anvil: interrupted; stopping servers");
+                break;
+            }
+        };
+        let Some(joined) = joined else { break };
         let finished = match joined {
             Ok(f) => f,
             Err(err) => anyhow::bail!("a step's task crashed: {err}"),
@@ -241,7 +256,8 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
     record.nodes.clear();
     for (i, finished) in endings.into_iter().enumerate() {
         let node = &plan.nodes[i];
-        let finished = finished.unwrap_or(Finished { index: i, ending: Ending::Skipped, detail: "never reached".into(), evidence: None, duration: Duration::ZERO });
+        let unfinished = if interrupted.is_some() { "interrupted" } else { "never reached" };
+        let finished = finished.unwrap_or(Finished { index: i, ending: Ending::Skipped, detail: unfinished.into(), evidence: None, duration: Duration::ZERO });
         record.nodes.push(RunNode {
             name: node.name.clone(),
             kind: node.kind.to_string(),
@@ -261,12 +277,16 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
         });
         steps.push(StepReport { name: node.name.clone(), kind: node.kind, fingerprint: node.fingerprint, ending: finished.ending, detail: finished.detail, duration: finished.duration });
     }
-    let mut summary = RunSummary { run_id, steps, elapsed: started.elapsed(), outputs: Vec::new() };
+    let mut summary = RunSummary { run_id, steps, elapsed: started.elapsed(), outputs: Vec::new(), interrupted };
     record.finished_at = Some(now_rfc3339());
-    if plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
+    if summary.interrupted.is_none() && plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
         summary.outputs = write_campaign_outputs(&plan, &store, &summary, &options, record.finished_at.clone().unwrap_or_default())?;
     }
-    record.status = if summary.succeeded() { "succeeded".into() } else { "failed".into() };
+    record.status = match (summary.interrupted, summary.succeeded()) {
+        (Some(_), _) => "interrupted".into(),
+        (None, true) => "succeeded".into(),
+        (None, false) => "failed".into(),
+    };
     if let Value::Object(extra) = &mut record.extra {
         extra.insert("preimages".into(), preimages(&plan)); // gates settled during the run
     }
@@ -284,6 +304,20 @@ fn write_campaign_outputs(plan: &Plan, store: &Store, summary: &RunSummary, opti
     std::fs::write(&manifest, serde_json::to_vec_pretty(&crate::report::campaign::workload_manifest(plan))?)?;
     std::fs::write(&decision, serde_json::to_vec_pretty(&crate::report::campaign::decision_summary(plan, store, &outcomes))?)?;
     Ok(vec![manifest, decision])
+}
+
+/// Resolves when the user asks anvil to stop: the conventional exit code
+/// (128 + signal number).
+async fn interruption() -> i32 {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => 130,
+        _ = term.recv() => 143,
+        _ = hup.recv() => 129,
+    }
 }
 
 fn server_of(plan: &Plan, i: usize) -> Option<usize> {
@@ -329,7 +363,7 @@ async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
 async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>) {
     let always = job.decl.kind == Kind::Finally;
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
-        return (Ending::Cached, "stored".into(), None);
+        return cached_ending(ctx, job, "stored");
     }
     // One producer per fingerprint across concurrent runs; the lock dies with us.
     let _lock = if always {
@@ -348,7 +382,7 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>) 
         }
     };
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
-        return (Ending::Cached, "stored by a concurrent run".into(), None);
+        return cached_ending(ctx, job, "stored by a concurrent run");
     }
     match produce(ctx, job).await {
         Ok(mut produced) => {
@@ -367,6 +401,17 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>) 
         }
         Err(failure) => (Ending::Failed, failure.reason, failure.detail),
     }
+}
+
+/// A stored verdict still counts: a cached rejection fails the run again.
+fn cached_ending(ctx: &Context, job: &Job, how: &str) -> (Ending, String, Option<String>) {
+    let stored = ctx.store.read(&job.fingerprint).ok().flatten();
+    let rejected = stored.as_ref().is_some_and(|e| e.result.get("status").and_then(Value::as_str) == Some("rejected"));
+    if rejected && job.decl.bool("blocking") != Some(false) {
+        let detail = stored.as_ref().and_then(|e| e.result.get("detail").and_then(Value::as_str).map(str::to_string)).unwrap_or_default();
+        return (Ending::Rejected, format!("{how}: rejected: {detail}"), None);
+    }
+    (Ending::Cached, how.to_string(), None)
 }
 
 async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
