@@ -103,6 +103,8 @@ struct Finished {
     detail: String,
     evidence: Option<String>,
     duration: Duration,
+    /// False for a result taken from the store.
+    executed: bool,
 }
 
 pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyhow::Result<RunSummary> {
@@ -183,7 +185,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
                 Some("not selected by --only".to_string())
             } else if node.kind == Kind::Finally {
                 // Restoring is needed only if this run touched anything.
-                let executed = endings.iter().flatten().any(|f| plan.nodes[f.index].kind != Kind::Server && matches!(f.ending, Ending::Ran | Ending::Failed | Ending::Rejected));
+                let executed = endings.iter().flatten().any(|f| f.executed);
                 (!executed && plan.recipe.steps[i].bool("always") != Some(true)).then(|| "nothing ran, so nothing to restore (set `always #true` to run it anyway)".to_string())
             } else if let Some(reason) = &stop_reason {
                 Some(reason.clone())
@@ -191,7 +193,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
                 node.deps.iter().find(|&&d| endings[d].as_ref().is_some_and(|f| matches!(f.ending, Ending::Failed | Ending::Skipped)) && plan.nodes[d].kind != Kind::Server).map(|&d| format!("upstream {} did not succeed", plan.recipe.steps[d].qualified()))
             };
             if node.kind == Kind::Server && skip.is_none() {
-                endings[i] = Some(Finished { index: i, ending: Ending::Ran, detail: String::new(), evidence: None, duration: Duration::ZERO });
+                endings[i] = Some(Finished { index: i, ending: Ending::Ran, detail: String::new(), evidence: None, duration: Duration::ZERO, executed: false });
                 continue;
             }
             if let Some(reason) = skip {
@@ -203,7 +205,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
                 if selected[i] || node.kind != Kind::Server {
                     progress.finished(&plan.nodes[i].name, node.kind, Ending::Skipped, &reason, Duration::ZERO, selected[i]);
                 }
-                endings[i] = Some(Finished { index: i, ending: Ending::Skipped, detail: reason, evidence: None, duration: Duration::ZERO });
+                endings[i] = Some(Finished { index: i, ending: Ending::Skipped, detail: reason, evidence: None, duration: Duration::ZERO, executed: false });
                 continue;
             }
             let inputs = if crate::plan::reads_results(node.kind) {
@@ -257,7 +259,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
     for (i, finished) in endings.into_iter().enumerate() {
         let node = &plan.nodes[i];
         let unfinished = if interrupted.is_some() { "interrupted" } else { "never reached" };
-        let finished = finished.unwrap_or(Finished { index: i, ending: Ending::Skipped, detail: unfinished.into(), evidence: None, duration: Duration::ZERO });
+        let finished = finished.unwrap_or(Finished { index: i, ending: Ending::Skipped, detail: unfinished.into(), evidence: None, duration: Duration::ZERO, executed: false });
         record.nodes.push(RunNode {
             name: node.name.clone(),
             kind: node.kind.to_string(),
@@ -353,17 +355,20 @@ fn preimages(plan: &Plan) -> Value {
 
 async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
     let started = Instant::now();
-    let (ending, detail, evidence) = run_step(&ctx, &job).await;
+    let (ending, detail, evidence, executed) = run_step(&ctx, &job).await;
     if let Some(server) = job.server {
         ctx.servers.release(server).await;
     }
-    Finished { index: job.index, ending, detail, evidence, duration: started.elapsed() }
+    Finished { index: job.index, ending, detail, evidence, duration: started.elapsed(), executed }
 }
 
-async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>) {
+/// How a step ended, and whether it executed in this run (a cached
+/// verdict did not).
+async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, bool) {
     let always = job.decl.kind == Kind::Finally;
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
-        return cached_ending(ctx, job, "stored");
+        let (e, d, x) = cached_ending(ctx, job, "stored");
+        return (e, d, x, false);
     }
     // One producer per fingerprint across concurrent runs; the lock dies with us.
     let _lock = if always {
@@ -375,14 +380,15 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>) 
             Ok(Some(lock)) => Some(lock),
             Ok(None) => match tokio::task::spawn_blocking(move || store.lock(&fp)).await {
                 Ok(Ok(lock)) => Some(lock),
-                Ok(Err(err)) => return (Ending::Failed, format!("store lock: {err}"), None),
-                Err(err) => return (Ending::Failed, format!("store lock: {err}"), None),
+                Ok(Err(err)) => return (Ending::Failed, format!("store lock: {err}"), None, false),
+                Err(err) => return (Ending::Failed, format!("store lock: {err}"), None, false),
             },
-            Err(err) => return (Ending::Failed, format!("store lock: {err}"), None),
+            Err(err) => return (Ending::Failed, format!("store lock: {err}"), None, false),
         }
     };
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
-        return cached_ending(ctx, job, "stored by a concurrent run");
+        let (e, d, x) = cached_ending(ctx, job, "stored by a concurrent run");
+        return (e, d, x, false);
     }
     match produce(ctx, job).await {
         Ok(mut produced) => {
@@ -392,14 +398,14 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>) 
                 produced.summary = format!("(non-blocking) {}", produced.summary);
             }
             if always {
-                return (ending, produced.summary, None);
+                return (ending, produced.summary, None, true);
             }
             match commit(&ctx.store, job, &produced) {
-                Ok(note) => (ending, format!("{}{note}", produced.summary), None),
-                Err(err) => (Ending::Failed, format!("storing the result: {err}"), None),
+                Ok(note) => (ending, format!("{}{note}", produced.summary), None, true),
+                Err(err) => (Ending::Failed, format!("storing the result: {err}"), None, true),
             }
         }
-        Err(failure) => (Ending::Failed, failure.reason, failure.detail),
+        Err(failure) => (Ending::Failed, failure.reason, failure.detail, true),
     }
 }
 
