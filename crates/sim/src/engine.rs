@@ -164,7 +164,7 @@ impl Scheduler {
     /// Decide this step's prefill chunks and return how long it takes.
     fn plan_step(&mut self) -> Duration {
         let mut budget = self.model.prefill_budget;
-        let mut prefill_tokens = 0;
+        let mut prefill_work = 0.0;
         let mut decoding = 0;
         for seq in &mut self.running {
             seq.decoding = seq.prefill_left == 0;
@@ -174,10 +174,11 @@ impl Scheduler {
             } else if budget > 0 {
                 seq.prefill_this_step = seq.prefill_left.min(budget);
                 budget -= seq.prefill_this_step;
-                prefill_tokens += seq.prefill_this_step;
+                let done = (seq.job.prompt.count - seq.cached_tokens).saturating_sub(seq.prefill_left) + seq.cached_tokens;
+                prefill_work += self.model.prefill_work(done, seq.prefill_this_step);
             }
         }
-        self.model.step_duration(decoding, prefill_tokens)
+        self.model.step_duration(decoding, prefill_work)
     }
 
     /// Hand out the step's tokens and retire finished sequences.

@@ -28,6 +28,8 @@ pub struct PerfModel {
     pub max_running: usize,
     pub spec_draft_tokens: u32,
     pub spec_acceptance: f64,
+    /// See `SimProfile::prefill_attention_tokens` (0 = off).
+    attention_tokens: f64,
 }
 
 impl PerfModel {
@@ -44,17 +46,29 @@ impl PerfModel {
             max_running: (profile.max_running_seqs as usize).saturating_mul(dp as usize).max(1),
             spec_draft_tokens: profile.spec_draft_tokens,
             spec_acceptance: profile.spec_acceptance,
+            attention_tokens: f64::from(profile.prefill_attention_tokens),
         }
     }
 
+    /// Prefill work, in tokens, of a chunk of `chunk` prompt tokens that
+    /// starts after `done` tokens of the same prompt: each token attends to
+    /// those before it, so later chunks cost more when attention is modelled.
+    pub fn prefill_work(&self, done: u32, chunk: u32) -> f64 {
+        if self.attention_tokens <= 0.0 {
+            return f64::from(chunk);
+        }
+        let middle = f64::from(done) + f64::from(chunk) / 2.0;
+        f64::from(chunk) * (1.0 + middle / self.attention_tokens)
+    }
+
     /// Duration of a step that decodes `decoding` sequences and prefills
-    /// `prefill_tokens` prompt tokens.
-    pub fn step_duration(&self, decoding: usize, prefill_tokens: u32) -> Duration {
+    /// `prefill_tokens` prompt tokens' worth of work.
+    pub fn step_duration(&self, decoding: usize, prefill_tokens: f64) -> Duration {
         let mut ms = self.base_ms;
         if decoding > 0 {
             ms += self.per_seq_ms * decoding as f64 / self.data_parallel + self.spec_ms;
         }
-        ms += f64::from(prefill_tokens) / self.prefill_tok_per_ms;
+        ms += prefill_tokens / self.prefill_tok_per_ms;
         Duration::from_secs_f64((ms / self.speedup).max(0.0) / 1000.0)
     }
 }
@@ -64,13 +78,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn attention_makes_later_chunks_of_a_long_prompt_cost_more() {
+        let mut profile = SimProfile::default();
+        assert_eq!(PerfModel::new(&profile).prefill_work(80_000, 1000), 1000.0);
+        profile.prefill_attention_tokens = 8192;
+        let model = PerfModel::new(&profile);
+        assert!(model.prefill_work(80_000, 1000) > 5.0 * model.prefill_work(0, 1000));
+        // Whole-prompt work grows faster than linearly with its length.
+        let whole = |n: u32| model.prefill_work(0, n);
+        assert!(whole(80_000) > 10.0 * whole(8_000) * 2.0);
+    }
+
+    #[test]
     fn step_grows_with_batch_and_prefill_and_shrinks_with_tp() {
         let mut profile = SimProfile::default();
         let model = PerfModel::new(&profile);
-        assert!(model.step_duration(64, 0) > model.step_duration(1, 0));
-        assert!(model.step_duration(1, 4096) > model.step_duration(1, 0));
+        assert!(model.step_duration(64, 0.0) > model.step_duration(1, 0.0));
+        assert!(model.step_duration(1, 4096.0) > model.step_duration(1, 0.0));
         profile.tensor_parallel = 4;
-        assert!(PerfModel::new(&profile).step_duration(8, 512) < model.step_duration(8, 512));
+        assert!(PerfModel::new(&profile).step_duration(8, 512.0) < model.step_duration(8, 512.0));
         profile.data_parallel = 2;
         assert_eq!(PerfModel::new(&profile).max_running, 512);
     }

@@ -39,6 +39,10 @@ pub struct SimProfile {
     pub spec_acceptance: f64,
     /// Extra step cost per draft token, in milliseconds.
     pub spec_draft_token_ms: f64,
+    /// Attention makes long prompts cost more per token: a prompt token at
+    /// position p costs (1 + p / prefill-attention-tokens) tokens of prefill
+    /// work. 0 turns the effect off (every token costs the same).
+    pub prefill_attention_tokens: u32,
     /// Tensor-parallel degree: divides step compute time by `tp^0.85`.
     pub tensor_parallel: u32,
     /// Data-parallel degree: multiplies batch capacity and prefill rate.
@@ -99,6 +103,7 @@ impl Default for SimProfile {
             spec_draft_tokens: 0,
             spec_acceptance: 0.7,
             spec_draft_token_ms: 0.4,
+            prefill_attention_tokens: 0,
             tensor_parallel: 1,
             data_parallel: 1,
             output_tokens: 128,
@@ -146,6 +151,7 @@ const KEYS: &[&str] = &[
     "spec-draft-tokens",
     "spec-acceptance",
     "spec-draft-token-ms",
+    "prefill-attention-tokens",
     "tensor-parallel",
     "data-parallel",
     "output-tokens",
