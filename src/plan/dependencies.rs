@@ -73,7 +73,15 @@ fn span_in_setting(step: &Decl, setting: &str, text: &str, (offset, len): (usize
 }
 
 /// Steps matched by a reference (`cell.sglang-d*`); `param.x` reads no step.
-pub fn resolve_reference(reference: &Reference, recipe: &Recipe, reader: &Decl, problems: &mut Vec<Problem>) -> Vec<usize> {
+/// Steps by kind and name, so a plain reference is one lookup (only
+/// wildcards scan the steps).
+pub type StepIndex<'a> = std::collections::HashMap<(Kind, &'a str), usize>;
+
+pub fn step_index(recipe: &Recipe) -> StepIndex<'_> {
+    recipe.steps.iter().enumerate().map(|(i, s)| ((s.kind, s.name.as_str()), i)).collect()
+}
+
+pub fn resolve_reference(reference: &Reference, recipe: &Recipe, index: &StepIndex<'_>, reader: &Decl, problems: &mut Vec<Problem>) -> Vec<usize> {
     if reference.kind == "param" {
         if !recipe.params.contains_key(&reference.name) {
             problems.push(reader.problem_at(reader_setting(reader), format!("{} `{}` reads unknown param `{}`", reader.kind, reader.name, reference.name)));
@@ -88,13 +96,17 @@ pub fn resolve_reference(reference: &Reference, recipe: &Recipe, reader: &Decl, 
         );
         return Vec::new();
     };
-    let matched: Vec<usize> = recipe
+    let matched: Vec<usize> = if !reference.is_wildcard() {
+        index.get(&(kind, reference.name.as_str())).copied().into_iter().collect()
+    } else {
+        recipe
         .steps
         .iter()
         .enumerate()
         .filter(|(_, s)| s.kind == kind && reference.matches_name(&s.name))
         .map(|(i, _)| i)
-        .collect();
+        .collect()
+    };
     if matched.is_empty() {
         let known = recipe.steps.iter().filter(|s| s.kind == kind).map(|s| s.name.as_str());
         problems.push(
@@ -117,7 +129,9 @@ fn reader_setting(reader: &Decl) -> &'static str {
 
 /// The steps each step waits for, as indices into `recipe.steps`.
 pub fn dependencies(recipe: &Recipe, problems: &mut Vec<Problem>) -> Vec<Vec<usize>> {
-    let index_of = |name: &str| recipe.steps.iter().position(|s| s.name == name);
+    let index = step_index(recipe);
+    let by_name: std::collections::HashMap<&str, usize> = recipe.steps.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
+    let index_of = |name: &str| by_name.get(name).copied();
     let non_finally: Vec<usize> = (0..recipe.steps.len()).filter(|&i| recipe.steps[i].kind != Kind::Finally).collect();
     recipe
         .steps
@@ -130,7 +144,7 @@ pub fn dependencies(recipe: &Recipe, problems: &mut Vec<Problem>) -> Vec<Vec<usi
             deps.extend(step.strings("after").iter().filter_map(|n| index_of(n)));
             for expression in expressions_of(step, problems) {
                 for reference in expression.parsed.references() {
-                    deps.extend(resolve_reference(&reference, recipe, step, problems));
+                    deps.extend(resolve_reference(&reference, recipe, &index, step, problems));
                 }
             }
             if step.kind == Kind::Decision {

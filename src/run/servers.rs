@@ -354,12 +354,17 @@ pub fn render(text: &str, vars: &BTreeMap<&str, String>) -> String {
             rest = &tail[2..];
             continue;
         }
-        match tail.find('}').map(|end| (end, &tail[1..tail.find('}').unwrap_or(0)])) {
-            Some((end, var)) if tail.starts_with('{') && vars.contains_key(var) => {
-                out.push_str(&vars[var]);
-                rest = &tail[end + 1..];
+        // `{name}` with a known name is filled; anything else is kept as written.
+        let known = tail
+            .strip_prefix('{')
+            .and_then(|inner| inner.find('}').map(|end| (end, &inner[..end])))
+            .filter(|(_, name)| vars.contains_key(name));
+        match known {
+            Some((end, name)) => {
+                out.push_str(&vars[name]);
+                rest = &tail[end + 2..];
             }
-            _ => {
+            None => {
                 out.push_str(&tail[..1]);
                 rest = &tail[1..];
             }
@@ -377,5 +382,8 @@ mod tests {
     fn renders_placeholders_and_escapes() {
         let vars = BTreeMap::from([("port", "8001".to_string())]);
         assert_eq!(render("--port={port} {{x}} {other}", &vars), "--port=8001 {x} {other}");
+        assert_eq!(render("root ::= \"{marker} \" [^_]*", &vars), "root ::= \"{marker} \" [^_]*");
+        assert_eq!(render("} { {port", &vars), "} { {port");
+        assert_eq!(unescape("{\"a\": {marker}}}"), "{\"a\": {marker}}");
     }
 }
