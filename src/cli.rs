@@ -80,6 +80,12 @@ pub enum Command {
         b: Option<String>,
         #[arg(long)]
         json: bool,
+        /// For RECIPE:STEP: resolve the recipe with its servers as simulated twins.
+        #[arg(long)]
+        sim: bool,
+        /// For RECIPE:STEP: override a recipe param (repeatable).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        set: Vec<String>,
     },
     /// Print a stored step.
     Show {

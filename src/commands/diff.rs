@@ -13,6 +13,15 @@ use crate::report::diff::{describe, diff_values, Change};
 
 use super::{input, load_plan, open_store, Exit};
 
+/// How `RECIPE:STEP` sides are resolved (the flags `plan` takes).
+pub struct Resolution {
+    pub sim: bool,
+    pub set: Vec<String>,
+}
+
+/// Preimages of the steps a recipe resolves to now, which no store holds yet.
+type Current = std::collections::HashMap<Fingerprint, Value>;
+
 /// One side of a diff.
 struct Side {
     label: String,
@@ -20,16 +29,17 @@ struct Side {
     preimage: Value,
 }
 
-pub fn diff(store_root: &Path, a: &str, b: Option<&str>, as_json: bool) -> Result<i32, Exit> {
+pub fn diff(store_root: &Path, a: &str, b: Option<&str>, as_json: bool, resolution: &Resolution) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
+    let mut current = Current::new();
     let (a, b) = match b {
-        Some(b) => (side(&store, a)?, side(&store, b)?),
+        Some(b) => (side(&store, a, resolution, &mut current)?, side(&store, b, resolution, &mut current)?),
         None => {
-            let current = side(&store, a)?;
-            (last_run_side(&store, a)?, current)
+            let now = side(&store, a, resolution, &mut current)?;
+            (last_run_side(&store, a)?, now)
         }
     };
-    let explained = explain(&store, &a.preimage, &b.preimage, 0);
+    let explained = explain(&store, &current, &a.preimage, &b.preimage, 0);
     let results = result_changes(&store, &a.fingerprint, &b.fingerprint);
     if as_json {
         let doc = json!({
@@ -71,7 +81,8 @@ struct Explained {
     cascade: Option<Vec<Explained>>,
 }
 
-fn explain(store: &Store, a: &Value, b: &Value, depth: usize) -> Vec<Explained> {
+fn explain(store: &Store, current: &Current, a: &Value, b: &Value, depth: usize) -> Vec<Explained> {
+    let preimage = |fp: &Fingerprint| current.get(fp).cloned().or_else(|| history::preimage_of(store, fp));
     diff_values(a, b)
         .into_iter()
         .map(|change| {
@@ -79,9 +90,9 @@ fn explain(store: &Store, a: &Value, b: &Value, depth: usize) -> Vec<Explained> 
                 .then(|| {
                     let fa = change.a.as_str()?.parse::<Fingerprint>().ok()?;
                     let fb = change.b.as_str()?.parse::<Fingerprint>().ok()?;
-                    let pa = history::preimage_of(store, &fa)?;
-                    let pb = history::preimage_of(store, &fb)?;
-                    Some(explain(store, &pa, &pb, depth + 1))
+                    let pa = preimage(&fa)?;
+                    let pb = preimage(&fb)?;
+                    Some(explain(store, current, &pa, &pb, depth + 1))
                 })
                 .flatten();
             Explained { change, cascade }
@@ -124,10 +135,11 @@ fn result_changes(store: &Store, a: &Fingerprint, b: &Fingerprint) -> Option<Vec
 }
 
 /// `RECIPE:STEP` (the step as the recipe resolves now) or a fingerprint prefix.
-fn side(store: &Store, spec: &str) -> Result<Side, Exit> {
+fn side(store: &Store, spec: &str, resolution: &Resolution, current: &mut Current) -> Result<Side, Exit> {
     if let Some((recipe, step)) = recipe_step(spec) {
-        let args = RecipeArgs { recipe: recipe.into(), set: Vec::new(), sim: false };
+        let args = RecipeArgs { recipe: recipe.into(), set: resolution.set.clone(), sim: resolution.sim };
         let plan = load_plan(&args, Some(store))?;
+        current.extend(plan.nodes.iter().map(|n| (n.fingerprint, n.preimage.clone())));
         let node = plan.nodes.iter().find(|n| n.name == step).ok_or_else(|| input(format!("{recipe} has no step `{step}`")))?;
         return Ok(Side { label: format!("({} {} as {} resolves now)", node.kind, node.name, recipe), fingerprint: node.fingerprint, preimage: node.preimage.clone() });
     }

@@ -48,7 +48,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
         Command::Graph { recipe, format } => graph::graph(&recipe, format),
-        Command::Diff { a, b, json } => diff::diff(&cli.store, &a, b.as_deref(), json),
+        Command::Diff { a, b, json, sim, set } => diff::diff(&cli.store, &a, b.as_deref(), json, &diff::Resolution { sim, set }),
         Command::Show { fingerprint, json } => show::show(&cli.store, &fingerprint, json),
         Command::Runs { json } => show::runs(&cli.store, json),
         Command::Store { action: StoreAction::Verify { json } } => store::verify(&cli.store, json),
