@@ -1,7 +1,7 @@
 //! The HTTP side: one pooled client, request bodies, and streaming one
 //! request into a [`StreamObservation`].
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
@@ -122,7 +122,7 @@ pub async fn execute(
         request = request.bearer_auth(key);
     }
     let start = Instant::now();
-    let mut obs = StreamObservation::new(api, start);
+    let mut obs = StreamObservation::new(api, start, unix_ns_now());
     let outcome = tokio::time::timeout(timeout, stream_into(request, &mut obs)).await;
     if outcome.is_err() {
         obs.fail(FailureClass::Timeout, format!("no complete response within {} ms", timeout.as_millis()));
@@ -175,6 +175,11 @@ async fn stream_into(request: reqwest::RequestBuilder, obs: &mut StreamObservati
         };
         obs.fail(FailureClass::Disconnect, detail);
     }
+}
+
+/// The wall clock in ns since the Unix epoch (0 if the clock is before it).
+fn unix_ns_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

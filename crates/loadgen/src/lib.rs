@@ -13,6 +13,7 @@ mod chunk;
 mod client;
 mod json_scan;
 mod observe;
+mod pacer;
 mod prompt;
 mod record;
 mod run;

@@ -16,6 +16,9 @@ pub struct StreamObservation {
     pub api: Api,
     /// Just before the request was handed to the HTTP client.
     pub start: Instant,
+    /// The same moment on the wall clock (ns since the Unix epoch), so the
+    /// timings can be lined up with another process's records.
+    pub start_unix_ns: u64,
     pub http_status: Option<u16>,
     pub first_output: Option<Instant>,
     pub first_content: Option<Instant>,
@@ -38,10 +41,11 @@ pub struct StreamObservation {
 }
 
 impl StreamObservation {
-    pub fn new(api: Api, start: Instant) -> Self {
+    pub fn new(api: Api, start: Instant, start_unix_ns: u64) -> Self {
         Self {
             api,
             start,
+            start_unix_ns,
             http_status: None,
             first_output: None,
             first_content: None,

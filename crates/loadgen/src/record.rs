@@ -123,6 +123,11 @@ pub struct RequestRecord {
     pub slo_met: Option<bool>,
     /// End of the request relative to the run start, ms (for wall-span checks).
     pub finished_ms: f64,
+    /// Request start on the wall clock, ns since the Unix epoch; add
+    /// `ttft_ms` etc. to place the other moments on the same clock (to line
+    /// them up with a server's own records).
+    #[serde(default)]
+    pub request_start_unix_ns: u64,
 }
 
 /// Per-request facts that the observation does not hold.
@@ -250,5 +255,6 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         failure,
         slo_met,
         finished_ms: ms(end.saturating_duration_since(inputs.run_start)),
+        request_start_unix_ns: obs.start_unix_ns,
     }
 }

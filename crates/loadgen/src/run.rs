@@ -11,6 +11,7 @@ use tokio::task::JoinSet;
 
 use crate::calibrate::{Calibration, calibrate};
 use crate::client::{build_client, endpoint, execute, request_body};
+use crate::pacer;
 use crate::prompt::{PromptBuilder, SplitMix64, marker, streams};
 use crate::record::{RecordInputs, RequestRecord, derive};
 use crate::spec::{Arrival, Balance, CellContext, CellSpec, Progress, Target};
@@ -157,13 +158,17 @@ async fn run_phase(
                 });
             }
         }
-        Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s } => {
+        Arrival::Poisson { .. } | Arrival::Constant { .. } => {
             let cap = Arc::new(Semaphore::new(runner.spec.concurrency as usize));
-            let mut rng = SplitMix64::new(runner.spec.seed, streams::ARRIVALS + u64::from(repeat));
-            let mut offset_s = 0.0;
-            for k in 0..count {
-                let intended = run_start + Duration::from_secs_f64(offset_s);
-                tokio::time::sleep_until(intended.into()).await;
+            let arrivals = arrival_times(run_start, count, arrival, runner.spec.seed, repeat);
+            let mut paced = if pacer::use_thread_pacer() { pacer::spawn(arrivals.clone()) } else { None };
+            for (k, intended) in (0u32..).zip(arrivals) {
+                match &mut paced {
+                    Some(released) => {
+                        released.recv().await.context("the pacer thread stopped early")?;
+                    }
+                    None => tokio::time::sleep_until(intended.into()).await,
+                }
                 // The cap may hold the request back; that lag is recorded, not hidden.
                 let permit = cap.clone().acquire_owned().await.context("concurrency cap closed")?;
                 let (runner, progress) = (runner.clone(), progress.cloned());
@@ -175,10 +180,6 @@ async fn run_phase(
                     }
                     vec![rec]
                 });
-                offset_s += match arrival {
-                    Arrival::Poisson { .. } => -(1.0 - rng.next_f64()).ln() / rate_per_s,
-                    _ => 1.0 / rate_per_s,
-                };
             }
         }
     }
@@ -188,6 +189,23 @@ async fn run_phase(
     }
     records.sort_by_key(|r| r.request_index);
     Ok(records)
+}
+
+/// When each of `count` open-loop requests is due: seeded exponential gaps
+/// (Poisson) or equal gaps (constant), the first at `run_start`.
+fn arrival_times(run_start: Instant, count: u32, arrival: Arrival, seed: u64, repeat: u32) -> Vec<Instant> {
+    let mut rng = SplitMix64::new(seed, streams::ARRIVALS + u64::from(repeat));
+    let mut offset_s = 0.0;
+    let mut times = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        times.push(run_start + Duration::from_secs_f64(offset_s));
+        offset_s += match arrival {
+            Arrival::Poisson { rate_per_s } => -(1.0 - rng.next_f64()).ln() / rate_per_s,
+            Arrival::Constant { rate_per_s } => 1.0 / rate_per_s,
+            Arrival::ClosedLoop => 0.0,
+        };
+    }
+    times
 }
 
 /// Asks the server how many tokens the prompt of `index` is with `words` filler words.
@@ -284,4 +302,24 @@ pub async fn measure(
         started_at,
         finished_at: SystemTime::now(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrival_times_start_at_the_run_start_and_follow_the_rate() {
+        let start = Instant::now();
+        let constant = arrival_times(start, 5, Arrival::Constant { rate_per_s: 100.0 }, 1, 0);
+        let offsets: Vec<u128> = constant.iter().map(|t| (*t - start).as_micros()).collect();
+        assert_eq!(offsets, vec![0, 10_000, 20_000, 30_000, 40_000]);
+        let poisson = arrival_times(start, 2000, Arrival::Poisson { rate_per_s: 1000.0 }, 7, 0);
+        assert_eq!(poisson, arrival_times(start, 2000, Arrival::Poisson { rate_per_s: 1000.0 }, 7, 0), "seeded");
+        assert_ne!(poisson, arrival_times(start, 2000, Arrival::Poisson { rate_per_s: 1000.0 }, 7, 1), "per repeat");
+        assert!(poisson.windows(2).all(|w| w[0] <= w[1]));
+        // 2000 exponential gaps of mean 1 ms: the span is within a few percent of 2 s.
+        let span = (poisson[1999] - start).as_secs_f64();
+        assert!((1.8..2.2).contains(&span), "span {span}");
+    }
 }

@@ -1,0 +1,307 @@
+//! Timing fidelity and cost of the load generator against the simulated
+//! engine running as a separate process (`anvil-sim`), printed as tables:
+//!
+//! (1) TTFT error at C=1/64/256: for every request, the client's
+//!     first-content arrival minus the sim's first-content write, both on
+//!     this machine's wall clock (unix ns). Requests are matched to the
+//!     sim's ground truth by canary marker.
+//! (2) Client CPU per streamed chunk at C=64 with 1 ms engine steps: user+sys
+//!     of this process (getrusage) over the cell / chunks received. The sim
+//!     runs in its own process, so its CPU is not counted.
+//! (3) Open-loop Poisson sweep: send lag (actual − intended send) per rate;
+//!     the client "keeps its schedule" while send_lag p99 < 1 ms.
+//!
+//! Build the sim first: `cargo build --release -p anvil-sim`, then
+//! `cargo bench -p anvil-loadgen --bench fidelity`. `ANVIL_SIM_BIN` overrides
+//! the sim's path; `FIDELITY_ONLY=ttft|cpu|sweep` runs one table;
+//! `FIDELITY_RATES=500,1000` sets the sweep's rates.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use anvil_loadgen::{Arrival, CellContext, CellReport, CellSpec, Progress, Target, marker, nearest_rank, run_cell};
+use serde::Deserialize;
+
+/// The sim as a child process; killed on drop.
+struct Sim {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sim_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("ANVIL_SIM_BIN") {
+        return PathBuf::from(path);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("release/anvil-sim")
+}
+
+/// Starts the sim with `settings` (`key=value` profile keys).
+fn spawn_sim(settings: &[String]) -> Sim {
+    let bin = sim_binary();
+    let mut cmd = Command::new(&bin);
+    cmd.args(["--port", "0"]);
+    for s in settings {
+        cmd.args(["--set", s]);
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {} ({e}); run `cargo build --release -p anvil-sim` first", bin.display()));
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("sim's first line");
+    let url = line.trim().rsplit(' ').next().expect("address").to_string();
+    // Keep draining so the sim can never block on a full pipe.
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = stdout.read_to_end(&mut sink);
+    });
+    Sim { child, url }
+}
+
+fn sim_settings(decode_step_ms: f64, output_tokens: u32) -> Vec<String> {
+    vec![
+        format!("decode-step-ms={decode_step_ms}"),
+        // A fixed step: the sim's pace does not depend on the batch size.
+        "decode-step-ms-per-seq=0".into(),
+        format!("output-tokens={output_tokens}"),
+        "max-running-seqs=100000".into(),
+        "prefill-tok-s=10000000".into(),
+    ]
+}
+
+/// (user, sys) CPU seconds of this whole process so far.
+fn cpu_seconds() -> (f64, f64) {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (tv(usage.ru_utime), tv(usage.ru_stime))
+}
+
+fn spec(seed: u64, concurrency: u32, requests: u32, warmup: u32) -> CellSpec {
+    CellSpec {
+        name: "fidelity".into(),
+        model: "bench".into(),
+        context_tokens: 64,
+        concurrency,
+        requests,
+        warmup_requests: warmup,
+        max_tokens: 4096,
+        seed,
+        request_timeout_ms: 120_000,
+        ..CellSpec::default()
+    }
+}
+
+#[derive(Deserialize)]
+struct TruthChunk {
+    unix_ns: u64,
+    tokens: u32,
+}
+
+#[derive(Deserialize)]
+struct TruthRecord {
+    canary: Option<String>,
+    chunks: Vec<TruthChunk>,
+}
+
+/// canary marker → the sim's write time of the first token-bearing chunk.
+async fn first_content_writes(url: &str) -> HashMap<String, u64> {
+    let body = reqwest::get(format!("{url}/debug/ground-truth?clear=1")).await.expect("ground truth").bytes().await.expect("body");
+    let records: Vec<TruthRecord> = serde_json::from_slice(&body).expect("ground truth JSON");
+    records
+        .into_iter()
+        .filter_map(|r| Some((r.canary?, r.chunks.iter().find(|c| c.tokens > 0)?.unix_ns)))
+        .collect()
+}
+
+fn run(rt: &tokio::runtime::Runtime, spec: &CellSpec, url: &str) -> CellReport {
+    let target = [Target { base_url: url.to_string(), api_key: None, label: "sim".into() }];
+    let quiet = |_: &Progress| {};
+    let report = rt.block_on(run_cell(spec, &target, &CellContext::default(), &quiet)).expect("cell");
+    assert_eq!(report.summary.failed, 0, "first failure: {}", report.artifact["failures"][0]);
+    report
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map(|s| s.split(' ').take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+}
+
+fn wanted(table: &str) -> bool {
+    std::env::var("FIDELITY_ONLY").map_or(true, |only| only == table)
+}
+
+fn ttft_table(rt: &tokio::runtime::Runtime) {
+    println!("(1) TTFT error = client first-content arrival - sim first-content write (wall clock), ms");
+    println!("    sim: decode-step-ms 5 (fixed), 64 output tokens, ~64-token prompts; closed loop");
+    println!("{:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}  load", "C", "samples", "min", "p50", "p99", "max", "target");
+    let sim = spawn_sim(&sim_settings(5.0, 64));
+    for (c, requests, target) in [(1u32, 200u32, "0.5"), (64, 640, "1.0"), (256, 1024, "-")] {
+        let seed = 100 + u64::from(c);
+        rt.block_on(first_content_writes(&sim.url)); // clear
+        let report = run(rt, &spec(seed, c, requests, c.min(64)), &sim.url);
+        let truth = rt.block_on(first_content_writes(&sim.url));
+        let mut errors: Vec<f64> = report
+            .records
+            .iter()
+            .filter_map(|r| {
+                let client_ns = r.request_start_unix_ns as f64 + r.ttft_ms? * 1e6;
+                let server_ns = *truth.get(&marker(seed, r.request_index))? as f64;
+                Some((client_ns - server_ns) / 1e6)
+            })
+            .collect();
+        errors.sort_by(f64::total_cmp);
+        if errors.is_empty() {
+            println!("{c:>5} no matched samples");
+            continue;
+        }
+        println!(
+            "{:>5} {:>8} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9}  {}",
+            c,
+            errors.len(),
+            errors[0],
+            nearest_rank(&errors, 50),
+            nearest_rank(&errors, 99),
+            errors[errors.len() - 1],
+            target,
+            load_average()
+        );
+    }
+}
+
+fn cpu_table(rt: &tokio::runtime::Runtime) {
+    println!("(2) client CPU per streamed chunk, C=64 (this process's user+sys over the cell / chunks)");
+    println!("    sim: decode-step-ms 1 (fixed), 256 output tokens -> up to 64k chunks/s offered");
+    println!("    us/chunk = (user+sys) / token-bearing chunks; user and sys shown apart; us/event counts every SSE event");
+    println!(
+        "{:>5} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}  load",
+        "C", "requests", "chunks", "events", "cpu s", "us/chunk", "user", "sys", "us/event", "chunks/s"
+    );
+    let sim = spawn_sim(&sim_settings(1.0, 256));
+    for _ in 0..3 {
+        rt.block_on(first_content_writes(&sim.url)); // clear
+        let c = 64u32;
+        let spec = CellSpec { warmup_requests: 0, context_tokens: 0, ..spec(200, c, 256, 0) };
+        let before = cpu_seconds();
+        let report = run(rt, &spec, &sim.url);
+        let after = cpu_seconds();
+        let (user, sys) = (after.0 - before.0, after.1 - before.1);
+        let cpu = user + sys;
+        let chunks: u64 = report.records.iter().map(|r| u64::from(r.content_chunks + r.reasoning_chunks)).sum();
+        // Every SSE event the sim wrote (role, tokens, finish, usage, [DONE]).
+        let truth_body = rt
+            .block_on(async { reqwest::get(format!("{}/debug/ground-truth", sim.url)).await?.bytes().await })
+            .expect("ground truth");
+        let truth: Vec<TruthRecord> = serde_json::from_slice(&truth_body).expect("ground truth JSON");
+        let events: u64 = truth.iter().map(|r| r.chunks.len() as u64 + 1).sum(); // + [DONE]
+        let wall = report.summary.wall_clock_ms / 1000.0;
+        println!(
+            "{:>5} {:>9} {:>9} {:>9} {:>8.3} {:>9.3} {:>8.3} {:>8.3} {:>9.3} {:>9.0}  {}",
+            c,
+            report.records.len(),
+            chunks,
+            events,
+            cpu,
+            cpu * 1e6 / chunks as f64,
+            user * 1e6 / chunks as f64,
+            sys * 1e6 / chunks as f64,
+            cpu * 1e6 / events as f64,
+            chunks as f64 / wall.max(1e-9),
+            load_average()
+        );
+    }
+}
+
+/// The pacers compared in the sweep (`ANVIL_LOADGEN_PACER`): before and after.
+const PACERS: [&str; 2] = ["tokio-timer", "thread"];
+
+fn sweep_table() {
+    println!("(3) open-loop Poisson: send lag = actual - intended send, ms (schedule kept while p99 < 1 ms)");
+    println!("    sim: decode-step-ms 5 (fixed), 64 output tokens; no concurrency cap;");
+    println!("    pacer tokio-timer = before (tokio sleep_until), thread = after; rows alternate under the same load");
+    println!(
+        "{:>7} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>10}  load",
+        "req/s", "pacer", "requests", "p50", "p90", "p99", "max", "kept", "chunks/s"
+    );
+    let rates: Vec<f64> = std::env::var("FIDELITY_RATES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|r| r.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![50.0, 100.0, 200.0, 400.0, 800.0, 1600.0]);
+    let sim = spawn_sim(&sim_settings(5.0, 64));
+    let exe = std::env::current_exe().expect("own path");
+    for rate in rates {
+        for pacer in PACERS {
+            // The pacer is chosen by environment at run time, so each row runs
+            // in a child process of this bench with its own environment.
+            let status = Command::new(&exe)
+                .env(ROW_ENV, format!("{rate},{}", sim.url))
+                .env("ANVIL_LOADGEN_PACER", pacer)
+                .status()
+                .expect("sweep row child");
+            assert!(status.success(), "sweep row {rate} req/s with {pacer} failed");
+        }
+    }
+}
+
+/// One sweep row: `rate,url` in [`ROW_ENV`].
+fn sweep_row(rt: &tokio::runtime::Runtime, args: &str) {
+    let (rate, url) = args.split_once(',').expect("rate,url");
+    let rate: f64 = rate.parse().expect("rate");
+    rt.block_on(first_content_writes(url)); // clear
+    let requests = ((rate * 3.0) as u32).clamp(300, 5000);
+    let spec = CellSpec { arrival: Arrival::Poisson { rate_per_s: rate }, ..spec(300, 100_000, requests, 64) };
+    let report = run(rt, &spec, url);
+    let mut lags: Vec<f64> = report.records.iter().map(|r| r.send_lag_ms).collect();
+    lags.sort_by(f64::total_cmp);
+    let p99 = nearest_rank(&lags, 99);
+    let chunks: u64 = report.records.iter().map(|r| u64::from(r.content_chunks)).sum();
+    println!(
+        "{:>7.0} {:>12} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>6} {:>10.0}  {}",
+        rate,
+        std::env::var("ANVIL_LOADGEN_PACER").unwrap_or_default(),
+        lags.len(),
+        nearest_rank(&lags, 50),
+        nearest_rank(&lags, 90),
+        p99,
+        lags[lags.len() - 1],
+        if p99 < 1.0 { "yes" } else { "no" },
+        chunks as f64 / (report.summary.wall_clock_ms / 1000.0).max(1e-9),
+        load_average()
+    );
+}
+
+const ROW_ENV: &str = "FIDELITY_SWEEP_ROW";
+
+fn main() {
+    // The caller's runtime only waits for run_cell; the client runs on its own.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    if let Ok(args) = std::env::var(ROW_ENV) {
+        sweep_row(&rt, &args);
+        return;
+    }
+    println!("load average at start: {}", load_average());
+    if wanted("ttft") {
+        ttft_table(&rt);
+        println!();
+    }
+    if wanted("cpu") {
+        cpu_table(&rt);
+        println!();
+    }
+    if wanted("sweep") {
+        sweep_table();
+    }
+}
