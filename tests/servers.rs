@@ -583,7 +583,6 @@ fn llama_run() -> Option<&'static LlamaRun> {
 }
 
 #[test]
-#[ignore = "bug: src/run/servers.rs render() panics (`begin > end (1 > 0)`, servers.rs:357) on the recipe's extra-body grammar holding `{marker}`; the run aborts with `a step's task crashed` (remove this once fixed; skipped anyway without LLAMA_SERVER/SMOLLM2_GGUF)"]
 fn llama_server_serves_two_cells_from_one_warm_launch_and_leaves_nothing() {
     let Some(run) = llama_run() else { return };
     let bench = &run.bench;
@@ -649,7 +648,6 @@ fn llama_server_serves_two_cells_from_one_warm_launch_and_leaves_nothing() {
 }
 
 #[test]
-#[ignore = "bug (anvil-loadgen): llama-server closes the connection after every streamed response while advertising keep-alive; the load generator reuses the pooled connection and the next request fails in ~1 ms with `connection closed before message completed` (class disconnect), so cells on llama.cpp lose requests and the gate rejects"]
 fn llama_server_cells_complete_every_request_and_pass_the_gate() {
     let Some(run) = llama_run() else { return };
     for cell in &run.cells {
@@ -699,7 +697,6 @@ fn the_vllm_template_plans_and_runs_on_its_twin() {
 }
 
 #[test]
-#[ignore = "bug: src/run/servers.rs render() panics (`begin > end (1 > 0)`, servers.rs:357) on an extra-body string holding `{marker}` (any unknown `{name}` or lone `}`): `&tail[1..tail.find('}')]` with the `}` at index 0; called via cell.rs unescape_strings"]
 fn the_llama_cpp_template_plans_and_runs_on_its_twin() {
     check_engine_template("llama-cpp");
 }

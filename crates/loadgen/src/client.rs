@@ -1,6 +1,7 @@
 //! The HTTP side: one pooled client, request bodies, and streaming one
 //! request into a [`StreamObservation`].
 
+use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::StreamExt;
@@ -113,21 +114,39 @@ pub async fn execute(
     body: Vec<u8>,
     timeout: Duration,
 ) -> (StreamObservation, Instant) {
-    let mut request = client
-        .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(reqwest::header::ACCEPT, "text/event-stream")
-        .body(body);
-    if let Some(key) = &target.api_key {
-        request = request.bearer_auth(key);
+    let mut attempt = 0;
+    loop {
+        let mut request = client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(body.clone());
+        if let Some(key) = &target.api_key {
+            request = request.bearer_auth(key);
+        }
+        let start = Instant::now();
+        let mut obs = StreamObservation::new(api, start, unix_ns_now());
+        let outcome = tokio::time::timeout(timeout, stream_into(request, &mut obs)).await;
+        if outcome.is_err() {
+            obs.fail(FailureClass::Timeout, format!("no complete response within {} ms", timeout.as_millis()));
+        }
+        // A pooled connection the server had already closed (llama-server
+        // closes after each stream while advertising keep-alive) fails before
+        // a single byte comes back: the request never reached the engine, so
+        // it is sent once more on a fresh connection, with a fresh start time.
+        if attempt == 0 && is_stale_connection(&obs) {
+            attempt += 1;
+            obs.stale_connection_retries = 0;
+            continue;
+        }
+        obs.stale_connection_retries = attempt;
+        return (obs, Instant::now());
     }
-    let start = Instant::now();
-    let mut obs = StreamObservation::new(api, start, unix_ns_now());
-    let outcome = tokio::time::timeout(timeout, stream_into(request, &mut obs)).await;
-    if outcome.is_err() {
-        obs.fail(FailureClass::Timeout, format!("no complete response within {} ms", timeout.as_millis()));
-    }
-    (obs, Instant::now())
+}
+
+fn is_stale_connection(obs: &StreamObservation) -> bool {
+    obs.http_status.is_none()
+        && obs.failure.as_ref().is_some_and(|(class, detail)| *class == FailureClass::Disconnect && detail.contains("connection closed before message completed"))
 }
 
 async fn stream_into(request: reqwest::RequestBuilder, obs: &mut StreamObservation) {
@@ -196,6 +215,20 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn within_reports_finished_work_and_expired_limits() {
+        assert!(within(Duration::from_secs(60), async {}).await);
+        assert!(!within(Duration::from_millis(20), std::future::pending()).await);
+        // Work that keeps waking its task (as a stream does per chunk) but
+        // never ends: the limit must still be noticed after the first poll.
+        let busy = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        };
+        assert!(!within(Duration::from_millis(30), busy).await);
+    }
 
     #[test]
     fn endpoints() {

@@ -38,6 +38,9 @@ pub struct StreamObservation {
     pub finish_reason: Option<String>,
     /// The first thing that went wrong, if anything.
     pub failure: Option<(FailureClass, String)>,
+    /// 1 when the request was re-sent because its pooled connection turned
+    /// out to be closed before any byte came back.
+    pub stale_connection_retries: u32,
 }
 
 impl StreamObservation {
@@ -61,6 +64,7 @@ impl StreamObservation {
             done: false,
             finish_reason: None,
             failure: None,
+            stale_connection_retries: 0,
         }
     }
 

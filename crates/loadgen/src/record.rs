@@ -105,6 +105,10 @@ pub struct RequestRecord {
     pub target: String,
     pub http_status: Option<u16>,
     pub finish_reason: Option<String>,
+    /// 1 when the request was re-sent on a fresh connection because its
+    /// pooled one had been closed by the server (timings are the re-send's).
+    #[serde(default)]
+    pub stale_connection_retries: u32,
     pub cached_prompt_tokens: Option<u64>,
     /// When the schedule wanted the request sent, ms after the run started.
     pub intended_send_ms: f64,
@@ -245,6 +249,7 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         target: inputs.target.to_string(),
         http_status: obs.http_status,
         finish_reason: obs.finish_reason.take(),
+        stale_connection_retries: obs.stale_connection_retries,
         cached_prompt_tokens: obs.usage.and_then(|u| u.cached_tokens),
         intended_send_ms,
         actual_send_ms,
