@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Exchange, prompt_summary, send_whole};
-use crate::chat::{CHAT_PATH, ChatReply, chat_body};
+use super::{prompt_summary, send_chat};
+use crate::chat::{CHAT_PATH, chat_body};
 use crate::client::ApiClient;
 use crate::json_reply::exactly_one_json_value;
 use crate::outcome::Attempt;
@@ -31,18 +31,10 @@ pub async fn attempt(
         "endpoint": CHAT_PATH, "stream": false, "seed": body["seed"], "max_tokens": spec.max_tokens,
         "response_format": "json_schema (strict)", "prompt": prompt_summary(prompt),
     });
-    let (mut attempt, text) = match send_whole(client, CHAT_PATH, &body, Attempt::new(index, request)).await? {
-        Exchange::Ok(attempt, text) => (attempt, text),
-        Exchange::Failed(attempt) => return Ok(attempt),
+    let (mut attempt, reply) = match send_chat(client, &body, Attempt::new(index, request)).await? {
+        Ok(exchange) => exchange,
+        Err(failed) => return Ok(failed),
     };
-    let reply = match ChatReply::from_body(&text) {
-        Ok(reply) => reply,
-        Err(why) => {
-            attempt.reply = json!({"body": crate::text::excerpt(&text)});
-            return Ok(attempt.fail(why));
-        }
-    };
-    attempt.reply = reply.evidence();
     let Some(content) = reply.content.as_deref() else {
         return Ok(attempt.fail("choices[0].message.content is missing"));
     };

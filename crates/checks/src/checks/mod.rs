@@ -10,6 +10,7 @@ pub mod tool_call;
 
 use serde_json::Value;
 
+use crate::chat::{CHAT_PATH, ChatReply};
 use crate::client::{ApiClient, CallError, WholeReply};
 use crate::outcome::Attempt;
 use crate::text::{excerpt, quote};
@@ -38,6 +39,26 @@ pub async fn send_whole(client: &ApiClient, path: &str, body: &Value, mut attemp
         }
         Err(CallError::Broken(why)) => Ok(Exchange::Failed(attempt.fail(why))),
         Err(unreachable @ CallError::Unreachable { .. }) => Err(unreachable.into()),
+    }
+}
+
+/// A whole chat-completions exchange: the attempt with the parsed reply
+/// recorded as evidence, or the attempt already failed (error status, cut
+/// body, a body that is not a chat completion).
+pub async fn send_chat(client: &ApiClient, body: &Value, attempt: Attempt) -> anyhow::Result<Result<(Attempt, ChatReply), Attempt>> {
+    let (mut attempt, text) = match send_whole(client, CHAT_PATH, body, attempt).await? {
+        Exchange::Ok(attempt, text) => (attempt, text),
+        Exchange::Failed(attempt) => return Ok(Err(attempt)),
+    };
+    match ChatReply::from_body(&text) {
+        Ok(reply) => {
+            attempt.reply = reply.evidence();
+            Ok(Ok((attempt, reply)))
+        }
+        Err(why) => {
+            attempt.reply = serde_json::json!({"body": excerpt(&text)});
+            Ok(Err(attempt.fail(why)))
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Exchange, prompt_summary, send_whole};
+use super::{prompt_summary, send_chat};
 use crate::chat::{CHAT_PATH, ChatReply, chat_body};
 use crate::client::ApiClient;
 use crate::outcome::Attempt;
@@ -12,18 +12,10 @@ use crate::spec::CheckSpec;
 pub async fn attempt(spec: &CheckSpec, client: &ApiClient, prompt: &str, index: u32) -> anyhow::Result<Attempt> {
     let body = chat_body(spec, json!([{"role": "user", "content": prompt}]), index);
     let request = json!({"endpoint": CHAT_PATH, "stream": false, "seed": body["seed"], "max_tokens": spec.max_tokens, "prompt": prompt_summary(prompt)});
-    let (mut attempt, text) = match send_whole(client, CHAT_PATH, &body, Attempt::new(index, request)).await? {
-        Exchange::Ok(attempt, text) => (attempt, text),
-        Exchange::Failed(attempt) => return Ok(attempt),
+    let (attempt, reply) = match send_chat(client, &body, Attempt::new(index, request)).await? {
+        Ok(exchange) => exchange,
+        Err(failed) => return Ok(failed),
     };
-    let reply = match ChatReply::from_body(&text) {
-        Ok(reply) => reply,
-        Err(why) => {
-            attempt.reply = json!({"body": crate::text::excerpt(&text)});
-            return Ok(attempt.fail(why));
-        }
-    };
-    attempt.reply = reply.evidence();
     Ok(judge(attempt, &reply))
 }
 

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Exchange, prompt_summary, send_whole};
+use super::{prompt_summary, send_chat};
 use crate::chat::{CHAT_PATH, ChatReply, chat_body};
 use crate::client::ApiClient;
 use crate::outcome::Attempt;
@@ -69,18 +69,10 @@ pub async fn attempt(
         "shared_prefix_chars": shared_prefix.map(|p| p.chars().count()),
         "prompt": prompt_summary(prompt),
     });
-    let (mut attempt, text) = match send_whole(client, CHAT_PATH, &body, Attempt::new(index, request)).await? {
-        Exchange::Ok(attempt, text) => (attempt, text),
-        Exchange::Failed(attempt) => return Ok(attempt),
+    let (mut attempt, reply) = match send_chat(client, &body, Attempt::new(index, request)).await? {
+        Ok(exchange) => exchange,
+        Err(failed) => return Ok(failed),
     };
-    let reply = match ChatReply::from_body(&text) {
-        Ok(reply) => reply,
-        Err(why) => {
-            attempt.reply = json!({"body": crate::text::excerpt(&text)});
-            return Ok(attempt.fail(why));
-        }
-    };
-    attempt.reply = reply.evidence();
     attempt.reply["cached_tokens"] = json!(reply.cached_tokens());
     Ok(judge(attempt, &reply, tool))
 }
