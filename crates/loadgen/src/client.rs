@@ -1,7 +1,6 @@
 //! The HTTP side: one pooled client, request bodies, and streaming one
 //! request into a [`StreamObservation`].
 
-use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::StreamExt;
@@ -126,7 +125,8 @@ pub async fn execute(
         }
         let start = Instant::now();
         let mut obs = StreamObservation::new(api, start, unix_ns_now());
-        if !within(timeout, stream_into(request, &mut obs)).await {
+        let outcome = tokio::time::timeout(timeout, stream_into(request, &mut obs)).await;
+        if outcome.is_err() {
             obs.fail(FailureClass::Timeout, format!("no complete response within {} ms", timeout.as_millis()));
         }
         // A pooled connection the server had already closed (llama-server
@@ -141,28 +141,6 @@ pub async fn execute(
         obs.stale_connection_retries = attempt;
         return (obs, Instant::now());
     }
-}
-
-/// Runs `work` to completion unless `limit` elapses first (then `false`).
-///
-/// Like `tokio::time::timeout`, but the timer is polled only once, to arm
-/// it; later wake-ups just read its elapsed flag. `timeout` re-polls the
-/// timer (re-registering the waker) on every wake-up, i.e. on every
-/// streamed chunk: ~6% of the client's CPU at 1 ms chunk spacing. The waker
-/// armed on the first poll stays valid: a task's waker does not change.
-async fn within(limit: Duration, work: impl Future<Output = ()>) -> bool {
-    let mut work = std::pin::pin!(work);
-    let mut timer = std::pin::pin!(tokio::time::sleep(limit));
-    let mut armed = false;
-    std::future::poll_fn(|cx| {
-        if work.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(true);
-        }
-        let expired = if armed { timer.is_elapsed() } else { timer.as_mut().poll(cx).is_ready() };
-        armed = true;
-        if expired { Poll::Ready(false) } else { Poll::Pending }
-    })
-    .await
 }
 
 fn is_stale_connection(obs: &StreamObservation) -> bool {
@@ -236,20 +214,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn within_reports_finished_work_and_expired_limits() {
-        assert!(within(Duration::from_secs(60), async {}).await);
-        assert!(!within(Duration::from_millis(20), std::future::pending()).await);
-        // Work that keeps waking its task (as a stream does per chunk) but
-        // never ends: the limit must still be noticed after the first poll.
-        let busy = async {
-            loop {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        };
-        assert!(!within(Duration::from_millis(30), busy).await);
-    }
 
     #[test]
     fn endpoints() {
