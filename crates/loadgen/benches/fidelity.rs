@@ -9,7 +9,9 @@
 //!     of this process (getrusage) over the cell / chunks received. The sim
 //!     runs in its own process, so its CPU is not counted.
 //! (3) Open-loop Poisson sweep: send lag (actual − intended send) per rate;
-//!     the client "keeps its schedule" while send_lag p99 < 1 ms.
+//!     the client "keeps its schedule" while send_lag p99 < 1 ms. Each rate
+//!     runs with the old tokio-timer pacer and the thread pacer, alternately
+//!     (`ANVIL_LOADGEN_PACER`), so before and after see the same load.
 //!
 //! Build the sim first: `cargo build --release -p anvil-sim`, then
 //! `cargo bench -p anvil-loadgen --bench fidelity`. `ANVIL_SIM_BIN` overrides
@@ -239,7 +241,7 @@ fn sweep_table() {
     let rates: Vec<f64> = std::env::var("FIDELITY_RATES")
         .ok()
         .map(|v| v.split(',').filter_map(|r| r.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![50.0, 100.0, 200.0, 400.0, 800.0, 1600.0]);
+        .unwrap_or_else(|| vec![25.0, 50.0, 100.0, 200.0, 400.0, 800.0]);
     let sim = spawn_sim(&sim_settings(5.0, 64));
     let exe = std::env::current_exe().expect("own path");
     for rate in rates {
@@ -261,7 +263,7 @@ fn sweep_row(rt: &tokio::runtime::Runtime, args: &str) {
     let (rate, url) = args.split_once(',').expect("rate,url");
     let rate: f64 = rate.parse().expect("rate");
     rt.block_on(first_content_writes(url)); // clear
-    let requests = ((rate * 3.0) as u32).clamp(300, 5000);
+    let requests = ((rate * 3.0) as u32).clamp(200, 5000);
     let spec = CellSpec { arrival: Arrival::Poisson { rate_per_s: rate }, ..spec(300, 100_000, requests, 64) };
     let report = run(rt, &spec, url);
     let mut lags: Vec<f64> = report.records.iter().map(|r| r.send_lag_ms).collect();
