@@ -68,7 +68,8 @@ impl Plan {
             let step = &recipe.steps[i];
             let upstream: Vec<(String, Upstream)> = deps[i]
                 .iter()
-                .filter(|&&d| !(step.kind == Kind::Finally && !step.strings("after").contains(&recipe.steps[d].name)))
+                // A finally step waits for everything, but only its `after` steps shape its fingerprint.
+                .filter(|&&d| step.kind != Kind::Finally || step.strings("after").contains(&recipe.steps[d].name))
                 .map(|&d| {
                     let dep = nodes[d].as_ref().expect("execution order visits dependencies first");
                     let role = if recipe.steps[d].kind == Kind::Server { "server".to_string() } else { recipe.steps[d].qualified() };

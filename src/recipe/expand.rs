@@ -204,14 +204,12 @@ fn substitute(value: &mut Spanned<KdlValue>, vars: &BTreeMap<String, KdlValue>) 
     if !text.contains('{') && !text.contains('}') {
         return Ok(());
     }
-    if let Some(var) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-        if let Some(v) = vars.get(var) {
-            if !var.contains(['{', '}']) {
+    if let Some(var) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}'))
+        && let Some(v) = vars.get(var)
+            && !var.contains(['{', '}']) {
                 value.value = v.clone();
                 return Ok(());
             }
-        }
-    }
     let mut out = String::with_capacity(text.len());
     let mut rest = text.as_str();
     while let Some(pos) = rest.find(['{', '}']) {

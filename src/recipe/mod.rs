@@ -232,11 +232,10 @@ fn default_engine(server: &mut Decl, problems: &mut Problems) {
         "external" => Some("url"),
         _ => None,
     };
-    if let Some(needed) = needs {
-        if server.get(needed).is_none() {
+    if let Some(needed) = needs
+        && server.get(needed).is_none() {
             problems.push(server.problem_at("engine", format!("server `{}` with engine \"{engine}\" needs `{needed}`", server.name)).label("incomplete server"));
         }
-    }
     server.settings.insert(
         "engine".into(),
         Setting { value: serde_json::Value::String(engine), span: server.name_span, source: server.source.clone(), hashed: true },

@@ -197,11 +197,10 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
                 continue;
             }
             if let Some(reason) = skip {
-                if let Some(server) = server_of(&plan, i) {
-                    if selected[i] && (node.status == Status::Pending || forced.contains(&i)) {
+                if let Some(server) = server_of(&plan, i)
+                    && selected[i] && (node.status == Status::Pending || forced.contains(&i)) {
                         ctx.servers.release(server).await;
                     }
-                }
                 if selected[i] || node.kind != Kind::Server {
                     progress.finished(&plan.nodes[i].name, node.kind, Ending::Skipped, &reason, Duration::ZERO, selected[i]);
                 }

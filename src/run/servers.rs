@@ -33,6 +33,7 @@ pub struct ServerInfo {
     pub warmup: Value,
 }
 
+#[allow(clippy::large_enum_variant)] // one slot per server: its size does not matter
 enum Slot {
     Idle,
     Running { info: ServerInfo, processes: Vec<RunningServer>, _gpus: Vec<GpuLease> },
@@ -156,7 +157,7 @@ impl ServerPool {
             log_paths: Vec::new(),
             gpu_ids: Vec::new(),
             warmup: Value::Null,
-            serve_flags: json!({"engine": engine, "replicas": replicas, "args": decl.strings("args"), "simulated_twin_of": (engine == "sim" && declared_engine != "sim").then(|| declared_engine)}),
+            serve_flags: json!({"engine": engine, "replicas": replicas, "args": decl.strings("args"), "simulated_twin_of": (engine == "sim" && declared_engine != "sim").then_some(declared_engine)}),
         };
         if engine == "external" {
             let url = decl.str("url").unwrap_or_default().trim_end_matches('/').to_string();
@@ -257,7 +258,7 @@ fn ready_spec(decl: &Decl, default_timeout: Duration) -> ReadySpec {
     }
     if let Some(pattern) = ready.get("log").and_then(Value::as_str) {
         spec.log_pattern = Some(pattern.to_string());
-        if ready.get("http").is_none() {
+        if !ready.contains_key("http") {
             spec.http_path = None;
         }
     }
