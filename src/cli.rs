@@ -147,9 +147,6 @@ pub fn main() -> i32 {
             return if err.use_stderr() { 2 } else { 0 };
         }
     };
-    // TLS for https endpoints (external servers) uses rustls with ring,
-    // installed once for every HTTP client in the process.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {

@@ -288,9 +288,6 @@ fn sweep_row(rt: &tokio::runtime::Runtime, args: &str) {
 const ROW_ENV: &str = "FIDELITY_SWEEP_ROW";
 
 fn main() {
-    // reqwest is built with `rustls-no-provider`: building any client panics
-    // until a process-wide crypto provider is installed.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     // The caller's runtime only waits for run_cell; the client runs on its own.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     if let Ok(args) = std::env::var(ROW_ENV) {
