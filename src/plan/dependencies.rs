@@ -55,7 +55,8 @@ pub fn rules_of(step: &Decl) -> Vec<(String, String)> {
         _ => Vec::new(),
     };
     list.iter()
-        .filter_map(|r| Some((r.get("label")?.as_str()?.to_string(), r.get("when")?.as_str()?.to_string())))
+        // A rule without a label only contributes its statements.
+        .filter_map(|r| Some((r.get("label").and_then(|l| l.as_str()).unwrap_or("").to_string(), r.get("when")?.as_str()?.to_string())))
         .collect()
 }
 

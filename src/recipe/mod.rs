@@ -258,7 +258,7 @@ fn check_properties(step: &Decl, problems: &mut Problems) {
         ("ready", &[("http", PropShape::Text), ("status", PropShape::Integer), ("timeout", PropShape::Duration), ("log", PropShape::Text)]),
         ("slo", &[("ttft", PropShape::Duration), ("tpot", PropShape::Duration), ("e2e", PropShape::Duration)]),
         ("warmup", &[("requests", PropShape::Integer), ("max-tokens", PropShape::Integer)]),
-        ("rule", &[("label", PropShape::Text), ("when", PropShape::Text)]),
+        ("rule", &[("label", PropShape::Text), ("when", PropShape::Text), ("winner", PropShape::Text), ("single-card-selection", PropShape::Text), ("alternate-runtime-result", PropShape::Text), ("promotion-boundary", PropShape::Text), ("reason", PropShape::Text)]),
     ];
     for (setting, keys) in known {
         let Some(value) = step.get(setting) else { continue };
@@ -297,8 +297,8 @@ fn check_properties(step: &Decl, problems: &mut Problems) {
     }
     if step.kind == Kind::Decision {
         for rule in step.get("rule").and_then(|r| r.as_array()).into_iter().flatten() {
-            if rule.get("label").is_none() || rule.get("when").is_none() {
-                problems.push(step.problem_at("rule", "a rule needs label=\"…\" and when=\"…\"").label("incomplete rule"));
+            if rule.get("when").is_none() {
+                problems.push(step.problem_at("rule", "a rule needs when=\"…\" (and a label=\"…\" to add a decision label)").label("incomplete rule"));
             }
         }
     }

@@ -214,7 +214,11 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
             "decision_labels": verdict["decision_labels"],
             "promotion_authorized": verdict["promotion_authorized"],
             "rules": verdict["rules"],
-            "reason": verdict["rules"].as_array().map(|rules| rules.iter().filter(|r| r["status"] == "passed").map(|r| format!("{}: {}", r["label"].as_str().unwrap_or(""), r["detail"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("; ")),
+            "winner": verdict["statements"]["winner"],
+            "single_card_selection": verdict["statements"]["single_card_selection"],
+            "alternate_runtime_result": verdict["statements"]["alternate_runtime_result"],
+            "promotion_boundary": verdict["statements"]["promotion_boundary"],
+            "reason": verdict["statements"]["reason"].as_str().map(str::to_string).or_else(|| verdict["rules"].as_array().map(|rules| rules.iter().filter(|r| r["status"] == "passed" && r["label"] != "").map(|r| format!("{}: {}", r["label"].as_str().unwrap_or(""), r["detail"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("; "))),
         },
     })
 }
