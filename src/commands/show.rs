@@ -41,7 +41,7 @@ pub fn runs(store_root: &Path, as_json: bool) -> Result<i32, Exit> {
     if as_json {
         let list: Vec<_> = runs
             .iter()
-            .map(|r| json!({"run_id": r.run_id, "recipe": r.recipe_path, "started_at": r.started_at, "finished_at": r.finished_at, "status": r.status, "nodes": r.nodes.iter().map(|n| json!({"name": n.name, "kind": n.kind, "fingerprint": n.fingerprint.to_string(), "status": n.status})).collect::<Vec<_>>()}))
+            .map(|r| json!({"run_id": r.run_id, "recipe": r.recipe_path, "started_at": r.started_at, "finished_at": r.finished_at, "status": r.status, "nodes": r.nodes.iter().map(|n| json!({"name": n.name, "kind": n.kind, "fingerprint": n.fingerprint.to_string(), "status": n.status, "duration_ms": n.duration_ms, "detail": n.detail})).collect::<Vec<_>>()}))
             .collect();
         println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
         return Ok(0);
