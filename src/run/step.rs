@@ -1,0 +1,126 @@
+//! Executing one step: the store check and lock, the executor for its
+//! kind, and committing its result.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anvil_store::Store;
+use serde_json::Value;
+
+use super::outcome::{Ending, Failure, Produced, ProducedFile};
+use super::{cell, check, decision, gate, screen, task, Context, Finished, Job};
+use crate::recipe::Kind;
+
+pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
+    let started = Instant::now();
+    let (ending, detail, evidence, executed) = run_step(&ctx, &job).await;
+    if let Some(server) = job.server {
+        ctx.servers.release(server).await;
+    }
+    Finished { index: job.index, ending, detail, evidence, duration: started.elapsed(), executed }
+}
+
+/// How a step ended, and whether it executed in this run (a cached
+/// verdict did not).
+async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, bool) {
+    let always = job.decl.kind == Kind::Finally;
+    if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
+        let (e, d, x) = cached_ending(ctx, job, "stored");
+        return (e, d, x, false);
+    }
+    // One producer per fingerprint across concurrent runs; the lock dies with us.
+    let _lock = if always {
+        None
+    } else {
+        let store = ctx.store.clone();
+        let fp = job.fingerprint;
+        match store.try_lock(&fp) {
+            Ok(Some(lock)) => Some(lock),
+            Ok(None) => match tokio::task::spawn_blocking(move || store.lock(&fp)).await {
+                Ok(Ok(lock)) => Some(lock),
+                Ok(Err(err)) => return (Ending::Failed, format!("store lock: {err}"), None, false),
+                Err(err) => return (Ending::Failed, format!("store lock: {err}"), None, false),
+            },
+            Err(err) => return (Ending::Failed, format!("store lock: {err}"), None, false),
+        }
+    };
+    if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
+        let (e, d, x) = cached_ending(ctx, job, "stored by a concurrent run");
+        return (e, d, x, false);
+    }
+    match produce(ctx, job).await {
+        Ok(mut produced) => {
+            let blocking = job.decl.bool("blocking") != Some(false);
+            let ending = if produced.rejected && blocking { Ending::Rejected } else { Ending::Ran };
+            if produced.rejected && !blocking {
+                produced.summary = format!("(non-blocking) {}", produced.summary);
+            }
+            if always {
+                return (ending, produced.summary, None, true);
+            }
+            match commit(&ctx.store, job, &produced) {
+                Ok(note) => (ending, format!("{}{note}", produced.summary), None, true),
+                Err(err) => (Ending::Failed, format!("storing the result: {err}"), None, true),
+            }
+        }
+        Err(failure) => (Ending::Failed, failure.reason, failure.detail, true),
+    }
+}
+
+/// A stored verdict still counts: a cached rejection fails the run again.
+fn cached_ending(ctx: &Context, job: &Job, how: &str) -> (Ending, String, Option<String>) {
+    let stored = ctx.store.read(&job.fingerprint).ok().flatten();
+    let rejected = stored.as_ref().is_some_and(|e| e.result.get("status").and_then(Value::as_str) == Some("rejected"));
+    if rejected && job.decl.bool("blocking") != Some(false) {
+        let detail = stored.as_ref().and_then(|e| e.result.get("detail").and_then(Value::as_str).map(str::to_string)).unwrap_or_default();
+        return (Ending::Rejected, format!("{how}: rejected: {detail}"), None);
+    }
+    (Ending::Cached, how.to_string(), None)
+}
+
+async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
+    match job.decl.kind {
+        Kind::Task | Kind::Finally => task::run_task(&job.decl, &ctx.recipe_dir).await,
+        Kind::Gate => gate::evaluate_gate(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
+        Kind::Screen => screen::run_screen(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
+        Kind::Decision => decision::run_decision(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
+        Kind::Cell => {
+            let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
+            let _turn = ctx.servers.turn(server).await;
+            let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
+            let result = cell::run_cell(&job.decl, &info, ctx.seed, &job.fingerprint.to_string(), &ctx.run_id, &ctx.recipe_key, &ctx.progress).await;
+            match ctx.servers.crashed(server).await {
+                Some(crash) => Err(Failure::new(format!("server `{}` died during the cell", info.name)).with_detail(crash)),
+                None => result,
+            }
+        }
+        Kind::Check => {
+            let server = job.server.ok_or_else(|| Failure::new("check has no server"))?;
+            let _turn = ctx.servers.turn(server).await;
+            let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
+            check::run_check(&job.decl, &info, ctx.seed).await
+        }
+        Kind::Server | Kind::Workload => Err(Failure::new("not an executable step")),
+    }
+}
+
+/// Stage, fsync and rename the result into the store. A forced rerun of a
+/// stored step keeps the stored entry (entries are immutable) and says
+/// whether the new result reproduced it.
+fn commit(store: &Store, job: &Job, produced: &Produced) -> Result<String, anvil_store::StoreError> {
+    if let Some(existing) = store.read(&job.fingerprint)? {
+        let same = crate::plan::canonical_bytes(&existing.result) == crate::plan::canonical_bytes(&produced.result);
+        return Ok(if same { " (forced: reproduced the stored result)".into() } else { " (forced: differs from the stored result, which is kept)".into() });
+    }
+    let mut staged = store.stage(&job.fingerprint)?;
+    staged.write_json("preimage.json", &job.preimage)?;
+    staged.write_json("result.json", &produced.result)?;
+    for file in &produced.files {
+        match file {
+            ProducedFile::Bytes { name, bytes } => staged.write_bytes(name, bytes)?,
+            ProducedFile::Copy { name, from } => staged.copy_file(name, from)?,
+        }
+    }
+    staged.commit()?;
+    Ok(String::new())
+}
