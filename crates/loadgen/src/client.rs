@@ -1,26 +1,8 @@
-//! The HTTP side: one pooled client, request bodies, and streaming one
-//! request into a [`StreamObservation`].
+//! What the load generator sends: endpoint URLs and request bodies.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
 
-use crate::observe::StreamObservation;
-use crate::record::FailureClass;
-use crate::spec::{Api, CellSpec, Target, ThinkingMode};
-use crate::sse::SseParser;
-
-/// One client for the whole cell, so connections are reused.
-pub fn build_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .pool_max_idle_per_host(concurrency.max(1) as usize)
-        .pool_idle_timeout(Duration::from_secs(90))
-        .tcp_nodelay(true)
-        .no_proxy()
-        .build()
-        .map_err(|e| anyhow::anyhow!("building the HTTP client: {e}"))
-}
+use crate::spec::{Api, CellSpec, ThinkingMode};
 
 /// The endpoint URL for `api` under a target's base URL.
 pub fn endpoint(base_url: &str, api: Api) -> String {
@@ -101,114 +83,6 @@ fn substitute(value: &Value, replace: &impl Fn(&str) -> String) -> Value {
         Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), substitute(v, replace))).collect()),
         other => other.clone(),
     }
-}
-
-/// Sends one streaming request and observes it until the stream ends, an
-/// error occurs, or `timeout` elapses.
-pub async fn execute(
-    client: &reqwest::Client,
-    target: &Target,
-    url: &str,
-    api: Api,
-    body: Vec<u8>,
-    timeout: Duration,
-) -> (StreamObservation, Instant) {
-    let mut attempt = 0;
-    loop {
-        let mut request = client
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .body(body.clone());
-        if let Some(key) = &target.api_key {
-            request = request.bearer_auth(key);
-        }
-        let start = Instant::now();
-        let mut obs = StreamObservation::new(api, start, unix_ns_now());
-        let outcome = tokio::time::timeout(timeout, stream_into(request, &mut obs)).await;
-        if outcome.is_err() {
-            obs.fail(FailureClass::Timeout, format!("no complete response within {} ms", timeout.as_millis()));
-        }
-        // A pooled connection the server had already closed (llama-server
-        // closes after each stream while advertising keep-alive) fails before
-        // a single byte comes back: the request never reached the engine, so
-        // it is sent once more on a fresh connection, with a fresh start time.
-        if attempt == 0 && is_stale_connection(&obs) {
-            attempt += 1;
-            obs.stale_connection_retries = 0;
-            continue;
-        }
-        obs.stale_connection_retries = attempt;
-        return (obs, Instant::now());
-    }
-}
-
-fn is_stale_connection(obs: &StreamObservation) -> bool {
-    obs.http_status.is_none()
-        && obs.failure.as_ref().is_some_and(|(class, detail)| *class == FailureClass::Disconnect && detail.contains("connection closed before message completed"))
-}
-
-async fn stream_into(request: reqwest::RequestBuilder, obs: &mut StreamObservation) {
-    let response = match request.send().await {
-        Ok(r) => r,
-        Err(e) => {
-            let class = if e.is_connect() { FailureClass::Connect } else { FailureClass::Disconnect };
-            obs.fail(class, error_chain(&e));
-            return;
-        }
-    };
-    let status = response.status();
-    obs.http_status = Some(status.as_u16());
-    if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        let shown: String = text.chars().take(300).collect();
-        obs.fail(FailureClass::HttpStatus, format!("HTTP {status}: {shown}"));
-        return;
-    }
-    let mut parser = SseParser::new();
-    let mut stream = response.bytes_stream();
-    let mut last_bytes = None;
-    while let Some(item) = stream.next().await {
-        let at = Instant::now();
-        match item {
-            Ok(bytes) => {
-                last_bytes = Some(at);
-                parser.feed(&bytes, |event| obs.on_event(event, at));
-                if obs.failure.is_some() {
-                    return;
-                }
-            }
-            Err(e) => {
-                obs.fail(FailureClass::Disconnect, format!("stream broke: {}", error_chain(&e)));
-                return;
-            }
-        }
-    }
-    if !obs.done {
-        obs.end = last_bytes;
-        let detail = if parser.pending_bytes() > 0 {
-            "stream ended in the middle of an event"
-        } else {
-            "stream ended without its end marker"
-        };
-        obs.fail(FailureClass::Disconnect, detail);
-    }
-}
-
-/// The wall clock in ns since the Unix epoch (0 if the clock is before it).
-fn unix_ns_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(inner) = source {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    s
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod calibrate;
 mod canary;
 mod chunk;
 mod client;
+mod http;
 mod json_scan;
 mod observe;
 mod pacer;

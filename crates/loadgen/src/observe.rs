@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use crate::chunk::{Usage, parse_event};
+use crate::http::Stamp;
 use crate::record::FailureClass;
 use crate::spec::Api;
 use crate::sse::SseEvent;
@@ -41,6 +42,9 @@ pub struct StreamObservation {
     /// 1 when the request was re-sent because its pooled connection turned
     /// out to be closed before any byte came back.
     pub stale_connection_retries: u32,
+    /// Reads of the response, and how many of them the kernel timestamped.
+    pub reads: u32,
+    pub kernel_stamped_reads: u32,
 }
 
 impl StreamObservation {
@@ -65,7 +69,15 @@ impl StreamObservation {
             finish_reason: None,
             failure: None,
             stale_connection_retries: 0,
+            reads: 0,
+            kernel_stamped_reads: 0,
         }
+    }
+
+    /// Counts one read of the response and the clock that stamped it.
+    pub fn count_read(&mut self, stamp: Stamp) {
+        self.reads += 1;
+        self.kernel_stamped_reads += u32::from(stamp == Stamp::Kernel);
     }
 
     /// Records the first failure; later ones are consequences of it.

@@ -110,6 +110,14 @@ pub struct RequestRecord {
     #[serde(default)]
     pub stale_connection_retries: u32,
     pub cached_prompt_tokens: Option<u64>,
+    /// Which clock stamped the response's reads: `kernel` (the kernel's
+    /// receive timestamp of the newest bytes in each read), `read` (the
+    /// client's clock after the read returned), or `mixed`.
+    #[serde(default)]
+    pub receive_clock: String,
+    /// Reads the response took (a read may carry several chunks).
+    #[serde(default)]
+    pub response_reads: u32,
     /// When the schedule wanted the request sent, ms after the run started.
     pub intended_send_ms: f64,
     /// When it was actually sent, ms after the run started.
@@ -251,6 +259,8 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         finish_reason: obs.finish_reason.take(),
         stale_connection_retries: obs.stale_connection_retries,
         cached_prompt_tokens: obs.usage.and_then(|u| u.cached_tokens),
+        receive_clock: receive_clock(obs.reads, obs.kernel_stamped_reads).to_string(),
+        response_reads: obs.reads,
         intended_send_ms,
         actual_send_ms,
         send_lag_ms: actual_send_ms - intended_send_ms,
@@ -261,5 +271,14 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         slo_met,
         finished_ms: ms(end.saturating_duration_since(inputs.run_start)),
         request_start_unix_ns: obs.start_unix_ns,
+    }
+}
+
+fn receive_clock(reads: u32, kernel_stamped: u32) -> &'static str {
+    match kernel_stamped {
+        0 if reads == 0 => "none",
+        0 => "read",
+        k if k == reads => "kernel",
+        _ => "mixed",
     }
 }

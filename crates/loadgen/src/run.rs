@@ -10,7 +10,8 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::calibrate::{Calibration, calibrate};
-use crate::client::{build_client, endpoint, execute, request_body};
+use crate::client::{endpoint, request_body};
+use crate::http::{Endpoint, execute};
 use crate::pacer;
 use crate::prompt::{PromptBuilder, SplitMix64, marker, streams};
 use crate::record::{RecordInputs, RequestRecord, derive};
@@ -54,10 +55,10 @@ pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
 
 /// Shared state of the requests in flight.
 struct Runner {
-    client: reqwest::Client,
     spec: CellSpec,
     targets: Vec<Target>,
-    urls: Vec<String>,
+    /// One per target, holding its idle keep-alive connections.
+    endpoints: Vec<Endpoint>,
     balance: Balance,
     outstanding: Vec<AtomicU32>,
     next_round_robin: AtomicU64,
@@ -83,7 +84,7 @@ impl Runner {
         let prompt = self.prompts.build(index);
         let body = request_body(&self.spec, &prompt, index, &marker, self.spec.max_tokens);
         let body = serde_json::to_vec(&body).unwrap_or_default();
-        let (obs, finished) = execute(&self.client, &self.targets[t], &self.urls[t], self.spec.api, body, self.timeout).await;
+        let (obs, finished) = execute(&self.endpoints[t], self.spec.api, &body, self.timeout).await;
         self.outstanding[t].fetch_sub(1, Ordering::Relaxed);
         let inputs = RecordInputs {
             index,
@@ -210,9 +211,8 @@ fn arrival_times(run_start: Instant, count: u32, arrival: Arrival, seed: u64, re
 
 /// Asks the server how many tokens the prompt of `index` is with `words` filler words.
 async fn probe_prompt_tokens(
-    client: &reqwest::Client,
+    endpoint: &Endpoint,
     spec: &CellSpec,
-    target: &Target,
     prompts: &PromptBuilder,
     index: u64,
     words: u64,
@@ -220,9 +220,8 @@ async fn probe_prompt_tokens(
     let prompts = PromptBuilder { words, ..prompts.clone() };
     let marker = marker(spec.seed, index);
     let body = request_body(spec, &prompts.build(index), index, &marker, 1);
-    let url = endpoint(&target.base_url, spec.api);
     let timeout = Duration::from_millis(spec.request_timeout_ms);
-    let (obs, _) = execute(client, target, &url, spec.api, serde_json::to_vec(&body)?, timeout).await;
+    let (obs, _) = execute(endpoint, spec.api, &serde_json::to_vec(&body)?, timeout).await;
     match (obs.usage, obs.failure) {
         (Some(usage), _) => Ok(usage.prompt_tokens),
         (None, Some((class, detail))) => bail!("calibration request failed ({}): {detail}", class.as_str()),
@@ -237,7 +236,10 @@ pub async fn measure(
     ctx: CellContext,
     progress_tx: mpsc::UnboundedSender<Progress>,
 ) -> anyhow::Result<RunOutput> {
-    let client = build_client(spec.concurrency)?;
+    let endpoints = targets
+        .iter()
+        .map(|t| Endpoint::new(&endpoint(&t.base_url, spec.api), t.api_key.as_deref()).with_context(|| format!("target {}", t.label)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let measured_total = u64::from(spec.requests) * u64::from(spec.repeat);
     let mut prompts = PromptBuilder {
         seed: spec.seed,
@@ -254,7 +256,7 @@ pub async fn measure(
     let probe_index = measured_total + u64::from(spec.warmup_requests);
     let calibration = if spec.context_tokens > 0 {
         let c = calibrate(spec.context_tokens, async |words| {
-            probe_prompt_tokens(&client, &spec, &targets[0], &prompts, probe_index, words).await
+            probe_prompt_tokens(&endpoints[0], &spec, &prompts, probe_index, words).await
         })
         .await
         .with_context(|| format!("calibrating prompt length on {}", targets[0].label))?;
@@ -265,8 +267,7 @@ pub async fn measure(
     };
 
     let runner = Arc::new(Runner {
-        client,
-        urls: targets.iter().map(|t| endpoint(&t.base_url, spec.api)).collect(),
+        endpoints,
         outstanding: targets.iter().map(|_| AtomicU32::new(0)).collect(),
         targets,
         balance: ctx.balance,

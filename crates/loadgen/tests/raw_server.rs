@@ -104,6 +104,9 @@ async fn happy_path_carries_every_reference_field_and_identity() {
         assert_eq!(r.planned_context_tokens, 400);
         assert_eq!(r.output_token_source, "usage");
         check_identities(r);
+        // Linux stamps every read on loopback with its receive time.
+        assert_eq!(r.receive_clock, "kernel", "{r:?}");
+        assert!(r.response_reads >= 1);
         tokens += r.output_tokens.unwrap();
     }
     let m = &a["metrics"];
@@ -127,6 +130,9 @@ async fn happy_path_carries_every_reference_field_and_identity() {
     }
     // Calibration and warmup never reuse a measured index (no cache priming).
     assert!(server.requests.load(std::sync::atomic::Ordering::Relaxed) >= 25);
+    // Keep-alive: calibration, warmup and all 24 requests ran over one
+    // connection per concurrent stream.
+    assert_eq!(server.connections.load(std::sync::atomic::Ordering::Relaxed), 4);
 
     let table = render_table(a);
     assert!(table.contains("ttft (ms)") && table.contains("completed 24"), "{table}");

@@ -65,6 +65,8 @@ impl Default for ServerConfig {
 pub struct RawServer {
     pub addr: SocketAddr,
     pub requests: Arc<AtomicU64>,
+    /// Connections accepted (a keep-alive client opens one per concurrent stream).
+    pub connections: Arc<AtomicU64>,
     /// Server-side ground truth: request index → ms from the request being
     /// read to the first content event being written (also at `GET /truth`).
     pub truth: Truth,
@@ -84,16 +86,18 @@ pub async fn spawn(config: ServerConfig) -> RawServer {
     let config = Arc::new(config);
     let requests = Arc::new(AtomicU64::new(0));
     let truth: Truth = Arc::default();
-    let (counter, log) = (requests.clone(), truth.clone());
+    let connections = Arc::new(AtomicU64::new(0));
+    let (counter, log, accepted) = (requests.clone(), truth.clone(), connections.clone());
     tokio::spawn(async move {
         while let Ok((socket, _)) = listener.accept().await {
+            accepted.fetch_add(1, Ordering::Relaxed);
             let (config, counter, log) = (config.clone(), counter.clone(), log.clone());
             tokio::spawn(async move {
                 let _ = serve_connection(socket, &config, &counter, &log).await;
             });
         }
     });
-    RawServer { addr, requests, truth }
+    RawServer { addr, requests, connections, truth }
 }
 
 /// Reads one request (headers + Content-Length body); `None` at EOF.

@@ -1,0 +1,290 @@
+//! The load generator's own HTTP/1.1 client for streamed responses.
+//!
+//! Why not a general HTTP client: a measurement client has to stamp every
+//! read with the time its bytes arrived and spend as little CPU per chunk as
+//! it can, so that thousands of chunks a second across hundreds of streams
+//! neither skew the timings nor fight the engine for the machine. Here one
+//! task owns one connection: a `recvmsg` brings the bytes *and* the kernel's
+//! receive timestamp (see [`socket`]), the chunked framing and the SSE
+//! parser run on the read buffer in place, and no byte crosses a channel or
+//! a task. Response heads are parsed by `httparse`; only plain `http://`
+//! endpoints are supported.
+
+mod chunked;
+mod response;
+mod socket;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use url::{Host, Url};
+
+use crate::observe::StreamObservation;
+use crate::record::FailureClass;
+use crate::spec::Api;
+use crate::sse::SseParser;
+use response::{Body, parse_head};
+use socket::StampedSocket;
+pub use socket::Stamp;
+
+/// After the stream's end marker, how long to wait for the rest of the body
+/// (the terminating chunk) so the connection can carry the next request.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+/// Most of an error response's body kept for the failure's detail.
+const ERROR_BODY_CAP: usize = 4096;
+
+/// One server's streaming endpoint and its idle keep-alive connections.
+pub struct Endpoint {
+    host: String,
+    port: u16,
+    /// The request head up to (not including) `Content-Length`.
+    head_prefix: String,
+    idle: Mutex<Vec<StampedSocket>>,
+}
+
+impl Endpoint {
+    /// `url` is the full endpoint URL (`http://host:port/v1/chat/completions`).
+    pub fn new(url: &str, api_key: Option<&str>) -> anyhow::Result<Self> {
+        let parsed = Url::parse(url).with_context(|| format!("invalid server URL {url:?}"))?;
+        if parsed.scheme() != "http" {
+            bail!("the load generator speaks plain http:// only; {url:?} uses {}://", parsed.scheme());
+        }
+        let host = match parsed.host() {
+            Some(Host::Domain(name)) => name.to_string(),
+            Some(Host::Ipv4(ip)) => ip.to_string(),
+            Some(Host::Ipv6(ip)) => ip.to_string(),
+            None => bail!("server URL {url:?} has no host"),
+        };
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let authority = match parsed.port() {
+            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or(&host)),
+            None => parsed.host_str().unwrap_or(&host).to_string(),
+        };
+        let mut path = parsed.path().to_string();
+        if let Some(query) = parsed.query() {
+            path = format!("{path}?{query}");
+        }
+        let mut head_prefix = format!(
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: anvil-loadgen/{}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        if let Some(key) = api_key {
+            if key.contains(['\r', '\n']) {
+                bail!("the API key for {url:?} contains a line break");
+            }
+            head_prefix.push_str(&format!("Authorization: Bearer {key}\r\n"));
+        }
+        Ok(Self { host, port, head_prefix, idle: Mutex::new(Vec::new()) })
+    }
+
+    fn request(&self, body: &[u8]) -> Vec<u8> {
+        let mut request = Vec::with_capacity(self.head_prefix.len() + 32 + body.len());
+        request.extend_from_slice(self.head_prefix.as_bytes());
+        request.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+        request.extend_from_slice(body);
+        request
+    }
+
+    fn take_idle(&self) -> Option<StampedSocket> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    fn keep_idle(&self, socket: StampedSocket) {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(socket);
+    }
+}
+
+/// How an exchange left its connection.
+enum Ending {
+    /// The response ended by its framing and the server keeps the connection.
+    Reusable(StampedSocket),
+    Closed,
+    /// A pooled connection failed before a byte of response came back: the
+    /// server had closed it while idle, and the request never reached it.
+    Stale,
+}
+
+/// Sends one streaming request and observes it until the stream ends, an
+/// error occurs, or `timeout` elapses. Returns the observation and when the
+/// request ended.
+pub async fn execute(endpoint: &Endpoint, api: Api, body: &[u8], timeout: Duration) -> (StreamObservation, Instant) {
+    let request = endpoint.request(body);
+    let mut retried = false;
+    loop {
+        let pooled = endpoint.take_idle();
+        let reused = pooled.is_some();
+        let mut obs = StreamObservation::new(api, Instant::now(), unix_ns_now());
+        let ending = match tokio::time::timeout(timeout, exchange(endpoint, pooled, &request, &mut obs)).await {
+            Ok(ending) => ending,
+            Err(_) => {
+                if !obs.done {
+                    obs.fail(FailureClass::Timeout, format!("no complete response within {} ms", timeout.as_millis()));
+                }
+                Ending::Closed
+            }
+        };
+        match ending {
+            Ending::Reusable(socket) => endpoint.keep_idle(socket),
+            // Some servers (llama-server) close after each stream while
+            // advertising keep-alive; the request is sent once more on a
+            // fresh connection, with a fresh start time.
+            Ending::Stale if reused && !retried => {
+                retried = true;
+                continue;
+            }
+            Ending::Stale | Ending::Closed => {}
+        }
+        obs.stale_connection_retries = u32::from(retried);
+        return (obs, Instant::now());
+    }
+}
+
+async fn exchange(endpoint: &Endpoint, pooled: Option<StampedSocket>, request: &[u8], obs: &mut StreamObservation) -> Ending {
+    let reused = pooled.is_some();
+    let mut socket = match pooled {
+        Some(socket) => socket,
+        None => match StampedSocket::connect(&endpoint.host, endpoint.port).await {
+            Ok(socket) => socket,
+            Err(e) => {
+                obs.fail(FailureClass::Connect, format!("connecting to {}:{}: {e}", endpoint.host, endpoint.port));
+                return Ending::Closed;
+            }
+        },
+    };
+    let broken_before_response = if reused { Ending::Stale } else { Ending::Closed };
+    if let Err(e) = socket.write_all(request).await {
+        obs.fail(FailureClass::Disconnect, format!("sending the request: {e}"));
+        return broken_before_response;
+    }
+
+    // The head; the bytes after it in the same read are the body's first.
+    let mut filled = 0;
+    let (head, head_len, mut at) = loop {
+        let (n, at) = match socket.read(filled).await {
+            Ok((0, ..)) if filled == 0 => {
+                obs.fail(FailureClass::Disconnect, "connection closed before the response");
+                return broken_before_response;
+            }
+            Ok((0, ..)) => {
+                obs.fail(FailureClass::Disconnect, "connection closed in the middle of the response head");
+                return Ending::Closed;
+            }
+            Ok((n, at, stamp)) => {
+                obs.count_read(stamp);
+                (n, at)
+            }
+            Err(e) if filled == 0 => {
+                obs.fail(FailureClass::Disconnect, format!("reading the response: {e}"));
+                return broken_before_response;
+            }
+            Err(e) => {
+                obs.fail(FailureClass::Disconnect, format!("reading the response head: {e}"));
+                return Ending::Closed;
+            }
+        };
+        filled += n;
+        match parse_head(&socket.buffer[..filled]) {
+            Ok(Some((head, len))) => break (head, len, at.max(obs.start)),
+            Ok(None) if filled == socket.buffer.len() => {
+                obs.fail(FailureClass::MalformedStream, format!("response head longer than {filled} bytes"));
+                return Ending::Closed;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                obs.fail(FailureClass::MalformedStream, e);
+                return Ending::Closed;
+            }
+        }
+    };
+    obs.http_status = Some(head.status);
+    let mut body = head.body;
+    if !(200..300).contains(&head.status) {
+        let text = error_body(&mut socket, &mut body, head_len..filled).await;
+        let shown: String = text.chars().take(300).collect();
+        obs.fail(FailureClass::HttpStatus, format!("HTTP {}: {shown}", head.status));
+        return Ending::Closed;
+    }
+
+    let mut parser = SseParser::new();
+    let mut unread = head_len..filled;
+    let mut closed_early = false;
+    let mut last_bytes = at;
+    loop {
+        let bytes = &socket.buffer[unread.clone()];
+        if let Err(e) = body.decode(bytes, |data| parser.feed(data, |event| obs.on_event(event, at))) {
+            obs.fail(FailureClass::MalformedStream, e.to_string());
+            return Ending::Closed;
+        }
+        if obs.failure.is_some() {
+            return Ending::Closed;
+        }
+        if body.is_complete() {
+            break;
+        }
+        let read = if obs.done {
+            match tokio::time::timeout(DRAIN_GRACE, socket.read(0)).await {
+                Ok(read) => read,
+                Err(_) => return Ending::Closed,
+            }
+        } else {
+            socket.read(0).await
+        };
+        match read {
+            Ok((0, ..)) => {
+                closed_early = !matches!(body, Body::UntilClose);
+                break;
+            }
+            Ok((n, arrived, stamp)) => {
+                obs.count_read(stamp);
+                // Stamps from different clocks must not run backwards.
+                at = arrived.max(at);
+                last_bytes = at;
+                unread = 0..n;
+            }
+            Err(e) if obs.done => {
+                let _ = e;
+                return Ending::Closed;
+            }
+            Err(e) => {
+                obs.fail(FailureClass::Disconnect, format!("stream broke: {e}"));
+                return Ending::Closed;
+            }
+        }
+    }
+    if !obs.done {
+        obs.end = Some(last_bytes);
+        let detail = if closed_early {
+            "connection closed before the response ended"
+        } else if parser.pending_bytes() > 0 {
+            "stream ended in the middle of an event"
+        } else {
+            "stream ended without its end marker"
+        };
+        obs.fail(FailureClass::Disconnect, detail);
+        return Ending::Closed;
+    }
+    if body.is_complete() && head.keep_alive { Ending::Reusable(socket) } else { Ending::Closed }
+}
+
+/// The (start of the) body of an error response, as text.
+async fn error_body(socket: &mut StampedSocket, body: &mut Body, mut unread: std::ops::Range<usize>) -> String {
+    let mut text = Vec::new();
+    loop {
+        let bytes = &socket.buffer[unread];
+        if body.decode(bytes, |data| text.extend_from_slice(data)).is_err() || body.is_complete() || text.len() >= ERROR_BODY_CAP {
+            break;
+        }
+        match socket.read(0).await {
+            Ok((n, ..)) if n > 0 => unread = 0..n,
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// The wall clock in ns since the Unix epoch (0 if the clock is before it).
+fn unix_ns_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}

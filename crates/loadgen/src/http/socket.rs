@@ -1,0 +1,136 @@
+//! A TCP connection whose reads say when their bytes arrived.
+//!
+//! Each read is a `recvmsg` that also asks the kernel for the software
+//! receive timestamp of the newest bytes it returns (`SO_TIMESTAMPNS`). That
+//! time is taken when the packet reaches the socket, not when this process
+//! gets around to reading it, so a busy client (many streams, a loaded
+//! machine) does not make its TTFT or chunk gaps late. The timestamp is
+//! mapped onto the monotonic clock the rest of the client uses. Where the
+//! kernel gives none, the read falls back to `Instant::now()`.
+
+use std::io::{self, IoSliceMut, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
+use nix::sys::time::TimeSpec;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+/// Per-connection read buffer. Large, so a long-context reply or a burst of
+/// chunks is taken in one read rather than throttled by the client.
+const READ_BUFFER: usize = 256 * 1024;
+
+/// A kernel timestamp older than this (relative to the wall clock at the
+/// read) is taken for a clock step, not a real delay, and ignored.
+const MAX_PLAUSIBLE_AGE: Duration = Duration::from_secs(5);
+
+/// Which clock stamped a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamp {
+    /// The kernel's software receive timestamp.
+    Kernel,
+    /// `Instant::now()` right after the read returned.
+    Read,
+}
+
+pub struct StampedSocket {
+    fd: AsyncFd<TcpStream>,
+    control: Vec<u8>,
+    /// Bytes of the current read; valid up to the count `read` returned.
+    pub buffer: Vec<u8>,
+}
+
+impl StampedSocket {
+    pub async fn connect(host: &str, port: u16) -> io::Result<Self> {
+        let stream = tokio::net::TcpStream::connect((host, port)).await?;
+        stream.set_nodelay(true)?;
+        let stream = stream.into_std()?;
+        // Without timestamps the reads are stamped in user space instead.
+        let _ = setsockopt(&stream, sockopt::ReceiveTimestampns, &true);
+        // SAFETY: the TcpStream owns a valid, non-blocking descriptor, and
+        // the AsyncFd owns the stream until the descriptor is closed with it.
+        let fd = unsafe { AsyncFd::register_with_interest(stream, Interest::READABLE | Interest::WRITABLE)? };
+        Ok(Self {
+            fd,
+            control: nix::cmsg_space!(TimeSpec),
+            buffer: vec![0; READ_BUFFER],
+        })
+    }
+
+    pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            let mut guard = self.fd.writable().await?;
+            match guard.try_io(|stream| (&*stream.get_ref()).write(bytes)) {
+                Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(Ok(n)) => bytes = &bytes[n..],
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what has arrived into `buffer[from..]`: the count (0 at end of
+    /// stream), when the newest of those bytes arrived, and by which clock.
+    pub async fn read(&mut self, from: usize) -> io::Result<(usize, Instant, Stamp)> {
+        let Self { fd, control, buffer } = self;
+        let room = buffer.len() - from;
+        loop {
+            let mut guard = fd.readable().await?;
+            match guard.try_io(|stream| receive(stream.get_ref(), &mut buffer[from..], control)) {
+                Ok(Ok((n, kernel_time))) => {
+                    // A short read emptied the socket: wait for the next
+                    // readiness event instead of a read that would block
+                    // (what tokio's own streams do).
+                    if n > 0 && n < room {
+                        guard.clear_ready();
+                    }
+                    let (at, stamp) = arrival(kernel_time);
+                    return Ok((n, at, stamp));
+                }
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => {}
+            }
+        }
+    }
+}
+
+fn receive(stream: &TcpStream, into: &mut [u8], control: &mut [u8]) -> io::Result<(usize, Option<TimeSpec>)> {
+    let mut iov = [IoSliceMut::new(into)];
+    let msg = recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(control), MsgFlags::empty()).map_err(io::Error::from)?;
+    let mut kernel_time = None;
+    if let Ok(messages) = msg.cmsgs() {
+        for message in messages {
+            if let ControlMessageOwned::ScmTimestampns(time) = message {
+                kernel_time = Some(time);
+            }
+        }
+    }
+    Ok((msg.bytes, kernel_time))
+}
+
+/// Maps a kernel receive time (wall clock) onto the monotonic clock: the
+/// bytes arrived `age` ago, measured on the wall clock right now.
+fn arrival(kernel_time: Option<TimeSpec>) -> (Instant, Stamp) {
+    let now = Instant::now();
+    let Some(time) = kernel_time else { return (now, Stamp::Read) };
+    let Ok(wall_now) = SystemTime::now().duration_since(UNIX_EPOCH) else { return (now, Stamp::Read) };
+    let (Ok(secs), Ok(nanos)) = (u64::try_from(time.tv_sec()), u32::try_from(time.tv_nsec())) else {
+        return (now, Stamp::Read);
+    };
+    let stamped = Duration::new(secs, nanos);
+    // A stamp a hair ahead of the wall clock is the two clocks read a few ns
+    // apart; one far ahead or far behind is a clock step.
+    if stamped > wall_now + Duration::from_millis(1) {
+        return (now, Stamp::Read);
+    }
+    let age = wall_now.saturating_sub(stamped);
+    if age > MAX_PLAUSIBLE_AGE {
+        return (now, Stamp::Read);
+    }
+    (now.checked_sub(age).unwrap_or(now), Stamp::Kernel)
+}
