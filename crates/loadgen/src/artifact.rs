@@ -212,7 +212,7 @@ fn serve_flags(spec: &CellSpec, ctx: &CellContext) -> Value {
 fn timing_methodology() -> Value {
     json!({
         "artifact_timestamps": "SystemTime Unix nanoseconds; independent artifacts may align them only when the operator supplied the same explicit clock_domain_id",
-        "clock": "client std::time::Instant (monotonic), stamped when each read's bytes arrive from the socket",
+        "clock": "client std::time::Instant (monotonic); each read is stamped with the kernel's software receive time of its newest bytes (SO_TIMESTAMPNS, mapped onto the monotonic clock), or with Instant::now() after the read where the kernel gives none (request_timings[].receive_clock says which)",
         "controlled_output": "--response-words adherence is recorded; observe preserves historical behavior while strict rejects non-exact or truncated completions; visible response capture is capped at 8192 characters",
         "decode": "usage completion tokens after the first token divided by client-observed generation time; completion tokens may include reasoning tokens",
         "distributions": "request-level mean, sample standard deviation, normal-approximation 95% confidence interval for the mean, min, p25, p50, p75, p90, p95, p99, and max using the nearest-rank percentile method",

@@ -62,7 +62,7 @@ impl StampedSocket {
     pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
             let mut guard = self.fd.writable().await?;
-            match guard.try_io(|stream| (&*stream.get_ref()).write(bytes)) {
+            match guard.try_io(|stream| stream.get_ref().write(bytes)) {
                 Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(Ok(n)) => bytes = &bytes[n..],
                 Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
