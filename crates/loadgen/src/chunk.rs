@@ -5,7 +5,9 @@
 
 use std::borrow::Cow;
 
-use crate::json_scan::{ScanError, first_element, is_null, object_fields, string_value, u64_value};
+use crate::json_scan::{
+    ScanError, expect_end, is_null, object_fields, string_value, u64_value, value_at, walk_array_first, walk_object,
+};
 use crate::spec::Api;
 
 /// Token counts reported by the server.
@@ -42,32 +44,81 @@ fn parse_openai_chunk(data: &[u8]) -> Result<ChunkView<'_>, ScanError> {
     if data == b"[DONE]" {
         return Ok(ChunkView { done: true, ..ChunkView::default() });
     }
-    let [choices, usage, error] = object_fields(data, [b"choices", b"usage", b"error"])?;
     let mut view = ChunkView::default();
-    if let Some(error) = error.filter(|e| !is_null(e)) {
-        view.error = Some(String::from_utf8_lossy(error).into_owned());
-    }
-    if let Some(usage) = usage.filter(|u| !is_null(u)) {
-        view.usage = Some(parse_usage(usage, b"prompt_tokens", b"completion_tokens")?);
-    }
-    let Some(choice) = choices.filter(|c| !is_null(c)).map(first_element).transpose()?.flatten() else {
-        return Ok(view);
-    };
-    let [delta, text, finish_reason] = object_fields(choice, [b"delta", b"text", b"finish_reason"])?;
-    if let Some(delta) = delta.filter(|d| !is_null(d)) {
-        // SGLang and older vLLM say `reasoning_content`; newer vLLM says `reasoning`.
-        let [content, reasoning_content, reasoning] =
-            object_fields(delta, [b"content", b"reasoning_content", b"reasoning"])?;
-        view.content = content.map(string_value).transpose()?.flatten();
-        view.reasoning = match reasoning_content.map(string_value).transpose()?.flatten() {
-            Some(r) => Some(r),
-            None => reasoning.map(string_value).transpose()?.flatten(),
-        };
-    } else if let Some(text) = text {
+    let end = walk_object(data, 0, |key, at| match key {
+        b"choices" if starts_null(data, at) => Ok(None),
+        b"choices" => walk_array_first(data, at, |first| read_choice(data, first, &mut view)).map(Some),
+        b"usage" => {
+            let (raw, end) = value_at(data, at)?;
+            if !is_null(raw) && view.usage.is_none() {
+                view.usage = Some(parse_usage(raw, b"prompt_tokens", b"completion_tokens")?);
+            }
+            Ok(Some(end))
+        }
+        b"error" => {
+            let (raw, end) = value_at(data, at)?;
+            if !is_null(raw) && view.error.is_none() {
+                view.error = Some(String::from_utf8_lossy(raw).into_owned());
+            }
+            Ok(Some(end))
+        }
+        _ => Ok(None),
+    })?;
+    expect_end(data, end)?;
+    Ok(view)
+}
+
+/// The value at `data[at..]` is `null`.
+fn starts_null(data: &[u8], at: usize) -> bool {
+    data[at..].starts_with(b"null")
+}
+
+/// Reads the first choice (`data[at..]`) into `view`; returns where it ends.
+fn read_choice<'a>(data: &'a [u8], at: usize, view: &mut ChunkView<'a>) -> Result<usize, ScanError> {
+    let mut text = None;
+    let mut saw_delta = false;
+    let end = walk_object(data, at, |key, at| match key {
+        b"delta" if starts_null(data, at) || saw_delta => Ok(None),
+        b"delta" => {
+            saw_delta = true;
+            let (mut content, mut reasoning_content, mut reasoning) = (None, None, None);
+            let end = walk_object(data, at, |key, at| {
+                let slot = match key {
+                    b"content" => &mut content,
+                    b"reasoning_content" => &mut reasoning_content,
+                    b"reasoning" => &mut reasoning,
+                    _ => return Ok(None),
+                };
+                let (raw, end) = value_at(data, at)?;
+                slot.get_or_insert(raw);
+                Ok(Some(end))
+            })?;
+            view.content = content.map(string_value).transpose()?.flatten();
+            view.reasoning = match reasoning_content.map(string_value).transpose()?.flatten() {
+                Some(r) => Some(r),
+                None => reasoning.map(string_value).transpose()?.flatten(),
+            };
+            Ok(Some(end))
+        }
+        b"text" => {
+            let (raw, end) = value_at(data, at)?;
+            text.get_or_insert(raw);
+            Ok(Some(end))
+        }
+        b"finish_reason" => {
+            let (raw, end) = value_at(data, at)?;
+            if view.finish_reason.is_none() {
+                view.finish_reason = string_value(raw)?;
+            }
+            Ok(Some(end))
+        }
+        _ => Ok(None),
+    })?;
+    // Completions carry `text` where chat carries a delta.
+    if !saw_delta && let Some(text) = text {
         view.content = string_value(text)?;
     }
-    view.finish_reason = finish_reason.map(string_value).transpose()?.flatten();
-    Ok(view)
+    Ok(end)
 }
 
 fn parse_usage(raw: &[u8], prompt_key: &[u8], completion_key: &[u8]) -> Result<Usage, ScanError> {
@@ -179,5 +230,42 @@ mod tests {
         let v = parse_event(Api::Responses, b"", done).unwrap();
         assert!(v.done);
         assert_eq!(v.usage, Some(Usage { prompt_tokens: 7, completion_tokens: 3, cached_tokens: Some(0) }));
+    }
+
+    /// The one-pass reader agrees with a full serde_json parse on what a
+    /// chunk says, and rejects what serde_json rejects.
+    #[test]
+    fn agrees_with_serde_json_on_chunk_shapes() {
+        let shapes: [&[u8]; 12] = [
+            br#"{"id":"a","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+            br#"{"choices":[{"delta":{"content":"he said \"hi\"\n","reasoning_content":null}}],"usage":null}"#,
+            br#"{"choices":[{"delta":{"reasoning_content":"\u00e9t\u00e9"}},{"delta":{"content":"second"}}]}"#,
+            br#"{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+            br#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":null}}"#,
+            br#" { "choices" : [ { "text" : " w" , "finish_reason" : null } ] } "#,
+            br#"{"choices":null,"model":"x","created":1,"system_fingerprint":"b","extra":[[{"content":"no"}]]}"#,
+            br#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{\"content\":1}"}}]}}]}"#,
+            br#"{"choices":[{"delta":{"content":"x"}}]"#,
+            br#"{"choices":[{"delta":{"content":"x"}}]} trailing"#,
+            br#"{"choices":[{"delta":{"content":"x"},}]}"#,
+            br#"{"choices":[{"delta":{"content":x}}]}"#,
+        ];
+        for chunk in shapes {
+            let shown = String::from_utf8_lossy(chunk);
+            let ours = parse_event(Api::Chat, b"", chunk);
+            let Ok(full) = serde_json::from_slice::<serde_json::Value>(chunk) else {
+                assert!(ours.is_err(), "accepted broken JSON {shown}");
+                continue;
+            };
+            let ours = ours.unwrap_or_else(|e| panic!("{shown}: {e}"));
+            let choice = &full["choices"][0];
+            let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+            let content = text(&choice["delta"]["content"]).or_else(|| text(&choice["text"]));
+            assert_eq!(ours.content.as_deref().map(str::to_string), content, "{shown}");
+            assert_eq!(ours.reasoning.as_deref().map(str::to_string), text(&choice["delta"]["reasoning_content"]), "{shown}");
+            assert_eq!(ours.finish_reason.as_deref().map(str::to_string), text(&choice["finish_reason"]), "{shown}");
+            let completion = full["usage"]["completion_tokens"].as_u64();
+            assert_eq!(ours.usage.map(|u| u.completion_tokens), completion, "{shown}");
+        }
     }
 }

@@ -84,20 +84,25 @@ fn skip_value(s: &[u8], i: usize) -> Result<usize, ScanError> {
     }
 }
 
-/// Looks up `keys` in the JSON object `obj` in one pass. Returns the raw
-/// value slice of each key (the first occurrence), or `None` if absent.
-pub fn object_fields<'a, const N: usize>(
+/// Walks the fields of the JSON object at `obj[start..]` (after whitespace)
+/// in one pass. `on_field(key, value_start)` may consume the value itself
+/// and return where it ends, or return `None` to have it skipped. Returns
+/// the index just past the closing `}`.
+///
+/// Consuming values in place is what keeps a chunk to one pass: the
+/// `choices` array is read while it is walked, not skipped and re-read.
+pub fn walk_object<'a>(
     obj: &'a [u8],
-    keys: [&[u8]; N],
-) -> Result<[Option<&'a [u8]>; N], ScanError> {
-    let mut found = [None; N];
-    let mut i = skip_ws(obj, 0);
+    start: usize,
+    mut on_field: impl FnMut(&'a [u8], usize) -> Result<Option<usize>, ScanError>,
+) -> Result<usize, ScanError> {
+    let mut i = skip_ws(obj, start);
     if obj.get(i) != Some(&b'{') {
         return err(i, "expected an object");
     }
     i = skip_ws(obj, i + 1);
     if obj.get(i) == Some(&b'}') {
-        return Ok(found);
+        return Ok(i + 1);
     }
     loop {
         if obj.get(i) != Some(&b'"') {
@@ -110,37 +115,70 @@ pub fn object_fields<'a, const N: usize>(
             return err(i, "expected ':'");
         }
         let value_start = skip_ws(obj, i + 1);
-        let value_end = skip_value(obj, value_start)?;
-        if let Some(slot) = keys.iter().position(|k| *k == key)
-            && found[slot].is_none()
-        {
-            found[slot] = Some(&obj[value_start..value_end]);
-        }
+        let value_end = match on_field(key, value_start)? {
+            Some(end) => end,
+            None => skip_value(obj, value_start)?,
+        };
         i = skip_ws(obj, value_end);
         match obj.get(i) {
             Some(b',') => i = skip_ws(obj, i + 1),
-            Some(b'}') => break,
+            Some(b'}') => return Ok(i + 1),
             _ => return err(i, "expected ',' or '}'"),
         }
     }
-    if skip_ws(obj, i + 1) != obj.len() {
-        return err(i + 1, "trailing bytes after object");
-    }
-    Ok(found)
 }
 
-/// The first element of a JSON array, or `None` for an empty array.
-pub fn first_element(arr: &[u8]) -> Result<Option<&[u8]>, ScanError> {
-    let i = skip_ws(arr, 0);
+/// Walks the JSON array at `arr[start..]`: `on_first` may consume the first
+/// element (returning its end), the rest are skipped. Returns the index just
+/// past the closing `]`.
+pub fn walk_array_first<'a>(
+    arr: &'a [u8],
+    start: usize,
+    on_first: impl FnOnce(usize) -> Result<usize, ScanError>,
+) -> Result<usize, ScanError> {
+    let mut i = skip_ws(arr, start);
     if arr.get(i) != Some(&b'[') {
         return err(i, "expected an array");
     }
-    let start = skip_ws(arr, i + 1);
-    if arr.get(start) == Some(&b']') {
-        return Ok(None);
+    i = skip_ws(arr, i + 1);
+    if arr.get(i) == Some(&b']') {
+        return Ok(i + 1);
     }
-    let end = skip_value(arr, start)?;
-    Ok(Some(&arr[start..end]))
+    i = skip_ws(arr, on_first(i)?);
+    loop {
+        match arr.get(i) {
+            Some(b',') => i = skip_ws(arr, skip_value(arr, i + 1)?),
+            Some(b']') => return Ok(i + 1),
+            _ => return err(i, "expected ',' or ']'"),
+        }
+    }
+}
+
+/// The end of the whole document: only whitespace may follow `end`.
+pub fn expect_end(doc: &[u8], end: usize) -> Result<(), ScanError> {
+    if skip_ws(doc, end) == doc.len() { Ok(()) } else { err(end, "trailing bytes after object") }
+}
+
+/// Skips the value at `s[i..]`, returning its raw slice and where it ends.
+pub fn value_at(s: &[u8], i: usize) -> Result<(&[u8], usize), ScanError> {
+    let end = skip_value(s, i)?;
+    Ok((&s[i..end], end))
+}
+
+/// Looks up `keys` in the JSON object `obj` in one pass. Returns the raw
+/// value slice of each key (the first occurrence), or `None` if absent.
+pub fn object_fields<'a, const N: usize>(obj: &'a [u8], keys: [&[u8]; N]) -> Result<[Option<&'a [u8]>; N], ScanError> {
+    let mut found = [None; N];
+    let end = walk_object(obj, 0, |key, at| {
+        let Some(slot) = keys.iter().position(|k| *k == key) else {
+            return Ok(None);
+        };
+        let (raw, end) = value_at(obj, at)?;
+        found[slot].get_or_insert(raw);
+        Ok(Some(end))
+    })?;
+    expect_end(obj, end)?;
+    Ok(found)
 }
 
 pub fn is_null(raw: &[u8]) -> bool {
@@ -294,9 +332,36 @@ mod tests {
 
     #[test]
     fn first_element_of_arrays() {
-        assert_eq!(first_element(b"[]").unwrap(), None);
-        assert_eq!(first_element(b" [ {\"a\":[1]} , 2]").unwrap(), Some(&b"{\"a\":[1]}"[..]));
-        assert!(first_element(b"{}").is_err());
+        let first = |arr: &[u8]| {
+            let mut seen = None;
+            let end = walk_array_first(arr, 0, |at| {
+                let (raw, end) = value_at(arr, at)?;
+                seen = Some(raw.to_vec());
+                Ok(end)
+            })?;
+            Ok::<_, ScanError>((seen, end))
+        };
+        assert_eq!(first(b"[]").unwrap(), (None, 2));
+        let arr = b" [ {\"a\":[1]} , 2, \"]\"] ";
+        assert_eq!(first(arr).unwrap(), (Some(b"{\"a\":[1]}".to_vec()), arr.len() - 1));
+        assert!(first(b"{}").is_err());
+        assert!(first(b"[1 2]").is_err());
+        assert!(first(b"[1,").is_err());
+    }
+
+    #[test]
+    fn walking_an_object_lets_the_caller_consume_values() {
+        let doc = br#"{"skip":{"x":[1,{"y":"}"}]},"take":[3,4] , "n":null}"#;
+        let mut keys = Vec::new();
+        let end = walk_object(doc, 0, |key, at| {
+            keys.push(String::from_utf8_lossy(key).into_owned());
+            if key == b"take" { walk_array_first(doc, at, |at| Ok(at + 1)).map(Some) } else { Ok(None) }
+        })
+        .unwrap();
+        assert_eq!(keys, ["skip", "take", "n"]);
+        assert_eq!(end, doc.len());
+        assert!(walk_object(br#"{"a":1"#, 0, |_, _| Ok(None)).is_err());
+        assert!(walk_object(br#"{"a" 1}"#, 0, |_, _| Ok(None)).is_err());
     }
 
     #[test]
