@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use crate::chunk::{Usage, parse_event};
-use crate::http::Stamp;
+use crate::http::{ReadTimes, Stamp};
 use crate::record::FailureClass;
 use crate::spec::Api;
 use crate::sse::SseEvent;
@@ -23,6 +23,11 @@ pub struct StreamObservation {
     pub http_status: Option<u16>,
     pub first_output: Option<Instant>,
     pub first_content: Option<Instant>,
+    /// When the client read the bytes holding the first content (it may
+    /// read them later than they arrived, when it is busy).
+    pub first_content_read: Option<Instant>,
+    /// The read being parsed now.
+    current_read: Option<Instant>,
     last_output: Option<Instant>,
     /// Arrival of the event that completed the stream (or of the last bytes).
     pub end: Option<Instant>,
@@ -56,6 +61,8 @@ impl StreamObservation {
             http_status: None,
             first_output: None,
             first_content: None,
+            first_content_read: None,
+            current_read: None,
             last_output: None,
             end: None,
             content_chunks: 0,
@@ -74,10 +81,12 @@ impl StreamObservation {
         }
     }
 
-    /// Counts one read of the response and the clock that stamped it.
-    pub fn count_read(&mut self, stamp: Stamp) {
+    /// Notes one read of the response: which clock stamped it, and when it
+    /// was read (for the events it carries).
+    pub fn note_read(&mut self, times: ReadTimes) {
         self.reads += 1;
-        self.kernel_stamped_reads += u32::from(stamp == Stamp::Kernel);
+        self.kernel_stamped_reads += u32::from(times.stamp == Stamp::Kernel);
+        self.current_read = Some(times.read);
     }
 
     /// Records the first failure; later ones are consequences of it.
@@ -110,7 +119,10 @@ impl StreamObservation {
         }
         if let Some(text) = content {
             self.content_chunks += 1;
-            self.first_content.get_or_insert(at);
+            if self.first_content.is_none() {
+                self.first_content = Some(at);
+                self.first_content_read = self.current_read.or(Some(at));
+            }
             self.capture_text(text);
         }
         if reasoning || content.is_some() {

@@ -118,6 +118,11 @@ pub struct RequestRecord {
     /// Reads the response took (a read may carry several chunks).
     #[serde(default)]
     pub response_reads: u32,
+    /// How long the first content sat in the socket before the client read
+    /// it, in microseconds (0 with the `read` clock): what a client that
+    /// stamps in user space would have added to `ttft_ms`.
+    #[serde(default)]
+    pub first_content_read_delay_us: Option<u32>,
     /// When the schedule wanted the request sent, ms after the run started.
     pub intended_send_ms: f64,
     /// When it was actually sent, ms after the run started.
@@ -261,6 +266,10 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         cached_prompt_tokens: obs.usage.and_then(|u| u.cached_tokens),
         receive_clock: receive_clock(obs.reads, obs.kernel_stamped_reads).to_string(),
         response_reads: obs.reads,
+        first_content_read_delay_us: match (obs.first_content, obs.first_content_read) {
+            (Some(arrived), Some(read)) => Some(u32::try_from(read.saturating_duration_since(arrived).as_micros()).unwrap_or(u32::MAX)),
+            _ => None,
+        },
         intended_send_ms,
         actual_send_ms,
         send_lag_ms: actual_send_ms - intended_send_ms,

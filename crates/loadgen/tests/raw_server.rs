@@ -107,6 +107,7 @@ async fn happy_path_carries_every_reference_field_and_identity() {
         // Linux stamps every read on loopback with its receive time.
         assert_eq!(r.receive_clock, "kernel", "{r:?}");
         assert!(r.response_reads >= 1);
+        assert!(r.first_content_read_delay_us.is_some(), "{r:?}");
         tokens += r.output_tokens.unwrap();
     }
     let m = &a["metrics"];

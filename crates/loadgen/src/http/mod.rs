@@ -26,7 +26,7 @@ use crate::spec::Api;
 use crate::sse::SseParser;
 use response::{Body, parse_head};
 use socket::StampedSocket;
-pub use socket::Stamp;
+pub use socket::{ReadTimes, Stamp};
 
 /// After the stream's end marker, how long to wait for the rest of the body
 /// (the terminating chunk) so the connection can carry the next request.
@@ -171,9 +171,9 @@ async fn exchange(endpoint: &Endpoint, pooled: Option<StampedSocket>, request: &
                 obs.fail(FailureClass::Disconnect, "connection closed in the middle of the response head");
                 return Ending::Closed;
             }
-            Ok((n, at, stamp)) => {
-                obs.count_read(stamp);
-                (n, at)
+            Ok((n, times)) => {
+                obs.note_read(times);
+                (n, times.arrived)
             }
             Err(e) if filled == 0 => {
                 obs.fail(FailureClass::Disconnect, format!("reading the response: {e}"));
@@ -236,10 +236,10 @@ async fn exchange(endpoint: &Endpoint, pooled: Option<StampedSocket>, request: &
                 closed_early = !matches!(body, Body::UntilClose);
                 break;
             }
-            Ok((n, arrived, stamp)) => {
-                obs.count_read(stamp);
+            Ok((n, times)) => {
+                obs.note_read(times);
                 // Stamps from different clocks must not run backwards.
-                at = arrived.max(at);
+                at = times.arrived.max(at);
                 last_bytes = at;
                 unread = 0..n;
             }

@@ -74,8 +74,8 @@ impl StampedSocket {
     }
 
     /// Reads what has arrived into `buffer[from..]`: the count (0 at end of
-    /// stream), when the newest of those bytes arrived, and by which clock.
-    pub async fn read(&mut self, from: usize) -> io::Result<(usize, Instant, Stamp)> {
+    /// stream) and when the bytes arrived and were read.
+    pub async fn read(&mut self, from: usize) -> io::Result<(usize, ReadTimes)> {
         let Self { fd, control, buffer } = self;
         let room = buffer.len() - from;
         loop {
@@ -88,8 +88,8 @@ impl StampedSocket {
                     if n > 0 && n < room {
                         guard.clear_ready();
                     }
-                    let (at, stamp) = arrival(kernel_time);
-                    return Ok((n, at, stamp));
+                    let (arrived, stamp, read) = arrival(kernel_time);
+                    return Ok((n, ReadTimes { arrived, stamp, read }));
                 }
                 Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
                 Ok(Err(e)) => return Err(e),
@@ -113,10 +113,26 @@ fn receive(stream: &TcpStream, into: &mut [u8], control: &mut [u8]) -> io::Resul
     Ok((msg.bytes, kernel_time))
 }
 
+/// When a read's bytes arrived and when the client read them.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadTimes {
+    /// Arrival of the newest bytes in the read (see [`Stamp`]).
+    pub arrived: Instant,
+    pub stamp: Stamp,
+    /// Just after the read returned.
+    pub read: Instant,
+}
+
 /// Maps a kernel receive time (wall clock) onto the monotonic clock: the
-/// bytes arrived `age` ago, measured on the wall clock right now.
-fn arrival(kernel_time: Option<TimeSpec>) -> (Instant, Stamp) {
+/// bytes arrived `age` ago, measured on the wall clock right now. Returns
+/// the arrival, its clock, and the read moment.
+fn arrival(kernel_time: Option<TimeSpec>) -> (Instant, Stamp, Instant) {
     let now = Instant::now();
+    let (at, stamp) = kernel_arrival(kernel_time, now);
+    (at, stamp, now)
+}
+
+fn kernel_arrival(kernel_time: Option<TimeSpec>, now: Instant) -> (Instant, Stamp) {
     let Some(time) = kernel_time else { return (now, Stamp::Read) };
     let Ok(wall_now) = SystemTime::now().duration_since(UNIX_EPOCH) else { return (now, Stamp::Read) };
     let (Ok(secs), Ok(nanos)) = (u64::try_from(time.tv_sec()), u32::try_from(time.tv_nsec())) else {
