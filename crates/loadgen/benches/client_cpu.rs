@@ -184,8 +184,8 @@ fn main() {
     println!("client CPU per output chunk, C={CONCURRENCY} (this process's user+sys over the cell / chunks received)");
     println!("us/chunk = user + sys, both shown per chunk; anvil/reqwest = the ratio of us/chunk within a round");
     println!(
-        "{:>8} {:>8} {:>9} {:>9} {:>8} {:>10} {:>8} {:>8} {:>10}  {}",
-        "scenario", "client", "requests", "chunks", "cpu s", "us/chunk", "user", "sys", "chunks/s", "anvil/reqwest"
+        "{:>8} {:>8} {:>9} {:>9} {:>8} {:>10} {:>8} {:>8} {:>10}  anvil/reqwest",
+        "scenario", "client", "requests", "chunks", "cpu s", "us/chunk", "user", "sys", "chunks/s"
     );
     // (name, words per reply, µs between events, requests)
     for (name, words, delay_us, requests) in

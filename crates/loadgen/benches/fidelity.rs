@@ -10,8 +10,8 @@
 //!     runs in its own process, so its CPU is not counted.
 //! (3) Open-loop Poisson sweep: send lag (actual − intended send) per rate;
 //!     the client "keeps its schedule" while send_lag p99 < 1 ms. Each rate
-//!     runs with the old tokio-timer pacer and the thread pacer, alternately
-//!     (`ANVIL_LOADGEN_PACER`), so before and after see the same load.
+//!     runs with each pacer (tokio timer, pacer thread, sender thread),
+//!     alternately (`ANVIL_LOADGEN_PACER`), so all see the same load.
 //!
 //! Build the sim first: `cargo build --release -p anvil-sim`, then
 //! `cargo bench -p anvil-loadgen --bench fidelity`. `ANVIL_SIM_BIN` overrides
@@ -241,13 +241,15 @@ fn cpu_table(rt: &tokio::runtime::Runtime) {
     }
 }
 
-/// The pacers compared in the sweep (`ANVIL_LOADGEN_PACER`): before and after.
-const PACERS: [&str; 2] = ["tokio-timer", "thread"];
+/// The pacers compared in the sweep (`ANVIL_LOADGEN_PACER`), oldest first.
+const PACERS: [&str; 3] = ["tokio-timer", "thread", "sender"];
 
 fn sweep_table() {
     println!("(3) open-loop Poisson: send lag = actual - intended send, ms (schedule kept while p99 < 1 ms)");
     println!("    sim: decode-step-ms 5 (fixed), 64 output tokens; no concurrency cap;");
-    println!("    pacer tokio-timer = before (tokio sleep_until), thread = after; rows alternate under the same load");
+    println!("    pacer tokio-timer: the runtime sleeps on tokio's timer and sends; thread: a pacer thread wakes the");
+    println!("    runtime, which sends; sender (default): prepared ahead, the sender thread writes at the due time;");
+    println!("    rows alternate under the same load");
     println!(
         "{:>7} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>10}  load",
         "req/s", "pacer", "requests", "p50", "p90", "p99", "max", "kept", "chunks/s"

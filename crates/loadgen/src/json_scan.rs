@@ -131,8 +131,8 @@ pub fn walk_object<'a>(
 /// Walks the JSON array at `arr[start..]`: `on_first` may consume the first
 /// element (returning its end), the rest are skipped. Returns the index just
 /// past the closing `]`.
-pub fn walk_array_first<'a>(
-    arr: &'a [u8],
+pub fn walk_array_first(
+    arr: &[u8],
     start: usize,
     on_first: impl FnOnce(usize) -> Result<usize, ScanError>,
 ) -> Result<usize, ScanError> {

@@ -18,6 +18,7 @@ mod pacer;
 mod prompt;
 mod record;
 mod run;
+mod sender;
 pub mod sse;
 mod spec;
 mod stats;

@@ -15,12 +15,28 @@ use tokio::sync::mpsc;
 
 /// How long before each arrival the pacer stops sleeping and spins. At
 /// 1,000 arrivals a second this costs at most 5% of a core.
-const SPIN: Duration = Duration::from_micros(50);
+pub const SPIN: Duration = Duration::from_micros(50);
 
-/// How arrivals are timed; `ANVIL_LOADGEN_PACER=tokio-timer` picks the old
-/// tokio-timer path (kept for side-by-side comparison in the fidelity bench).
-pub fn use_thread_pacer() -> bool {
-    std::env::var("ANVIL_LOADGEN_PACER").map_or(true, |v| v != "tokio-timer")
+/// How open-loop arrivals are timed and sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The runtime sleeps on tokio's timer and sends (1 ms ticks).
+    TokioTimer,
+    /// This module's thread releases each arrival to the runtime, which sends.
+    Thread,
+    /// The runtime prepares each request ahead and the sender thread
+    /// ([`crate::sender`]) writes it at its time: the default.
+    Sender,
+}
+
+/// `ANVIL_LOADGEN_PACER=tokio-timer|thread|sender` picks the mode; the
+/// older ones are kept for side-by-side comparison in the fidelity bench.
+pub fn mode() -> Mode {
+    match std::env::var("ANVIL_LOADGEN_PACER").as_deref() {
+        Ok("tokio-timer") => Mode::TokioTimer,
+        Ok("thread") => Mode::Thread,
+        _ => Mode::Sender,
+    }
 }
 
 /// Sends `i` on the returned channel at `arrivals[i]` (never before).

@@ -11,7 +11,8 @@ use tokio::task::JoinSet;
 
 use crate::calibrate::{Calibration, calibrate};
 use crate::client::{endpoint, request_body};
-use crate::http::{Endpoint, execute};
+use crate::http::{Endpoint, execute, execute_at};
+use crate::sender::{self, SendJob};
 use crate::pacer;
 use crate::prompt::{PromptBuilder, SplitMix64, marker, streams};
 use crate::record::{RecordInputs, RequestRecord, derive};
@@ -53,6 +54,11 @@ pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How long before its time an open-loop request is prepared (prompt and
+/// body built, connection taken) for the sender thread. It holds its
+/// concurrency slot from then.
+const PREPARE_AHEAD: Duration = Duration::from_millis(5);
+
 /// Shared state of the requests in flight.
 struct Runner {
     spec: CellSpec,
@@ -76,15 +82,26 @@ impl Runner {
         }
     }
 
-    /// Sends request `index` and returns its record and when it ended.
-    async fn send(&self, index: u64, repeat: u32, run_start: Instant, intended: Instant) -> (RequestRecord, Instant) {
+    /// Sends request `index` and returns its record and when it ended; with
+    /// a sender `queue`, the sender thread sends it at `intended`.
+    async fn send(
+        &self,
+        index: u64,
+        repeat: u32,
+        run_start: Instant,
+        intended: Instant,
+        queue: Option<&std::sync::mpsc::Sender<SendJob>>,
+    ) -> (RequestRecord, Instant) {
         let t = self.pick_target();
         self.outstanding[t].fetch_add(1, Ordering::Relaxed);
         let marker = marker(self.spec.seed, index);
         let prompt = self.prompts.build(index);
         let body = request_body(&self.spec, &prompt, index, &marker, self.spec.max_tokens);
         let body = serde_json::to_vec(&body).unwrap_or_default();
-        let (obs, finished) = execute(&self.endpoints[t], self.spec.api, &body, self.timeout).await;
+        let (obs, finished) = match queue {
+            Some(queue) => execute_at(&self.endpoints[t], self.spec.api, &body, self.timeout, queue, intended).await,
+            None => execute(&self.endpoints[t], self.spec.api, &body, self.timeout).await,
+        };
         self.outstanding[t].fetch_sub(1, Ordering::Relaxed);
         let inputs = RecordInputs {
             index,
@@ -149,7 +166,7 @@ async fn run_phase(
                         if k >= u64::from(count) {
                             break mine;
                         }
-                        let (rec, finished) = runner.send(first + k, repeat, run_start, intended).await;
+                        let (rec, finished) = runner.send(first + k, repeat, run_start, intended, None).await;
                         intended = finished;
                         if let Some(p) = &progress {
                             p.record(&rec);
@@ -162,19 +179,27 @@ async fn run_phase(
         Arrival::Poisson { .. } | Arrival::Constant { .. } => {
             let cap = Arc::new(Semaphore::new(runner.spec.concurrency as usize));
             let arrivals = arrival_times(run_start, count, arrival, runner.spec.seed, repeat);
-            let mut paced = if pacer::use_thread_pacer() { pacer::spawn(arrivals.clone()) } else { None };
+            let mode = pacer::mode();
+            let queue = if mode == pacer::Mode::Sender { sender::spawn() } else { None };
+            let mut paced = if mode == pacer::Mode::Thread { pacer::spawn(arrivals.clone()) } else { None };
             for (k, intended) in (0u32..).zip(arrivals) {
-                match &mut paced {
-                    Some(released) => {
+                match (&queue, &mut paced) {
+                    // Prepared ahead; the sender thread sends at `intended`.
+                    (Some(_), _) => {
+                        let ahead = intended.checked_sub(PREPARE_AHEAD).unwrap_or(intended);
+                        tokio::time::sleep_until(ahead.into()).await;
+                    }
+                    (None, Some(released)) => {
                         released.recv().await.context("the pacer thread stopped early")?;
                     }
-                    None => tokio::time::sleep_until(intended.into()).await,
+                    (None, None) => tokio::time::sleep_until(intended.into()).await,
                 }
                 // The cap may hold the request back; that lag is recorded, not hidden.
                 let permit = cap.clone().acquire_owned().await.context("concurrency cap closed")?;
-                let (runner, progress) = (runner.clone(), progress.cloned());
+                let (runner, progress, queue) = (runner.clone(), progress.cloned(), queue.clone());
                 tasks.spawn(async move {
-                    let (rec, _) = runner.send(first + u64::from(k), repeat, run_start, intended).await;
+                    let (rec, _) =
+                        runner.send(first + u64::from(k), repeat, run_start, intended, queue.as_ref()).await;
                     drop(permit);
                     if let Some(p) = &progress {
                         p.record(&rec);

@@ -14,7 +14,7 @@ mod chunked;
 mod response;
 mod socket;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
@@ -22,6 +22,7 @@ use url::{Host, Url};
 
 use crate::observe::StreamObservation;
 use crate::record::FailureClass;
+use crate::sender::{SendJob, Sent};
 use crate::spec::Api;
 use crate::sse::SseParser;
 use response::{Body, parse_head};
@@ -87,8 +88,23 @@ impl Endpoint {
         request
     }
 
+    /// An idle connection the server has not closed, if any.
     fn take_idle(&self) -> Option<StampedSocket> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(socket) = idle.pop() {
+            if !socket.closed_while_idle() {
+                return Some(socket);
+            }
+        }
+        None
+    }
+
+    async fn connect(&self) -> std::io::Result<StampedSocket> {
+        StampedSocket::connect(&self.host, self.port).await
+    }
+
+    fn connect_failure(&self, e: &std::io::Error) -> String {
+        format!("connecting to {}:{}: {e}", self.host, self.port)
     }
 
     fn keep_idle(&self, socket: StampedSocket) {
@@ -111,25 +127,89 @@ enum Ending {
 /// request ended.
 pub async fn execute(endpoint: &Endpoint, api: Api, body: &[u8], timeout: Duration) -> (StreamObservation, Instant) {
     let request = endpoint.request(body);
-    let mut retried = false;
+    send_now(endpoint, api, &request, timeout, false).await
+}
+
+/// [`execute`], sent at `due` by the sender thread: the connection is taken
+/// or opened first, so only the write happens at the due moment. Falls back
+/// to sending from here if the thread is gone.
+pub async fn execute_at(
+    endpoint: &Endpoint,
+    api: Api,
+    body: &[u8],
+    timeout: Duration,
+    queue: &std::sync::mpsc::Sender<SendJob>,
+    due: Instant,
+) -> (StreamObservation, Instant) {
+    let request: Arc<[u8]> = Arc::from(endpoint.request(body));
+    let pooled = endpoint.take_idle();
+    let reused = pooled.is_some();
+    let socket = match pooled {
+        Some(socket) => socket,
+        None => match endpoint.connect().await {
+            Ok(socket) => socket,
+            Err(e) => {
+                let mut obs = StreamObservation::new(api, Instant::now(), unix_ns_now());
+                obs.fail(FailureClass::Connect, endpoint.connect_failure(&e));
+                return (obs, Instant::now());
+            }
+        },
+    };
+    let (done, reply) = tokio::sync::oneshot::channel();
+    let sent = match socket.duplicate() {
+        Ok(duplicate) => {
+            let job = SendJob { due, socket: duplicate, bytes: request.clone(), done };
+            match queue.send(job) {
+                Ok(()) => reply.await.ok(),
+                Err(_) => None,
+            }
+        }
+        Err(_) => None,
+    };
+    let Some(Sent { start, start_unix_ns, written }) = sent else {
+        endpoint.keep_idle(socket);
+        return send_now(endpoint, api, &request, timeout, false).await;
+    };
+    let mut obs = StreamObservation::new(api, start, start_unix_ns);
+    let ending = match written {
+        Ok(n) => {
+            let ended = tokio::time::timeout(timeout, converse(socket, reused, &request[n..], &mut obs)).await;
+            settle(ended, &mut obs, timeout)
+        }
+        Err(e) => {
+            obs.fail(FailureClass::Disconnect, format!("sending the request: {e}"));
+            if reused { Ending::Stale } else { Ending::Closed }
+        }
+    };
+    match ending {
+        Ending::Reusable(socket) => endpoint.keep_idle(socket),
+        Ending::Stale if reused => return send_now(endpoint, api, &request, timeout, true).await,
+        Ending::Stale | Ending::Closed => {}
+    }
+    (obs, Instant::now())
+}
+
+/// Sends from this task now; `retried` when this is the second attempt
+/// after a stale pooled connection.
+async fn send_now(
+    endpoint: &Endpoint,
+    api: Api,
+    request: &[u8],
+    timeout: Duration,
+    mut retried: bool,
+) -> (StreamObservation, Instant) {
     loop {
         let pooled = endpoint.take_idle();
         let reused = pooled.is_some();
         let mut obs = StreamObservation::new(api, Instant::now(), unix_ns_now());
-        let ending = match tokio::time::timeout(timeout, exchange(endpoint, pooled, &request, &mut obs)).await {
-            Ok(ending) => ending,
-            Err(_) => {
-                if !obs.done {
-                    obs.fail(FailureClass::Timeout, format!("no complete response within {} ms", timeout.as_millis()));
-                }
-                Ending::Closed
-            }
-        };
+        let ended = tokio::time::timeout(timeout, exchange(endpoint, pooled, request, &mut obs)).await;
+        let ending = settle(ended, &mut obs, timeout);
         match ending {
             Ending::Reusable(socket) => endpoint.keep_idle(socket),
             // Some servers (llama-server) close after each stream while
-            // advertising keep-alive; the request is sent once more on a
-            // fresh connection, with a fresh start time.
+            // advertising keep-alive, and the close can still be in flight
+            // when the connection is reused; the request is sent once more
+            // on a fresh connection, with a fresh start time.
             Ending::Stale if reused && !retried => {
                 retried = true;
                 continue;
@@ -141,20 +221,38 @@ pub async fn execute(endpoint: &Endpoint, api: Api, body: &[u8], timeout: Durati
     }
 }
 
+/// How an exchange run under the request's timeout ended.
+fn settle(ended: Result<Ending, tokio::time::error::Elapsed>, obs: &mut StreamObservation, timeout: Duration) -> Ending {
+    match ended {
+        Ok(ending) => ending,
+        Err(_) => {
+            if !obs.done {
+                obs.fail(FailureClass::Timeout, format!("no complete response within {} ms", timeout.as_millis()));
+            }
+            Ending::Closed
+        }
+    }
+}
+
 async fn exchange(endpoint: &Endpoint, pooled: Option<StampedSocket>, request: &[u8], obs: &mut StreamObservation) -> Ending {
     let reused = pooled.is_some();
-    let mut socket = match pooled {
+    let socket = match pooled {
         Some(socket) => socket,
-        None => match StampedSocket::connect(&endpoint.host, endpoint.port).await {
+        None => match endpoint.connect().await {
             Ok(socket) => socket,
             Err(e) => {
-                obs.fail(FailureClass::Connect, format!("connecting to {}:{}: {e}", endpoint.host, endpoint.port));
+                obs.fail(FailureClass::Connect, endpoint.connect_failure(&e));
                 return Ending::Closed;
             }
         },
     };
+    converse(socket, reused, request, obs).await
+}
+
+/// Sends what is left of the request (`unsent`) and reads the response.
+async fn converse(mut socket: StampedSocket, reused: bool, unsent: &[u8], obs: &mut StreamObservation) -> Ending {
     let broken_before_response = if reused { Ending::Stale } else { Ending::Closed };
-    if let Err(e) = socket.write_all(request).await {
+    if let Err(e) = socket.write_all(unsent).await {
         obs.fail(FailureClass::Disconnect, format!("sending the request: {e}"));
         return broken_before_response;
     }

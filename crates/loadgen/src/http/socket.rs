@@ -59,6 +59,19 @@ impl StampedSocket {
         })
     }
 
+    /// A duplicate of the descriptor, for a thread to write on.
+    pub fn duplicate(&self) -> io::Result<TcpStream> {
+        self.fd.get_ref().try_clone()
+    }
+
+    /// An idle keep-alive connection the server has closed (or sent
+    /// something unasked on) is not worth a request.
+    pub fn closed_while_idle(&self) -> bool {
+        let mut probe = [0u8; 1];
+        let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
+        !matches!(nix::sys::socket::recv(self.fd.get_ref().as_raw_fd(), &mut probe, flags), Err(nix::errno::Errno::EAGAIN))
+    }
+
     pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
             let mut guard = self.fd.writable().await?;
