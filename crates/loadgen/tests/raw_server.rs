@@ -268,3 +268,22 @@ async fn unreachable_target_is_a_connect_failure_not_a_panic() {
     let t = Target { base_url: format!("http://{addr}"), api_key: None, label: "gone".into() };
     assert!(run_cell(&self::spec(2, 1), &[t], &CellContext::default(), &no_progress).await.is_err());
 }
+
+/// A server that closes every connection after its response while
+/// advertising keep-alive: the closed idle connections are noticed before
+/// reuse (or the request is re-sent once), and no request fails.
+#[tokio::test]
+async fn connections_closed_after_each_response_are_not_reused() {
+    let server = support::spawn(ServerConfig { close_after_response: true, ..ServerConfig::default() }).await;
+    for arrival in [Arrival::ClosedLoop, Arrival::Poisson { rate_per_s: 400.0 }] {
+        let mut spec = spec(12, 3);
+        spec.arrival = arrival;
+        let report = run(&spec, &[target(&server, "a")], &CellContext::default()).await;
+        assert_eq!(report.summary.failed, 0, "{arrival:?}: {}", report.artifact["failures"]);
+        assert_eq!(report.records.len(), 12);
+    }
+    // One connection per request: calibration probes, warmups and the 24
+    // measured requests each opened their own.
+    let requests = server.requests.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(server.connections.load(std::sync::atomic::Ordering::Relaxed), requests);
+}

@@ -46,6 +46,9 @@ pub struct ServerConfig {
     pub split_writes: bool,
     /// Pause between reading the request and the first event.
     pub first_event_delay: Duration,
+    /// Close the connection after every streamed response, without saying
+    /// so in a header (what llama-server does).
+    pub close_after_response: bool,
 }
 
 impl Default for ServerConfig {
@@ -58,6 +61,7 @@ impl Default for ServerConfig {
             tokens_per_word: 1.5,
             split_writes: true,
             first_event_delay: Duration::ZERO,
+            close_after_response: false,
         }
     }
 }
@@ -279,6 +283,9 @@ async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter:
             }
         }
         socket.write_all(b"0\r\n\r\n").await?;
+        if config.close_after_response {
+            return Ok(());
+        }
     }
     Ok(())
 }
