@@ -602,6 +602,9 @@ fn llama_server_serves_two_cells_from_one_warm_launch_and_leaves_nothing() {
         assert!(completed > 0, "{cell}: requests completed");
         assert_eq!(artifact["simulated"], false, "{cell}");
         assert_eq!(str_of(&artifact, "engine"), "llama-server", "{cell}");
+        // The real engine's artifact carries every reference field and
+        // follows the protocol's identities, like the sim's.
+        assert_eq!(common::protocol::assert_follows_reference(&artifact, cell) as u64, completed, "{cell}: every completed record checked");
         let sources = &artifact["metrics"]["output_token_sources"];
         assert_eq!(sources["usage"].as_u64(), Some(completed), "{cell}: output tokens come from usage: {sources}");
         for timing in artifact["request_timings"].as_array().expect("request_timings") {
@@ -610,6 +613,7 @@ fn llama_server_serves_two_cells_from_one_warm_launch_and_leaves_nothing() {
                 assert!(timing["prompt_tokens"].as_u64().is_some_and(|t| t > 64), "{cell}: real prompt_tokens from usage: {timing}");
                 // SmolLM2 never does this on its own: the KDL-escaped grammar reached the engine.
                 assert_eq!(timing["request_canary"]["marker_at_start"], true, "{cell}: the grammar forced the marker: {timing}");
+                assert_eq!(timing["receive_clock"], "kernel", "{cell}: reads stamped by the kernel: {timing}");
             }
         }
         assert_eq!(artifact["server_warmup"]["requests_per_replica"].as_u64(), Some(2), "{cell}: warmup recorded: {}", artifact["server_warmup"]);

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub mod protocol;
+
 /// No single anvil invocation in these tests should take this long; the
 /// limit only keeps a hung binary from hanging the suite.
 const COMMAND_LIMIT: Duration = Duration::from_secs(180);
