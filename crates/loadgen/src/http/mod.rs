@@ -11,14 +11,12 @@
 //! endpoints are supported.
 
 mod chunked;
+mod endpoint;
 mod response;
 mod socket;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-use anyhow::{Context, bail};
-use url::{Host, Url};
 
 use crate::observe::StreamObservation;
 use crate::record::FailureClass;
@@ -26,6 +24,7 @@ use crate::sender::{SendJob, Sent};
 use crate::spec::Api;
 use crate::sse::SseParser;
 use response::{Body, parse_head};
+pub use endpoint::Endpoint;
 use socket::StampedSocket;
 pub use socket::{ReadTimes, Stamp};
 
@@ -35,82 +34,6 @@ const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// Most of an error response's body kept for the failure's detail.
 const ERROR_BODY_CAP: usize = 4096;
-
-/// One server's streaming endpoint and its idle keep-alive connections.
-pub struct Endpoint {
-    host: String,
-    port: u16,
-    /// The request head up to (not including) `Content-Length`.
-    head_prefix: String,
-    idle: Mutex<Vec<StampedSocket>>,
-}
-
-impl Endpoint {
-    /// `url` is the full endpoint URL (`http://host:port/v1/chat/completions`).
-    pub fn new(url: &str, api_key: Option<&str>) -> anyhow::Result<Self> {
-        let parsed = Url::parse(url).with_context(|| format!("invalid server URL {url:?}"))?;
-        if parsed.scheme() != "http" {
-            bail!("the load generator speaks plain http:// only; {url:?} uses {}://", parsed.scheme());
-        }
-        let host = match parsed.host() {
-            Some(Host::Domain(name)) => name.to_string(),
-            Some(Host::Ipv4(ip)) => ip.to_string(),
-            Some(Host::Ipv6(ip)) => ip.to_string(),
-            None => bail!("server URL {url:?} has no host"),
-        };
-        let port = parsed.port_or_known_default().unwrap_or(80);
-        let authority = match parsed.port() {
-            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or(&host)),
-            None => parsed.host_str().unwrap_or(&host).to_string(),
-        };
-        let mut path = parsed.path().to_string();
-        if let Some(query) = parsed.query() {
-            path = format!("{path}?{query}");
-        }
-        let mut head_prefix = format!(
-            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: anvil-loadgen/{}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n",
-            env!("CARGO_PKG_VERSION")
-        );
-        if let Some(key) = api_key {
-            if key.contains(['\r', '\n']) {
-                bail!("the API key for {url:?} contains a line break");
-            }
-            head_prefix.push_str(&format!("Authorization: Bearer {key}\r\n"));
-        }
-        Ok(Self { host, port, head_prefix, idle: Mutex::new(Vec::new()) })
-    }
-
-    fn request(&self, body: &[u8]) -> Vec<u8> {
-        let mut request = Vec::with_capacity(self.head_prefix.len() + 32 + body.len());
-        request.extend_from_slice(self.head_prefix.as_bytes());
-        request.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
-        request.extend_from_slice(body);
-        request
-    }
-
-    /// An idle connection the server has not closed, if any.
-    fn take_idle(&self) -> Option<StampedSocket> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(socket) = idle.pop() {
-            if !socket.closed_while_idle() {
-                return Some(socket);
-            }
-        }
-        None
-    }
-
-    async fn connect(&self) -> std::io::Result<StampedSocket> {
-        StampedSocket::connect(&self.host, self.port).await
-    }
-
-    fn connect_failure(&self, e: &std::io::Error) -> String {
-        format!("connecting to {}:{}: {e}", self.host, self.port)
-    }
-
-    fn keep_idle(&self, socket: StampedSocket) {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(socket);
-    }
-}
 
 /// How an exchange left its connection.
 enum Ending {
@@ -146,14 +69,17 @@ pub async fn execute_at(
     let reused = pooled.is_some();
     let socket = match pooled {
         Some(socket) => socket,
-        None => match endpoint.connect().await {
-            Ok(socket) => socket,
-            Err(e) => {
-                let mut obs = StreamObservation::new(api, Instant::now(), unix_ns_now());
-                obs.fail(FailureClass::Connect, endpoint.connect_failure(&e));
-                return (obs, Instant::now());
+        None => {
+            let connected = tokio::time::timeout(timeout, endpoint.connect()).await;
+            match connected.unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())) {
+                Ok(socket) => socket,
+                Err(e) => {
+                    let mut obs = StreamObservation::new(api, Instant::now(), unix_ns_now());
+                    obs.fail(FailureClass::Connect, endpoint.connect_failure(&e));
+                    return (obs, Instant::now());
+                }
             }
-        },
+        }
     };
     let (done, reply) = tokio::sync::oneshot::channel();
     let sent = match socket.duplicate() {

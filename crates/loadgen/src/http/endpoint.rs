@@ -1,0 +1,115 @@
+//! One server's streaming endpoint: where to connect, the request head,
+//! and the idle keep-alive connections.
+
+use std::sync::Mutex;
+
+use anyhow::{Context, bail};
+use url::{Host, Url};
+
+use super::socket::StampedSocket;
+
+/// One server's streaming endpoint and its idle keep-alive connections.
+pub struct Endpoint {
+    host: String,
+    port: u16,
+    /// The request head up to (not including) `Content-Length`.
+    head_prefix: String,
+    idle: Mutex<Vec<StampedSocket>>,
+}
+
+impl Endpoint {
+    /// `url` is the full endpoint URL (`http://host:port/v1/chat/completions`).
+    pub fn new(url: &str, api_key: Option<&str>) -> anyhow::Result<Self> {
+        let parsed = Url::parse(url).with_context(|| format!("invalid server URL {url:?}"))?;
+        if parsed.scheme() != "http" {
+            bail!("the load generator speaks plain http:// only; {url:?} uses {}://", parsed.scheme());
+        }
+        let host = match parsed.host() {
+            Some(Host::Domain(name)) => name.to_string(),
+            Some(Host::Ipv4(ip)) => ip.to_string(),
+            Some(Host::Ipv6(ip)) => ip.to_string(),
+            None => bail!("server URL {url:?} has no host"),
+        };
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let authority = match parsed.port() {
+            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or(&host)),
+            None => parsed.host_str().unwrap_or(&host).to_string(),
+        };
+        let mut path = parsed.path().to_string();
+        if let Some(query) = parsed.query() {
+            path = format!("{path}?{query}");
+        }
+        let mut head_prefix = format!(
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: anvil-loadgen/{}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        if let Some(key) = api_key {
+            if key.contains(['\r', '\n']) {
+                bail!("the API key for {url:?} contains a line break");
+            }
+            head_prefix.push_str(&format!("Authorization: Bearer {key}\r\n"));
+        }
+        Ok(Self { host, port, head_prefix, idle: Mutex::new(Vec::new()) })
+    }
+
+    pub(super) fn request(&self, body: &[u8]) -> Vec<u8> {
+        let mut request = Vec::with_capacity(self.head_prefix.len() + 32 + body.len());
+        request.extend_from_slice(self.head_prefix.as_bytes());
+        request.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+        request.extend_from_slice(body);
+        request
+    }
+
+    /// An idle connection the server has not closed, if any.
+    pub(super) fn take_idle(&self) -> Option<StampedSocket> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(socket) = idle.pop() {
+            if !socket.closed_while_idle() {
+                return Some(socket);
+            }
+        }
+        None
+    }
+
+    pub(super) async fn connect(&self) -> std::io::Result<StampedSocket> {
+        StampedSocket::connect(&self.host, self.port).await
+    }
+
+    pub(super) fn connect_failure(&self, e: &std::io::Error) -> String {
+        format!("connecting to {}:{}: {e}", self.host, self.port)
+    }
+
+    pub(super) fn keep_idle(&self, socket: StampedSocket) {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(socket);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(url: &str, key: Option<&str>) -> String {
+        let endpoint = Endpoint::new(url, key).expect("a valid endpoint");
+        String::from_utf8(endpoint.request(b"{}")).expect("ASCII request")
+    }
+
+    #[test]
+    fn request_heads() {
+        let h = head("http://127.0.0.1:8000/v1/chat/completions", Some("k-1"));
+        assert!(h.starts_with("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"), "{h}");
+        assert!(h.contains("Authorization: Bearer k-1\r\n") && h.ends_with("Content-Length: 2\r\n\r\n{}"), "{h}");
+        let h = head("http://[::1]:9/x/v1/completions?a=b", None);
+        assert!(h.starts_with("POST /x/v1/completions?a=b HTTP/1.1\r\nHost: [::1]:9\r\n"), "{h}");
+        assert!(!h.contains("Authorization"));
+        let h = head("http://example.test/v1/responses", None);
+        assert!(h.contains("Host: example.test\r\n"), "{h}");
+    }
+
+    #[test]
+    fn what_it_refuses() {
+        let https = Endpoint::new("https://example.test/v1/chat/completions", None).err().expect("https refused");
+        assert!(https.to_string().contains("plain http:// only"), "{https}");
+        assert!(Endpoint::new("not a url", None).is_err());
+        assert!(Endpoint::new("http://h:1/v1/chat/completions", Some("a\r\nX-Evil: 1")).is_err());
+    }
+}
