@@ -89,6 +89,10 @@ pub fn metrics(all: &[&RequestRecord], wall_ms: f64, spec: &CellSpec) -> Map<Str
     write_distribution(&mut m, "chunk_gap", KeyStyle::Millis, Distribution::of(&gaps).as_ref());
     // Client schedule lag covers every attempted request: it is about the client.
     write_distribution(&mut m, "send_lag", KeyStyle::Millis, Distribution::of(&values(all, |r| Some(r.send_lag_ms))).as_ref());
+    // How long the first content sat in the socket before the client read
+    // it: also about the client (did it keep up?), not the engine.
+    let read_delays = values(&eligible, |r| r.first_content_read_delay_us.map(|us| f64::from(us) / 1000.0));
+    write_distribution(&mut m, "first_content_read_delay", KeyStyle::Millis, Distribution::of(&read_delays).as_ref());
 
     let output_tokens = tokens(&eligible);
     m.insert("output_tokens".into(), json!(output_tokens));
@@ -152,7 +156,7 @@ fn metric_population(all: &[&RequestRecord], metrics: &Map<String, Value>) -> Va
         .count();
     let mut samples = Map::new();
     let mut interpretation = Map::new();
-    let names = REQUEST_METRICS.iter().map(|d| d.name).chain(["chunk_gap", "send_lag"]);
+    let names = REQUEST_METRICS.iter().map(|d| d.name).chain(["chunk_gap", "send_lag", "first_content_read_delay"]);
     for name in names {
         let n = metrics.get(&format!("{name}_samples")).and_then(Value::as_u64).unwrap_or(0);
         samples.insert(name.to_string(), json!(n));
@@ -229,6 +233,7 @@ fn timing_methodology() -> Value {
         "throughput": "sum of usage completion tokens of performance-eligible requests divided by the measured wall-clock span (first request sent to last response ended, summed over repeats)",
         "chunk_gap": "raw gaps between consecutive non-empty reasoning or content events of a request, pooled over eligible requests; events arriving in one read share a timestamp",
         "tokens_per_chunk": "per request, usage completion tokens divided by non-empty reasoning plus content events",
+        "first_content_read_delay": "kernel arrival of the bytes holding the first content to the client's read of them, over eligible requests; not part of ttft (which ends at arrival); large values mean the client was busy",
         "send_lag": "actual send time minus the schedule's intended send time (closed loop: the end of the worker's previous request; open loop: the seeded arrival time), over all attempted requests",
         "goodput": "requests meeting every configured SLO (ttft, tpot, e2e limits) among attempted requests; failed requests never meet an SLO",
         "prompt_calibration": "filler length chosen by probing the server's usage.prompt_tokens with one-token requests before warmup; planned and actual prompt tokens are recorded per request",

@@ -43,10 +43,10 @@ pub fn render_table(artifact: &Value) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<26} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "{:<30} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
         "metric", "mean", "p50", "p90", "p99", "max", "n"
     );
-    let rows: [(&str, &str, &str); 8] = [
+    let rows: [(&str, &str, &str); 10] = [
         ("ttft", "ttft", "_ms"),
         ("time_to_first_output", "time_to_first_output", "_ms"),
         ("tpot", "tpot", "_ms"),
@@ -55,13 +55,16 @@ pub fn render_table(artifact: &Value) -> String {
         ("decode tok/s", "decode_tok_s", ""),
         ("prefill tok/s", "effective_prefill_tok_s", ""),
         ("prompt tokens", "prompt_tokens", ""),
+        // About the client: did it send on time and read promptly?
+        ("send lag", "send_lag", "_ms"),
+        ("first content read delay", "first_content_read_delay", "_ms"),
     ];
     for (label, name, unit) in rows {
         let key = |stat: &str| m.get(format!("{name}_{stat}{unit}"));
         let label = if unit.is_empty() { label.to_string() } else { format!("{label} (ms)") };
         let _ = writeln!(
             out,
-            "{:<26} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+            "{:<30} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
             label,
             num(key("mean"), 2),
             num(key("p50"), 2),

@@ -121,6 +121,8 @@ async fn happy_path_carries_every_reference_field_and_identity() {
     assert!(close(wall, last_end - first_send));
     assert!(close(m["throughput_tok_s"].as_f64().unwrap(), tokens as f64 / (wall / 1000.0)));
     assert_eq!(m["chunk_gap_samples"], 24 * 8);
+    assert_eq!(m["first_content_read_delay_samples"], 24);
+    assert!(m["first_content_read_delay_min_ms"].as_f64().unwrap() >= 0.0);
     assert_eq!(a["metric_population"]["p99_interpretation"], "descriptive-nearest-rank-only");
 
     // Calibration reached the planned prompt length as the server counts it.
@@ -137,6 +139,7 @@ async fn happy_path_carries_every_reference_field_and_identity() {
 
     let table = render_table(a);
     assert!(table.contains("ttft (ms)") && table.contains("completed 24"), "{table}");
+    assert!(table.contains("first content read delay (ms)") && table.contains("send lag (ms)"), "{table}");
     assert_eq!(report.summary.completed, 24);
 }
 
