@@ -42,10 +42,18 @@ fn big_recipe() -> String {
     plain_tasks(PLAIN_TASKS, &mut out);
     let values: Vec<String> = (0..SWEEP_VALUES).map(|v| v.to_string()).collect();
     for d in 0..SWEPT_DECLS {
-        let _ = writeln!(out, "task \"s{d}-{{v}}\" {{\n    sweep \"v\" {}\n    run \"sh\" \"-c\" \"echo swept {d} {{v}} {{scale}}\"\n}}", values.join(" "));
+        let _ = writeln!(
+            out,
+            "task \"s{d}-{{v}}\" {{\n    sweep \"v\" {}\n    run \"sh\" \"-c\" \"echo swept {d} {{v}} {{scale}}\"\n}}",
+            values.join(" ")
+        );
     }
     for s in 0..SERVERS {
-        let _ = writeln!(out, "server \"sim{s}\" {{\n    engine \"sim\"\n    model \"m{s}\"\n    sim {{ decode-step-ms {} }}\n}}", 1 + s);
+        let _ = writeln!(
+            out,
+            "server \"sim{s}\" {{\n    engine \"sim\"\n    model \"m{s}\"\n    sim {{ decode-step-ms {} }}\n}}",
+            1 + s
+        );
     }
     out.push_str("workload \"w\" {\n    context-tokens 64\n    requests 4\n    max-tokens 16\n}\n");
     let concurrency: Vec<String> = (1..=CELL_SWEEP).map(|c| c.to_string()).collect();
@@ -58,7 +66,8 @@ fn big_recipe() -> String {
         );
     }
     for g in 0..GATES {
-        let _ = writeln!(out, "gate \"g{g}\" {{\n    require \"task.t{}.exit_code == 0\"\n}}", g % PLAIN_TASKS);
+        let _ =
+            writeln!(out, "gate \"g{g}\" {{\n    require \"task.t{}.exit_code == 0\"\n}}", g % PLAIN_TASKS);
     }
     out
 }
@@ -72,9 +81,19 @@ fn small_recipe() -> String {
 /// Run anvil to the end and return how long it took; it must exit 0.
 fn timed(store: &Path, args: &[&str]) -> Duration {
     let started = Instant::now();
-    let output = Command::new(anvil()).env("ANVIL_STORE", store).args(args).stdin(Stdio::null()).output().expect("start anvil");
+    let output = Command::new(anvil())
+        .env("ANVIL_STORE", store)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("start anvil");
     let elapsed = started.elapsed();
-    assert!(output.status.success(), "anvil {args:?} failed:\n{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "anvil {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     elapsed
 }
 
@@ -114,38 +133,64 @@ fn main() {
     let big_arg = big.to_str().expect("utf-8 path");
 
     let steps = PLAIN_TASKS + SWEPT_DECLS * SWEEP_VALUES + SERVERS + CELL_DECLS * CELL_SWEEP + GATES;
-    println!("spine bench: {steps} steps ({PLAIN_TASKS} tasks, {} swept tasks, {SERVERS} servers, {} cells, {GATES} gates); binary {}", SWEPT_DECLS * SWEEP_VALUES, CELL_DECLS * CELL_SWEEP, anvil().display());
+    println!(
+        "spine bench: {steps} steps ({PLAIN_TASKS} tasks, {} swept tasks, {SERVERS} servers, {} cells, {GATES} gates); binary {}",
+        SWEPT_DECLS * SWEEP_VALUES,
+        CELL_DECLS * CELL_SWEEP,
+        anvil().display()
+    );
 
     let empty_store = dir.path().join("empty-store");
-    let cold = Sample::measure("plan 10k, empty store", PLAN_RUNS, || timed(&empty_store, &["plan", big_arg, "--json"]));
+    let cold = Sample::measure("plan 10k, empty store", PLAN_RUNS, || {
+        timed(&empty_store, &["plan", big_arg, "--json"])
+    });
 
     let warm_store = dir.path().join("warm-store");
     let fill = timed(&warm_store, &["run", small.to_str().expect("utf-8 path"), "-j", "8"]);
     let cached = count_cached(&warm_store, big_arg);
-    let warm = Sample::measure(&format!("plan 10k, {cached} stored"), PLAN_RUNS, || timed(&warm_store, &["plan", big_arg, "--json"]));
+    let warm = Sample::measure(&format!("plan 10k, {cached} stored"), PLAN_RUNS, || {
+        timed(&warm_store, &["plan", big_arg, "--json"])
+    });
 
     let quickstart = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/quickstart.kdl");
     let quick_arg = quickstart.to_str().expect("utf-8 path");
     let quick_store = dir.path().join("quickstart-store");
     timed(&quick_store, &["run", quick_arg]);
-    let noop = Sample::measure("quickstart no-op rerun", STARTUP_RUNS, || timed(&quick_store, &["run", quick_arg]));
+    let noop =
+        Sample::measure("quickstart no-op rerun", STARTUP_RUNS, || timed(&quick_store, &["run", quick_arg]));
     let version = Sample::measure("anvil --version", STARTUP_RUNS, || timed(&quick_store, &["--version"]));
 
     println!();
     println!("{:<32} {:>5} {:>10} {:>10} {:>10}", "measurement", "runs", "median ms", "min ms", "max ms");
     for sample in [&cold, &warm, &noop, &version] {
         let sorted = sample.sorted();
-        println!("{:<32} {:>5} {:>10} {:>10} {:>10}", sample.label, sample.times.len(), ms(sample.median()), ms(sorted[0]), ms(sorted[sorted.len() - 1]));
+        println!(
+            "{:<32} {:>5} {:>10} {:>10} {:>10}",
+            sample.label,
+            sample.times.len(),
+            ms(sample.median()),
+            ms(sorted[0]),
+            ms(sorted[sorted.len() - 1])
+        );
     }
     println!();
     println!("filling the store: run of the {STORED_TASKS}-task variant took {} ms", ms(fill));
     println!("plan per step (10k, empty store): {:.1} µs", cold.median().as_secs_f64() * 1e6 / steps as f64);
-    println!("no-op rerun / --version (medians): {:.2}×", noop.median().as_secs_f64() / version.median().as_secs_f64());
+    println!(
+        "no-op rerun / --version (medians): {:.2}×",
+        noop.median().as_secs_f64() / version.median().as_secs_f64()
+    );
 }
 
 /// How many of the big recipe's steps the store already holds.
 fn count_cached(store: &Path, recipe: &str) -> usize {
-    let output = Command::new(anvil()).env("ANVIL_STORE", store).args(["plan", recipe, "--json"]).output().expect("start anvil");
+    let output = Command::new(anvil())
+        .env("ANVIL_STORE", store)
+        .args(["plan", recipe, "--json"])
+        .output()
+        .expect("start anvil");
     let plan: serde_json::Value = serde_json::from_slice(&output.stdout).expect("plan --json");
-    plan["nodes"].as_array().map_or(0, |nodes| nodes.iter().filter(|n| n["status"] == "cached" && n["kind"] == "task").count())
+    plan["nodes"]
+        .as_array()
+        .map_or(0, |nodes| nodes.iter().filter(|n| n["status"] == "cached" && n["kind"] == "task").count())
 }

@@ -13,7 +13,13 @@ fn main() -> miette::Result<()> {
     for &i in &plan.order {
         let node = &plan.nodes[i];
         let deps: Vec<&str> = node.deps.iter().map(|&d| plan.nodes[d].name.as_str()).collect();
-        println!("{} {:<8} {:<24} after [{}]", node.fingerprint.short(), node.kind.as_str(), node.name, deps.join(", "));
+        println!(
+            "{} {:<8} {:<24} after [{}]",
+            node.fingerprint.short(),
+            node.kind.as_str(),
+            node.name,
+            deps.join(", ")
+        );
     }
     Ok(())
 }

@@ -20,7 +20,8 @@ pub fn preimage_in_run(run: &RunRecord, fp: &Fingerprint) -> Option<Value> {
 
 /// Fingerprints named in run records (stored or not), for prefix lookup.
 pub fn recorded_fingerprints(store: &Store) -> Vec<Fingerprint> {
-    let mut all: Vec<Fingerprint> = store.runs().unwrap_or_default().iter().flat_map(|r| r.nodes.iter().map(|n| n.fingerprint)).collect();
+    let mut all: Vec<Fingerprint> =
+        store.runs().unwrap_or_default().iter().flat_map(|r| r.nodes.iter().map(|n| n.fingerprint)).collect();
     all.sort_by_key(|f| f.to_string());
     all.dedup();
     all

@@ -5,10 +5,10 @@
 //! `report` (diff, summaries). The simulated engine and the load generator
 //! live in their own crates (anvil-sim, anvil-loadgen).
 
-pub mod recipe;
-pub mod plan;
-pub mod report;
-pub mod history;
-pub mod run;
 pub mod cli;
 mod commands;
+pub mod history;
+pub mod plan;
+pub mod recipe;
+pub mod report;
+pub mod run;

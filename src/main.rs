@@ -3,7 +3,8 @@ fn main() {
     // output goes away (`anvil plan --json | head`).
     // SAFETY: setting a signal's disposition to the default is async-signal-safe and done before any thread starts.
     unsafe {
-        let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
+        let _ =
+            nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
     }
     std::process::exit(anvil::cli::main());
 }

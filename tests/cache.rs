@@ -34,7 +34,11 @@ fn a_second_run_executes_nothing() {
     assert_eq!(executed(&scratch), ["greet", "other", "shout"]);
 
     let plan = scratch.plan(&recipe, &[]);
-    assert!(plan.statuses().values().all(|s| s == "cached"), "after a run every step is cached: {:?}", plan.statuses());
+    assert!(
+        plan.statuses().values().all(|s| s == "cached"),
+        "after a run every step is cached: {:?}",
+        plan.statuses()
+    );
     let second = scratch.run(&recipe, &[], 0).summary();
     assert_eq!((second.ran, second.cached, second.failed), (0, 3, 0));
     assert!(executed(&scratch).is_empty());
@@ -48,7 +52,12 @@ fn a_changed_param_reruns_its_step_and_the_dependents() {
 
     let plan = scratch.plan(&recipe, &["--set", "who=anvil"]);
     assert_eq!(plan.pending(), ["greet", "shout"], "statuses: {:?}", plan.statuses());
-    let reason = plan.nodes().iter().find(|n| n["name"] == "greet").map(|n| n["reason"].to_string()).unwrap_or_default();
+    let reason = plan
+        .nodes()
+        .iter()
+        .find(|n| n["name"] == "greet")
+        .map(|n| n["reason"].to_string())
+        .unwrap_or_default();
     assert!(reason.contains("settings.run[2]"), "the reason names the changed field: {reason}");
 
     let summary = scratch.run(&recipe, &["--set", "who=anvil"], 0).summary();
@@ -135,7 +144,8 @@ fn only_runs_the_step_and_its_dependencies() {
 #[test]
 fn only_with_an_unknown_step_is_bad_input() {
     let (scratch, recipe) = setup();
-    let outcome = scratch.anvil(&["run", recipe.to_str().unwrap_or_default(), "--only", "shoot"]).expect_code(2);
+    let outcome =
+        scratch.anvil(&["run", recipe.to_str().unwrap_or_default(), "--only", "shoot"]).expect_code(2);
     assert!(outcome.stderr.contains("shout"), "suggests the near name:\n{}", outcome.transcript());
     assert!(executed(&scratch).is_empty());
 }

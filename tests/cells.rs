@@ -5,7 +5,7 @@
 mod common;
 
 use common::protocol::assert_follows_reference;
-use common::{entry_dir, Scratch};
+use common::{Scratch, entry_dir};
 use serde_json::Value;
 
 const RECIPE: &str = include_str!("fixtures/recipes/cell.kdl");
@@ -46,7 +46,10 @@ fn the_artifact_has_every_reference_field_and_the_numbers_follow_the_protocol() 
     // `show --json` lists the same file under the same fingerprint.
     let shown = scratch.anvil(&["show", &fingerprint[..12], "--json"]).expect_code(0).json();
     assert_eq!(shown["fingerprint"], Value::String(fingerprint));
-    let files: Vec<&str> = shown["files"].as_array().map(|f| f.iter().filter_map(|x| x["name"].as_str()).collect()).unwrap_or_default();
+    let files: Vec<&str> = shown["files"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|x| x["name"].as_str()).collect())
+        .unwrap_or_default();
     assert!(files.contains(&"benchmark.json"), "{files:?}");
     assert_eq!(shown["result"]["simulated"], true);
 }

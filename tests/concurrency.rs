@@ -13,18 +13,34 @@ use common::{Outcome, Scratch};
 fn recipe() -> String {
     let mut text = String::from("campaign \"concurrency\" {\n    seed 1\n}\n");
     for i in 0..8 {
-        text.push_str(&format!("task \"t{i}\" {{\n    run \"sh\" \"-c\" \"echo t{i} >> shared.log; sleep 0.2\"\n}}\n"));
+        text.push_str(&format!(
+            "task \"t{i}\" {{\n    run \"sh\" \"-c\" \"echo t{i} >> shared.log; sleep 0.2\"\n}}\n"
+        ));
     }
-    text.push_str("task \"last\" after=\"t0\" after=\"t7\" {\n    run \"sh\" \"-c\" \"echo last >> shared.log\"\n}\n");
+    text.push_str(
+        "task \"last\" after=\"t0\" after=\"t7\" {\n    run \"sh\" \"-c\" \"echo last >> shared.log\"\n}\n",
+    );
     text
 }
 
 fn run_two_at_once(scratch: &Scratch, recipe: &std::path::Path, jobs: [&str; 2]) -> [Outcome; 2] {
-    let spawn = |j: &str| scratch.command().args(["run", "-j", j]).arg(recipe).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start anvil");
+    let spawn = |j: &str| {
+        scratch
+            .command()
+            .args(["run", "-j", j])
+            .arg(recipe)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start anvil")
+    };
     let first = spawn(jobs[0]);
     let second = spawn(jobs[1]);
     let args = ["run", "(concurrent)"];
-    [Outcome::from_output(&args, first.wait_with_output().expect("wait")), Outcome::from_output(&args, second.wait_with_output().expect("wait"))]
+    [
+        Outcome::from_output(&args, first.wait_with_output().expect("wait")),
+        Outcome::from_output(&args, second.wait_with_output().expect("wait")),
+    ]
 }
 
 fn check_round(jobs: [&str; 2]) {

@@ -28,7 +28,14 @@ fn killed_runs_leave_a_verifiable_store_and_the_rerun_finishes() {
         let scratch = Scratch::new();
         let recipe = scratch.write("recipe.kdl", &recipe());
 
-        let mut child = scratch.command().args(["run", "-j", "3"]).arg(&recipe).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start anvil");
+        let mut child = scratch
+            .command()
+            .args(["run", "-j", "3"])
+            .arg(&recipe)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start anvil");
         // Kill somewhere between startup and the end of the run (~0.6 s).
         let moment = Duration::from_millis(rng.below(700));
         std::thread::sleep(moment);
@@ -36,7 +43,12 @@ fn killed_runs_leave_a_verifiable_store_and_the_rerun_finishes() {
         child.wait().expect("reap anvil");
 
         let verify = scratch.anvil(&["store", "verify"]);
-        assert_eq!(verify.code, Some(0), "iteration {iteration}, killed after {moment:?}:\n{}", verify.transcript());
+        assert_eq!(
+            verify.code,
+            Some(0),
+            "iteration {iteration}, killed after {moment:?}:\n{}",
+            verify.transcript()
+        );
 
         let stored_before = scratch.plan(&recipe, &[]).statuses().values().filter(|s| *s == "cached").count();
         eprintln!("iteration {iteration}: killed after {moment:?} with {stored_before} of 10 steps stored");

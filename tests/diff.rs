@@ -38,7 +38,11 @@ fn changes(doc: &Value) -> &Vec<Value> {
 fn diff_against_the_last_run_names_the_changed_argument() {
     let (scratch, recipe) = changed_after_a_run();
     let outcome = scratch.anvil(&["diff", &step_spec(&recipe, "make")]).expect_code(0);
-    assert!(outcome.stdout.contains(r#"settings.run[2]: "echo one" → "echo two""#), "{}", outcome.transcript());
+    assert!(
+        outcome.stdout.contains(r#"settings.run[2]: "echo one" → "echo two""#),
+        "{}",
+        outcome.transcript()
+    );
     // Only the changed argument is reported, not the whole command line.
     assert!(!outcome.stdout.contains("settings.run[0]"), "{}", outcome.transcript());
 }
@@ -74,8 +78,16 @@ fn diff_by_fingerprint_prefixes() {
     assert_ne!(old, new);
 
     let outcome = scratch.anvil(&["diff", &old[..10], &new[..10]]).expect_code(0);
-    assert!(outcome.stdout.contains(&old) && outcome.stdout.contains(&new), "both full fingerprints are shown:\n{}", outcome.transcript());
-    assert!(outcome.stdout.contains(r#"settings.run[2]: "echo one" → "echo two""#), "{}", outcome.transcript());
+    assert!(
+        outcome.stdout.contains(&old) && outcome.stdout.contains(&new),
+        "both full fingerprints are shown:\n{}",
+        outcome.transcript()
+    );
+    assert!(
+        outcome.stdout.contains(r#"settings.run[2]: "echo one" → "echo two""#),
+        "{}",
+        outcome.transcript()
+    );
     // Both are stored, so their results are compared as well.
     assert!(outcome.stdout.contains("stored results differ"), "{}", outcome.transcript());
 }
@@ -83,7 +95,11 @@ fn diff_by_fingerprint_prefixes() {
 #[test]
 fn an_upstream_change_shows_as_a_cascade_downstream() {
     let (scratch, recipe) = changed_after_a_run();
-    let old = scratch.runs()[0]["nodes"].as_array().and_then(|nodes| nodes.iter().find(|n| n["name"] == "use")).map(|n| n["fingerprint"].as_str().unwrap_or_default().to_string()).unwrap_or_default();
+    let old = scratch.runs()[0]["nodes"]
+        .as_array()
+        .and_then(|nodes| nodes.iter().find(|n| n["name"] == "use"))
+        .map(|n| n["fingerprint"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_default();
     scratch.run(&recipe, &[], 0);
     let new = scratch.plan(&recipe, &[]).fingerprint("use");
     assert_ne!(old, new, "a changed upstream changes the downstream fingerprint");
@@ -91,7 +107,8 @@ fn an_upstream_change_shows_as_a_cascade_downstream() {
     let doc = scratch.anvil(&["diff", &old[..12], &new[..12], "--json"]).expect_code(0).json();
     let list = changes(&doc);
     assert!(list.iter().all(|c| c["cause"] == "cascade"), "`use` itself did not change: {doc}");
-    let nested: Vec<&Value> = list.iter().filter_map(|c| c["upstream_changes"].as_array()).flatten().collect();
+    let nested: Vec<&Value> =
+        list.iter().filter_map(|c| c["upstream_changes"].as_array()).flatten().collect();
     assert!(
         nested.iter().any(|c| c["path"] == "settings.run[2]" && c["a"] == "echo one" && c["b"] == "echo two"),
         "the cascade explains the root cause upstream: {doc}"

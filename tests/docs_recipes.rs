@@ -63,16 +63,8 @@ fn fenced_blocks(doc: &str) -> Vec<Fenced> {
             body.push_str(inner);
             body.push('\n');
         }
-        assert!(
-            closed,
-            "docs/recipes.md:{}: code block is never closed",
-            i + 1
-        );
-        blocks.push(Fenced {
-            line: i + 1,
-            info: info.trim().to_string(),
-            body,
-        });
+        assert!(closed, "docs/recipes.md:{}: code block is never closed", i + 1);
+        blocks.push(Fenced { line: i + 1, info: info.trim().to_string(), body });
     }
     blocks
 }
@@ -83,22 +75,18 @@ fn examples(doc: &str) -> (Vec<Example>, Vec<IncludedFile>) {
     let mut files = Vec::new();
     for (i, block) in blocks.iter().enumerate() {
         match block.info.as_str() {
-            "kdl" => match block
-                .body
-                .lines()
-                .next()
-                .and_then(|first| first.trim().strip_prefix("// file:"))
-            {
-                Some(name) => files.push(IncludedFile {
-                    name: name.trim().to_string(),
-                    text: block.body.clone(),
-                }),
-                None => examples.push(Example {
-                    line: block.line,
-                    recipe: block.body.clone(),
-                    expect: Expect::Success,
-                }),
-            },
+            "kdl" => {
+                match block.body.lines().next().and_then(|first| first.trim().strip_prefix("// file:")) {
+                    Some(name) => {
+                        files.push(IncludedFile { name: name.trim().to_string(), text: block.body.clone() })
+                    }
+                    None => examples.push(Example {
+                        line: block.line,
+                        recipe: block.body.clone(),
+                        expect: Expect::Success,
+                    }),
+                }
+            }
             "kdl,error" => {
                 let shown = blocks.get(i + 1).filter(|next| next.info == "text").unwrap_or_else(|| {
                     panic!("docs/recipes.md:{}: a ```kdl,error block must be followed by the ```text block of its error", block.line)
@@ -117,12 +105,7 @@ fn examples(doc: &str) -> (Vec<Example>, Vec<IncludedFile>) {
 
 /// Trailing spaces and surrounding blank lines are not part of an error's meaning.
 fn normalized(text: &str) -> String {
-    text.lines()
-        .map(str::trim_end)
-        .collect::<Vec<_>>()
-        .join("\n")
-        .trim_matches('\n')
-        .to_string()
+    text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n").trim_matches('\n').to_string()
 }
 
 /// Plan one example; `None` when it behaves as the document says.
@@ -169,28 +152,16 @@ fn write(dir: &Path, name: &str, text: &str) {
 fn every_recipe_in_the_docs_plans_and_every_error_is_the_one_shown() {
     let (examples, files) = examples(DOC);
     // Guard against a parser that silently finds nothing.
-    let errors = examples
-        .iter()
-        .filter(|e| matches!(e.expect, Expect::Error(_)))
-        .count();
+    let errors = examples.iter().filter(|e| matches!(e.expect, Expect::Error(_))).count();
     assert!(
         examples.len() - errors >= 20,
         "expected at least 20 recipes in docs/recipes.md, found {}",
         examples.len() - errors
     );
-    assert!(
-        errors >= 3,
-        "expected at least 3 error examples, found {errors}"
-    );
-    assert!(
-        !files.is_empty(),
-        "expected at least one `// file:` block for the include example"
-    );
+    assert!(errors >= 3, "expected at least 3 error examples, found {errors}");
+    assert!(!files.is_empty(), "expected at least one `// file:` block for the include example");
 
-    let failures: Vec<String> = examples
-        .iter()
-        .filter_map(|example| check(example, &files))
-        .collect();
+    let failures: Vec<String> = examples.iter().filter_map(|example| check(example, &files)).collect();
     assert!(
         failures.is_empty(),
         "{} of {} examples disagree with anvil:\n\n{}",
@@ -211,13 +182,8 @@ fn fingerprints(recipe: &str) -> std::collections::BTreeMap<String, String> {
         .arg(dir.path().join("store"))
         .output()
         .expect("anvil runs");
-    assert!(
-        output.status.success(),
-        "plan --json failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let plan: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("plan --json prints JSON");
+    assert!(output.status.success(), "plan --json failed: {}", String::from_utf8_lossy(&output.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&output.stdout).expect("plan --json prints JSON");
     plan["nodes"]
         .as_array()
         .expect("nodes")
@@ -235,9 +201,7 @@ fn fingerprints(recipe: &str) -> std::collections::BTreeMap<String, String> {
 #[test]
 fn the_two_equivalent_recipes_have_the_same_fingerprints() {
     const CLAIM: &str = "These two recipes plan to the same fingerprints";
-    let at = DOC
-        .find(CLAIM)
-        .expect("the fingerprint section states its claim");
+    let at = DOC.find(CLAIM).expect("the fingerprint section states its claim");
     let line = DOC[..at].lines().count();
     let (examples, _) = examples(DOC);
     let pair: Vec<&Example> = examples.iter().filter(|e| e.line > line).take(2).collect();
@@ -245,11 +209,7 @@ fn the_two_equivalent_recipes_have_the_same_fingerprints() {
     let (a, b) = (fingerprints(&pair[0].recipe), fingerprints(&pair[1].recipe));
     for step in ["t", "sim", "c"] {
         assert!(a.contains_key(step), "step `{step}` in the first recipe");
-        assert_eq!(
-            a.get(step),
-            b.get(step),
-            "step `{step}` has the same fingerprint in both recipes"
-        );
+        assert_eq!(a.get(step), b.get(step), "step `{step}` has the same fingerprint in both recipes");
     }
 }
 

@@ -19,7 +19,10 @@ fn assert_rejected_with(text: &str, extra: &[&str], location: &str, says: &[&str
     args.extend_from_slice(extra);
     let outcome = scratch.anvil(&args).expect_code(2);
     let stderr = &outcome.stderr;
-    assert!(stderr.contains(&format!("[recipe.kdl:{location}]")) || stderr.contains(&format!("[{location}]")), "expected a span at {location}:\n{stderr}");
+    assert!(
+        stderr.contains(&format!("[recipe.kdl:{location}]")) || stderr.contains(&format!("[{location}]")),
+        "expected a span at {location}:\n{stderr}"
+    );
     assert!(stderr.contains('×'), "rendered as a diagnostic:\n{stderr}");
     assert!(stderr.contains("╰──"), "the span carries a label:\n{stderr}");
     for needle in says {
@@ -31,7 +34,11 @@ fn assert_rejected_with(text: &str, extra: &[&str], location: &str, says: &[&str
 
 #[test]
 fn kdl_syntax_error() {
-    assert_rejected("task \"a\" {\n    run \"sh\" \"-c\" \"true\"\n\ntask \"b\" { run \"x\"; }\n", "1:10", &["No closing '}'"]);
+    assert_rejected(
+        "task \"a\" {\n    run \"sh\" \"-c\" \"true\"\n\ntask \"b\" { run \"x\"; }\n",
+        "1:10",
+        &["No closing '}'"],
+    );
 }
 
 #[test]
@@ -41,22 +48,38 @@ fn bare_true_hints_at_hash_true() {
 
 #[test]
 fn unknown_declaration_kind_suggests_the_near_one() {
-    assert_rejected("tsak \"a\" {\n    run \"x\"\n}\n", "1:1", &["unknown declaration `tsak`", "did you mean `task`?"]);
+    assert_rejected(
+        "tsak \"a\" {\n    run \"x\"\n}\n",
+        "1:1",
+        &["unknown declaration `tsak`", "did you mean `task`?"],
+    );
 }
 
 #[test]
 fn unknown_setting_suggests_the_near_one() {
-    assert_rejected("task \"a\" {\n    run \"x\"\n    timeoutt \"5s\"\n}\n", "3:5", &["unknown setting `timeoutt`", "did you mean `timeout`?"]);
+    assert_rejected(
+        "task \"a\" {\n    run \"x\"\n    timeoutt \"5s\"\n}\n",
+        "3:5",
+        &["unknown setting `timeoutt`", "did you mean `timeout`?"],
+    );
 }
 
 #[test]
 fn unknown_property_on_the_declaration_line_suggests_the_near_one() {
-    assert_rejected("task \"a\" runn=\"x\" {\n    run \"x\"\n}\n", "1:10", &["unknown setting `runn`", "did you mean `run`?"]);
+    assert_rejected(
+        "task \"a\" runn=\"x\" {\n    run \"x\"\n}\n",
+        "1:10",
+        &["unknown setting `runn`", "did you mean `run`?"],
+    );
 }
 
 #[test]
 fn wrong_type() {
-    assert_rejected("workload \"w\" {\n    requests \"many\"\n}\n", "2:14", &["`requests` expects an integer", "the string \"many\""]);
+    assert_rejected(
+        "workload \"w\" {\n    requests \"many\"\n}\n",
+        "2:14",
+        &["`requests` expects an integer", "the string \"many\""],
+    );
 }
 
 #[test]
@@ -90,7 +113,11 @@ fn duplicate_name() {
 
 #[test]
 fn bad_duration() {
-    assert_rejected("task \"a\" {\n    run \"x\"\n    timeout \"5 parsecs\"\n}\n", "3:13", &["bad duration \"5 parsecs\""]);
+    assert_rejected(
+        "task \"a\" {\n    run \"x\"\n    timeout \"5 parsecs\"\n}\n",
+        "3:13",
+        &["bad duration \"5 parsecs\""],
+    );
 }
 
 #[test]
@@ -119,7 +146,12 @@ fn gate_reading_an_unknown_step() {
 #[test]
 fn unknown_set_param() {
     let text = "param \"depth\" 8\ntask \"a\" { run \"echo\" \"{depth}\"; }\n";
-    let stderr = assert_rejected_with(text, &["--set", "detph=12"], "--set:1:1", &["no param `detph`", "did you mean `depth`?"]);
+    let stderr = assert_rejected_with(
+        text,
+        &["--set", "detph=12"],
+        "--set:1:1",
+        &["no param `detph`", "did you mean `depth`?"],
+    );
     assert!(stderr.contains("[--set:1:1]"), "{stderr}");
 }
 
@@ -142,7 +174,11 @@ task \"b\" {
 }
 cell \"c\" server=\"nope\"
 ";
-    let stderr = assert_rejected(text, "3:5", &["has 3 problems", "unknown setting `timeoutt`", "bad duration \"soon\"", "unknown server `nope`"]);
+    let stderr = assert_rejected(
+        text,
+        "3:5",
+        &["has 3 problems", "unknown setting `timeoutt`", "bad duration \"soon\"", "unknown server `nope`"],
+    );
     for location in ["recipe.kdl:7:13", "recipe.kdl:9:10"] {
         assert!(stderr.contains(location), "expected {location}:\n{stderr}");
     }
@@ -178,7 +214,12 @@ fn assert_no_panic(scratch: &Scratch, name: &str, bytes: &[u8]) {
     std::fs::write(&path, bytes).expect("write fuzz input");
     let outcome = scratch.anvil(&["plan", name, "--json"]);
     let shown = String::from_utf8_lossy(bytes);
-    assert!(matches!(outcome.code, Some(0..=2)), "exit {:?} for input:\n{shown}\n{}", outcome.code, outcome.transcript());
+    assert!(
+        matches!(outcome.code, Some(0..=2)),
+        "exit {:?} for input:\n{shown}\n{}",
+        outcome.code,
+        outcome.transcript()
+    );
     assert!(!outcome.stderr.contains("panicked"), "panic for input:\n{shown}\n{}", outcome.transcript());
 }
 
@@ -190,17 +231,54 @@ fn random_bytes_never_panic() {
     let alphabet: &[u8] = b"{}\"=#;/\\\n ()*-.0123456789abcdefghijklmnopqrstuvwxyz_\t\r";
     for i in 0..150 {
         let len = rng.below(300) as usize;
-        let bytes: Vec<u8> = (0..len).map(|_| if rng.below(4) == 0 { rng.next() as u8 } else { alphabet[rng.below(alphabet.len() as u64) as usize] }).collect();
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                if rng.below(4) == 0 {
+                    rng.next() as u8
+                } else {
+                    alphabet[rng.below(alphabet.len() as u64) as usize]
+                }
+            })
+            .collect();
         assert_no_panic(&scratch, &format!("random-{i}.kdl"), &bytes);
     }
 }
 
 /// Pieces that tend to reach deeper code when spliced into a valid recipe.
 const SPLICES: &[&str] = &[
-    "{", "}", "\"", "#true", "true", "#null", ";", "\n", "=", "/*", "*/", "//", "\\",
-    " after=\"fast\"", " extends=\"sim-base\"", " abstract=#true", "\nsweep \"d\" 1 2 3\n", "{concurrency}", "{d}", "{{", "}}",
-    " server=\"sim-fast\"", " workload=\"short-chat\"", "-1", "99999999999999999999999", "1.5e308", "\"\"", "é", "🦀", "\u{0}",
-    "\ngate \"x\" { require \"cell.fast.aggregate_tok_s > \"; }\n", "\ntask \"t\" after=\"t\" { run \"x\"; }\n", "include \"recipe.kdl\"\n",
+    "{",
+    "}",
+    "\"",
+    "#true",
+    "true",
+    "#null",
+    ";",
+    "\n",
+    "=",
+    "/*",
+    "*/",
+    "//",
+    "\\",
+    " after=\"fast\"",
+    " extends=\"sim-base\"",
+    " abstract=#true",
+    "\nsweep \"d\" 1 2 3\n",
+    "{concurrency}",
+    "{d}",
+    "{{",
+    "}}",
+    " server=\"sim-fast\"",
+    " workload=\"short-chat\"",
+    "-1",
+    "99999999999999999999999",
+    "1.5e308",
+    "\"\"",
+    "é",
+    "🦀",
+    "\u{0}",
+    "\ngate \"x\" { require \"cell.fast.aggregate_tok_s > \"; }\n",
+    "\ntask \"t\" after=\"t\" { run \"x\"; }\n",
+    "include \"recipe.kdl\"\n",
 ];
 
 fn mutate(rng: &mut Rng, text: &str) -> Vec<u8> {

@@ -89,7 +89,10 @@ fn a_gate_whose_input_failed_is_no_verdict() {
     assert_eq!((summary.failed, summary.rejected), (1, 0), "{}", outcome.transcript());
     let statuses = scratch.last_run_statuses();
     assert_eq!(statuses["measure"], "failed");
-    assert!(statuses["measure-ok"] != "ran" && statuses["measure-ok"] != "cached", "no verdict without input: {statuses:?}");
+    assert!(
+        statuses["measure-ok"] != "ran" && statuses["measure-ok"] != "cached",
+        "no verdict without input: {statuses:?}"
+    );
     // Nothing was stored for the gate: the next run evaluates it.
     let plan = scratch.plan(&recipe, &["--set", "code=3"]);
     assert_eq!(plan.statuses()["measure-ok"], "pending");

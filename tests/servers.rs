@@ -17,11 +17,12 @@ use std::path::{Path, PathBuf};
 
 use nix::sys::signal::Signal;
 use serde_json::Value;
-use support_servers::{alive, finish, processes_marked, wait_until, Bench};
+use support_servers::{Bench, alive, finish, processes_marked, wait_until};
 
 /// A unique string for process command lines.
 fn unique_marker(test: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     format!("anvil-servers-test-{test}-{}-{nanos}", std::process::id())
 }
 
@@ -74,10 +75,22 @@ fn a_server_that_never_gets_ready_fails_its_cell_with_the_log_tail_and_leaves_no
 
     let summary = outcome.summary();
     assert_eq!((summary.failed, summary.ran), (1, 0), "{}", outcome.transcript());
-    assert!(outcome.stdout.contains("FAILED cell `c`"), "the failed cell is named:\n{}", outcome.transcript());
+    assert!(
+        outcome.stdout.contains("FAILED cell `c`"),
+        "the failed cell is named:\n{}",
+        outcome.transcript()
+    );
     assert!(outcome.stdout.contains("stuck"), "the server is named:\n{}", outcome.transcript());
-    assert!(outcome.stdout.contains("not ready after"), "the reason is the readiness timeout:\n{}", outcome.transcript());
-    assert!(outcome.stdout.contains("starting"), "the error quotes the server's log tail:\n{}", outcome.transcript());
+    assert!(
+        outcome.stdout.contains("not ready after"),
+        "the reason is the readiness timeout:\n{}",
+        outcome.transcript()
+    );
+    assert!(
+        outcome.stdout.contains("starting"),
+        "the error quotes the server's log tail:\n{}",
+        outcome.transcript()
+    );
 
     assert!(processes_marked(&marker).is_empty(), "the shell is left: {:#?}", processes_marked(&marker));
     bench.assert_no_server_left("after a readiness timeout");
@@ -136,7 +149,11 @@ fn a_server_crash_mid_cell_fails_the_cell_and_keep_going_runs_the_rest() {
     // One step at a time: the cell (declared first) runs first; without
     // --keep-going its failure stops the independent task.
     let stopped = bench.run(&recipe, &["-j", "1"], 1);
-    assert!(stopped.stdout.contains("server `crashy` died during the cell"), "the reason names the server and the crash:\n{}", stopped.transcript());
+    assert!(
+        stopped.stdout.contains("server `crashy` died during the cell"),
+        "the reason names the server and the crash:\n{}",
+        stopped.transcript()
+    );
     let statuses = bench.scratch.last_run_statuses();
     assert_eq!(statuses["c"], "failed");
     assert_eq!(statuses["independent"], "skipped", "without --keep-going the rest stops: {statuses:?}");
@@ -146,15 +163,26 @@ fn a_server_crash_mid_cell_fails_the_cell_and_keep_going_runs_the_rest() {
     let going = bench.run(&recipe, &["-j", "1", "--keep-going"], 1);
     let summary = going.summary();
     assert_eq!((summary.ran, summary.failed), (1, 1), "{}", going.transcript());
-    assert!(going.stdout.contains("FAILED cell `c`: server `crashy` died during the cell"), "{}", going.transcript());
+    assert!(
+        going.stdout.contains("FAILED cell `c`: server `crashy` died during the cell"),
+        "{}",
+        going.transcript()
+    );
     let statuses = bench.scratch.last_run_statuses();
     assert_eq!(statuses["c"], "failed");
     assert_eq!(statuses["independent"], "ran", "--keep-going runs the independent task: {statuses:?}");
     assert_eq!(bench.scratch.read("ran.log"), "independent\n");
 
     // The crash's evidence (exit status, log tail) is kept in the run record.
-    let runs = std::fs::read_dir(bench.store().join("runs")).expect("runs dir").flatten().map(|e| std::fs::read_to_string(e.path()).unwrap_or_default()).collect::<Vec<_>>();
-    assert!(runs.iter().any(|r| r.contains("exited during the step")), "a run record holds the crash detail: {runs:?}");
+    let runs = std::fs::read_dir(bench.store().join("runs"))
+        .expect("runs dir")
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<Vec<_>>();
+    assert!(
+        runs.iter().any(|r| r.contains("exited during the step")),
+        "a run record holds the crash detail: {runs:?}"
+    );
 
     bench.assert_no_server_left("after --keep-going");
     bench.verify_store();
@@ -237,7 +265,11 @@ fn ctrl_c_exits_130_and_says_it_was_interrupted() {
     support_servers::signal(anvil_pid, Signal::SIGINT);
     let outcome = finish(child, "run (interrupted)");
     assert_eq!(outcome.code, Some(130), "{}", outcome.transcript());
-    assert!(!outcome.stdout.contains("died during the cell"), "an interruption is not a crash:\n{}", outcome.transcript());
+    assert!(
+        !outcome.stdout.contains("died during the cell"),
+        "an interruption is not a crash:\n{}",
+        outcome.transcript()
+    );
 }
 
 #[test]
@@ -248,8 +280,18 @@ fn kill_9_of_anvil_kills_the_server_and_the_next_anvil_reaps_its_grandchild() {
     let mut child = bench.spawn_run(&recipe, &[]);
     let anvil_pid = child.id();
     let server_pid = wait_for_cell_in_flight(&bench);
-    let grandchildren: Vec<u32> = bench.server_processes(&[anvil_pid]).into_iter().filter(|p| p.cmdline.starts_with("sleep 1000")).map(|p| p.pid).collect();
-    assert_eq!(grandchildren.len(), 1, "one `sleep 1000` grandchild: {:#?}", bench.server_processes(&[anvil_pid]));
+    let grandchildren: Vec<u32> = bench
+        .server_processes(&[anvil_pid])
+        .into_iter()
+        .filter(|p| p.cmdline.starts_with("sleep 1000"))
+        .map(|p| p.pid)
+        .collect();
+    assert_eq!(
+        grandchildren.len(),
+        1,
+        "one `sleep 1000` grandchild: {:#?}",
+        bench.server_processes(&[anvil_pid])
+    );
 
     support_servers::signal(anvil_pid, Signal::SIGKILL);
     let status = child.wait().expect("wait for the killed anvil");
@@ -257,18 +299,31 @@ fn kill_9_of_anvil_kills_the_server_and_the_next_anvil_reaps_its_grandchild() {
     // The direct child dies with anvil (PR_SET_PDEATHSIG).
     assert!(wait_until(|| !alive(server_pid)), "the server (pid {server_pid}) survived anvil's kill -9");
     let grandchild_survived = grandchildren.iter().any(|&pid| alive(pid));
-    eprintln!("after kill -9: server gone; grandchild `sleep 1000` alive: {grandchild_survived} (PDEATHSIG does not reach it)");
+    eprintln!(
+        "after kill -9: server gone; grandchild `sleep 1000` alive: {grandchild_survived} (PDEATHSIG does not reach it)"
+    );
     assert!(!bench.registry_records().is_empty(), "the registry still records the server for the reaper");
 
     // The next anvil, of any recipe, sharing the registry, reaps what is left.
     let other = bench.recipe("other.kdl", "task \"hello\" { run \"true\"; }\n");
     let next = bench.run(&other, &[], 0);
     if grandchild_survived {
-        assert!(next.stderr.contains("orphaned server"), "the reaper says what it stopped:\n{}", next.transcript());
+        assert!(
+            next.stderr.contains("orphaned server"),
+            "the reaper says what it stopped:\n{}",
+            next.transcript()
+        );
     }
-    assert!(wait_until(|| grandchildren.iter().all(|&pid| !alive(pid))), "the grandchild survived the next anvil's reaper");
+    assert!(
+        wait_until(|| grandchildren.iter().all(|&pid| !alive(pid))),
+        "the grandchild survived the next anvil's reaper"
+    );
     bench.assert_no_server_left("after the reaper");
-    assert!(bench.registry_records().is_empty(), "the reaper clears the record: {:?}", bench.registry_records());
+    assert!(
+        bench.registry_records().is_empty(),
+        "the reaper clears the record: {:?}",
+        bench.registry_records()
+    );
 
     bench.verify_store();
     let rerun = bench.run(&recipe, &[], 0);
@@ -305,8 +360,13 @@ cell "on-b" server="b" { context-tokens 64; requests 6; concurrency 2; max-token
 /// The `CUDA=… GPUS=…` line of a stored cell's `server-0.log` (not always
 /// the first: stdout and stderr reach the log through separate pipes).
 fn gpu_line(bench: &Bench, plan: &common::Plan, cell: &str) -> (String, String) {
-    let log = std::fs::read_to_string(bench.entry(plan, cell).join("server-0.log")).expect("server-0.log is stored with the cell");
-    let line = log.lines().find(|l| l.starts_with("CUDA=")).unwrap_or_else(|| panic!("{cell}: no CUDA= line in server-0.log:\n{log}")).to_string();
+    let log = std::fs::read_to_string(bench.entry(plan, cell).join("server-0.log"))
+        .expect("server-0.log is stored with the cell");
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("CUDA="))
+        .unwrap_or_else(|| panic!("{cell}: no CUDA= line in server-0.log:\n{log}"))
+        .to_string();
     let mut cuda = String::new();
     let mut gpus = String::new();
     for word in line.split_whitespace() {
@@ -322,7 +382,9 @@ fn gpu_line(bench: &Bench, plan: &common::Plan, cell: &str) -> (String, String) 
 /// The measured span of a stored cell, in unix nanoseconds.
 fn cell_span(bench: &Bench, plan: &common::Plan, cell: &str) -> (u128, u128) {
     let artifact = bench.benchmark(plan, cell);
-    let ns = |key: &str| artifact[key].as_u64().map(u128::from).or_else(|| artifact[key].as_str().and_then(|s| s.parse().ok()));
+    let ns = |key: &str| {
+        artifact[key].as_u64().map(u128::from).or_else(|| artifact[key].as_str().and_then(|s| s.parse().ok()))
+    };
     let span = (ns("started_at_unix_ns"), ns("finished_at_unix_ns"));
     match span {
         (Some(start), Some(end)) if start < end => (start, end),
@@ -349,7 +411,10 @@ fn two_one_gpu_servers_get_disjoint_ids_and_run_at_the_same_time() {
 
     let (a_start, a_end) = cell_span(&bench, &plan, "on-a");
     let (b_start, b_end) = cell_span(&bench, &plan, "on-b");
-    assert!(a_start < b_end && b_start < a_end, "with -j 2 on disjoint GPUs the two cells overlap: a {a_start}..{a_end}, b {b_start}..{b_end}");
+    assert!(
+        a_start < b_end && b_start < a_end,
+        "with -j 2 on disjoint GPUs the two cells overlap: a {a_start}..{a_end}, b {b_start}..{b_end}"
+    );
     bench.assert_no_server_left("after the run");
 }
 
@@ -365,7 +430,10 @@ fn a_server_waits_for_a_busy_gpu_instead_of_sharing_it() {
     assert_eq!(gpu_line(&bench, &plan, "on-b"), ("0".into(), "0".into()));
     let (a_start, a_end) = cell_span(&bench, &plan, "on-a");
     let (b_start, b_end) = cell_span(&bench, &plan, "on-b");
-    assert!(a_end <= b_start || b_end <= a_start, "one GPU: the second server waits, the cells do not overlap: a {a_start}..{a_end}, b {b_start}..{b_end}");
+    assert!(
+        a_end <= b_start || b_end <= a_start,
+        "one GPU: the second server waits, the cells do not overlap: a {a_start}..{a_end}, b {b_start}..{b_end}"
+    );
 }
 
 #[test]
@@ -388,7 +456,11 @@ cell "c" server="big" { context-tokens 64; requests 2; concurrency 1; max-tokens
     // A hang here would run into the command limit and fail the test.
     let outcome = bench.run(&recipe, &["--gpus", "0"], 1);
     assert!(outcome.stdout.contains("FAILED cell `c`"), "{}", outcome.transcript());
-    assert!(outcome.stdout.contains("asked for 2 GPUs but the pool only has 1"), "the reason says what was asked and what exists:\n{}", outcome.transcript());
+    assert!(
+        outcome.stdout.contains("asked for 2 GPUs but the pool only has 1"),
+        "the reason says what was asked and what exists:\n{}",
+        outcome.transcript()
+    );
     assert!(!launches.exists(), "the server was launched anyway");
     bench.assert_no_server_left("after the refusal");
 }
@@ -427,14 +499,22 @@ cell "both" server="pair" { context-tokens 64; requests 8; concurrency 4; max-to
     let sum: f64 = per_target.iter().map(|t| t["throughput_tok_s"].as_f64().unwrap_or(f64::NAN)).sum();
     let aggregate = artifact["metrics"]["throughput_tok_s"].as_f64().expect("aggregate throughput");
     assert!(aggregate > 0.0);
-    assert!((sum - aggregate).abs() <= 1e-9 * aggregate, "per-replica throughputs {sum} add up to the aggregate {aggregate}");
+    assert!(
+        (sum - aggregate).abs() <= 1e-9 * aggregate,
+        "per-replica throughputs {sum} add up to the aggregate {aggregate}"
+    );
 
     let entry = bench.entry(&plan, "both");
     let ports: Vec<String> = ["server-0.log", "server-1.log"]
         .iter()
         .map(|name| {
-            let log = std::fs::read_to_string(entry.join(name)).unwrap_or_else(|e| panic!("{name} is stored: {e}"));
-            log.split("127.0.0.1:").nth(1).and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()).unwrap_or_default().to_string()
+            let log =
+                std::fs::read_to_string(entry.join(name)).unwrap_or_else(|e| panic!("{name} is stored: {e}"));
+            log.split("127.0.0.1:")
+                .nth(1)
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .unwrap_or_default()
+                .to_string()
         })
         .collect();
     assert!(!ports[0].is_empty() && ports[0] != ports[1], "two processes on two ports: {ports:?}");
@@ -514,10 +594,19 @@ cell "c" server="ext" { context-tokens 64; requests 4; concurrency 2; max-tokens
 
     let outcome = bench.run(&recipe, &[], 0);
     assert_eq!(outcome.summary().ran, 1, "{}", outcome.transcript());
-    assert!(bench.live_logs().is_empty(), "anvil launched something for an external server: {:?}", bench.live_logs());
+    assert!(
+        bench.live_logs().is_empty(),
+        "anvil launched something for an external server: {:?}",
+        bench.live_logs()
+    );
 
     let heads = proxy.heads();
-    let with_key = heads.iter().filter(|h| h.to_ascii_lowercase().contains(&format!("authorization: bearer {}", key.to_ascii_lowercase()))).count();
+    let with_key = heads
+        .iter()
+        .filter(|h| {
+            h.to_ascii_lowercase().contains(&format!("authorization: bearer {}", key.to_ascii_lowercase()))
+        })
+        .count();
     assert!(with_key > 0, "no request carried the key; heads seen: {heads:#?}");
 
     let files = support_servers::file_count(&bench.store());
@@ -536,9 +625,13 @@ cell "c" server="ext" { context-tokens 64; requests 4; concurrency 2; max-tokens
 /// LLAMA_SERVER and SMOLLM2_GGUF, or None (with the reason printed).
 fn llama_env() -> Option<(String, String)> {
     match (std::env::var("LLAMA_SERVER"), std::env::var("SMOLLM2_GGUF")) {
-        (Ok(server), Ok(gguf)) if Path::new(&server).exists() && Path::new(&gguf).exists() => Some((server, gguf)),
+        (Ok(server), Ok(gguf)) if Path::new(&server).exists() && Path::new(&gguf).exists() => {
+            Some((server, gguf))
+        }
         _ => {
-            eprintln!("skipped: set LLAMA_SERVER and SMOLLM2_GGUF to existing files (eval \"$(scripts/llama-server.sh --print-env)\")");
+            eprintln!(
+                "skipped: set LLAMA_SERVER and SMOLLM2_GGUF to existing files (eval \"$(scripts/llama-server.sh --print-env)\")"
+            );
             None
         }
     }
@@ -569,10 +662,20 @@ fn llama_run() -> Option<&'static LlamaRun> {
             let (server, gguf) = llama_env()?;
             let bench = Bench::new();
             let recipe = repo_path("recipes/llama-cpp-smollm2.kdl");
-            let sets = vec!["--set".to_string(), format!("llama_server={server}"), "--set".to_string(), format!("smollm2_gguf={gguf}")];
+            let sets = vec![
+                "--set".to_string(),
+                format!("llama_server={server}"),
+                "--set".to_string(),
+                format!("smollm2_gguf={gguf}"),
+            ];
             let set_refs: Vec<&str> = sets.iter().map(String::as_str).collect();
             let plan = bench.plan(&recipe, &set_refs);
-            let cells: Vec<String> = plan.nodes().iter().filter(|n| n["kind"] == "cell").map(|n| str_of(n, "name").to_string()).collect();
+            let cells: Vec<String> = plan
+                .nodes()
+                .iter()
+                .filter(|n| n["kind"] == "cell")
+                .map(|n| str_of(n, "name").to_string())
+                .collect();
             let mut args = vec!["run", recipe.to_str().expect("utf-8 path")];
             args.extend_from_slice(&set_refs);
             let outcome = bench.anvil(&args);
@@ -604,19 +707,41 @@ fn llama_server_serves_two_cells_from_one_warm_launch_and_leaves_nothing() {
         assert_eq!(str_of(&artifact, "engine"), "llama-server", "{cell}");
         // The real engine's artifact carries every reference field and
         // follows the protocol's identities, like the sim's.
-        assert_eq!(common::protocol::assert_follows_reference(&artifact, cell) as u64, completed, "{cell}: every completed record checked");
+        assert_eq!(
+            common::protocol::assert_follows_reference(&artifact, cell) as u64,
+            completed,
+            "{cell}: every completed record checked"
+        );
         let sources = &artifact["metrics"]["output_token_sources"];
-        assert_eq!(sources["usage"].as_u64(), Some(completed), "{cell}: output tokens come from usage: {sources}");
+        assert_eq!(
+            sources["usage"].as_u64(),
+            Some(completed),
+            "{cell}: output tokens come from usage: {sources}"
+        );
         for timing in artifact["request_timings"].as_array().expect("request_timings") {
             if timing["performance_eligible"] == true {
                 assert_eq!(timing["output_token_source"], "usage", "{cell}: {timing}");
-                assert!(timing["prompt_tokens"].as_u64().is_some_and(|t| t > 64), "{cell}: real prompt_tokens from usage: {timing}");
+                assert!(
+                    timing["prompt_tokens"].as_u64().is_some_and(|t| t > 64),
+                    "{cell}: real prompt_tokens from usage: {timing}"
+                );
                 // SmolLM2 never does this on its own: the KDL-escaped grammar reached the engine.
-                assert_eq!(timing["request_canary"]["marker_at_start"], true, "{cell}: the grammar forced the marker: {timing}");
-                assert_eq!(timing["receive_clock"], "kernel", "{cell}: reads stamped by the kernel: {timing}");
+                assert_eq!(
+                    timing["request_canary"]["marker_at_start"], true,
+                    "{cell}: the grammar forced the marker: {timing}"
+                );
+                assert_eq!(
+                    timing["receive_clock"], "kernel",
+                    "{cell}: reads stamped by the kernel: {timing}"
+                );
             }
         }
-        assert_eq!(artifact["server_warmup"]["requests_per_replica"].as_u64(), Some(2), "{cell}: warmup recorded: {}", artifact["server_warmup"]);
+        assert_eq!(
+            artifact["server_warmup"]["requests_per_replica"].as_u64(),
+            Some(2),
+            "{cell}: warmup recorded: {}",
+            artifact["server_warmup"]
+        );
         let result = support_servers::read_json(&entry.join("result.json"));
         eprintln!(
             "llama.cpp SmolLM2-135M cell `{cell}`: {completed}/{requests} completed, concurrency {}, prompt tokens mean {:.0}, ttft p50 {:.1} ms, ttft p99 {:.1} ms, decode mean {:.1} tok/s, aggregate {:.1} tok/s, wall {:.0} ms, server startup {} ms, warmup {} ms",
@@ -657,8 +782,17 @@ fn llama_server_cells_complete_every_request_and_pass_the_gate() {
     for cell in &run.cells {
         let artifact = run.bench.benchmark(&run.plan, cell);
         let requests = artifact["requests"].as_u64().unwrap_or(0);
-        assert_eq!(artifact["completed"].as_u64(), Some(requests), "{cell}: every request completed; failures: {}", artifact["failures"]);
-        assert_eq!(artifact["metrics"]["request_canary_passed"].as_u64(), Some(requests), "{cell}: every canary passed");
+        assert_eq!(
+            artifact["completed"].as_u64(),
+            Some(requests),
+            "{cell}: every request completed; failures: {}",
+            artifact["failures"]
+        );
+        assert_eq!(
+            artifact["metrics"]["request_canary_passed"].as_u64(),
+            Some(requests),
+            "{cell}: every canary passed"
+        );
     }
     assert_eq!(run.outcome.code, Some(0), "the gate passes:\n{}", run.outcome.transcript());
 }
@@ -675,7 +809,8 @@ fn check_engine_template(name: &str) {
     let real = bench.plan(&recipe, &[]);
     assert!(real.nodes().iter().any(|n| n["kind"] == "server"), "{name}: the template has a server");
     let plan = bench.plan(&recipe, &["--sim"]);
-    let cells: Vec<String> = plan.nodes().iter().filter(|n| n["kind"] == "cell").map(|n| str_of(n, "name").to_string()).collect();
+    let cells: Vec<String> =
+        plan.nodes().iter().filter(|n| n["kind"] == "cell").map(|n| str_of(n, "name").to_string()).collect();
     assert!(!cells.is_empty(), "{name}: the template has a cell");
 
     let outcome = bench.run(&recipe, &["--sim"], 0);
@@ -683,9 +818,15 @@ fn check_engine_template(name: &str) {
     for cell in &cells {
         let artifact = bench.benchmark(&plan, cell);
         assert_eq!(artifact["simulated"], true, "{name}/{cell}: labelled simulated");
-        assert_eq!(artifact["serve_flags"]["simulated_twin_of"], "command", "{name}/{cell}: says whose twin it is");
+        assert_eq!(
+            artifact["serve_flags"]["simulated_twin_of"], "command",
+            "{name}/{cell}: says whose twin it is"
+        );
         assert_eq!(artifact["completed"], artifact["requests"], "{name}/{cell}: all requests completed");
-        assert_eq!(artifact["metrics"]["request_canary_passed"], artifact["requests"], "{name}/{cell}: canaries pass");
+        assert_eq!(
+            artifact["metrics"]["request_canary_passed"], artifact["requests"],
+            "{name}/{cell}: canaries pass"
+        );
     }
     bench.assert_no_server_left(name);
 }

@@ -71,7 +71,13 @@ fn sweep_values_reach_the_commands() {
     let (scratch, recipe) = setup();
     scratch.run(&recipe, &[], 0);
     let plan = scratch.plan(&recipe, &[]);
-    let stdout = |name: &str| scratch.anvil(&["show", &plan.fingerprint(name), "--json"]).expect_code(0).json()["result"]["stdout"].as_str().unwrap_or_default().trim().to_string();
+    let stdout = |name: &str| {
+        scratch.anvil(&["show", &plan.fingerprint(name), "--json"]).expect_code(0).json()["result"]["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
     assert_eq!(stdout("depth-12"), "depth 12 size 2");
     assert_eq!(stdout("grid-chunk512-ratio0p5"), "chunk 512 ratio 0.5");
 }
@@ -82,7 +88,11 @@ fn extends_accumulates_along_the_chain_through_an_include() {
     scratch.run(&recipe, &["--only", "leaf"], 0);
     let fingerprint = scratch.plan(&recipe, &[]).fingerprint("leaf");
     let result = scratch.anvil(&["show", &fingerprint, "--json"]).expect_code(0).json()["result"].clone();
-    assert_eq!(result["stdout"].as_str().map(str::trim), Some("A=from-base B=from-middle C=from-leaf"), "{result}");
+    assert_eq!(
+        result["stdout"].as_str().map(str::trim),
+        Some("A=from-base B=from-middle C=from-leaf"),
+        "{result}"
+    );
 }
 
 #[test]

@@ -5,13 +5,13 @@
 use std::path::Path;
 
 use anvil_store::{Fingerprint, Store};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::cli::RecipeArgs;
 use crate::history;
-use crate::report::diff::{describe, diff_values, Change};
+use crate::report::diff::{Change, describe, diff_values};
 
-use super::{input, load_plan, open_store, Exit};
+use super::{Exit, input, load_plan, open_store};
 
 /// How `RECIPE:STEP` sides are resolved (the flags `plan` takes).
 pub struct Resolution {
@@ -29,7 +29,13 @@ struct Side {
     preimage: Value,
 }
 
-pub fn diff(store_root: &Path, a: &str, b: Option<&str>, as_json: bool, resolution: &Resolution) -> Result<i32, Exit> {
+pub fn diff(
+    store_root: &Path,
+    a: &str,
+    b: Option<&str>,
+    as_json: bool,
+    resolution: &Resolution,
+) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
     let mut current = Current::new();
     let (a, b) = match b {
@@ -102,9 +108,13 @@ fn explain(store: &Store, current: &Current, a: &Value, b: &Value, depth: usize)
 
 fn print_explained(items: &[Explained], depth: usize) {
     let pad = "  ".repeat(depth + 1);
-    let (roots, cascades): (Vec<_>, Vec<_>) = items.iter().partition(|e| e.cascade.is_none() && !e.change.path.starts_with("upstream"));
+    let (roots, cascades): (Vec<_>, Vec<_>) =
+        items.iter().partition(|e| e.cascade.is_none() && !e.change.path.starts_with("upstream"));
     if !roots.is_empty() {
-        println!("{pad}{}:", if depth == 0 { "root causes (this step's own settings)" } else { "changed there" });
+        println!(
+            "{pad}{}:",
+            if depth == 0 { "root causes (this step's own settings)" } else { "changed there" }
+        );
         for item in roots {
             println!("{pad}  {}", describe(&item.change));
         }
@@ -140,21 +150,47 @@ fn side(store: &Store, spec: &str, resolution: &Resolution, current: &mut Curren
         let args = RecipeArgs { recipe: recipe.into(), set: resolution.set.clone(), sim: resolution.sim };
         let plan = load_plan(&args, Some(store))?;
         current.extend(plan.nodes.iter().map(|n| (n.fingerprint, n.preimage.clone())));
-        let node = plan.nodes.iter().find(|n| n.name == step).ok_or_else(|| input(format!("{recipe} has no step `{step}`")))?;
-        return Ok(Side { label: format!("({} {} as {} resolves now)", node.kind, node.name, recipe), fingerprint: node.fingerprint, preimage: node.preimage.clone() });
+        let node = plan
+            .nodes
+            .iter()
+            .find(|n| n.name == step)
+            .ok_or_else(|| input(format!("{recipe} has no step `{step}`")))?;
+        return Ok(Side {
+            label: format!("({} {} as {} resolves now)", node.kind, node.name, recipe),
+            fingerprint: node.fingerprint,
+            preimage: node.preimage.clone(),
+        });
     }
     let fingerprint = resolve_prefix(store, spec)?;
-    let preimage = history::preimage_of(store, &fingerprint).ok_or_else(|| input(format!("no preimage recorded for {fingerprint}")))?;
+    let preimage = history::preimage_of(store, &fingerprint)
+        .ok_or_else(|| input(format!("no preimage recorded for {fingerprint}")))?;
     Ok(Side { label: label_of(store, &fingerprint), fingerprint, preimage })
 }
 
 fn last_run_side(store: &Store, spec: &str) -> Result<Side, Exit> {
-    let (recipe, step) = recipe_step(spec).ok_or_else(|| input("with one argument, diff takes RECIPE:STEP and compares it with its last run"))?;
-    let key = Path::new(recipe).canonicalize().map(|p| p.display().to_string()).unwrap_or_else(|_| recipe.to_string());
-    let run = store.last_run_of(&key)?.ok_or_else(|| input(format!("{recipe} has never been run with this store")))?;
-    let node = run.nodes.iter().find(|n| n.name == step).ok_or_else(|| input(format!("the last run of {recipe} had no step `{step}`")))?;
-    let preimage = history::preimage_in_run(&run, &node.fingerprint).or_else(|| history::preimage_of(store, &node.fingerprint)).ok_or_else(|| input("the last run kept no preimage"))?;
-    Ok(Side { label: format!("({} {} in {} at {})", node.kind, node.name, run.run_id, run.started_at), fingerprint: node.fingerprint, preimage })
+    let (recipe, step) = recipe_step(spec).ok_or_else(|| {
+        input("with one argument, diff takes RECIPE:STEP and compares it with its last run")
+    })?;
+    let key = Path::new(recipe)
+        .canonicalize()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| recipe.to_string());
+    let run = store
+        .last_run_of(&key)?
+        .ok_or_else(|| input(format!("{recipe} has never been run with this store")))?;
+    let node = run
+        .nodes
+        .iter()
+        .find(|n| n.name == step)
+        .ok_or_else(|| input(format!("the last run of {recipe} had no step `{step}`")))?;
+    let preimage = history::preimage_in_run(&run, &node.fingerprint)
+        .or_else(|| history::preimage_of(store, &node.fingerprint))
+        .ok_or_else(|| input("the last run kept no preimage"))?;
+    Ok(Side {
+        label: format!("({} {} in {} at {})", node.kind, node.name, run.run_id, run.started_at),
+        fingerprint: node.fingerprint,
+        preimage,
+    })
 }
 
 fn recipe_step(spec: &str) -> Option<(&str, &str)> {
@@ -169,13 +205,21 @@ pub fn resolve_prefix(store: &Store, prefix: &str) -> Result<Fingerprint, Exit> 
     }
     let prefix_lower = prefix.to_ascii_lowercase();
     if prefix_lower.len() < 4 || !prefix_lower.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(input(format!("`{prefix}` is neither RECIPE:STEP nor a fingerprint prefix (at least 4 hex digits)")));
+        return Err(input(format!(
+            "`{prefix}` is neither RECIPE:STEP nor a fingerprint prefix (at least 4 hex digits)"
+        )));
     }
-    let matches: Vec<Fingerprint> = history::recorded_fingerprints(store).into_iter().filter(|f| f.to_string().starts_with(&prefix_lower)).collect();
+    let matches: Vec<Fingerprint> = history::recorded_fingerprints(store)
+        .into_iter()
+        .filter(|f| f.to_string().starts_with(&prefix_lower))
+        .collect();
     match matches.as_slice() {
         [one] => Ok(*one),
         [] => Err(input(format!("no stored or recorded fingerprint starts with `{prefix}`"))),
-        many => Err(input(format!("`{prefix}` is ambiguous: {}", many.iter().map(|f| f.short()).collect::<Vec<_>>().join(", ")))),
+        many => Err(input(format!(
+            "`{prefix}` is ambiguous: {}",
+            many.iter().map(|f| f.short()).collect::<Vec<_>>().join(", ")
+        ))),
     }
 }
 
@@ -184,6 +228,11 @@ pub fn label_of(store: &Store, fp: &Fingerprint) -> String {
     let runs = store.runs().unwrap_or_default();
     runs.iter()
         .rev()
-        .find_map(|run| run.nodes.iter().find(|n| n.fingerprint == *fp).map(|n| format!("({} {}, {} in {})", n.kind, n.name, n.status, run.run_id)))
+        .find_map(|run| {
+            run.nodes
+                .iter()
+                .find(|n| n.fingerprint == *fp)
+                .map(|n| format!("({} {}, {} in {})", n.kind, n.name, n.status, run.run_id))
+        })
         .unwrap_or_default()
 }

@@ -48,7 +48,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
         Command::Graph { recipe, format } => graph::graph(&recipe, format),
-        Command::Diff { a, b, json, sim, set } => diff::diff(&cli.store, &a, b.as_deref(), json, &diff::Resolution { sim, set }),
+        Command::Diff { a, b, json, sim, set } => {
+            diff::diff(&cli.store, &a, b.as_deref(), json, &diff::Resolution { sim, set })
+        }
         Command::Show { fingerprint, json } => show::show(&cli.store, &fingerprint, json),
         Command::Runs { json } => show::runs(&cli.store, json),
         Command::Store { action: StoreAction::Verify { json } } => store::verify(&cli.store, json),
@@ -63,7 +65,8 @@ pub fn open_store(root: &Path) -> Result<Store, Exit> {
 
 /// Load a recipe and plan it; recipe errors are input errors with spans.
 pub fn load_plan(args: &RecipeArgs, store: Option<&Store>) -> Result<Plan, Exit> {
-    let recipe = crate::recipe::load(&args.recipe, &args.set).map_err(|e| Exit::Input(miette::Report::new(e)))?;
+    let recipe =
+        crate::recipe::load(&args.recipe, &args.set).map_err(|e| Exit::Input(miette::Report::new(e)))?;
     let mode = if args.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
     Plan::build(recipe, store, mode).map_err(|e| Exit::Input(miette::Report::new(e)))
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::cli::RecipeArgs;
 
-use super::{load_plan, open_store, Exit};
+use super::{Exit, load_plan, open_store};
 
 pub async fn plan(store_root: &Path, args: &RecipeArgs, as_json: bool) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
@@ -29,17 +29,39 @@ pub async fn plan(store_root: &Path, args: &RecipeArgs, as_json: bool) -> Result
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&json!({"recipe": plan.recipe.path, "campaign": plan.recipe.campaign.name, "nodes": nodes})).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"recipe": plan.recipe.path, "campaign": plan.recipe.campaign.name, "nodes": nodes})
+            )
+            .unwrap_or_default()
+        );
         return Ok(0);
     }
     let width = plan.nodes.iter().map(|n| n.name.len()).max().unwrap_or(4).max(4);
     println!("{:<8} {:<width$}  {:<12}  {:<7}  reason", "kind", "step", "fingerprint", "status");
     for &i in &plan.order {
         let node = &plan.nodes[i];
-        let fp = if node.provisional { format!("{}~", node.fingerprint.short()) } else { node.fingerprint.short() };
-        println!("{:<8} {:<width$}  {:<12}  {:<7}  {}", node.kind.as_str(), node.name, fp, node.status.as_str(), node.reason);
+        let fp = if node.provisional {
+            format!("{}~", node.fingerprint.short())
+        } else {
+            node.fingerprint.short()
+        };
+        println!(
+            "{:<8} {:<width$}  {:<12}  {:<7}  {}",
+            node.kind.as_str(),
+            node.name,
+            fp,
+            node.status.as_str(),
+            node.reason
+        );
     }
     let pending = plan.nodes.iter().filter(|n| n.status == crate::plan::Status::Pending).count();
-    println!("\n{} steps: {} pending, {} cached (~ marks a fingerprint settled only once its inputs exist)", plan.nodes.len(), pending, plan.nodes.len() - pending);
+    println!(
+        "\n{} steps: {} pending, {} cached (~ marks a fingerprint settled only once its inputs exist)",
+        plan.nodes.len(),
+        pending,
+        plan.nodes.len() - pending
+    );
     Ok(0)
 }

@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use crate::cli::RecipeArgs;
-use crate::run::{execute, Ending, RunOptions, RunSummary};
+use crate::run::{Ending, RunOptions, RunSummary, execute};
 
-use super::{failed, load_plan, open_store, Exit};
+use super::{Exit, failed, load_plan, open_store};
 
 pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
@@ -14,13 +14,24 @@ pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> R
         eprintln!("note: stopped an orphaned server left by an earlier anvil: {reaped:?}");
     }
     let plan = load_plan(args, Some(&store))?;
-    let pending = plan.nodes.iter().filter(|n| n.status == crate::plan::Status::Pending && n.kind != crate::recipe::Kind::Server).count();
-    eprintln!("anvil: {} ({} steps, {} to run) — store {}", plan.recipe.campaign.name, plan.nodes.len(), pending, store_root.display());
-    let summary = execute(plan, store, options).await.map_err(|e| match e.downcast::<anvil_store::StoreError>() {
-        Ok(store_err) => Exit::from(store_err),
-        Err(other) if other.to_string().starts_with("--") => super::input(other),
-        Err(other) => failed(format!("{other:#}")),
-    })?;
+    let pending = plan
+        .nodes
+        .iter()
+        .filter(|n| n.status == crate::plan::Status::Pending && n.kind != crate::recipe::Kind::Server)
+        .count();
+    eprintln!(
+        "anvil: {} ({} steps, {} to run) — store {}",
+        plan.recipe.campaign.name,
+        plan.nodes.len(),
+        pending,
+        store_root.display()
+    );
+    let summary =
+        execute(plan, store, options).await.map_err(|e| match e.downcast::<anvil_store::StoreError>() {
+            Ok(store_err) => Exit::from(store_err),
+            Err(other) if other.to_string().starts_with("--") => super::input(other),
+            Err(other) => failed(format!("{other:#}")),
+        })?;
     print_summary(&summary);
     Ok(match summary.interrupted {
         Some(code) => code,
@@ -30,11 +41,18 @@ pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> R
 }
 
 fn print_summary(summary: &RunSummary) {
-    let problems: Vec<_> = summary.steps.iter().filter(|s| matches!(s.ending, Ending::Failed | Ending::Rejected)).collect();
+    let problems: Vec<_> =
+        summary.steps.iter().filter(|s| matches!(s.ending, Ending::Failed | Ending::Rejected)).collect();
     if !problems.is_empty() {
         println!();
         for step in &problems {
-            println!("{} {} `{}`: {}", step.ending.as_str().to_uppercase(), step.kind, step.name, step.detail);
+            println!(
+                "{} {} `{}`: {}",
+                step.ending.as_str().to_uppercase(),
+                step.kind,
+                step.name,
+                step.detail
+            );
         }
     }
     for output in &summary.outputs {
@@ -43,7 +61,13 @@ fn print_summary(summary: &RunSummary) {
     println!();
     println!(
         "{}: {} ran, {} cached, {} failed, {} rejected, {} skipped in {:.1}s (run {})",
-        if summary.interrupted.is_some() { "INTERRUPTED" } else if summary.succeeded() { "ok" } else { "FAILED" },
+        if summary.interrupted.is_some() {
+            "INTERRUPTED"
+        } else if summary.succeeded() {
+            "ok"
+        } else {
+            "FAILED"
+        },
         summary.count(Ending::Ran),
         summary.count(Ending::Cached),
         summary.count(Ending::Failed),

@@ -5,21 +5,33 @@ use std::path::Path;
 use serde_json::json;
 
 use super::diff::{label_of, resolve_prefix};
-use super::{input, open_store, Exit};
+use super::{Exit, input, open_store};
 
 pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
     let fp = resolve_prefix(&store, prefix)?;
     let Some(entry) = store.read(&fp)? else {
-        return Err(input(format!("{fp} is recorded but not stored (it failed, or gc removed it) {}", label_of(&store, &fp))));
+        return Err(input(format!(
+            "{fp} is recorded but not stored (it failed, or gc removed it) {}",
+            label_of(&store, &fp)
+        )));
     };
     if as_json {
-        let files: Vec<_> = entry.files.iter().map(|f| json!({"name": f.name, "blake3": f.blake3, "bytes": f.bytes})).collect();
+        let files: Vec<_> = entry
+            .files
+            .iter()
+            .map(|f| json!({"name": f.name, "blake3": f.blake3, "bytes": f.bytes}))
+            .collect();
         println!("{}", serde_json::to_string_pretty(&json!({"fingerprint": fp.to_string(), "created_at": entry.created_at, "preimage": entry.preimage, "result": entry.result, "files": files})).unwrap_or_default());
         return Ok(0);
     }
     println!("{fp} {}", label_of(&store, &fp));
-    println!("kind: {}   stored: {}   dir: {}", entry.preimage["kind"].as_str().unwrap_or("?"), entry.created_at, entry.dir.display());
+    println!(
+        "kind: {}   stored: {}   dir: {}",
+        entry.preimage["kind"].as_str().unwrap_or("?"),
+        entry.created_at,
+        entry.dir.display()
+    );
     let benchmark = entry.path_of("benchmark.json");
     if let Ok(text) = std::fs::read_to_string(&benchmark) {
         if let Ok(artifact) = serde_json::from_str::<serde_json::Value>(&text) {
@@ -30,7 +42,12 @@ pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit>
     }
     println!("\nfiles:");
     for file in &entry.files {
-        println!("  {:<28} {:>10} bytes  blake3:{}", file.name, file.bytes, &file.blake3[..16.min(file.blake3.len())]);
+        println!(
+            "  {:<28} {:>10} bytes  blake3:{}",
+            file.name,
+            file.bytes,
+            &file.blake3[..16.min(file.blake3.len())]
+        );
     }
     Ok(0)
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{open_store, Exit};
+use super::{Exit, open_store};
 
 pub fn verify(root: &Path, as_json: bool) -> Result<i32, Exit> {
     let store = open_store(root)?;
@@ -10,7 +10,10 @@ pub fn verify(root: &Path, as_json: bool) -> Result<i32, Exit> {
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
-        println!("checked {} entries, {} files, {} bytes", report.entries_checked, report.files_checked, report.bytes_checked);
+        println!(
+            "checked {} entries, {} files, {} bytes",
+            report.entries_checked, report.files_checked, report.bytes_checked
+        );
         for problem in &report.problems {
             println!("DAMAGED {problem}");
         }

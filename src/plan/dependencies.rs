@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use anvil_expr::Reference;
 use miette::SourceSpan;
 
-use crate::recipe::{did_you_mean, Decl, Kind, Problem, Recipe};
+use crate::recipe::{Decl, Kind, Problem, Recipe, did_you_mean};
 
 /// An expression a step evaluates, with where it was written.
 pub struct StepExpression {
@@ -21,7 +21,8 @@ pub fn expressions_of(step: &Decl, problems: &mut Vec<Problem>) -> Vec<StepExpre
         Kind::Gate => step.strings("require").into_iter().map(|t| ("require", t)).collect(),
         Kind::Screen => screen_expression(step).map(|t| vec![("over", t)]).unwrap_or_default(),
         Kind::Decision => {
-            let mut all: Vec<(&'static str, String)> = rules_of(step).into_iter().map(|(_, when)| ("rule", when)).collect();
+            let mut all: Vec<(&'static str, String)> =
+                rules_of(step).into_iter().map(|(_, when)| ("rule", when)).collect();
             all.extend(step.str("promote-when").map(|w| ("promote-when", w.to_string())));
             all
         }
@@ -32,9 +33,13 @@ pub fn expressions_of(step: &Decl, problems: &mut Vec<Problem>) -> Vec<StepExpre
         match anvil_expr::parse(&text) {
             Ok(parsed) => out.push(StepExpression { setting, text, parsed }),
             Err(err) => problems.push(
-                Problem::new(&step.source_of(setting), span_in_setting(step, setting, &text, err.span), format!("in {} `{}`: {}", step.kind, step.name, err.message))
-                    .label("here")
-                    .maybe_help(err.help.clone()),
+                Problem::new(
+                    &step.source_of(setting),
+                    span_in_setting(step, setting, &text, err.span),
+                    format!("in {} `{}`: {}", step.kind, step.name, err.message),
+                )
+                .label("here")
+                .maybe_help(err.help.clone()),
             ),
         }
     }
@@ -56,7 +61,12 @@ pub fn rules_of(step: &Decl) -> Vec<(String, String)> {
     };
     list.iter()
         // A rule without a label only contributes its statements.
-        .filter_map(|r| Some((r.get("label").and_then(|l| l.as_str()).unwrap_or("").to_string(), r.get("when")?.as_str()?.to_string())))
+        .filter_map(|r| {
+            Some((
+                r.get("label").and_then(|l| l.as_str()).unwrap_or("").to_string(),
+                r.get("when")?.as_str()?.to_string(),
+            ))
+        })
         .collect()
 }
 
@@ -82,18 +92,36 @@ pub fn step_index(recipe: &Recipe) -> StepIndex<'_> {
     recipe.steps.iter().enumerate().map(|(i, s)| ((s.kind, s.name.as_str()), i)).collect()
 }
 
-pub fn resolve_reference(reference: &Reference, recipe: &Recipe, index: &StepIndex<'_>, reader: &Decl, problems: &mut Vec<Problem>) -> Vec<usize> {
+pub fn resolve_reference(
+    reference: &Reference,
+    recipe: &Recipe,
+    index: &StepIndex<'_>,
+    reader: &Decl,
+    problems: &mut Vec<Problem>,
+) -> Vec<usize> {
     if reference.kind == "param" {
         if !recipe.params.contains_key(&reference.name) {
-            problems.push(reader.problem_at(reader_setting(reader), format!("{} `{}` reads unknown param `{}`", reader.kind, reader.name, reference.name)));
+            problems.push(reader.problem_at(
+                reader_setting(reader),
+                format!("{} `{}` reads unknown param `{}`", reader.kind, reader.name, reference.name),
+            ));
         }
         return Vec::new();
     }
     let Some(kind) = Kind::parse(&reference.kind).filter(|k| k.is_step()) else {
         problems.push(
             reader
-                .problem_at(reader_setting(reader), format!("{} `{}` reads `{}`: `{}` is not a kind of step", reader.kind, reader.name, reference, reference.kind))
-                .maybe_help(did_you_mean(&reference.kind, ["server", "cell", "check", "gate", "task", "screen", "decision", "param"])),
+                .problem_at(
+                    reader_setting(reader),
+                    format!(
+                        "{} `{}` reads `{}`: `{}` is not a kind of step",
+                        reader.kind, reader.name, reference, reference.kind
+                    ),
+                )
+                .maybe_help(did_you_mean(
+                    &reference.kind,
+                    ["server", "cell", "check", "gate", "task", "screen", "decision", "param"],
+                )),
         );
         return Vec::new();
     };
@@ -101,18 +129,24 @@ pub fn resolve_reference(reference: &Reference, recipe: &Recipe, index: &StepInd
         index.get(&(kind, reference.name.as_str())).copied().into_iter().collect()
     } else {
         recipe
-        .steps
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.kind == kind && reference.matches_name(&s.name))
-        .map(|(i, _)| i)
-        .collect()
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.kind == kind && reference.matches_name(&s.name))
+            .map(|(i, _)| i)
+            .collect()
     };
     if matched.is_empty() {
         let known = recipe.steps.iter().filter(|s| s.kind == kind).map(|s| s.name.as_str());
         problems.push(
             reader
-                .problem_at(reader_setting(reader), format!("{} `{}` reads `{}`, but there is no {kind} `{}`", reader.kind, reader.name, reference, reference.name))
+                .problem_at(
+                    reader_setting(reader),
+                    format!(
+                        "{} `{}` reads `{}`, but there is no {kind} `{}`",
+                        reader.kind, reader.name, reference, reference.name
+                    ),
+                )
                 .label("unknown reference")
                 .maybe_help(did_you_mean(&reference.name, known)),
         );
@@ -131,9 +165,11 @@ fn reader_setting(reader: &Decl) -> &'static str {
 /// The steps each step waits for, as indices into `recipe.steps`.
 pub fn dependencies(recipe: &Recipe, problems: &mut Vec<Problem>) -> Vec<Vec<usize>> {
     let index = step_index(recipe);
-    let by_name: std::collections::HashMap<&str, usize> = recipe.steps.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
+    let by_name: std::collections::HashMap<&str, usize> =
+        recipe.steps.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
     let index_of = |name: &str| by_name.get(name).copied();
-    let non_finally: Vec<usize> = (0..recipe.steps.len()).filter(|&i| recipe.steps[i].kind != Kind::Finally).collect();
+    let non_finally: Vec<usize> =
+        (0..recipe.steps.len()).filter(|&i| recipe.steps[i].kind != Kind::Finally).collect();
     recipe
         .steps
         .iter()
@@ -150,7 +186,14 @@ pub fn dependencies(recipe: &Recipe, problems: &mut Vec<Problem>) -> Vec<Vec<usi
             }
             if step.kind == Kind::Decision {
                 // A decision weighs every verdict of the campaign and its headline cells.
-                deps.extend(recipe.steps.iter().enumerate().filter(|(_, s)| matches!(s.kind, Kind::Gate | Kind::Screen | Kind::Check)).map(|(i, _)| i));
+                deps.extend(
+                    recipe
+                        .steps
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, s)| matches!(s.kind, Kind::Gate | Kind::Screen | Kind::Check))
+                        .map(|(i, _)| i),
+                );
                 deps.extend(step.strings("headline").iter().filter_map(|n| index_of(n)));
             }
             if step.kind == Kind::Finally {

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use anvil_store::Fingerprint;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::canonical::canonical_bytes;
 
@@ -40,7 +40,13 @@ pub struct PreimageParts {
 
 impl PreimageParts {
     pub fn new(kind: &'static str) -> PreimageParts {
-        PreimageParts { kind, settings: Map::new(), upstream: Map::new(), files: Map::new(), environment: Map::new() }
+        PreimageParts {
+            kind,
+            settings: Map::new(),
+            upstream: Map::new(),
+            files: Map::new(),
+            environment: Map::new(),
+        }
     }
 
     pub fn into_preimage(self) -> Value {

@@ -30,11 +30,7 @@ pub fn execution_order(deps: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
             }
         }
     }
-    if order.len() == n {
-        Ok(order)
-    } else {
-        Err((0..n).filter(|i| waiting_on[*i] > 0).collect())
-    }
+    if order.len() == n { Ok(order) } else { Err((0..n).filter(|i| waiting_on[*i] > 0).collect()) }
 }
 
 /// One problem per cycle, naming every step on it.
@@ -54,9 +50,13 @@ pub fn cycle_problems(deps: &[Vec<usize>], steps: &[Decl]) -> Vec<Problem> {
             members.sort();
             let names: Vec<String> = members.iter().map(|&i| steps[i].qualified()).collect();
             let first = &steps[members[0]];
-            Problem::new(&first.source, first.name_span, format!("dependency cycle: {} → {}", names.join(" → "), names[0]))
-                .label("part of a cycle")
-                .help("a step cannot wait for itself; remove one `after`, reference or gate input on this cycle")
+            Problem::new(
+                &first.source,
+                first.name_span,
+                format!("dependency cycle: {} → {}", names.join(" → "), names[0]),
+            )
+            .label("part of a cycle")
+            .help("a step cannot wait for itself; remove one `after`, reference or gate input on this cycle")
         })
         .collect()
 }

@@ -13,12 +13,12 @@ use serde_json::Value;
 
 pub use canonical::{canonical, canonical_bytes};
 pub use dependencies::{expressions_of, rules_of, screen_expression};
-pub use fingerprint::{fingerprint_of, FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL};
-pub use preimage::{reads_results, EngineMode};
+pub use fingerprint::{FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, fingerprint_of};
+pub use preimage::{EngineMode, reads_results};
 pub use status::Status;
 
 use crate::recipe::{Kind, Recipe, RecipeError};
-use preimage::{preimage_of, Upstream, World};
+use preimage::{Upstream, World, preimage_of};
 
 #[derive(Debug, Clone)]
 pub struct PlannedNode {
@@ -69,10 +69,16 @@ impl Plan {
             let upstream: Vec<(String, Upstream)> = deps[i]
                 .iter()
                 // A finally step waits for everything, but only its `after` steps shape its fingerprint.
-                .filter(|&&d| step.kind != Kind::Finally || step.strings("after").contains(&recipe.steps[d].name))
+                .filter(|&&d| {
+                    step.kind != Kind::Finally || step.strings("after").contains(&recipe.steps[d].name)
+                })
                 .map(|&d| {
                     let dep = nodes[d].as_ref().expect("execution order visits dependencies first");
-                    let role = if recipe.steps[d].kind == Kind::Server { "server".to_string() } else { recipe.steps[d].qualified() };
+                    let role = if recipe.steps[d].kind == Kind::Server {
+                        "server".to_string()
+                    } else {
+                        recipe.steps[d].qualified()
+                    };
                     let link = if preimage::reads_results(step.kind) && dep.kind != Kind::Server {
                         Upstream::ResultDigest(store.and_then(|s| status::result_digest(s, dep)))
                     } else {
@@ -93,7 +99,8 @@ impl Plan {
                 reason: String::new(),
             });
         }
-        let nodes: Vec<PlannedNode> = nodes.into_iter().map(|n| n.expect("every step is in the order")).collect();
+        let nodes: Vec<PlannedNode> =
+            nodes.into_iter().map(|n| n.expect("every step is in the order")).collect();
         let mut plan = Plan { recipe, mode, nodes, order };
         status::assign(&mut plan, store);
         Ok(plan)
@@ -112,7 +119,11 @@ impl Plan {
             .iter()
             .map(|&d| {
                 let dep = &self.nodes[d];
-                let role = if dep.kind == Kind::Server { "server".to_string() } else { self.recipe.steps[d].qualified() };
+                let role = if dep.kind == Kind::Server {
+                    "server".to_string()
+                } else {
+                    self.recipe.steps[d].qualified()
+                };
                 let link = if dep.kind == Kind::Server {
                     Upstream::Fingerprint(dep.fingerprint.to_string())
                 } else {
@@ -121,7 +132,8 @@ impl Plan {
                 (role, link)
             })
             .collect();
-        let (preimage, provisional) = preimage_of(step, &self.recipe, &upstream, self.mode, &mut World::default());
+        let (preimage, provisional) =
+            preimage_of(step, &self.recipe, &upstream, self.mode, &mut World::default());
         let node = &mut self.nodes[index];
         node.fingerprint = fingerprint_of(&preimage);
         node.preimage = preimage;

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::fingerprint::{file_digest, PreimageParts, MEASUREMENT_PROTOCOL};
+use super::fingerprint::{MEASUREMENT_PROTOCOL, PreimageParts, file_digest};
 use crate::recipe::{Decl, Kind, Recipe};
 
 /// Settings that a server's simulated twin keeps; the real command line
@@ -72,7 +72,9 @@ pub fn preimage_of(
             if twin || engine == "sim" {
                 settings.retain(|k, _| TWIN_SETTINGS.contains(&k.as_str()));
                 settings.insert("engine".into(), json!("sim"));
-                parts.environment.insert("engine".into(), json!({"simulated": true, "anvil": env!("CARGO_PKG_VERSION")}));
+                parts
+                    .environment
+                    .insert("engine".into(), json!({"simulated": true, "anvil": env!("CARGO_PKG_VERSION")}));
             } else if engine == "command" {
                 let command = step.strings("command");
                 if let Some(program) = command.first() {
@@ -98,7 +100,10 @@ pub fn preimage_of(
         let mut params = Map::new();
         for expression in super::dependencies::expressions_of(step, &mut Vec::new()) {
             for reference in expression.parsed.references().into_iter().filter(|r| r.kind == "param") {
-                params.insert(reference.name.clone(), recipe.params.get(&reference.name).cloned().unwrap_or(Value::Null));
+                params.insert(
+                    reference.name.clone(),
+                    recipe.params.get(&reference.name).cloned().unwrap_or(Value::Null),
+                );
             }
         }
         if !params.is_empty() {

@@ -37,13 +37,19 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
         let node = &plan.nodes[i];
         let (status, reason) = match node.kind {
             Kind::Server => continue, // decided below, from its dependents
-            Kind::Finally => (Status::Pending, "finally: runs at the end of a run that executed anything".to_string()),
-            _ if store.is_some_and(|s| s.contains(&node.fingerprint)) => (Status::Cached, "stored".to_string()),
+            Kind::Finally => {
+                (Status::Pending, "finally: runs at the end of a run that executed anything".to_string())
+            }
+            _ if store.is_some_and(|s| s.contains(&node.fingerprint)) => {
+                (Status::Cached, "stored".to_string())
+            }
             _ if node.provisional => {
                 let waiting: Vec<String> = node
                     .deps
                     .iter()
-                    .filter(|&&d| plan.nodes[d].kind != Kind::Server && plan.nodes[d].status == Status::Pending)
+                    .filter(|&&d| {
+                        plan.nodes[d].kind != Kind::Server && plan.nodes[d].status == Status::Pending
+                    })
                     .map(|&d| plan.recipe.steps[d].qualified())
                     .collect();
                 (Status::Pending, format!("reads results this run produces: {}", waiting.join(", ")))
@@ -66,14 +72,27 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
         let (status, reason) = if needing.is_empty() {
             (Status::Cached, "every step that needs it is stored: it will not start".to_string())
         } else {
-            (Status::Pending, format!("starts for {} step{}: {}", needing.len(), if needing.len() == 1 { "" } else { "s" }, needing.join(", ")))
+            (
+                Status::Pending,
+                format!(
+                    "starts for {} step{}: {}",
+                    needing.len(),
+                    if needing.len() == 1 { "" } else { "s" },
+                    needing.join(", ")
+                ),
+            )
         };
         plan.nodes[i].status = status;
         plan.nodes[i].reason = reason;
     }
 }
 
-fn why_pending(plan: &Plan, i: usize, store: Option<&Store>, last_run: Option<&anvil_store::RunRecord>) -> String {
+fn why_pending(
+    plan: &Plan,
+    i: usize,
+    store: Option<&Store>,
+    last_run: Option<&anvil_store::RunRecord>,
+) -> String {
     let node = &plan.nodes[i];
     let Some(previous) = last_run.and_then(|run| run.nodes.iter().find(|n| n.name == node.name)) else {
         return "new: not in the last run of this recipe".to_string();
@@ -81,13 +100,17 @@ fn why_pending(plan: &Plan, i: usize, store: Option<&Store>, last_run: Option<&a
     match previous.status.as_str() {
         "failed" => return "failed last time (failures are never stored)".to_string(),
         "skipped" => return "skipped last time".to_string(),
-        _ if previous.fingerprint == node.fingerprint => return "not in the store (removed by gc?)".to_string(),
+        _ if previous.fingerprint == node.fingerprint => {
+            return "not in the store (removed by gc?)".to_string();
+        }
         _ => {}
     }
     let old = store.and_then(|s| crate::history::preimage_of(s, &previous.fingerprint));
     match old {
         Some(old) => explain_change(plan, &old, node),
-        None => format!("changed since the last run (was {}; its preimage is gone)", previous.fingerprint.short()),
+        None => {
+            format!("changed since the last run (was {}; its preimage is gone)", previous.fingerprint.short())
+        }
     }
 }
 
@@ -102,7 +125,12 @@ fn explain_change(plan: &Plan, old: &serde_json::Value, node: &PlannedNode) -> S
     let upstream_names: Vec<String> = node
         .deps
         .iter()
-        .filter(|&&d| changes.iter().any(|c| c.path.contains(&plan.nodes[d].fingerprint.to_string()) || c.b.as_str() == Some(&plan.nodes[d].fingerprint.to_string())))
+        .filter(|&&d| {
+            changes.iter().any(|c| {
+                c.path.contains(&plan.nodes[d].fingerprint.to_string())
+                    || c.b.as_str() == Some(&plan.nodes[d].fingerprint.to_string())
+            })
+        })
         .map(|&d| plan.recipe.steps[d].qualified())
         .collect();
     if upstream_names.is_empty() {
@@ -111,4 +139,3 @@ fn explain_change(plan: &Plan, old: &serde_json::Value, node: &PlannedNode) -> S
         format!("upstream changed: {}", upstream_names.join(", "))
     }
 }
-

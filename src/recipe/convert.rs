@@ -8,8 +8,8 @@ use kdl::KdlValue;
 use serde_json::{Map, Number, Value};
 
 use super::decl::{Decl, Setting};
-use super::problem::{did_you_mean, Problem, Problems};
-use super::raw::{describe_value, RawDecl, RawField, Spanned};
+use super::problem::{Problem, Problems, did_you_mean};
+use super::raw::{RawDecl, RawField, Spanned, describe_value};
 use super::schema::{self, FieldSpec, Shape};
 
 pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
@@ -24,41 +24,63 @@ pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
         let Some(spec) = specs.iter().find(|s| s.name == name) else {
             let known = specs.iter().map(|s| s.name).chain(schema::STRUCTURAL.iter().copied());
             problems.push(
-                Problem::new(&field.source, field.name.span, format!("unknown setting `{name}` in {} `{}`", raw.kind, raw.name.value))
-                    .label("unknown")
-                    .maybe_help(did_you_mean(name, known).or_else(|| {
-                        Some(format!("a {} takes: {}", raw.kind, specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")))
-                    })),
+                Problem::new(
+                    &field.source,
+                    field.name.span,
+                    format!("unknown setting `{name}` in {} `{}`", raw.kind, raw.name.value),
+                )
+                .label("unknown")
+                .maybe_help(did_you_mean(name, known).or_else(|| {
+                    Some(format!(
+                        "a {} takes: {}",
+                        raw.kind,
+                        specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                    ))
+                })),
             );
 
             continue;
         };
         let Some(value) = convert_field(field, spec, problems) else {
-
             continue;
         };
         match settings.get_mut(name) {
             Some(existing) if spec.accumulates => accumulate(&mut existing.value, value),
             Some(_) => {
                 problems.push(
-                    Problem::new(&field.source, field.span, format!("`{name}` is set twice in {} `{}`", raw.kind, raw.name.value))
-                        .label("second time")
-                        .help("remove one of them (only settings such as args, env and reads add up)"),
+                    Problem::new(
+                        &field.source,
+                        field.span,
+                        format!("`{name}` is set twice in {} `{}`", raw.kind, raw.name.value),
+                    )
+                    .label("second time")
+                    .help("remove one of them (only settings such as args, env and reads add up)"),
                 );
-
             }
             None => {
-                settings.insert(name.to_string(), Setting { value, span: field.span, source: field.source.clone(), hashed: spec.hashed });
+                settings.insert(
+                    name.to_string(),
+                    Setting { value, span: field.span, source: field.source.clone(), hashed: spec.hashed },
+                );
             }
         }
     }
     for spec in specs.iter().filter(|s| s.required) {
         if !settings.contains_key(spec.name) {
             problems.push(
-                Problem::new(&raw.source, raw.name.span, format!("{} `{}` needs `{}` ({})", raw.kind, raw.name.value, spec.name, spec.shape.describe()))
-                    .label("missing a required setting"),
+                Problem::new(
+                    &raw.source,
+                    raw.name.span,
+                    format!(
+                        "{} `{}` needs `{}` ({})",
+                        raw.kind,
+                        raw.name.value,
+                        spec.name,
+                        spec.shape.describe()
+                    ),
+                )
+                .label("missing a required setting"),
             );
-
         }
     }
     // Even with problems the declaration is kept, so references to and from
@@ -95,9 +117,13 @@ fn accumulate(existing: &mut Value, more: Value) {
 fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) -> Option<Value> {
     let fail = |problems: &mut Problems, span, found: String| {
         problems.push(
-            Problem::new(&field.source, span, format!("`{}` expects {}, found {found}", spec.name, spec.shape.describe()))
-                .label("wrong type")
-                .maybe_help(bool_hint(spec, field)),
+            Problem::new(
+                &field.source,
+                span,
+                format!("`{}` expects {}, found {found}", spec.name, spec.shape.describe()),
+            )
+            .label("wrong type")
+            .maybe_help(bool_hint(spec, field)),
         );
         None
     };
@@ -110,7 +136,11 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
             for (key, value) in &field.props {
                 map.insert(key.value.clone(), scalar(&value.value));
             }
-            Some(if spec.shape == Shape::Records { Value::Array(vec![Value::Object(map)]) } else { Value::Object(map) })
+            Some(if spec.shape == Shape::Records {
+                Value::Array(vec![Value::Object(map)])
+            } else {
+                Value::Object(map)
+            })
         }
         Shape::Block => {
             let mut map = Map::new();
@@ -140,7 +170,11 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
         }
         _ => {
             let [arg] = field.args.as_slice() else {
-                let found = if field.args.is_empty() { "nothing".to_string() } else { format!("{} values", field.args.len()) };
+                let found = if field.args.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    format!("{} values", field.args.len())
+                };
                 return fail(problems, field.span, found);
             };
             if !field.props.is_empty() {
@@ -149,7 +183,11 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
             match single(spec.shape, arg) {
                 Ok(value) => Some(value),
                 Err(Some(message)) => {
-                    problems.push(Problem::new(&field.source, arg.span, message).label("invalid value").maybe_help(bool_hint(spec, field)));
+                    problems.push(
+                        Problem::new(&field.source, arg.span, message)
+                            .label("invalid value")
+                            .maybe_help(bool_hint(spec, field)),
+                    );
                     None
                 }
                 Err(None) => fail(problems, arg.span, describe_value(&arg.value)),
@@ -162,11 +200,14 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
 fn single(shape: Shape, arg: &Spanned<KdlValue>) -> Result<Value, Option<String>> {
     match (shape, &arg.value) {
         (Shape::Int, KdlValue::Integer(i)) => {
-            let i = u64::try_from(*i).map_err(|_| Some(format!("{i} is out of range (expected 0 … {})", u64::MAX)))?;
+            let i = u64::try_from(*i)
+                .map_err(|_| Some(format!("{i} is out of range (expected 0 … {})", u64::MAX)))?;
             Ok(Value::Number(i.into()))
         }
         (Shape::Number, KdlValue::Integer(i)) => Ok(Value::Number(Number::from_f64(*i as f64).ok_or(None)?)),
-        (Shape::Number, KdlValue::Float(x)) => Ok(Value::Number(Number::from_f64(*x).ok_or_else(|| Some(format!("{x} is not a finite number")))?)),
+        (Shape::Number, KdlValue::Float(x)) => Ok(Value::Number(
+            Number::from_f64(*x).ok_or_else(|| Some(format!("{x} is not a finite number")))?,
+        )),
         (Shape::Str, KdlValue::String(s)) => Ok(Value::String(s.clone())),
         (Shape::Bool, KdlValue::Bool(b)) => Ok(Value::Bool(*b)),
         (Shape::Duration, KdlValue::String(s)) => {
@@ -177,7 +218,8 @@ fn single(shape: Shape, arg: &Spanned<KdlValue>) -> Result<Value, Option<String>
             if words.contains(&s.as_str()) {
                 Ok(Value::String(s.clone()))
             } else {
-                let hint = did_you_mean(s, words.iter().copied()).map(|h| format!(" ({h})")).unwrap_or_default();
+                let hint =
+                    did_you_mean(s, words.iter().copied()).map(|h| format!(" ({h})")).unwrap_or_default();
                 Err(Some(format!("\"{s}\" is not {}{hint}", shape.describe())))
             }
         }
@@ -189,13 +231,16 @@ fn single(shape: Shape, arg: &Spanned<KdlValue>) -> Result<Value, Option<String>
 /// "90s", "5m", "1h30m", "250ms" → a duration; plain numbers are refused so
 /// that units are never guessed.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim()).map_err(|err| format!("bad duration \"{text}\": {err} (write e.g. \"90s\", \"5m\", \"250ms\")"))
+    humantime::parse_duration(text.trim())
+        .map_err(|err| format!("bad duration \"{text}\": {err} (write e.g. \"90s\", \"5m\", \"250ms\")"))
 }
 
 fn scalar(value: &KdlValue) -> Value {
     match value {
         KdlValue::String(s) => Value::String(s.clone()),
-        KdlValue::Integer(i) => i64::try_from(*i).map(Value::from).unwrap_or_else(|_| Value::String(i.to_string())),
+        KdlValue::Integer(i) => {
+            i64::try_from(*i).map(Value::from).unwrap_or_else(|_| Value::String(i.to_string()))
+        }
         KdlValue::Float(x) => Number::from_f64(*x).map(Value::Number).unwrap_or(Value::Null),
         KdlValue::Bool(b) => Value::Bool(*b),
         KdlValue::Null => Value::Null,
@@ -223,6 +268,7 @@ fn block_value(field: &RawField) -> Value {
 }
 
 fn bool_hint(spec: &FieldSpec, field: &RawField) -> Option<String> {
-    let is_word = field.args.iter().any(|a| matches!(&a.value, KdlValue::String(s) if s == "true" || s == "false"));
+    let is_word =
+        field.args.iter().any(|a| matches!(&a.value, KdlValue::String(s) if s == "true" || s == "false"));
     (spec.shape == Shape::Bool && is_word).then(|| "KDL v2 writes booleans as #true and #false".to_string())
 }

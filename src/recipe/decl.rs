@@ -51,7 +51,9 @@ impl Decl {
 
     pub fn strings(&self, key: &str) -> Vec<String> {
         match self.get(key) {
-            Some(Value::Array(items)) => items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+            Some(Value::Array(items)) => {
+                items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()
+            }
             Some(Value::String(s)) => vec![s.clone()],
             _ => Vec::new(),
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use kdl::KdlValue;
 
-use super::problem::{did_you_mean, Problem, Problems};
+use super::problem::{Problem, Problems, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned};
 use super::schema;
 
@@ -36,7 +36,8 @@ pub fn apply_extends(decls: Vec<RawDecl>, problems: &mut Problems) -> Vec<RawDec
 }
 
 fn is_abstract(decl: &RawDecl) -> bool {
-    decl.field("abstract").is_some_and(|f| matches!(f.args.first().map(|a| &a.value), Some(KdlValue::Bool(true))))
+    decl.field("abstract")
+        .is_some_and(|f| matches!(f.args.first().map(|a| &a.value), Some(KdlValue::Bool(true))))
 }
 
 fn merged(
@@ -48,21 +49,32 @@ fn merged(
 ) -> Option<RawDecl> {
     let Some(extends) = decl.field("extends") else { return Some(decl.clone()) };
     let Some(base_name) = extends.args.first().and_then(|a| a.value.as_string().map(str::to_string)) else {
-        problems.push(Problem::new(&decl.source, extends.span, "`extends` takes the name of another declaration of the same kind"));
+        problems.push(Problem::new(
+            &decl.source,
+            extends.span,
+            "`extends` takes the name of another declaration of the same kind",
+        ));
         return None;
     };
     let Some(&base_index) = by_name.get(&(decl.kind, base_name.clone())) else {
         let known = all.iter().filter(|d| d.kind == decl.kind).map(|d| d.name.value.as_str());
         problems.push(
-            Problem::new(&decl.source, extends.args[0].span, format!("`{base_name}` is not a {} of this recipe", decl.kind))
-                .label("unknown base")
-                .maybe_help(did_you_mean(&base_name, known)),
+            Problem::new(
+                &decl.source,
+                extends.args[0].span,
+                format!("`{base_name}` is not a {} of this recipe", decl.kind),
+            )
+            .label("unknown base")
+            .maybe_help(did_you_mean(&base_name, known)),
         );
         return None;
     };
     if chain.contains(&base_name) {
         chain.push(base_name);
-        problems.push(Problem::new(&decl.source, extends.span, format!("extends cycle: {}", chain.join(" → "))).label("cycle"));
+        problems.push(
+            Problem::new(&decl.source, extends.span, format!("extends cycle: {}", chain.join(" → ")))
+                .label("cycle"),
+        );
         return None;
     }
     chain.push(base_name);
@@ -88,7 +100,11 @@ struct Sweep {
 }
 
 /// Expand every `sweep` into concrete declarations and substitute placeholders.
-pub fn apply_sweeps_and_placeholders(decls: Vec<RawDecl>, params: &BTreeMap<String, KdlValue>, problems: &mut Problems) -> Vec<RawDecl> {
+pub fn apply_sweeps_and_placeholders(
+    decls: Vec<RawDecl>,
+    params: &BTreeMap<String, KdlValue>,
+    problems: &mut Problems,
+) -> Vec<RawDecl> {
     let mut out = Vec::new();
     for decl in decls {
         let Some(sweeps) = read_sweeps(&decl, problems) else { continue };
@@ -118,11 +134,17 @@ fn read_sweeps(decl: &RawDecl, problems: &mut Problems) -> Option<Vec<Sweep>> {
     let mut sweeps: Vec<Sweep> = Vec::new();
     for field in decl.fields_named("sweep") {
         let Some((var, values)) = field.args.split_first() else {
-            problems.push(Problem::new(&decl.source, field.span, "a sweep needs a variable name and values").help("write: sweep \"depth\" 4 8 12 16"));
+            problems.push(
+                Problem::new(&decl.source, field.span, "a sweep needs a variable name and values")
+                    .help("write: sweep \"depth\" 4 8 12 16"),
+            );
             return None;
         };
         let Some(var) = var.value.as_string() else {
-            problems.push(Problem::new(&decl.source, var.span, "the sweep variable's name must be a string").help("write: sweep \"depth\" 4 8 12 16"));
+            problems.push(
+                Problem::new(&decl.source, var.span, "the sweep variable's name must be a string")
+                    .help("write: sweep \"depth\" 4 8 12 16"),
+            );
             return None;
         };
         if values.is_empty() {
@@ -130,7 +152,11 @@ fn read_sweeps(decl: &RawDecl, problems: &mut Problems) -> Option<Vec<Sweep>> {
             return None;
         }
         if sweeps.iter().any(|s| s.var == var) {
-            problems.push(Problem::new(&decl.source, field.span, format!("sweep variable `{var}` is declared twice")));
+            problems.push(Problem::new(
+                &decl.source,
+                field.span,
+                format!("sweep variable `{var}` is declared twice"),
+            ));
             return None;
         }
         sweeps.push(Sweep { var: var.to_string(), values: values.to_vec() });
@@ -158,7 +184,12 @@ fn grid(sweeps: &[Sweep]) -> Vec<Vec<(String, KdlValue)>> {
 
 /// `sglang-d{depth}` with depth=8 → `sglang-d8`; without a template the
 /// variables are appended: `sglang` → `sglang-depth8`.
-fn instance_name(decl: &RawDecl, binding: &[(String, KdlValue)], vars: &BTreeMap<String, KdlValue>, problems: &mut Problems) -> String {
+fn instance_name(
+    decl: &RawDecl,
+    binding: &[(String, KdlValue)],
+    vars: &BTreeMap<String, KdlValue>,
+    problems: &mut Problems,
+) -> String {
     let name = &decl.name.value;
     if name.contains('{') {
         let mut value = Spanned { value: KdlValue::String(name.clone()), span: decl.name.span };
@@ -206,10 +237,11 @@ fn substitute(value: &mut Spanned<KdlValue>, vars: &BTreeMap<String, KdlValue>) 
     }
     if let Some(var) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}'))
         && let Some(v) = vars.get(var)
-            && !var.contains(['{', '}']) {
-                value.value = v.clone();
-                return Ok(());
-            }
+        && !var.contains(['{', '}'])
+    {
+        value.value = v.clone();
+        return Ok(());
+    }
     let mut out = String::with_capacity(text.len());
     let mut rest = text.as_str();
     while let Some(pos) = rest.find(['{', '}']) {
@@ -225,7 +257,11 @@ fn substitute(value: &mut Spanned<KdlValue>, vars: &BTreeMap<String, KdlValue>) 
             return Err(placeholder_problem(value, "unmatched `}`", None));
         }
         let Some(end) = tail.find('}') else {
-            return Err(placeholder_problem(value, "unclosed `{`", Some("write `{{` for a literal brace".into())));
+            return Err(placeholder_problem(
+                value,
+                "unclosed `{`",
+                Some("write `{{` for a literal brace".into()),
+            ));
         };
         let var = &tail[1..end];
         if let Some(v) = vars.get(var) {

@@ -8,7 +8,7 @@ use kdl::{KdlDocument, KdlNode, KdlValue};
 use miette::{NamedSource, SourceSpan};
 
 use super::kind::Kind;
-use super::problem::{did_you_mean, Problem, Problems, SourceText};
+use super::problem::{Problem, Problems, SourceText, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned};
 
 /// `param "name" default`: a value the user may override with `--set`.
@@ -36,7 +36,10 @@ pub struct Loaded {
     pub files: Vec<PathBuf>,
 }
 
-const TOP_LEVEL: &[&str] = &["campaign", "param", "include", "server", "workload", "cell", "check", "gate", "task", "screen", "decision", "finally"];
+const TOP_LEVEL: &[&str] = &[
+    "campaign", "param", "include", "server", "workload", "cell", "check", "gate", "task", "screen",
+    "decision", "finally",
+];
 
 pub fn load_files(main: &Path, problems: &mut Problems) -> Loaded {
     let mut loaded = Loaded::default();
@@ -51,11 +54,24 @@ struct IncludeSite<'a> {
     span: SourceSpan,
 }
 
-fn read_file(path: &Path, site: Option<IncludeSite<'_>>, stack: &mut Vec<PathBuf>, loaded: &mut Loaded, problems: &mut Problems) {
+fn read_file(
+    path: &Path,
+    site: Option<IncludeSite<'_>>,
+    stack: &mut Vec<PathBuf>,
+    loaded: &mut Loaded,
+    problems: &mut Problems,
+) {
     let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     if stack.contains(&canonical) {
         if let Some(site) = site {
-            problems.push(Problem::new(site.source, site.span, format!("include cycle: {} includes itself", path.display())).label("this include"));
+            problems.push(
+                Problem::new(
+                    site.source,
+                    site.span,
+                    format!("include cycle: {} includes itself", path.display()),
+                )
+                .label("this include"),
+            );
         }
         return;
     }
@@ -67,25 +83,39 @@ fn read_file(path: &Path, site: Option<IncludeSite<'_>>, stack: &mut Vec<PathBuf
         Err(err) => {
             match site {
                 Some(site) => problems.push(
-                    Problem::new(site.source, site.span, format!("cannot read included file {}: {err}", path.display())).label("included here"),
+                    Problem::new(
+                        site.source,
+                        site.span,
+                        format!("cannot read included file {}: {err}", path.display()),
+                    )
+                    .label("included here"),
                 ),
                 None => {
                     let source = Arc::new(NamedSource::new(path.display().to_string(), String::new()));
-                    problems.push(Problem::new(&source, SourceSpan::from(0..0), format!("cannot read recipe {}: {err}", path.display())));
+                    problems.push(Problem::new(
+                        &source,
+                        SourceSpan::from(0..0),
+                        format!("cannot read recipe {}: {err}", path.display()),
+                    ));
                 }
             }
             return;
         }
     };
     loaded.files.push(canonical.clone());
-    let source: SourceText = Arc::new(NamedSource::new(display_path(path), text.clone()).with_language("kdl"));
+    let source: SourceText =
+        Arc::new(NamedSource::new(display_path(path), text.clone()).with_language("kdl"));
     let document = match text.parse::<KdlDocument>() {
         Ok(doc) => doc,
         Err(err) => {
             for diag in err.diagnostics {
-                let mut problem = Problem::new(&source, diag.span, diag.message.clone().unwrap_or_else(|| "invalid KDL".into()))
-                    .label(diag.label.clone().unwrap_or_else(|| "here".into()))
-                    .maybe_help(diag.help.clone());
+                let mut problem = Problem::new(
+                    &source,
+                    diag.span,
+                    diag.message.clone().unwrap_or_else(|| "invalid KDL".into()),
+                )
+                .label(diag.label.clone().unwrap_or_else(|| "here".into()))
+                .maybe_help(diag.help.clone());
                 if let Some(hint) = v1_habit_hint(&text, diag.span) {
                     problem = problem.help(hint);
                 }
@@ -102,7 +132,14 @@ fn read_file(path: &Path, site: Option<IncludeSite<'_>>, stack: &mut Vec<PathBuf
     stack.pop();
 }
 
-fn read_top_level(node: &KdlNode, source: &SourceText, dir: &Path, stack: &mut Vec<PathBuf>, loaded: &mut Loaded, problems: &mut Problems) {
+fn read_top_level(
+    node: &KdlNode,
+    source: &SourceText,
+    dir: &Path,
+    stack: &mut Vec<PathBuf>,
+    loaded: &mut Loaded,
+    problems: &mut Problems,
+) {
     let word = node.name().value();
     match word {
         "include" => {
@@ -121,7 +158,10 @@ fn read_top_level(node: &KdlNode, source: &SourceText, dir: &Path, stack: &mut V
             None => problems.push(
                 Problem::new(source, node.name().span(), format!("unknown declaration `{word}`"))
                     .label("not a known kind")
-                    .maybe_help(did_you_mean(word, TOP_LEVEL.iter().copied()).or_else(|| Some(format!("a recipe holds: {}", TOP_LEVEL.join(", "))))),
+                    .maybe_help(
+                        did_you_mean(word, TOP_LEVEL.iter().copied())
+                            .or_else(|| Some(format!("a recipe holds: {}", TOP_LEVEL.join(", ")))),
+                    ),
             ),
         },
     }
@@ -133,11 +173,22 @@ fn read_decl(kind: Kind, node: &KdlNode, source: &SourceText, problems: &mut Pro
     for entry in node.entries() {
         let value = Spanned { value: entry.value().clone(), span: entry.span() };
         match entry.name() {
-            Some(key) => fields.push(RawField::from_prop(Spanned { value: key.value().to_string(), span: key.span() }, value, source)),
+            Some(key) => fields.push(RawField::from_prop(
+                Spanned { value: key.value().to_string(), span: key.span() },
+                value,
+                source,
+            )),
             None if name.is_none() => match entry.value() {
                 KdlValue::String(s) => name = Some(Spanned { value: s.clone(), span: entry.span() }),
                 other => {
-                    problems.push(Problem::new(source, entry.span(), format!("a {kind}'s name must be a string, not {}", super::raw::describe_value(other))));
+                    problems.push(Problem::new(
+                        source,
+                        entry.span(),
+                        format!(
+                            "a {kind}'s name must be a string, not {}",
+                            super::raw::describe_value(other)
+                        ),
+                    ));
                     return None;
                 }
             },
@@ -148,7 +199,10 @@ fn read_decl(kind: Kind, node: &KdlNode, source: &SourceText, problems: &mut Pro
         }
     }
     let Some(name) = name else {
-        problems.push(Problem::new(source, node.span(), format!("this {kind} has no name")).help(format!("write {kind} \"name\" {{ … }}")));
+        problems.push(
+            Problem::new(source, node.span(), format!("this {kind} has no name"))
+                .help(format!("write {kind} \"name\" {{ … }}")),
+        );
         return None;
     };
     if let Some(problem) = invalid_name(&name, source) {
@@ -165,7 +219,9 @@ fn read_decl(kind: Kind, node: &KdlNode, source: &SourceText, problems: &mut Pro
 fn invalid_name(name: &Spanned<String>, source: &SourceText) -> Option<Problem> {
     let n = &name.value;
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '{' | '}');
-    let valid = !n.is_empty() && n.chars().all(ok_char) && n.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '{');
+    let valid = !n.is_empty()
+        && n.chars().all(ok_char)
+        && n.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '{');
     (!valid).then(|| {
         Problem::new(source, name.span, format!("invalid name \"{n}\""))
             .label("names use letters, digits, `-` and `_`")
@@ -177,7 +233,10 @@ fn read_param(node: &KdlNode, source: &SourceText, loaded: &mut Loaded, problems
     let args: Vec<_> = node.entries().iter().filter(|e| e.name().is_none()).collect();
     let default = node.entries().iter().find(|e| e.name().is_some_and(|k| k.value() == "default"));
     let (Some(name_entry), Some(value_entry)) = (args.first(), args.get(1).copied().or(default)) else {
-        problems.push(Problem::new(source, node.span(), "a param needs a name and a default value").help("write: param \"depth\" 8"));
+        problems.push(
+            Problem::new(source, node.span(), "a param needs a name and a default value")
+                .help("write: param \"depth\" 8"),
+        );
         return;
     };
     let Some(name) = name_entry.value().as_string() else {
@@ -186,8 +245,12 @@ fn read_param(node: &KdlNode, source: &SourceText, loaded: &mut Loaded, problems
     };
     if let Some(earlier) = loaded.params.iter().find(|p| p.name.value == name) {
         problems.push(
-            Problem::new(source, name_entry.span(), format!("param `{name}` is declared twice"))
-                .help(format!("first declared at {}", Problem::new(&earlier.source, earlier.name.span, "").location())),
+            Problem::new(source, name_entry.span(), format!("param `{name}` is declared twice")).help(
+                format!(
+                    "first declared at {}",
+                    Problem::new(&earlier.source, earlier.name.span, "").location()
+                ),
+            ),
         );
         return;
     }
@@ -203,9 +266,16 @@ fn read_campaign(node: &KdlNode, source: &SourceText, loaded: &mut Loaded, probl
         problems.push(Problem::new(source, node.span(), "a recipe has one campaign header"));
         return;
     }
-    loaded.campaign.name = node.entries().iter().find(|e| e.name().is_none()).and_then(|e| e.value().as_string().map(str::to_string));
+    loaded.campaign.name = node
+        .entries()
+        .iter()
+        .find(|e| e.name().is_none())
+        .and_then(|e| e.value().as_string().map(str::to_string));
     if loaded.campaign.name.is_none() {
-        problems.push(Problem::new(source, node.span(), "the campaign needs a name").help("write: campaign \"my-campaign\" { seed 17 }"));
+        problems.push(
+            Problem::new(source, node.span(), "the campaign needs a name")
+                .help("write: campaign \"my-campaign\" { seed 17 }"),
+        );
     }
     for child in node.children().map(|d| d.nodes()).unwrap_or_default() {
         let value = child.entries().first().map(|e| e.value());
@@ -213,10 +283,15 @@ fn read_campaign(node: &KdlNode, source: &SourceText, loaded: &mut Loaded, probl
             ("description", Some(KdlValue::String(s))) => loaded.campaign.description = Some(s.clone()),
             ("seed", Some(KdlValue::Integer(i))) => loaded.campaign.seed = Some(*i),
             ("seed", _) => problems.push(Problem::new(source, child.span(), "seed must be an integer")),
-            ("description", _) => problems.push(Problem::new(source, child.span(), "description must be a string")),
+            ("description", _) => {
+                problems.push(Problem::new(source, child.span(), "description must be a string"))
+            }
             (other, _) => problems.push(
                 Problem::new(source, child.name().span(), format!("unknown campaign setting `{other}`"))
-                    .maybe_help(did_you_mean(other, ["description", "seed"]).or(Some("the campaign takes: description, seed".into()))),
+                    .maybe_help(
+                        did_you_mean(other, ["description", "seed"])
+                            .or(Some("the campaign takes: description, seed".into())),
+                    ),
             ),
         }
     }
@@ -227,12 +302,20 @@ fn single_string<'a>(node: &'a KdlNode, source: &SourceText, problems: &mut Prob
         [entry] if entry.name().is_none() => match entry.value().as_string() {
             Some(s) => Some(s),
             None => {
-                problems.push(Problem::new(source, entry.span(), format!("`{}` takes a string", node.name().value())));
+                problems.push(Problem::new(
+                    source,
+                    entry.span(),
+                    format!("`{}` takes a string", node.name().value()),
+                ));
                 None
             }
         },
         _ => {
-            problems.push(Problem::new(source, node.span(), format!("`{}` takes exactly one string", node.name().value())));
+            problems.push(Problem::new(
+                source,
+                node.span(),
+                format!("`{}` takes exactly one string", node.name().value()),
+            ));
             None
         }
     }
@@ -242,15 +325,22 @@ fn single_string<'a>(node: &'a KdlNode, source: &SourceText, problems: &mut Prob
 fn v1_habit_hint(text: &str, span: SourceSpan) -> Option<String> {
     let start = span.offset().min(text.len());
     let rest = &text[start..];
-    let word: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+    let word: String =
+        rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
     let word = if word.is_empty() {
         // The span may point just before the bare word; look at the next word on the line.
-        rest.split_whitespace().next().unwrap_or("").trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_string()
+        rest.split_whitespace()
+            .next()
+            .unwrap_or("")
+            .trim_matches(|c: char| !c.is_ascii_alphanumeric())
+            .to_string()
     } else {
         word
     };
     match word.as_str() {
-        "true" | "false" | "null" => Some(format!("KDL v2 writes booleans and null as #true, #false and #null (found bare `{word}`, a KDL v1 habit)")),
+        "true" | "false" | "null" => Some(format!(
+            "KDL v2 writes booleans and null as #true, #false and #null (found bare `{word}`, a KDL v1 habit)"
+        )),
         _ => None,
     }
 }

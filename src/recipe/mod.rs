@@ -24,7 +24,7 @@ pub use convert::parse_duration;
 pub use decl::{Decl, Setting};
 pub use expand::RUNTIME_PLACEHOLDERS;
 pub use kind::Kind;
-pub use problem::{did_you_mean, Problem, RecipeError, SourceText};
+pub use problem::{Problem, RecipeError, SourceText, did_you_mean};
 
 use problem::Problems;
 
@@ -105,28 +105,45 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
     let recipe_name = path.display().to_string();
     let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();
     let campaign = Campaign {
-        name: loaded.campaign.name.clone().unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
+        name: loaded.campaign.name.clone().unwrap_or_else(|| {
+            path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        }),
         description: loaded.campaign.description.clone(),
         seed: loaded.campaign.seed.and_then(|s| u64::try_from(s).ok()).unwrap_or(0),
     };
     let params = params.iter().map(|(k, v)| (k.clone(), kdl_to_json(v))).collect();
-    problems.into_result(&recipe_name, Recipe { path: path.to_path_buf(), key, campaign, params, steps, workloads, files: loaded.files })
+    problems.into_result(
+        &recipe_name,
+        Recipe { path: path.to_path_buf(), key, campaign, params, steps, workloads, files: loaded.files },
+    )
 }
 
-fn resolve_params(decls: &[loader::ParamDecl], overrides: &[String], problems: &mut Problems) -> BTreeMap<String, KdlValue> {
-    let mut values: BTreeMap<String, KdlValue> = decls.iter().map(|p| (p.name.value.clone(), p.default.value.clone())).collect();
+fn resolve_params(
+    decls: &[loader::ParamDecl],
+    overrides: &[String],
+    problems: &mut Problems,
+) -> BTreeMap<String, KdlValue> {
+    let mut values: BTreeMap<String, KdlValue> =
+        decls.iter().map(|p| (p.name.value.clone(), p.default.value.clone())).collect();
     for text in overrides {
         // Each override gets its own tiny "file" so its errors render with a span too.
         let source: SourceText = Arc::new(NamedSource::new("--set", text.clone()));
         let Some((name, value)) = text.split_once('=') else {
-            problems.push(Problem::new(&source, SourceSpan::from(0..text.len()), "--set takes name=value").label("no `=`"));
+            problems.push(
+                Problem::new(&source, SourceSpan::from(0..text.len()), "--set takes name=value")
+                    .label("no `=`"),
+            );
             continue;
         };
         let Some(declared) = decls.iter().find(|p| p.name.value == name) else {
             problems.push(
-                Problem::new(&source, SourceSpan::from(0..name.len()), format!("the recipe has no param `{name}`"))
-                    .label("unknown param")
-                    .maybe_help(did_you_mean(name, decls.iter().map(|p| p.name.value.as_str()))),
+                Problem::new(
+                    &source,
+                    SourceSpan::from(0..name.len()),
+                    format!("the recipe has no param `{name}`"),
+                )
+                .label("unknown param")
+                .maybe_help(did_you_mean(name, decls.iter().map(|p| p.name.value.as_str()))),
             );
             continue;
         };
@@ -146,8 +163,16 @@ fn resolve_params(decls: &[loader::ParamDecl], overrides: &[String], problems: &
                 values.insert(name.to_string(), v);
             }
             None => problems.push(
-                Problem::new(&source, SourceSpan::from(name.len() + 1..text.len()), format!("param `{name}` is {}, not \"{value}\"", raw::describe_value(&declared.default.value)).replace("is the", "takes a value like the"))
-                    .label("wrong type"),
+                Problem::new(
+                    &source,
+                    SourceSpan::from(name.len() + 1..text.len()),
+                    format!(
+                        "param `{name}` is {}, not \"{value}\"",
+                        raw::describe_value(&declared.default.value)
+                    )
+                    .replace("is the", "takes a value like the"),
+                )
+                .label("wrong type"),
             ),
         }
     }
@@ -162,7 +187,10 @@ fn check_unique(decls: &[Decl], problems: &mut Problems) {
             problems.push(
                 Problem::new(&decl.source, decl.name_span, format!("duplicate name `{}`", decl.name))
                     .label("declared again here")
-                    .help(format!("{} `{}` is first declared at {first_at}; names must be unique", first.kind, first.name)),
+                    .help(format!(
+                        "{} `{}` is first declared at {first_at}; names must be unique",
+                        first.kind, first.name
+                    )),
             );
         } else {
             seen.insert(&decl.name, decl);
@@ -178,27 +206,39 @@ fn check_references(steps: &[Decl], workloads: &[Decl], problems: &mut Problems)
             if !pool.iter().any(|d| d.kind == kind && d.name == target) {
                 let known = pool.iter().filter(|d| d.kind == kind).map(|d| d.name.as_str());
                 problems.push(
-                    step.problem_at(key, format!("{} `{}` refers to unknown {kind} `{target}`", step.kind, step.name))
-                        .label("unknown reference")
-                        .maybe_help(did_you_mean(target, known)),
+                    step.problem_at(
+                        key,
+                        format!("{} `{}` refers to unknown {kind} `{target}`", step.kind, step.name),
+                    )
+                    .label("unknown reference")
+                    .maybe_help(did_you_mean(target, known)),
                 );
             }
         }
         for target in step.strings("headline") {
             if !steps.iter().any(|d| d.kind == Kind::Cell && d.name == target) {
                 problems.push(
-                    step.problem_at("headline", format!("decision `{}` lists unknown cell `{target}` as a headline", step.name))
-                        .label("unknown reference")
-                        .maybe_help(did_you_mean(&target, steps.iter().filter(|d| d.kind == Kind::Cell).map(|d| d.name.as_str()))),
+                    step.problem_at(
+                        "headline",
+                        format!("decision `{}` lists unknown cell `{target}` as a headline", step.name),
+                    )
+                    .label("unknown reference")
+                    .maybe_help(did_you_mean(
+                        &target,
+                        steps.iter().filter(|d| d.kind == Kind::Cell).map(|d| d.name.as_str()),
+                    )),
                 );
             }
         }
         for target in step.strings("after") {
             if !steps.iter().any(|d| d.name == target) {
                 problems.push(
-                    step.problem_at("after", format!("{} `{}` runs after unknown step `{target}`", step.kind, step.name))
-                        .label("unknown reference")
-                        .maybe_help(did_you_mean(&target, steps.iter().map(|d| d.name.as_str()))),
+                    step.problem_at(
+                        "after",
+                        format!("{} `{}` runs after unknown step `{target}`", step.kind, step.name),
+                    )
+                    .label("unknown reference")
+                    .maybe_help(did_you_mean(&target, steps.iter().map(|d| d.name.as_str()))),
                 );
             }
         }
@@ -233,12 +273,25 @@ fn default_engine(server: &mut Decl, problems: &mut Problems) {
         _ => None,
     };
     if let Some(needed) = needs
-        && server.get(needed).is_none() {
-            problems.push(server.problem_at("engine", format!("server `{}` with engine \"{engine}\" needs `{needed}`", server.name)).label("incomplete server"));
-        }
+        && server.get(needed).is_none()
+    {
+        problems.push(
+            server
+                .problem_at(
+                    "engine",
+                    format!("server `{}` with engine \"{engine}\" needs `{needed}`", server.name),
+                )
+                .label("incomplete server"),
+        );
+    }
     server.settings.insert(
         "engine".into(),
-        Setting { value: serde_json::Value::String(engine), span: server.name_span, source: server.source.clone(), hashed: true },
+        Setting {
+            value: serde_json::Value::String(engine),
+            span: server.name_span,
+            source: server.source.clone(),
+            hashed: true,
+        },
     );
 }
 
@@ -246,7 +299,9 @@ pub fn kdl_to_json(value: &KdlValue) -> serde_json::Value {
     match value {
         KdlValue::String(s) => s.clone().into(),
         KdlValue::Integer(i) => i64::try_from(*i).map(Into::into).unwrap_or_else(|_| i.to_string().into()),
-        KdlValue::Float(x) => serde_json::Number::from_f64(*x).map(serde_json::Value::Number).unwrap_or(serde_json::Value::Null),
+        KdlValue::Float(x) => {
+            serde_json::Number::from_f64(*x).map(serde_json::Value::Number).unwrap_or(serde_json::Value::Null)
+        }
         KdlValue::Bool(b) => (*b).into(),
         KdlValue::Null => serde_json::Value::Null,
     }
@@ -255,10 +310,32 @@ pub fn kdl_to_json(value: &KdlValue) -> serde_json::Value {
 /// key=value settings whose keys and values have meaning of their own.
 fn check_properties(step: &Decl, problems: &mut Problems) {
     let known: &[(&str, &[(&str, PropShape)])] = &[
-        ("ready", &[("http", PropShape::Text), ("status", PropShape::Integer), ("timeout", PropShape::Duration), ("log", PropShape::Text)]),
-        ("slo", &[("ttft", PropShape::Duration), ("tpot", PropShape::Duration), ("e2e", PropShape::Duration)]),
+        (
+            "ready",
+            &[
+                ("http", PropShape::Text),
+                ("status", PropShape::Integer),
+                ("timeout", PropShape::Duration),
+                ("log", PropShape::Text),
+            ],
+        ),
+        (
+            "slo",
+            &[("ttft", PropShape::Duration), ("tpot", PropShape::Duration), ("e2e", PropShape::Duration)],
+        ),
         ("warmup", &[("requests", PropShape::Integer), ("max-tokens", PropShape::Integer)]),
-        ("rule", &[("label", PropShape::Text), ("when", PropShape::Text), ("winner", PropShape::Text), ("single-card-selection", PropShape::Text), ("alternate-runtime-result", PropShape::Text), ("promotion-boundary", PropShape::Text), ("reason", PropShape::Text)]),
+        (
+            "rule",
+            &[
+                ("label", PropShape::Text),
+                ("when", PropShape::Text),
+                ("winner", PropShape::Text),
+                ("single-card-selection", PropShape::Text),
+                ("alternate-runtime-result", PropShape::Text),
+                ("promotion-boundary", PropShape::Text),
+                ("reason", PropShape::Text),
+            ],
+        ),
     ];
     for (setting, keys) in known {
         let Some(value) = step.get(setting) else { continue };
@@ -273,13 +350,20 @@ fn check_properties(step: &Decl, problems: &mut Problems) {
                     problems.push(
                         step.problem_at(setting, format!("`{setting}` has no property `{key}`"))
                             .label("unknown property")
-                            .maybe_help(did_you_mean(key, keys.iter().map(|(k, _)| *k)).or_else(|| Some(format!("`{setting}` takes: {}", keys.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", "))))),
+                            .maybe_help(did_you_mean(key, keys.iter().map(|(k, _)| *k)).or_else(|| {
+                                Some(format!(
+                                    "`{setting}` takes: {}",
+                                    keys.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+                                ))
+                            })),
                     );
                     continue;
                 };
                 let problem = match shape {
                     PropShape::Text => (!v.is_string()).then(|| format!("`{setting} {key}=` takes a string")),
-                    PropShape::Integer => (!v.is_u64()).then(|| format!("`{setting} {key}=` takes an integer")),
+                    PropShape::Integer => {
+                        (!v.is_u64()).then(|| format!("`{setting} {key}=` takes an integer"))
+                    }
                     PropShape::Duration => match v.as_str().map(parse_duration) {
                         Some(Ok(_)) => None,
                         Some(Err(err)) => Some(format!("`{setting} {key}=`: {err}")),
@@ -293,12 +377,27 @@ fn check_properties(step: &Decl, problems: &mut Problems) {
         }
     }
     if matches!(step.str("arrival"), Some("poisson" | "constant")) && step.f64("rate").is_none() {
-        problems.push(step.problem_at("arrival", format!("{} `{}`: an open-loop arrival needs `rate` (requests per second)", step.kind, step.name)).label("no rate"));
+        problems.push(
+            step.problem_at(
+                "arrival",
+                format!(
+                    "{} `{}`: an open-loop arrival needs `rate` (requests per second)",
+                    step.kind, step.name
+                ),
+            )
+            .label("no rate"),
+        );
     }
     if step.kind == Kind::Decision {
         for rule in step.get("rule").and_then(|r| r.as_array()).into_iter().flatten() {
             if rule.get("when").is_none() {
-                problems.push(step.problem_at("rule", "a rule needs when=\"…\" (and a label=\"…\" to add a decision label)").label("incomplete rule"));
+                problems.push(
+                    step.problem_at(
+                        "rule",
+                        "a rule needs when=\"…\" (and a label=\"…\" to add a decision label)",
+                    )
+                    .label("incomplete rule"),
+                );
             }
         }
     }

@@ -54,7 +54,9 @@ impl RawField {
         for entry in node.entries() {
             let value = Spanned { value: entry.value().clone(), span: entry.span() };
             match entry.name() {
-                Some(key) => props.push((Spanned { value: key.value().to_string(), span: key.span() }, value)),
+                Some(key) => {
+                    props.push((Spanned { value: key.value().to_string(), span: key.span() }, value))
+                }
                 None => args.push(value),
             }
         }
@@ -74,8 +76,18 @@ impl RawField {
 
     /// A property on a declaration line, seen as a one-argument field.
     pub fn from_prop(key: Spanned<String>, value: Spanned<KdlValue>, source: &SourceText) -> RawField {
-        let span = SourceSpan::new(key.span.offset().into(), value.span.offset() + value.span.len() - key.span.offset());
-        RawField { name: key, args: vec![value], props: Vec::new(), children: Vec::new(), span, source: source.clone() }
+        let span = SourceSpan::new(
+            key.span.offset().into(),
+            value.span.offset() + value.span.len() - key.span.offset(),
+        );
+        RawField {
+            name: key,
+            args: vec![value],
+            props: Vec::new(),
+            children: Vec::new(),
+            span,
+            source: source.clone(),
+        }
     }
 
     /// Apply `f` to every value in this field and its children.

@@ -41,7 +41,9 @@ impl Shape {
             Shape::Props => "key=value properties".into(),
             Shape::Records => "key=value properties".into(),
             Shape::Block => "a { … } block".into(),
-            Shape::OneOf(words) => format!("one of {}", words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ")),
+            Shape::OneOf(words) => {
+                format!("one of {}", words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", "))
+            }
             Shape::Ref(kind) => format!("the name of a {kind}"),
             Shape::StepRefs => "names of other steps".into(),
         }
@@ -132,7 +134,8 @@ const WORKLOAD: &[FieldSpec] = &[
     field("balance", Shape::OneOf(&["round-robin", "least-outstanding"])),
 ];
 
-const CELL: &[FieldSpec] = &[required("server", Shape::Ref(Kind::Server)), field("workload", Shape::Ref(Kind::Workload))];
+const CELL: &[FieldSpec] =
+    &[required("server", Shape::Ref(Kind::Server)), field("workload", Shape::Ref(Kind::Workload))];
 
 const CHECK: &[FieldSpec] = &[
     required("server", Shape::Ref(Kind::Server)),

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use anvil_store::Store;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::plan::Plan;
 use crate::recipe::{Decl, Kind};
@@ -21,15 +21,30 @@ pub struct Outcomes<'a> {
 pub fn workload_manifest(plan: &Plan) -> Value {
     let recipe = &plan.recipe;
     let cells: Vec<&Decl> = recipe.steps.iter().filter(|s| s.kind == Kind::Cell).collect();
-    let distinct = |key: &str| -> Vec<u64> { cells.iter().filter_map(|c| c.u64(key)).collect::<BTreeSet<_>>().into_iter().collect() };
+    let distinct = |key: &str| -> Vec<u64> {
+        cells.iter().filter_map(|c| c.u64(key)).collect::<BTreeSet<_>>().into_iter().collect()
+    };
     let headline = headline_cells(plan).into_iter().next();
-    let classes: Vec<Value> = recipe.workloads.iter().map(|w| json!({"id": w.name, "description": w.str("description").unwrap_or("")})).collect();
+    let classes: Vec<Value> = recipe
+        .workloads
+        .iter()
+        .map(|w| json!({"id": w.name, "description": w.str("description").unwrap_or("")}))
+        .collect();
     let controls: Vec<String> = decision(plan).map(|d| d.strings("control")).unwrap_or_default();
     let mut screen_controls: Vec<String> = recipe
         .steps
         .iter()
         .filter(|s| s.kind == Kind::Screen)
-        .map(|s| s.str("description").map(str::to_string).unwrap_or_else(|| format!("screen {} over {} by {}", s.name, s.str("over").unwrap_or(""), s.str("metric").unwrap_or(""))))
+        .map(|s| {
+            s.str("description").map(str::to_string).unwrap_or_else(|| {
+                format!(
+                    "screen {} over {} by {}",
+                    s.name,
+                    s.str("over").unwrap_or(""),
+                    s.str("metric").unwrap_or("")
+                )
+            })
+        })
         .collect();
     screen_controls.extend(controls);
     json!({
@@ -92,7 +107,13 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
             identity.insert(key, value);
         }
     }
-    let simulated: Vec<String> = headline_cells(plan).iter().chain(recipe.steps.iter().filter(|s| s.kind == Kind::Cell).collect::<Vec<_>>().iter()).filter_map(|c| result_of(&c.name).filter(|r| r["simulated"] == json!(true)).map(|_| c.name.clone())).collect::<BTreeSet<_>>().into_iter().collect();
+    let simulated: Vec<String> = headline_cells(plan)
+        .iter()
+        .chain(recipe.steps.iter().filter(|s| s.kind == Kind::Cell).collect::<Vec<_>>().iter())
+        .filter_map(|c| result_of(&c.name).filter(|r| r["simulated"] == json!(true)).map(|_| c.name.clone()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
 
     let headline_results: Vec<Value> = headline_cells(plan)
         .iter()
@@ -125,7 +146,10 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
     let mut reasons = Vec::new();
     for screen in recipe.steps.iter().filter(|s| s.kind == Kind::Screen) {
         if let Some(r) = result_of(&screen.name) {
-            optimization.insert(format!("{}_{}", screen.name, r["metric"].as_str().unwrap_or("metric")), r["values"].clone());
+            optimization.insert(
+                format!("{}_{}", screen.name, r["metric"].as_str().unwrap_or("metric")),
+                r["values"].clone(),
+            );
             if r["meaningful"] == json!(true) {
                 selected.push(format!("{}: {}", screen.name, r["winner"].as_str().unwrap_or("")));
             } else {
@@ -140,12 +164,22 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
     let mut gates = Vec::new();
     for step in recipe.steps.iter().filter(|s| matches!(s.kind, Kind::Gate | Kind::Check)) {
         let (status, detail) = match result_of(&step.name) {
-            Some(r) => (r["status"].as_str().unwrap_or(if r["passed"] == json!(true) { "passed" } else { "rejected" }).to_string(), r["detail"].as_str().unwrap_or("").to_string()),
-            None => ("missing".to_string(), ending_detail(plan, outcomes, &step.name).unwrap_or_else(|| "no stored result".into())),
+            Some(r) => (
+                r["status"]
+                    .as_str()
+                    .unwrap_or(if r["passed"] == json!(true) { "passed" } else { "rejected" })
+                    .to_string(),
+                r["detail"].as_str().unwrap_or("").to_string(),
+            ),
+            None => (
+                "missing".to_string(),
+                ending_detail(plan, outcomes, &step.name).unwrap_or_else(|| "no stored result".into()),
+            ),
         };
         gates.push(json!({"name": format!("{} {}", step.kind, step.name), "status": status, "detail": detail, "description": step.str("description")}));
     }
-    let restorations: Vec<&(usize, &str, String)> = outcomes.endings.iter().filter(|(i, _, _)| plan.nodes[*i].kind == Kind::Finally).collect();
+    let restorations: Vec<&(usize, &str, String)> =
+        outcomes.endings.iter().filter(|(i, _, _)| plan.nodes[*i].kind == Kind::Finally).collect();
     if !restorations.is_empty() {
         let all_ran = restorations.iter().all(|(_, e, _)| *e == "ran");
         gates.push(json!({
@@ -163,7 +197,10 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         if let Some(r) = result_of(&cell.name) {
             let n = r["metrics"]["ttft_samples"].as_u64().unwrap_or(0);
             if n < 100 {
-                limitations.push(format!("{}: p99 over {n} samples is descriptive only (nearest rank below 100 samples).", cell.name));
+                limitations.push(format!(
+                    "{}: p99 over {n} samples is descriptive only (nearest rank below 100 samples).",
+                    cell.name
+                ));
             }
         }
     }
@@ -228,7 +265,9 @@ fn decision(plan: &Plan) -> Option<&Decl> {
 }
 
 fn headline_cells(plan: &Plan) -> Vec<&Decl> {
-    decision(plan).map(|d| d.strings("headline").iter().filter_map(|n| plan.recipe.step(n)).collect()).unwrap_or_default()
+    decision(plan)
+        .map(|d| d.strings("headline").iter().filter_map(|n| plan.recipe.step(n)).collect())
+        .unwrap_or_default()
 }
 
 fn ending_detail(plan: &Plan, outcomes: &Outcomes<'_>, name: &str) -> Option<String> {

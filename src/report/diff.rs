@@ -37,8 +37,18 @@ fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<Change>) {
                 let sub = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                 match (ma.get(key), mb.get(key)) {
                     (Some(x), Some(y)) => walk(&sub, x, y, out),
-                    (Some(x), None) => out.push(Change { path: sub, a: x.clone(), b: Value::Null, presence: Presence::OnlyA }),
-                    (None, Some(y)) => out.push(Change { path: sub, a: Value::Null, b: y.clone(), presence: Presence::OnlyB }),
+                    (Some(x), None) => out.push(Change {
+                        path: sub,
+                        a: x.clone(),
+                        b: Value::Null,
+                        presence: Presence::OnlyA,
+                    }),
+                    (None, Some(y)) => out.push(Change {
+                        path: sub,
+                        a: Value::Null,
+                        b: y.clone(),
+                        presence: Presence::OnlyB,
+                    }),
                     (None, None) => {}
                 }
             }
@@ -55,14 +65,26 @@ fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<Change>) {
                 walk(&format!("{path}[{i}]"), &xa[i], &xb[i], out);
             }
             for (i, x) in xa.iter().enumerate().skip(common) {
-                out.push(Change { path: format!("{path}[{i}]"), a: x.clone(), b: Value::Null, presence: Presence::OnlyA });
+                out.push(Change {
+                    path: format!("{path}[{i}]"),
+                    a: x.clone(),
+                    b: Value::Null,
+                    presence: Presence::OnlyA,
+                });
             }
             for (i, y) in xb.iter().enumerate().skip(common) {
-                out.push(Change { path: format!("{path}[{i}]"), a: Value::Null, b: y.clone(), presence: Presence::OnlyB });
+                out.push(Change {
+                    path: format!("{path}[{i}]"),
+                    a: Value::Null,
+                    b: y.clone(),
+                    presence: Presence::OnlyB,
+                });
             }
         }
         _ if a == b => {}
-        _ => out.push(Change { path: path.to_string(), a: a.clone(), b: b.clone(), presence: Presence::Both }),
+        _ => {
+            out.push(Change { path: path.to_string(), a: a.clone(), b: b.clone(), presence: Presence::Both })
+        }
     }
 }
 
@@ -79,11 +101,7 @@ pub fn describe(change: &Change) -> String {
 
 fn short(value: &Value) -> String {
     let text = value.to_string();
-    if text.chars().count() > 80 {
-        format!("{}…", text.chars().take(77).collect::<String>())
-    } else {
-        text
-    }
+    if text.chars().count() > 80 { format!("{}…", text.chars().take(77).collect::<String>()) } else { text }
 }
 
 #[cfg(test)]
@@ -103,7 +121,10 @@ mod tests {
     #[test]
     fn reports_added_and_removed_keys() {
         let changes = diff_values(&json!({"x": 1}), &json!({"y": 2}));
-        assert_eq!(changes.iter().map(describe).collect::<Vec<_>>(), vec!["x: 1 → (absent)", "y: (absent) → 2"]);
+        assert_eq!(
+            changes.iter().map(describe).collect::<Vec<_>>(),
+            vec!["x: 1 → (absent)", "y: (absent) → 2"]
+        );
     }
 
     #[test]

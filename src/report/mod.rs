@@ -1,4 +1,4 @@
 //! What anvil tells people: differences, summaries, rendered results.
 
-pub mod diff;
 pub mod campaign;
+pub mod diff;

@@ -1,8 +1,10 @@
 //! `cell` steps: one server × one workload, measured by the load generator
 //! under the capacity-v4 protocol; the artifact is `anvil-serving.benchmark/v1`.
 
-use anvil_loadgen::{Api, Arrival, Balance, CellContext, CellSpec, OutputPolicy, PromptCacheMode, Slo, ThinkingMode};
-use serde_json::{json, Value};
+use anvil_loadgen::{
+    Api, Arrival, Balance, CellContext, CellSpec, OutputPolicy, PromptCacheMode, Slo, ThinkingMode,
+};
+use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
@@ -13,7 +15,13 @@ pub fn cell_spec(step: &Decl, model: &str, seed: u64) -> CellSpec {
     let u32_of = |key: &str, default: u32| step.u64(key).map_or(default, |v| v.min(u32::MAX as u64) as u32);
     let slo = step.get("slo").map(|_| {
         let props = step.props("slo");
-        let ms = |key: &str| props.get(key).and_then(Value::as_str).and_then(|t| crate::recipe::parse_duration(t).ok()).map(|d| d.as_secs_f64() * 1000.0);
+        let ms = |key: &str| {
+            props
+                .get(key)
+                .and_then(Value::as_str)
+                .and_then(|t| crate::recipe::parse_duration(t).ok())
+                .map(|d| d.as_secs_f64() * 1000.0)
+        };
         Slo { ttft_ms: ms("ttft"), tpot_ms: ms("tpot"), e2e_ms: ms("e2e") }
     });
     CellSpec {
@@ -36,7 +44,9 @@ pub fn cell_spec(step: &Decl, model: &str, seed: u64) -> CellSpec {
         response_words: u32_of("response-words", defaults.response_words),
         max_tokens: u32_of("max-tokens", defaults.max_tokens),
         prompt_cache_mode: match step.str("prompt-cache") {
-            Some("shared-prefix") => PromptCacheMode::SharedPrefix { prefix_tokens: step.u64("prefix-tokens").unwrap_or(0) },
+            Some("shared-prefix") => {
+                PromptCacheMode::SharedPrefix { prefix_tokens: step.u64("prefix-tokens").unwrap_or(0) }
+            }
             _ => PromptCacheMode::Unique,
         },
         canaries: step.bool("canaries").unwrap_or(defaults.canaries),
@@ -48,7 +58,11 @@ pub fn cell_spec(step: &Decl, model: &str, seed: u64) -> CellSpec {
         temperature: step.f64("temperature"),
         top_p: step.f64("top-p"),
         sampling_seed: step.u64("sampling-seed"),
-        controlled_output_policy: if step.str("output-policy") == Some("strict") { OutputPolicy::Strict } else { OutputPolicy::Observe },
+        controlled_output_policy: if step.str("output-policy") == Some("strict") {
+            OutputPolicy::Strict
+        } else {
+            OutputPolicy::Observe
+        },
         request_timeout_ms: step.u64("timeout").unwrap_or(defaults.request_timeout_ms),
         seed,
         extra_body: step.get("extra-body").map(unescape_strings).unwrap_or(Value::Null),
@@ -57,7 +71,15 @@ pub fn cell_spec(step: &Decl, model: &str, seed: u64) -> CellSpec {
     }
 }
 
-pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: &str, run_id: &str, recipe: &str, display: &super::progress::Progress) -> Result<Produced, Failure> {
+pub async fn run_cell(
+    step: &Decl,
+    server: &ServerInfo,
+    seed: u64,
+    fingerprint: &str,
+    run_id: &str,
+    recipe: &str,
+    display: &super::progress::Progress,
+) -> Result<Produced, Failure> {
     let spec = cell_spec(step, &server.model, seed);
     let context = CellContext {
         engine: server.engine.clone(),
@@ -67,7 +89,11 @@ pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: 
         run_id: run_id.to_string(),
         source_recipe: Some(recipe.to_string()),
         max_context_tokens: None,
-        balance: if step.str("balance") == Some("least-outstanding") { Balance::LeastOutstanding } else { Balance::RoundRobin },
+        balance: if step.str("balance") == Some("least-outstanding") {
+            Balance::LeastOutstanding
+        } else {
+            Balance::RoundRobin
+        },
     };
     let name = step.name.clone();
     let progress = |p: &anvil_loadgen::Progress| display.cell(&name, p.done, p.total, p.tok_s, p.failed);
@@ -81,14 +107,16 @@ pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: 
     let after = scrape_all(server).await;
     let report = report.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;
     let mut artifact = report.artifact;
-    artifact["telemetry"] = json!({"server_metrics_delta": metric_deltas(server, &before, &after), "gpu": gpu});
+    artifact["telemetry"] =
+        json!({"server_metrics_delta": metric_deltas(server, &before, &after), "gpu": gpu});
     artifact["server_warmup"] = server.warmup.clone();
     artifact["configuration_fingerprint"] = json!(fingerprint);
     artifact["simulated"] = json!(server.simulated);
     artifact["server_startup_ms"] = json!(server.startup_ms);
     let summary = &report.summary;
     if summary.completed == 0 {
-        return Err(Failure::new(format!("no request completed ({} failed)", summary.failed)).with_detail(artifact["failures"].to_string()));
+        return Err(Failure::new(format!("no request completed ({} failed)", summary.failed))
+            .with_detail(artifact["failures"].to_string()));
     }
     let metrics = artifact["metrics"].clone();
     let result = json!({
@@ -108,7 +136,10 @@ pub async fn run_cell(step: &Decl, server: &ServerInfo, seed: u64, fingerprint: 
         "repeats": artifact["repeats"]["across_repeats"],
         "metrics": metrics,
     });
-    let mut files = vec![ProducedFile::Bytes { name: "benchmark.json".into(), bytes: serde_json::to_vec_pretty(&artifact).unwrap_or_default() }];
+    let mut files = vec![ProducedFile::Bytes {
+        name: "benchmark.json".into(),
+        bytes: serde_json::to_vec_pretty(&artifact).unwrap_or_default(),
+    }];
     for (i, log) in server.log_paths.iter().enumerate() {
         if log.exists() {
             files.push(ProducedFile::Copy { name: format!("server-{i}.log"), from: log.clone() });
@@ -134,7 +165,11 @@ async fn scrape_all(server: &ServerInfo) -> Vec<Result<std::collections::BTreeMa
     out
 }
 
-fn metric_deltas(server: &ServerInfo, before: &[Result<std::collections::BTreeMap<String, f64>, String>], after: &[Result<std::collections::BTreeMap<String, f64>, String>]) -> Value {
+fn metric_deltas(
+    server: &ServerInfo,
+    before: &[Result<std::collections::BTreeMap<String, f64>, String>],
+    after: &[Result<std::collections::BTreeMap<String, f64>, String>],
+) -> Value {
     let per_replica: Vec<Value> = server
         .targets
         .iter()
@@ -153,7 +188,9 @@ fn unescape_strings(value: &Value) -> Value {
     match value {
         Value::String(s) => Value::String(super::servers::unescape(s)),
         Value::Array(items) => Value::Array(items.iter().map(unescape_strings).collect()),
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), unescape_strings(v))).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), unescape_strings(v))).collect())
+        }
         other => other.clone(),
     }
 }

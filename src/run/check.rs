@@ -2,7 +2,7 @@
 //! Responses API, canary isolation) with their evidence stored.
 
 use anvil_checks::{CheckSpec, CheckType, Target};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
@@ -48,7 +48,9 @@ pub async fn run_check(step: &Decl, server: &ServerInfo, seed: u64) -> Result<Pr
     let mut outcomes = Vec::new();
     for target in &server.targets {
         let target = Target { base_url: target.base_url.clone(), api_key: target.api_key.clone() };
-        let outcome = anvil_checks::run_check(&spec, &target).await.map_err(|e| Failure::new(format!("check could not run: {e:#}")))?;
+        let outcome = anvil_checks::run_check(&spec, &target)
+            .await
+            .map_err(|e| Failure::new(format!("check could not run: {e:#}")))?;
         outcomes.push(outcome);
     }
     let passed = outcomes.iter().all(|o| o.passed);
@@ -66,7 +68,10 @@ pub async fn run_check(step: &Decl, server: &ServerInfo, seed: u64) -> Result<Pr
     Ok(Produced {
         summary: format!("{}: {detail}", if passed { "passed" } else { "FAILED" }),
         result,
-        files: vec![ProducedFile::Bytes { name: "evidence.json".into(), bytes: serde_json::to_vec_pretty(&evidence).unwrap_or_default() }],
+        files: vec![ProducedFile::Bytes {
+            name: "evidence.json".into(),
+            bytes: serde_json::to_vec_pretty(&evidence).unwrap_or_default(),
+        }],
         // A failed check is a verdict, stored like a rejected gate.
         rejected: !passed,
     })

@@ -2,7 +2,7 @@
 //! holds contributes its label; `promote-when` decides promotion.
 
 use anvil_expr::{Evaluation, JsonResolver};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced};
 use crate::plan::rules_of;
@@ -44,7 +44,11 @@ pub fn run_decision(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
         "statements": statements,
     });
     Ok(Produced {
-        summary: format!("labels: {}; promotion {}", if labels.is_empty() { "(none)".to_string() } else { labels.join(", ") }, if authorized { "authorized" } else { "not authorized" }),
+        summary: format!(
+            "labels: {}; promotion {}",
+            if labels.is_empty() { "(none)".to_string() } else { labels.join(", ") },
+            if authorized { "authorized" } else { "not authorized" }
+        ),
         result,
         files: Vec::new(),
         rejected: false,
@@ -60,7 +64,10 @@ fn statements_of(step: &Decl, label: &str, when: &str) -> Vec<(String, Value)> {
     };
     rules
         .iter()
-        .filter(|r| r.get("label").and_then(Value::as_str).unwrap_or("") == label && r.get("when").and_then(Value::as_str) == Some(when))
+        .filter(|r| {
+            r.get("label").and_then(Value::as_str).unwrap_or("") == label
+                && r.get("when").and_then(Value::as_str) == Some(when)
+        })
         .flat_map(|r| r.as_object().cloned().unwrap_or_default())
         .filter(|(k, _)| k != "label" && k != "when")
         .map(|(k, v)| (k.replace('-', "_"), v))

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anvil_store::{Fingerprint, RunNode, RunRecord, Store};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
 pub use outcome::Ending;
@@ -110,15 +110,21 @@ struct Finished {
 pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyhow::Result<RunSummary> {
     let started = Instant::now();
     let started_at = now_rfc3339();
-    let run_id = format!("run-{}-{}", started_at.replace([':', '-'], "").trim_end_matches('Z'), std::process::id());
+    let run_id =
+        format!("run-{}-{}", started_at.replace([':', '-'], "").trim_end_matches('Z'), std::process::id());
     let n = plan.nodes.len();
     let selected = selection(&plan, &options.only)?;
-    let forced: BTreeSet<usize> = options.force.iter().map(|name| plan.index_of(name).ok_or_else(|| anyhow::anyhow!("--force: no step named `{name}`"))).collect::<Result<_, _>>()?;
+    let forced: BTreeSet<usize> = options
+        .force
+        .iter()
+        .map(|name| plan.index_of(name).ok_or_else(|| anyhow::anyhow!("--force: no step named `{name}`")))
+        .collect::<Result<_, _>>()?;
 
     // A server serves the selected steps that will run (cached ones never start it).
     let mut users: BTreeMap<usize, usize> = BTreeMap::new();
     for (i, node) in plan.nodes.iter().enumerate() {
-        if selected[i] && node.kind != Kind::Server && (node.status == Status::Pending || forced.contains(&i)) {
+        if selected[i] && node.kind != Kind::Server && (node.status == Status::Pending || forced.contains(&i))
+        {
             for &d in &node.deps {
                 if plan.nodes[d].kind == Kind::Server {
                     *users.entry(d).or_default() += 1;
@@ -126,7 +132,13 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
             }
         }
     }
-    let server_decls = plan.nodes.iter().enumerate().filter(|(_, n)| n.kind == Kind::Server).map(|(i, _)| (i, plan.recipe.steps[i].clone())).collect();
+    let server_decls = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == Kind::Server)
+        .map(|(i, _)| (i, plan.recipe.steps[i].clone()))
+        .collect();
     let recipe_dir = plan.recipe.dir();
     let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
     std::fs::create_dir_all(&log_dir)?;
@@ -154,13 +166,27 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
         status: "running".into(),
         // Listed from the start so that gc keeps what this run stores even
         // if the run is killed before it records how each step ended.
-        nodes: plan.nodes.iter().map(|n| RunNode { name: n.name.clone(), kind: n.kind.to_string(), fingerprint: n.fingerprint, status: "planned".into(), started_at: None, duration_ms: None, detail: None }).collect(),
+        nodes: plan
+            .nodes
+            .iter()
+            .map(|n| RunNode {
+                name: n.name.clone(),
+                kind: n.kind.to_string(),
+                fingerprint: n.fingerprint,
+                status: "planned".into(),
+                started_at: None,
+                duration_ms: None,
+                detail: None,
+            })
+            .collect(),
         extra: json!({"campaign": plan.recipe.campaign.name, "preimages": preimages(&plan)}),
     };
     store.record_run(&record)?;
 
     let progress = ctx.progress.clone();
-    progress.set_total(plan.nodes.iter().enumerate().filter(|(i, n)| selected[*i] && n.kind != Kind::Server).count());
+    progress.set_total(
+        plan.nodes.iter().enumerate().filter(|(i, n)| selected[*i] && n.kind != Kind::Server).count(),
+    );
     let mut endings: Vec<Option<Finished>> = (0..n).map(|_| None).collect();
     let mut launched = vec![false; n];
     let mut running = JoinSet::new();
@@ -176,7 +202,8 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
                 continue;
             }
             let node = &plan.nodes[i];
-            let deps_done = node.deps.iter().all(|&d| endings[d].is_some() || (plan.nodes[d].kind == Kind::Finally));
+            let deps_done =
+                node.deps.iter().all(|&d| endings[d].is_some() || (plan.nodes[d].kind == Kind::Finally));
             if !deps_done {
                 continue;
             }
@@ -186,25 +213,58 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
             } else if node.kind == Kind::Finally {
                 // Restoring is needed only if this run touched anything.
                 let executed = endings.iter().flatten().any(|f| f.executed);
-                (!executed && plan.recipe.steps[i].bool("always") != Some(true)).then(|| "nothing ran, so nothing to restore (set `always #true` to run it anyway)".to_string())
+                (!executed && plan.recipe.steps[i].bool("always") != Some(true)).then(|| {
+                    "nothing ran, so nothing to restore (set `always #true` to run it anyway)".to_string()
+                })
             } else if let Some(reason) = &stop_reason {
                 Some(reason.clone())
             } else {
-                node.deps.iter().find(|&&d| endings[d].as_ref().is_some_and(|f| matches!(f.ending, Ending::Failed | Ending::Skipped)) && plan.nodes[d].kind != Kind::Server).map(|&d| format!("upstream {} did not succeed", plan.recipe.steps[d].qualified()))
+                node.deps
+                    .iter()
+                    .find(|&&d| {
+                        endings[d]
+                            .as_ref()
+                            .is_some_and(|f| matches!(f.ending, Ending::Failed | Ending::Skipped))
+                            && plan.nodes[d].kind != Kind::Server
+                    })
+                    .map(|&d| format!("upstream {} did not succeed", plan.recipe.steps[d].qualified()))
             };
             if node.kind == Kind::Server && skip.is_none() {
-                endings[i] = Some(Finished { index: i, ending: Ending::Ran, detail: String::new(), evidence: None, duration: Duration::ZERO, executed: false });
+                endings[i] = Some(Finished {
+                    index: i,
+                    ending: Ending::Ran,
+                    detail: String::new(),
+                    evidence: None,
+                    duration: Duration::ZERO,
+                    executed: false,
+                });
                 continue;
             }
             if let Some(reason) = skip {
                 if let Some(server) = server_of(&plan, i)
-                    && selected[i] && (node.status == Status::Pending || forced.contains(&i)) {
-                        ctx.servers.release(server).await;
-                    }
-                if selected[i] || node.kind != Kind::Server {
-                    progress.finished(&plan.nodes[i].name, node.kind, Ending::Skipped, &reason, Duration::ZERO, selected[i]);
+                    && selected[i]
+                    && (node.status == Status::Pending || forced.contains(&i))
+                {
+                    ctx.servers.release(server).await;
                 }
-                endings[i] = Some(Finished { index: i, ending: Ending::Skipped, detail: reason, evidence: None, duration: Duration::ZERO, executed: false });
+                if selected[i] || node.kind != Kind::Server {
+                    progress.finished(
+                        &plan.nodes[i].name,
+                        node.kind,
+                        Ending::Skipped,
+                        &reason,
+                        Duration::ZERO,
+                        selected[i],
+                    );
+                }
+                endings[i] = Some(Finished {
+                    index: i,
+                    ending: Ending::Skipped,
+                    detail: reason,
+                    evidence: None,
+                    duration: Duration::ZERO,
+                    executed: false,
+                });
                 continue;
             }
             let inputs = if crate::plan::reads_results(node.kind) {
@@ -244,9 +304,19 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
             Err(err) => anyhow::bail!("a step's task crashed: {err}"),
         };
         let i = finished.index;
-        progress.finished(&plan.nodes[i].name, plan.nodes[i].kind, finished.ending, &finished.detail, finished.duration, true);
+        progress.finished(
+            &plan.nodes[i].name,
+            plan.nodes[i].kind,
+            finished.ending,
+            &finished.detail,
+            finished.duration,
+            true,
+        );
         if finished.ending == Ending::Failed && !options.keep_going && stop_reason.is_none() {
-            stop_reason = Some(format!("not started: {} failed (use --keep-going to go on past failures)", plan.recipe.steps[i].qualified()));
+            stop_reason = Some(format!(
+                "not started: {} failed (use --keep-going to go on past failures)",
+                plan.recipe.steps[i].qualified()
+            ));
         }
         endings[i] = Some(finished);
     }
@@ -258,7 +328,14 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
     for (i, finished) in endings.into_iter().enumerate() {
         let node = &plan.nodes[i];
         let unfinished = if interrupted.is_some() { "interrupted" } else { "never reached" };
-        let finished = finished.unwrap_or(Finished { index: i, ending: Ending::Skipped, detail: unfinished.into(), evidence: None, duration: Duration::ZERO, executed: false });
+        let finished = finished.unwrap_or(Finished {
+            index: i,
+            ending: Ending::Skipped,
+            detail: unfinished.into(),
+            evidence: None,
+            duration: Duration::ZERO,
+            executed: false,
+        });
         record.nodes.push(RunNode {
             name: node.name.clone(),
             kind: node.kind.to_string(),
@@ -276,12 +353,26 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
                 None => finished.detail.clone(),
             }),
         });
-        steps.push(StepReport { name: node.name.clone(), kind: node.kind, fingerprint: node.fingerprint, ending: finished.ending, detail: finished.detail, duration: finished.duration });
+        steps.push(StepReport {
+            name: node.name.clone(),
+            kind: node.kind,
+            fingerprint: node.fingerprint,
+            ending: finished.ending,
+            detail: finished.detail,
+            duration: finished.duration,
+        });
     }
-    let mut summary = RunSummary { run_id, steps, elapsed: started.elapsed(), outputs: Vec::new(), interrupted };
+    let mut summary =
+        RunSummary { run_id, steps, elapsed: started.elapsed(), outputs: Vec::new(), interrupted };
     record.finished_at = Some(now_rfc3339());
     if summary.interrupted.is_none() && plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
-        summary.outputs = write_campaign_outputs(&plan, &store, &summary, &options, record.finished_at.clone().unwrap_or_default())?;
+        summary.outputs = write_campaign_outputs(
+            &plan,
+            &store,
+            &summary,
+            &options,
+            record.finished_at.clone().unwrap_or_default(),
+        )?;
     }
     record.status = match (summary.interrupted, summary.succeeded()) {
         (Some(_), _) => "interrupted".into(),
@@ -295,23 +386,39 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
     Ok(summary)
 }
 
-fn write_campaign_outputs(plan: &Plan, store: &Store, summary: &RunSummary, options: &RunOptions, finished_at: String) -> anyhow::Result<Vec<PathBuf>> {
-    let endings: Vec<(usize, &'static str, String)> = summary.steps.iter().enumerate().map(|(i, s)| (i, s.ending.as_str(), s.detail.clone())).collect();
-    let outcomes = crate::report::campaign::Outcomes { endings: &endings, finished_at, all_succeeded: summary.succeeded() };
+fn write_campaign_outputs(
+    plan: &Plan,
+    store: &Store,
+    summary: &RunSummary,
+    options: &RunOptions,
+    finished_at: String,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let endings: Vec<(usize, &'static str, String)> =
+        summary.steps.iter().enumerate().map(|(i, s)| (i, s.ending.as_str(), s.detail.clone())).collect();
+    let outcomes = crate::report::campaign::Outcomes {
+        endings: &endings,
+        finished_at,
+        all_succeeded: summary.succeeded(),
+    };
     let dir = options.out.join(&plan.recipe.campaign.name);
     std::fs::create_dir_all(&dir)?;
     let manifest = dir.join("workload-manifest.json");
     let decision = dir.join("decision-summary.json");
     std::fs::write(&manifest, serde_json::to_vec_pretty(&crate::report::campaign::workload_manifest(plan))?)?;
-    std::fs::write(&decision, serde_json::to_vec_pretty(&crate::report::campaign::decision_summary(plan, store, &outcomes))?)?;
+    std::fs::write(
+        &decision,
+        serde_json::to_vec_pretty(&crate::report::campaign::decision_summary(plan, store, &outcomes))?,
+    )?;
     Ok(vec![manifest, decision])
 }
 
 /// Resolves when the user asks anvil to stop: the conventional exit code
 /// (128 + signal number).
 async fn interruption() -> i32 {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup())) else {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+    else {
         return std::future::pending().await;
     };
     tokio::select! {
@@ -322,7 +429,10 @@ async fn interruption() -> i32 {
 }
 
 fn server_of(plan: &Plan, i: usize) -> Option<usize> {
-    plan.nodes[i].deps.iter().copied().find(|&d| plan.nodes[d].kind == Kind::Server && plan.recipe.steps[i].str("server") == Some(plan.nodes[d].name.as_str()))
+    plan.nodes[i].deps.iter().copied().find(|&d| {
+        plan.nodes[d].kind == Kind::Server
+            && plan.recipe.steps[i].str("server") == Some(plan.nodes[d].name.as_str())
+    })
 }
 
 /// `--only a b`: those steps and everything they depend on.
@@ -334,7 +444,9 @@ fn selection(plan: &Plan, only: &[String]) -> anyhow::Result<Vec<bool>> {
     let mut stack = Vec::new();
     for name in only {
         let i = plan.index_of(name).ok_or_else(|| {
-            let hint = crate::recipe::did_you_mean(name, plan.nodes.iter().map(|n| n.name.as_str())).map(|h| format!(" ({h})")).unwrap_or_default();
+            let hint = crate::recipe::did_you_mean(name, plan.nodes.iter().map(|n| n.name.as_str()))
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default();
             anyhow::anyhow!("--only: no step named `{name}`{hint}")
         })?;
         stack.push(i);
@@ -348,7 +460,8 @@ fn selection(plan: &Plan, only: &[String]) -> anyhow::Result<Vec<bool>> {
 }
 
 fn preimages(plan: &Plan) -> Value {
-    let map: Map<String, Value> = plan.nodes.iter().map(|n| (n.fingerprint.to_string(), n.preimage.clone())).collect();
+    let map: Map<String, Value> =
+        plan.nodes.iter().map(|n| (n.fingerprint.to_string(), n.preimage.clone())).collect();
     Value::Object(map)
 }
 

@@ -22,7 +22,10 @@ impl Progress {
     pub fn new(total: usize) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(total as u64);
-            bar.set_style(ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed} {wide_msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed} {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
@@ -37,7 +40,10 @@ impl Progress {
 
     /// A cell's live line: requests done of total, throughput, failures.
     pub fn cell(&self, name: &str, done: u32, total: u32, tok_s: f64, failed: u32) {
-        let line = format!("{done}/{total} {tok_s:.0} tok/s{}", if failed > 0 { format!(" {failed} failed") } else { String::new() });
+        let line = format!(
+            "{done}/{total} {tok_s:.0} tok/s{}",
+            if failed > 0 { format!(" {failed} failed") } else { String::new() }
+        );
         self.cells.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), line);
         let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         self.show(&running);
@@ -49,12 +55,27 @@ impl Progress {
         self.show(&running);
     }
 
-    pub fn finished(&self, name: &str, kind: Kind, ending: Ending, detail: &str, duration: Duration, counted: bool) {
+    pub fn finished(
+        &self,
+        name: &str,
+        kind: Kind,
+        ending: Ending,
+        detail: &str,
+        duration: Duration,
+        counted: bool,
+    ) {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         running.remove(&format!("{kind} {name}"));
         self.cells.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
         let first_line = detail.lines().next().unwrap_or("");
-        let line = format!("  {:<8} {:<8} {:<28} {:>7}  {}", ending.as_str(), kind.as_str(), name, format_duration(duration), first_line);
+        let line = format!(
+            "  {:<8} {:<8} {:<28} {:>7}  {}",
+            ending.as_str(),
+            kind.as_str(),
+            name,
+            format_duration(duration),
+            first_line
+        );
         match &self.bar {
             Some(bar) => {
                 bar.println(line);

@@ -2,7 +2,7 @@
 //! why — or that there is no meaningful difference.
 
 use anvil_expr::{JsonResolver, Value as ExprValue};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::outcome::{Failure, Produced};
 use crate::plan::screen_expression;
@@ -14,17 +14,27 @@ const DEFAULT_MIN_DELTA_PCT: f64 = 2.0;
 
 pub fn run_screen(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
     let text = screen_expression(step).ok_or_else(|| Failure::new("a screen needs `over` and `metric`"))?;
-    let expr = anvil_expr::parse(&text).map_err(|e| Failure::new(format!("screen expression `{text}`: {e}")))?;
-    let value = anvil_expr::evaluate_value(&expr, &JsonResolver::new(inputs)).map_err(|e| Failure::new(format!("screen `{text}`: {e}")))?;
+    let expr =
+        anvil_expr::parse(&text).map_err(|e| Failure::new(format!("screen expression `{text}`: {e}")))?;
+    let value = anvil_expr::evaluate_value(&expr, &JsonResolver::new(inputs))
+        .map_err(|e| Failure::new(format!("screen `{text}`: {e}")))?;
     let ExprValue::List(items) = value else {
-        return Err(Failure::new(format!("`over` must match a sweep (a name with `*`), got one value for `{text}`")));
+        return Err(Failure::new(format!(
+            "`over` must match a sweep (a name with `*`), got one value for `{text}`"
+        )));
     };
     let mut scored: Vec<(String, f64)> = Vec::new();
     for item in items {
         let name = item.name.clone().unwrap_or_default();
         match item.value {
             ExprValue::Number(x) => scored.push((name, x)),
-            other => return Err(Failure::new(format!("{name}: `{}` is {}, not a number", step.str("metric").unwrap_or(""), other.type_name()))),
+            other => {
+                return Err(Failure::new(format!(
+                    "{name}: `{}` is {}, not a number",
+                    step.str("metric").unwrap_or(""),
+                    other.type_name()
+                )));
+            }
         }
     }
     if scored.is_empty() {
@@ -39,13 +49,45 @@ pub fn run_screen(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
     let (meaningful, reason) = match ranked.get(1) {
         None => (true, format!("{winner} is the only variant")),
         Some((second, value)) => {
-            let margin = if *value == 0.0 { f64::INFINITY } else { (best - value).abs() / value.abs() * 100.0 };
+            let margin =
+                if *value == 0.0 { f64::INFINITY } else { (best - value).abs() / value.abs() * 100.0 };
             let overlap = intervals_overlap(inputs, &winner, second, metric);
             match overlap {
-                Some(true) => (false, format!("no meaningful difference: {winner} ({}) and {second} ({}) have overlapping 95% confidence intervals", fmt(best), fmt(*value))),
-                Some(false) => (true, format!("{winner} ({}) beats {second} ({}) by {:.1}% with disjoint 95% confidence intervals", fmt(best), fmt(*value), margin)),
-                None if margin < min_delta => (false, format!("no meaningful difference: {winner} ({}) leads {second} ({}) by {:.1}%, under the {min_delta}% threshold (no confidence intervals: use `repeat` for them)", fmt(best), fmt(*value), margin)),
-                None => (true, format!("{winner} ({}) beats {second} ({}) by {:.1}% (threshold {min_delta}%; single measurement each)", fmt(best), fmt(*value), margin)),
+                Some(true) => (
+                    false,
+                    format!(
+                        "no meaningful difference: {winner} ({}) and {second} ({}) have overlapping 95% confidence intervals",
+                        fmt(best),
+                        fmt(*value)
+                    ),
+                ),
+                Some(false) => (
+                    true,
+                    format!(
+                        "{winner} ({}) beats {second} ({}) by {:.1}% with disjoint 95% confidence intervals",
+                        fmt(best),
+                        fmt(*value),
+                        margin
+                    ),
+                ),
+                None if margin < min_delta => (
+                    false,
+                    format!(
+                        "no meaningful difference: {winner} ({}) leads {second} ({}) by {:.1}%, under the {min_delta}% threshold (no confidence intervals: use `repeat` for them)",
+                        fmt(best),
+                        fmt(*value),
+                        margin
+                    ),
+                ),
+                None => (
+                    true,
+                    format!(
+                        "{winner} ({}) beats {second} ({}) by {:.1}% (threshold {min_delta}%; single measurement each)",
+                        fmt(best),
+                        fmt(*value),
+                        margin
+                    ),
+                ),
             }
         }
     };

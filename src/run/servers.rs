@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anvil_loadgen::Target;
 use anvil_proc::{GpuLease, GpuPool, LaunchSpec, ReadySpec, RunningServer};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use crate::plan::EngineMode;
@@ -57,7 +57,14 @@ pub struct ServerPool {
 }
 
 impl ServerPool {
-    pub fn new(decls: BTreeMap<usize, Decl>, users: BTreeMap<usize, usize>, mode: EngineMode, log_dir: PathBuf, recipe_dir: PathBuf, gpus: GpuPool) -> ServerPool {
+    pub fn new(
+        decls: BTreeMap<usize, Decl>,
+        users: BTreeMap<usize, usize>,
+        mode: EngineMode,
+        log_dir: PathBuf,
+        recipe_dir: PathBuf,
+        gpus: GpuPool,
+    ) -> ServerPool {
         ServerPool {
             slots: decls.keys().map(|&i| (i, Mutex::new(Slot::Idle))).collect(),
             turns: decls.keys().map(|&i| (i, Mutex::new(()))).collect(),
@@ -104,7 +111,11 @@ impl ServerPool {
         if let Slot::Running { processes, .. } = &mut *slot {
             for p in processes.iter_mut() {
                 if let Some(status) = p.has_exited() {
-                    return Some(format!("server `{}` exited during the step ({status}); log tail:\n{}", p.name(), p.log_tail(20)));
+                    return Some(format!(
+                        "server `{}` exited during the step ({status}); log tail:\n{}",
+                        p.name(),
+                        p.log_tail(20)
+                    ));
                 }
             }
         }
@@ -170,7 +181,9 @@ impl ServerPool {
         let mut leases = Vec::new();
         for replica in 0..replicas {
             let lease = match decl.u64("gpus").filter(|&n| n > 0 && engine != "sim") {
-                Some(n) => Some(self.gpus.acquire_for(&decl.name, n as usize).await.map_err(|e| e.to_string())?),
+                Some(n) => {
+                    Some(self.gpus.acquire_for(&decl.name, n as usize).await.map_err(|e| e.to_string())?)
+                }
                 None => None,
             };
             let port = match decl.u64("port") {
@@ -187,12 +200,17 @@ impl ServerPool {
             ]);
             let name = if replicas == 1 { decl.name.clone() } else { format!("{}#{replica}", decl.name) };
             let log_path = self.log_dir.join(format!("{}.log", name.replace('#', "-r")));
-            let spec = if engine == "sim" { sim_launch(decl, &name, port, log_path.clone())? } else { command_launch(decl, &name, port, &vars, &self.recipe_dir, log_path.clone())? };
+            let spec = if engine == "sim" {
+                sim_launch(decl, &name, port, log_path.clone())?
+            } else {
+                command_launch(decl, &name, port, &vars, &self.recipe_dir, log_path.clone())?
+            };
             let mut spec = LaunchSpec { registry_dir: self.registry_dir.clone(), ..spec };
             if !gpu_ids.is_empty() {
                 spec.env.push(("CUDA_VISIBLE_DEVICES".into(), gpu_ids));
             }
-            let server = anvil_proc::launch(spec).await.map_err(|e| format!("server `{name}` did not start: {e}"))?;
+            let server =
+                anvil_proc::launch(spec).await.map_err(|e| format!("server `{name}` did not start: {e}"))?;
             info.startup_ms.push(server.startup().as_millis() as u64);
             info.targets.push(Target { base_url: server.base_url(), api_key: None, label: name });
             info.log_paths.push(log_path);
@@ -213,7 +231,11 @@ async fn warm_up(decl: &Decl, info: &ServerInfo) -> Result<Value, String> {
         return Ok(Value::Null);
     }
     let max_tokens = warmup.get("max-tokens").and_then(Value::as_u64).unwrap_or(16);
-    let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(600)).build().map_err(|e| e.to_string())?;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(600))
+        .build()
+        .map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
     for target in &info.targets {
         for i in 0..requests {
@@ -227,13 +249,16 @@ async fn warm_up(decl: &Decl, info: &ServerInfo) -> Result<Value, String> {
             if let Some(key) = &target.api_key {
                 request = request.bearer_auth(key);
             }
-            let response = request.send().await.map_err(|e| format!("warm-up of `{}` failed: {e}", target.label))?;
+            let response =
+                request.send().await.map_err(|e| format!("warm-up of `{}` failed: {e}", target.label))?;
             if !response.status().is_success() {
                 return Err(format!("warm-up of `{}` got HTTP {}", target.label, response.status()));
             }
         }
     }
-    Ok(json!({"requests_per_replica": requests, "max_tokens": max_tokens, "duration_ms": started.elapsed().as_millis() as u64}))
+    Ok(
+        json!({"requests_per_replica": requests, "max_tokens": max_tokens, "duration_ms": started.elapsed().as_millis() as u64}),
+    )
 }
 
 fn engine_label(decl: &Decl) -> String {
@@ -244,7 +269,9 @@ fn engine_label(decl: &Decl) -> String {
 /// Where live-server records go, so the next anvil can reap what a
 /// `kill -9` left behind.
 pub fn registry_dir() -> PathBuf {
-    std::env::var_os("ANVIL_SERVER_REGISTRY").map(PathBuf::from).unwrap_or_else(|| std::env::temp_dir().join("anvil-servers"))
+    std::env::var_os("ANVIL_SERVER_REGISTRY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("anvil-servers"))
 }
 
 fn ready_spec(decl: &Decl, default_timeout: Duration) -> ReadySpec {
@@ -262,7 +289,9 @@ fn ready_spec(decl: &Decl, default_timeout: Duration) -> ReadySpec {
             spec.http_path = None;
         }
     }
-    if let Some(timeout) = ready.get("timeout").and_then(Value::as_str).and_then(|t| crate::recipe::parse_duration(t).ok()) {
+    if let Some(timeout) =
+        ready.get("timeout").and_then(Value::as_str).and_then(|t| crate::recipe::parse_duration(t).ok())
+    {
         spec.timeout = timeout;
     }
     spec
@@ -317,19 +346,33 @@ pub fn flatten_sim_block(block: Option<&Value>) -> Vec<(String, String)> {
     out
 }
 
-fn command_launch(decl: &Decl, name: &str, port: u16, vars: &BTreeMap<&str, String>, recipe_dir: &Path, log_path: PathBuf) -> Result<LaunchSpec, String> {
-    let mut argv: Vec<String> = decl.strings("command").iter().chain(decl.strings("args").iter()).map(|a| render(a, vars)).collect();
+fn command_launch(
+    decl: &Decl,
+    name: &str,
+    port: u16,
+    vars: &BTreeMap<&str, String>,
+    recipe_dir: &Path,
+    log_path: PathBuf,
+) -> Result<LaunchSpec, String> {
+    let mut argv: Vec<String> =
+        decl.strings("command").iter().chain(decl.strings("args").iter()).map(|a| render(a, vars)).collect();
     if argv.is_empty() {
         return Err(format!("server `{name}` has no command"));
     }
     let program = argv.remove(0);
-    let env = decl.props("env").into_iter().map(|(k, v)| (k, render(v.as_str().map(str::to_string).as_deref().unwrap_or(&v.to_string()), vars))).collect();
+    let env = decl
+        .props("env")
+        .into_iter()
+        .map(|(k, v)| (k, render(v.as_str().map(str::to_string).as_deref().unwrap_or(&v.to_string()), vars)))
+        .collect();
     Ok(LaunchSpec {
         name: name.to_string(),
         program,
         args: argv,
         env,
-        cwd: Some(decl.str("cwd").map_or_else(|| recipe_dir.to_path_buf(), |c| recipe_dir.join(render(c, vars)))),
+        cwd: Some(
+            decl.str("cwd").map_or_else(|| recipe_dir.to_path_buf(), |c| recipe_dir.join(render(c, vars))),
+        ),
         port,
         ready: ready_spec(decl, Duration::from_secs(600)),
         log_path,

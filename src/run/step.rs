@@ -8,7 +8,7 @@ use anvil_store::Store;
 use serde_json::Value;
 
 use super::outcome::{Ending, Failure, Produced, ProducedFile};
-use super::{cell, check, decision, gate, screen, task, Context, Finished, Job};
+use super::{Context, Finished, Job, cell, check, decision, gate, screen, task};
 use crate::recipe::Kind;
 
 pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
@@ -70,9 +70,13 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, 
 /// A stored verdict still counts: a cached rejection fails the run again.
 fn cached_ending(ctx: &Context, job: &Job, how: &str) -> (Ending, String, Option<String>) {
     let stored = ctx.store.read(&job.fingerprint).ok().flatten();
-    let rejected = stored.as_ref().is_some_and(|e| e.result.get("status").and_then(Value::as_str) == Some("rejected"));
+    let rejected =
+        stored.as_ref().is_some_and(|e| e.result.get("status").and_then(Value::as_str) == Some("rejected"));
     if rejected && job.decl.bool("blocking") != Some(false) {
-        let detail = stored.as_ref().and_then(|e| e.result.get("detail").and_then(Value::as_str).map(str::to_string)).unwrap_or_default();
+        let detail = stored
+            .as_ref()
+            .and_then(|e| e.result.get("detail").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_default();
         return (Ending::Rejected, format!("{how}: rejected: {detail}"), None);
     }
     (Ending::Cached, how.to_string(), None)
@@ -88,9 +92,21 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
             let _turn = ctx.servers.turn(server).await;
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
-            let result = cell::run_cell(&job.decl, &info, ctx.seed, &job.fingerprint.to_string(), &ctx.run_id, &ctx.recipe_key, &ctx.progress).await;
+            let result = cell::run_cell(
+                &job.decl,
+                &info,
+                ctx.seed,
+                &job.fingerprint.to_string(),
+                &ctx.run_id,
+                &ctx.recipe_key,
+                &ctx.progress,
+            )
+            .await;
             match ctx.servers.crashed(server).await {
-                Some(crash) => Err(Failure::new(format!("server `{}` died during the cell", info.name)).with_detail(crash)),
+                Some(crash) => {
+                    Err(Failure::new(format!("server `{}` died during the cell", info.name))
+                        .with_detail(crash))
+                }
                 None => result,
             }
         }
@@ -109,8 +125,13 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
 /// whether the new result reproduced it.
 fn commit(store: &Store, job: &Job, produced: &Produced) -> Result<String, anvil_store::StoreError> {
     if let Some(existing) = store.read(&job.fingerprint)? {
-        let same = crate::plan::canonical_bytes(&existing.result) == crate::plan::canonical_bytes(&produced.result);
-        return Ok(if same { " (forced: reproduced the stored result)".into() } else { " (forced: differs from the stored result, which is kept)".into() });
+        let same =
+            crate::plan::canonical_bytes(&existing.result) == crate::plan::canonical_bytes(&produced.result);
+        return Ok(if same {
+            " (forced: reproduced the stored result)".into()
+        } else {
+            " (forced: differs from the stored result, which is kept)".into()
+        });
     }
     let mut staged = store.stage(&job.fingerprint)?;
     staged.write_json("preimage.json", &job.preimage)?;

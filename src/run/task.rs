@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map};
+use serde_json::{Map, json};
 use tokio::process::Command;
 
 use super::outcome::{Failure, Produced, ProducedFile};
@@ -25,23 +25,37 @@ pub async fn run_task(step: &Decl, recipe_dir: &Path) -> Result<Produced, Failur
         None => recipe_dir.to_path_buf(),
     };
     let mut command = Command::new(program);
-    command.args(args).current_dir(&cwd).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    command
+        .args(args)
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
     // Its own process group, so a timeout or Ctrl-C takes its children too.
     command.process_group(0);
     for (key, value) in step.props("env") {
         command.env(key, value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string()));
     }
     let started = Instant::now();
-    let child = command.spawn().map_err(|err| Failure::new(format!("cannot start `{program}` in {}: {err}", cwd.display())))?;
+    let child = command
+        .spawn()
+        .map_err(|err| Failure::new(format!("cannot start `{program}` in {}: {err}", cwd.display())))?;
     let pid = child.id();
     let waited = match step.u64("timeout") {
         Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), child.wait_with_output()).await {
             Ok(done) => done,
             Err(_) => {
                 if let Some(pid) = pid {
-                    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pid as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
                 }
-                return Err(Failure::new(format!("timed out after {}", humantime::format_duration(Duration::from_millis(ms)))));
+                return Err(Failure::new(format!(
+                    "timed out after {}",
+                    humantime::format_duration(Duration::from_millis(ms))
+                )));
             }
         },
         None => child.wait_with_output().await,
@@ -68,9 +82,14 @@ pub async fn run_task(step: &Decl, recipe_dir: &Path) -> Result<Produced, Failur
         match std::fs::read(&path) {
             Ok(bytes) => {
                 outputs.insert(declared.clone(), json!(format!("blake3:{}", blake3::hash(&bytes).to_hex())));
-                files.push(ProducedFile::Copy { name: format!("outputs/{}", sanitize(&declared)), from: path });
+                files.push(ProducedFile::Copy {
+                    name: format!("outputs/{}", sanitize(&declared)),
+                    from: path,
+                });
             }
-            Err(err) => return Err(Failure::new(format!("declared output `{declared}` was not produced: {err}"))),
+            Err(err) => {
+                return Err(Failure::new(format!("declared output `{declared}` was not produced: {err}")));
+            }
         }
     }
     let result = json!({
@@ -79,7 +98,12 @@ pub async fn run_task(step: &Decl, recipe_dir: &Path) -> Result<Produced, Failur
         "stderr": tail(&stderr, RESULT_TAIL),
         "outputs": outputs,
     });
-    Ok(Produced { result, files, rejected: false, summary: format!("exit 0 in {:.1}s", duration.as_secs_f64()) })
+    Ok(Produced {
+        result,
+        files,
+        rejected: false,
+        summary: format!("exit 0 in {:.1}s", duration.as_secs_f64()),
+    })
 }
 
 fn tail(text: &str, max: usize) -> String {

@@ -59,7 +59,12 @@ impl Scratch {
     /// Run `anvil ARGS…` to the end.
     pub fn anvil(&self, args: &[&str]) -> Outcome {
         let mut command = assert_cmd::Command::new(anvil_binary());
-        command.current_dir(self.dir.path()).env("ANVIL_STORE", self.store()).env("NO_COLOR", "1").args(args).timeout(COMMAND_LIMIT);
+        command
+            .current_dir(self.dir.path())
+            .env("ANVIL_STORE", self.store())
+            .env("NO_COLOR", "1")
+            .args(args)
+            .timeout(COMMAND_LIMIT);
         Outcome::from_output(args, command.output().expect("start anvil"))
     }
 
@@ -120,7 +125,14 @@ impl Outcome {
 
     /// Fail the test, showing everything anvil printed, unless it exited with `code`.
     pub fn expect_code(self, code: i32) -> Outcome {
-        assert_eq!(self.code, Some(code), "`anvil {}` exited with {:?}, expected {code}\n{}", self.args, self.code, self.transcript());
+        assert_eq!(
+            self.code,
+            Some(code),
+            "`anvil {}` exited with {:?}, expected {code}\n{}",
+            self.args,
+            self.code,
+            self.transcript()
+        );
         self
     }
 
@@ -129,7 +141,9 @@ impl Outcome {
     }
 
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|err| panic!("`anvil {}` did not print JSON ({err})\n{}", self.args, self.transcript()))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|err| {
+            panic!("`anvil {}` did not print JSON ({err})\n{}", self.args, self.transcript())
+        })
     }
 
     /// The counts of the run's last line: "ok: 2 ran, 1 cached, 0 failed, …".
@@ -139,12 +153,25 @@ impl Outcome {
             .lines()
             .rev()
             .find(|l| l.contains(" ran, ") && l.contains(" cached, "))
-            .unwrap_or_else(|| panic!("no summary line in the output of `anvil {}`\n{}", self.args, self.transcript()));
+            .unwrap_or_else(|| {
+                panic!("no summary line in the output of `anvil {}`\n{}", self.args, self.transcript())
+            });
         let count = |word: &str| -> usize {
             let before = line.split(&format!(" {word}")).next().unwrap_or("");
-            before.rsplit(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("no `{word}` count in {line:?}"))
+            before
+                .rsplit(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no `{word}` count in {line:?}"))
         };
-        Summary { ok: line.starts_with("ok:"), ran: count("ran"), cached: count("cached"), failed: count("failed"), rejected: count("rejected"), skipped: count("skipped") }
+        Summary {
+            ok: line.starts_with("ok:"),
+            ran: count("ran"),
+            cached: count("cached"),
+            failed: count("failed"),
+            rejected: count("rejected"),
+            skipped: count("skipped"),
+        }
     }
 }
 
@@ -180,7 +207,9 @@ impl Plan {
     }
 
     pub fn fingerprint(&self, name: &str) -> String {
-        self.fingerprints().remove(name).unwrap_or_else(|| panic!("no step `{name}` in the plan: {:?}", self.names()))
+        self.fingerprints()
+            .remove(name)
+            .unwrap_or_else(|| panic!("no step `{name}` in the plan: {:?}", self.names()))
     }
 
     /// Names of steps (servers and finally steps aside) that a run would execute.
@@ -196,7 +225,16 @@ impl Plan {
 fn node_map(nodes: &Value, key: &str) -> BTreeMap<String, String> {
     nodes
         .as_array()
-        .map(|list| list.iter().map(|n| (n["name"].as_str().unwrap_or_default().to_string(), n[key].as_str().unwrap_or_default().to_string())).collect())
+        .map(|list| {
+            list.iter()
+                .map(|n| {
+                    (
+                        n["name"].as_str().unwrap_or_default().to_string(),
+                        n[key].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -27,15 +27,24 @@ pub fn assert_close(actual: f64, expected: f64, what: &str) {
 /// eligible records checked.
 pub fn assert_follows_reference(artifact: &Value, cell: &str) -> usize {
     let reference: Value = serde_json::from_str(REFERENCE).expect("reference JSON");
-    let missing = |want: &Value, have: &Value| -> Vec<String> { keys(want).difference(&keys(have)).cloned().collect() };
+    let missing =
+        |want: &Value, have: &Value| -> Vec<String> { keys(want).difference(&keys(have)).cloned().collect() };
     assert_eq!(missing(&reference, artifact), Vec::<String>::new(), "{cell}: top-level keys missing");
-    assert_eq!(missing(&reference["metrics"], &artifact["metrics"]), Vec::<String>::new(), "{cell}: metrics keys missing");
+    assert_eq!(
+        missing(&reference["metrics"], &artifact["metrics"]),
+        Vec::<String>::new(),
+        "{cell}: metrics keys missing"
+    );
     let records = artifact["request_timings"].as_array().expect("request_timings is a list");
     let mut checked = 0;
     let mut total_output = 0.0;
     for (i, record) in records.iter().enumerate() {
         let at = format!("{cell} record {i}");
-        assert_eq!(missing(&reference["request_timings"][0], record), Vec::<String>::new(), "{at}: keys missing");
+        assert_eq!(
+            missing(&reference["request_timings"][0], record),
+            Vec::<String>::new(),
+            "{at}: keys missing"
+        );
         if record["performance_eligible"] != true {
             continue;
         }
@@ -44,16 +53,36 @@ pub fn assert_follows_reference(artifact: &Value, cell: &str) -> usize {
         let first_output = number(&record["time_to_first_output_ms"], "time_to_first_output_ms");
         let prompt = number(&record["prompt_tokens"], "prompt_tokens");
         assert!(output > 1.0 && generation > 0.0 && first_output > 0.0, "{at}: {record}");
-        assert_close(number(&record["decode_tok_s"], "decode_tok_s"), (output - 1.0) / generation * 1000.0, &format!("{at} decode_tok_s"));
-        assert_close(number(&record["effective_prefill_tok_s"], "effective_prefill_tok_s"), prompt / first_output * 1000.0, &format!("{at} effective_prefill_tok_s"));
-        assert_close(number(&record["e2e_ms"], "e2e_ms") - first_output, generation, &format!("{at} generation = e2e - time_to_first_output"));
+        assert_close(
+            number(&record["decode_tok_s"], "decode_tok_s"),
+            (output - 1.0) / generation * 1000.0,
+            &format!("{at} decode_tok_s"),
+        );
+        assert_close(
+            number(&record["effective_prefill_tok_s"], "effective_prefill_tok_s"),
+            prompt / first_output * 1000.0,
+            &format!("{at} effective_prefill_tok_s"),
+        );
+        assert_close(
+            number(&record["e2e_ms"], "e2e_ms") - first_output,
+            generation,
+            &format!("{at} generation = e2e - time_to_first_output"),
+        );
         assert_eq!(record["output_token_source"], "usage", "{at}");
         total_output += output;
         checked += 1;
     }
     let metrics = &artifact["metrics"];
-    assert_close(number(&metrics["output_tokens"], "metrics.output_tokens"), total_output, &format!("{cell}: Σ output tokens"));
+    assert_close(
+        number(&metrics["output_tokens"], "metrics.output_tokens"),
+        total_output,
+        &format!("{cell}: Σ output tokens"),
+    );
     let wall = number(&artifact["wall_clock_ms"], "wall_clock_ms");
-    assert_close(number(&metrics["throughput_tok_s"], "metrics.throughput_tok_s"), total_output / wall * 1000.0, &format!("{cell}: aggregate throughput"));
+    assert_close(
+        number(&metrics["throughput_tok_s"], "metrics.throughput_tok_s"),
+        total_output / wall * 1000.0,
+        &format!("{cell}: aggregate throughput"),
+    );
     checked
 }

@@ -238,7 +238,10 @@ pub fn finish(child: Child, what: &str) -> Outcome {
 
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("bind an ephemeral port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind an ephemeral port")
 }
 
 /// `GET path` over HTTP/1.0 (the server closes the connection after the
@@ -284,7 +287,10 @@ pub fn start_sim(extra: &[&str]) -> (Spawned, u16) {
         .spawn()
         .expect("start anvil sim");
     let sim = Spawned(child);
-    assert!(wait_until(|| http_get(port, "/health").is_some_and(|(status, _)| status == 200)), "anvil sim on port {port} never answered /health");
+    assert!(
+        wait_until(|| http_get(port, "/health").is_some_and(|(status, _)| status == 200)),
+        "anvil sim on port {port} never answered /health"
+    );
     (sim, port)
 }
 
@@ -333,7 +339,9 @@ fn forward(mut client: TcpStream, upstream_port: u16, recorded: &Mutex<Vec<Strin
     if upstream.write_all(&head).is_err() {
         return;
     }
-    let (Ok(mut client_reader), Ok(mut upstream_writer)) = (client.try_clone(), upstream.try_clone()) else { return };
+    let (Ok(mut client_reader), Ok(mut upstream_writer)) = (client.try_clone(), upstream.try_clone()) else {
+        return;
+    };
     let to_upstream = std::thread::spawn(move || {
         let _ = std::io::copy(&mut client_reader, &mut upstream_writer);
         let _ = upstream_writer.shutdown(std::net::Shutdown::Write);

@@ -12,13 +12,18 @@ const RUNS: usize = 5;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut profile = SimProfile::default();
-    for (key, value) in [("decode-step-ms", "1"), ("decode-step-ms-per-seq", "0.01"), ("prefill-tok-s", "1000000")] {
+    for (key, value) in
+        [("decode-step-ms", "1"), ("decode-step-ms-per-seq", "0.01"), ("prefill-tok-s", "1000000")]
+    {
         profile.set(key, value).map_err(anyhow::Error::msg)?;
     }
     let sim = anvil_sim::spawn(profile, tokio::net::TcpListener::bind("127.0.0.1:0").await?).await?;
     let target = Target::new(sim.base_url());
 
-    println!("{:<28} {:>8} {:>10} {:>10} {:>10}", "check (defaults)", "attempts", "min ms", "median ms", "max ms");
+    println!(
+        "{:<28} {:>8} {:>10} {:>10} {:>10}",
+        "check (defaults)", "attempts", "min ms", "median ms", "max ms"
+    );
     let mut cases: Vec<(String, CheckSpec)> = CheckType::ALL
         .iter()
         .map(|(check_type, name)| (name.to_string(), CheckSpec::new(*name, *check_type, "anvil-sim")))
@@ -38,7 +43,12 @@ async fn main() -> anyhow::Result<()> {
             attempts = outcome.attempts;
         }
         times.sort_by(f64::total_cmp);
-        println!("{label:<28} {attempts:>8} {:>10.1} {:>10.1} {:>10.1}", times[0], times[RUNS / 2], times[RUNS - 1]);
+        println!(
+            "{label:<28} {attempts:>8} {:>10.1} {:>10.1} {:>10.1}",
+            times[0],
+            times[RUNS / 2],
+            times[RUNS - 1]
+        );
     }
     sim.shutdown().await
 }

@@ -85,7 +85,9 @@ mod tests {
     fn failures() {
         let own = "ANVIL_REQ_1_00002";
         let leak = judge(own, "ANVIL_REQ_1_00002 a ANVIL_REQ_1_00003 b", true);
-        assert!(!leak.passed && leak.foreign_marker_count == 1 && leak.foreign_markers == ["ANVIL_REQ_1_00003"]);
+        assert!(
+            !leak.passed && leak.foreign_marker_count == 1 && leak.foreign_markers == ["ANVIL_REQ_1_00003"]
+        );
         assert!(!judge(own, "hello ANVIL_REQ_1_00002", true).marker_at_start);
         assert!(!judge(own, "ANVIL_REQ_1_000021 x", true).marker_at_start);
         let mangled = judge(own, "ANVIL_REQ_1_00002 ANVIL_REQ_x", true);

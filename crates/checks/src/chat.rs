@@ -38,7 +38,8 @@ pub struct ChatReply {
 impl ChatReply {
     /// Read a non-streaming `chat.completion` body.
     pub fn from_body(body: &str) -> Result<Self, String> {
-        let value: Value = serde_json::from_str(body).map_err(|e| format!("reply is not JSON ({e}): {}", quote(body, 120)))?;
+        let value: Value = serde_json::from_str(body)
+            .map_err(|e| format!("reply is not JSON ({e}): {}", quote(body, 120)))?;
         let choice = value
             .get("choices")
             .and_then(|c| c.get(0))
@@ -108,7 +109,11 @@ impl AssembledStream {
             let chunk: Value = match serde_json::from_str(&event.data) {
                 Ok(chunk) => chunk,
                 Err(e) => {
-                    out.problems.push(format!("event {} is not JSON ({e}): {}", out.chunks, quote(&event.data, 80)));
+                    out.problems.push(format!(
+                        "event {} is not JSON ({e}): {}",
+                        out.chunks,
+                        quote(&event.data, 80)
+                    ));
                     continue;
                 }
             };
@@ -124,7 +129,9 @@ impl AssembledStream {
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
                 content.push_str(text);
             }
-            if let Some(text) = delta.get("reasoning_content").or_else(|| delta.get("reasoning")).and_then(Value::as_str) {
+            if let Some(text) =
+                delta.get("reasoning_content").or_else(|| delta.get("reasoning")).and_then(Value::as_str)
+            {
                 reasoning.push_str(text);
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {

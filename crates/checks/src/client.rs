@@ -9,8 +9,8 @@ use anyhow::Context as _;
 use futures_util::StreamExt as _;
 use serde_json::Value;
 
-use crate::sse::{SseEvent, SseParser};
 use crate::spec::Target;
+use crate::sse::{SseEvent, SseParser};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
@@ -67,7 +67,12 @@ impl ApiClient {
         let http = reqwest::Client::builder().build().context("cannot build the HTTP client")?;
         let trimmed = target.base_url.trim_end_matches('/');
         let base_url = trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_owned();
-        Ok(Self { http, base_url, api_key: target.api_key.clone(), timeout: Duration::from_millis(timeout_ms.max(1)) })
+        Ok(Self {
+            http,
+            base_url,
+            api_key: target.api_key.clone(),
+            timeout: Duration::from_millis(timeout_ms.max(1)),
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -97,10 +102,9 @@ impl ApiClient {
         let exchange = async {
             let response = self.request(path, body).send().await.map_err(|e| self.classify(path, e))?;
             let status = response.status().as_u16();
-            let body = response
-                .text()
-                .await
-                .map_err(|e| CallError::Broken(format!("HTTP {status}, but the body was cut off: {}", error_chain(&e))))?;
+            let body = response.text().await.map_err(|e| {
+                CallError::Broken(format!("HTTP {status}, but the body was cut off: {}", error_chain(&e)))
+            })?;
             Ok(WholeReply { status, body, elapsed: started.elapsed() })
         };
         tokio::time::timeout(self.timeout, exchange).await.unwrap_or_else(|_| Err(self.timed_out()))
@@ -117,8 +121,15 @@ impl ApiClient {
             .map_err(|e| self.classify(path, e))?;
         let status = response.status().as_u16();
         if !response.status().is_success() {
-            let error_body = tokio::time::timeout_at(deadline, response.text()).await.ok().and_then(Result::ok);
-            return Ok(StreamedReply { status, events: Vec::new(), end: StreamEnd::Closed, error_body, elapsed: started.elapsed() });
+            let error_body =
+                tokio::time::timeout_at(deadline, response.text()).await.ok().and_then(Result::ok);
+            return Ok(StreamedReply {
+                status,
+                events: Vec::new(),
+                end: StreamEnd::Closed,
+                error_body,
+                elapsed: started.elapsed(),
+            });
         }
         let mut parser = SseParser::default();
         let mut events = Vec::new();

@@ -22,14 +22,17 @@ pub fn exactly_one_json_value(text: &str) -> Result<Value, String> {
     let mut values = serde_json::Deserializer::from_str(body).into_iter::<Value>();
     let value = match values.next() {
         Some(Ok(value)) => value,
-        Some(Err(error)) => return Err(format!("reply does not start with a JSON value ({error}): {}", quote(body, 120))),
+        Some(Err(error)) => {
+            return Err(format!("reply does not start with a JSON value ({error}): {}", quote(body, 120)));
+        }
         None => return Err("reply is empty".to_owned()),
     };
     let rest = &body[values.byte_offset()..];
     if rest.trim().is_empty() {
         return Ok(value);
     }
-    let followed_by_json = serde_json::Deserializer::from_str(rest).into_iter::<Value>().next().is_some_and(|v| v.is_ok());
+    let followed_by_json =
+        serde_json::Deserializer::from_str(rest).into_iter::<Value>().next().is_some_and(|v| v.is_ok());
     if followed_by_json {
         Err(format!("a second JSON value follows the first: {}", quote(rest.trim_start(), 120)))
     } else {

@@ -72,7 +72,8 @@ pub fn validate(spec: &CheckSpec) -> Result<(), SpecError> {
 
 fn compiled_schema(spec: &CheckSpec) -> Result<(serde_json::Value, CompiledSchema), SpecError> {
     let schema = spec.schema.clone().unwrap_or_else(prompts::default_schema);
-    let compiled = CompiledSchema::new(&schema).map_err(|message| SpecError::BadSchema { check: spec.name.clone(), message })?;
+    let compiled = CompiledSchema::new(&schema)
+        .map_err(|message| SpecError::BadSchema { check: spec.name.clone(), message })?;
     Ok((schema, compiled))
 }
 
@@ -98,7 +99,8 @@ pub async fn run_check(spec: &CheckSpec, target: &Target) -> anyhow::Result<Chec
     match spec.check_type {
         CheckType::Smoke => {
             for index in 0..spec.requests {
-                attempts.push(checks::smoke::attempt(spec, &client, &prompt, index).await.with_context(context)?);
+                attempts
+                    .push(checks::smoke::attempt(spec, &client, &prompt, index).await.with_context(context)?);
             }
         }
         CheckType::JsonSchema => {
@@ -111,9 +113,11 @@ pub async fn run_check(spec: &CheckSpec, target: &Target) -> anyhow::Result<Chec
         }
         CheckType::ToolCall => {
             let tool = offered_tool(spec)?;
-            let prefix = (spec.shared_prefix_tokens > 0).then(|| prompts::shared_prefix_text(spec.shared_prefix_tokens));
+            let prefix = (spec.shared_prefix_tokens > 0)
+                .then(|| prompts::shared_prefix_text(spec.shared_prefix_tokens));
             for index in 0..spec.requests {
-                let attempt = checks::tool_call::attempt(spec, &client, &prompt, prefix.as_deref(), &tool, index);
+                let attempt =
+                    checks::tool_call::attempt(spec, &client, &prompt, prefix.as_deref(), &tool, index);
                 attempts.push(attempt.await.with_context(context)?);
             }
             settings["tool"] = tool.function.clone();
@@ -123,7 +127,9 @@ pub async fn run_check(spec: &CheckSpec, target: &Target) -> anyhow::Result<Chec
         }
         CheckType::Responses => {
             for index in 0..spec.requests {
-                attempts.push(checks::responses::attempt(spec, &client, &prompt, index).await.with_context(context)?);
+                attempts.push(
+                    checks::responses::attempt(spec, &client, &prompt, index).await.with_context(context)?,
+                );
             }
         }
         CheckType::CanaryIsolation => {

@@ -37,7 +37,15 @@ pub struct Attempt {
 
 impl Attempt {
     pub fn new(index: u32, request: Value) -> Self {
-        Self { index, request, http_status: None, elapsed_ms: 0.0, reply: Value::Null, passed: false, why: String::new() }
+        Self {
+            index,
+            request,
+            http_status: None,
+            elapsed_ms: 0.0,
+            reply: Value::Null,
+            passed: false,
+            why: String::new(),
+        }
     }
 
     pub fn pass(mut self, why: impl Into<String>) -> Self {
@@ -61,7 +69,9 @@ pub fn summarize(spec: &CheckSpec, target: &Target, settings: Value, attempts: V
     let failures = failed.len() as u32;
     let passed = total > 0 && failures == 0;
     let detail = match (failed.first(), attempts.first()) {
-        (Some(first), _) => format!("{failures}/{total} attempts failed; attempt {}: {}", first.index, first.why),
+        (Some(first), _) => {
+            format!("{failures}/{total} attempts failed; attempt {}: {}", first.index, first.why)
+        }
         (None, Some(first)) => format!("{total}/{total} attempts passed: {}", first.why),
         (None, None) => "no attempts were made".to_owned(),
     };

@@ -9,7 +9,9 @@ use crate::spec::CheckType;
 pub fn default_prompt(check_type: CheckType) -> &'static str {
     match check_type {
         CheckType::Smoke => "In about 10 words, say what the capital of France is.",
-        CheckType::JsonSchema => "Describe one city as a JSON object that matches the given schema. Reply with the JSON only.",
+        CheckType::JsonSchema => {
+            "Describe one city as a JSON object that matches the given schema. Reply with the JSON only."
+        }
         CheckType::ToolCall => "What is the weather in Paris right now? Use the tool to find out.",
         CheckType::Responses => "Write about 20 words on why benchmarks should be reproducible.",
         CheckType::CanaryIsolation => "Then write about 40 words on load testing.",
@@ -49,8 +51,8 @@ pub fn default_tool() -> Value {
 
 /// Short common words: about one token each under most tokenizers.
 const PREFIX_WORDS: &[&str] = &[
-    "the", "load", "test", "runs", "each", "node", "once", "and", "keeps", "its", "result", "for", "later", "use",
-    "when", "inputs", "stay", "same", "so", "cache", "hits", "save", "time", "on", "every", "server",
+    "the", "load", "test", "runs", "each", "node", "once", "and", "keeps", "its", "result", "for", "later",
+    "use", "when", "inputs", "stay", "same", "so", "cache", "hits", "save", "time", "on", "every", "server",
 ];
 
 /// A system text of about `tokens` tokens, identical for every attempt of

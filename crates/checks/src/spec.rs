@@ -167,8 +167,14 @@ mod tests {
     #[test]
     fn spec_defaults_from_json() {
         let spec: CheckSpec =
-            serde_json::from_value(serde_json::json!({"name": "c", "type": "tool-call", "model": "m"})).unwrap();
+            serde_json::from_value(serde_json::json!({"name": "c", "type": "tool-call", "model": "m"}))
+                .unwrap();
         assert_eq!(spec, CheckSpec::new("c", CheckType::ToolCall, "m"));
-        assert!(serde_json::from_value::<CheckSpec>(serde_json::json!({"name": "c", "type": "smoke", "model": "m", "reqests": 2})).is_err());
+        assert!(
+            serde_json::from_value::<CheckSpec>(
+                serde_json::json!({"name": "c", "type": "smoke", "model": "m", "reqests": 2})
+            )
+            .is_err()
+        );
     }
 }

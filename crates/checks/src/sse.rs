@@ -98,8 +98,12 @@ mod tests {
     #[test]
     fn named_events_crlf_comments_and_multiline_data() {
         let mut parser = SseParser::default();
-        let events = parser.push(b": keep-alive\r\n\r\nevent: response.completed\r\ndata: one\r\ndata:two\r\n\r\n");
-        assert_eq!(events, vec![SseEvent { event: Some("response.completed".into()), data: "one\ntwo".into() }]);
+        let events =
+            parser.push(b": keep-alive\r\n\r\nevent: response.completed\r\ndata: one\r\ndata:two\r\n\r\n");
+        assert_eq!(
+            events,
+            vec![SseEvent { event: Some("response.completed".into()), data: "one\ntwo".into() }]
+        );
     }
 
     #[test]

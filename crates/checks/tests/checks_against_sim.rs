@@ -44,7 +44,9 @@ fn assert_failed(outcome: &CheckOutcome, detail_part: &str) {
     assert!(!outcome.passed, "expected a failure: {:#}", outcome.evidence);
     assert_eq!(outcome.failures, outcome.attempts, "{}", outcome.detail);
     assert!(outcome.detail.contains(detail_part), "detail {:?} lacks {detail_part:?}", outcome.detail);
-    assert!(attempts(outcome).iter().all(|a| a["passed"] == false && !a["why"].as_str().unwrap_or("").is_empty()));
+    assert!(
+        attempts(outcome).iter().all(|a| a["passed"] == false && !a["why"].as_str().unwrap_or("").is_empty())
+    );
 }
 
 #[tokio::test]
@@ -207,13 +209,19 @@ async fn canary_isolation_passes_on_a_clean_sim() {
     canary_spec.requests = 2;
     let outcome = run(&canary_spec, &[]).await;
     assert_passed(&outcome, 16);
-    let markers: Vec<&str> = attempts(&outcome).iter().map(|a| a["reply"]["request_canary"]["marker"].as_str().unwrap()).collect();
+    let markers: Vec<&str> =
+        attempts(&outcome).iter().map(|a| a["reply"]["request_canary"]["marker"].as_str().unwrap()).collect();
     assert_eq!(markers.first(), Some(&"ANVIL_REQ_17_00000"));
     assert_eq!(markers.last(), Some(&"ANVIL_REQ_17_00015"));
     for attempt in attempts(&outcome) {
         let canary = &attempt["reply"]["request_canary"];
-        assert_eq!((canary["capture_complete"].clone(), canary["marker_at_start"].clone()), (json!(true), json!(true)));
-        assert!(attempt["reply"]["content"].as_str().unwrap().starts_with(canary["marker"].as_str().unwrap()));
+        assert_eq!(
+            (canary["capture_complete"].clone(), canary["marker_at_start"].clone()),
+            (json!(true), json!(true))
+        );
+        assert!(
+            attempt["reply"]["content"].as_str().unwrap().starts_with(canary["marker"].as_str().unwrap())
+        );
     }
 }
 
@@ -263,7 +271,8 @@ async fn an_unreachable_server_is_an_error_not_a_failure() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     drop(listener);
-    let error = run_check(&spec(CheckType::Smoke), &Target::new(format!("http://{address}"))).await.unwrap_err();
+    let error =
+        run_check(&spec(CheckType::Smoke), &Target::new(format!("http://{address}"))).await.unwrap_err();
     assert!(format!("{error:#}").contains("cannot reach"), "{error:#}");
 }
 

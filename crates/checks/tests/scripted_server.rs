@@ -44,7 +44,9 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Val
     let path = head.split_whitespace().nth(1)?.to_owned();
     let length: usize = head
         .lines()
-        .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))?
+        .find_map(|line| {
+            line.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
+        })?
         .parse()
         .ok()?;
     while buffer.len() < head_end + length {
@@ -56,13 +58,19 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Val
 
 fn json_response(body: Value) -> String {
     let text = body.to_string();
-    format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len())
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+        text.len()
+    )
 }
 
 /// An event stream delimited by closing the connection (so a stream cut
 /// early looks, on the wire, exactly like one that ended).
 fn sse_response(events: &[String]) -> String {
-    format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{}", events.concat())
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{}",
+        events.concat()
+    )
 }
 
 fn chat_message(message: Value, finish_reason: &str) -> String {
@@ -74,7 +82,10 @@ fn chat_message(message: Value, finish_reason: &str) -> String {
 }
 
 fn chat_chunk(content: &str) -> String {
-    format!("data: {}\n\n", json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]}))
+    format!(
+        "data: {}\n\n",
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]})
+    )
 }
 
 fn responses_whole(text: &str) -> String {
@@ -115,13 +126,19 @@ fn assert_fails_with(outcome: &CheckOutcome, part: &str) {
 #[tokio::test]
 async fn the_scripted_server_can_pass_each_check() {
     // Guards the other tests: their scripts differ from these only in the fault.
-    let smoke = check(CheckType::Smoke, Arc::new(|_, _| chat_message(json!({"content": "Paris."}), "stop")), |_| {}).await;
+    let smoke =
+        check(CheckType::Smoke, Arc::new(|_, _| chat_message(json!({"content": "Paris."}), "stop")), |_| {})
+            .await;
     assert!(smoke.passed, "{}", smoke.detail);
     let responses = check(
         CheckType::Responses,
         Arc::new(|_, body| {
             if body["stream"] == true {
-                sse_response(&[responses_event("response.output_text.delta", json!({"delta": "Hi "})), responses_event("response.output_text.delta", json!({"delta": "there"})), completed("Hi there")])
+                sse_response(&[
+                    responses_event("response.output_text.delta", json!({"delta": "Hi "})),
+                    responses_event("response.output_text.delta", json!({"delta": "there"})),
+                    completed("Hi there"),
+                ])
             } else {
                 responses_whole("Hi there")
             }
@@ -130,13 +147,20 @@ async fn the_scripted_server_can_pass_each_check() {
     )
     .await;
     assert!(responses.passed, "{}", responses.detail);
-    let canary = check(CheckType::CanaryIsolation, Arc::new(|_, _| sse_response(&[chat_chunk("ANVIL_REQ_0_00000 hello"), "data: [DONE]\n\n".into()])), |_| {}).await;
+    let canary = check(
+        CheckType::CanaryIsolation,
+        Arc::new(|_, _| sse_response(&[chat_chunk("ANVIL_REQ_0_00000 hello"), "data: [DONE]\n\n".into()])),
+        |_| {},
+    )
+    .await;
     assert!(canary.passed, "{}", canary.detail);
 }
 
 #[tokio::test]
 async fn smoke_fails_on_empty_content() {
-    let outcome = check(CheckType::Smoke, Arc::new(|_, _| chat_message(json!({"content": "  "}), "stop")), |_| {}).await;
+    let outcome =
+        check(CheckType::Smoke, Arc::new(|_, _| chat_message(json!({"content": "  "}), "stop")), |_| {})
+            .await;
     assert_fails_with(&outcome, "content is empty");
 }
 
@@ -144,7 +168,9 @@ async fn smoke_fails_on_empty_content() {
 async fn json_schema_fails_on_a_schema_violation_and_on_leading_text() {
     let violating = check(
         CheckType::JsonSchema,
-        Arc::new(|_, _| chat_message(json!({"content": "{\"city\": \"Paris\", \"population\": -1}"}), "stop")),
+        Arc::new(|_, _| {
+            chat_message(json!({"content": "{\"city\": \"Paris\", \"population\": -1}"}), "stop")
+        }),
         |_| {},
     )
     .await;
@@ -153,7 +179,12 @@ async fn json_schema_fails_on_a_schema_violation_and_on_leading_text() {
     assert!(violations.to_string().contains("country"), "{violations}");
     assert!(violations.to_string().contains("/population"), "{violations}");
 
-    let chatty = check(CheckType::JsonSchema, Arc::new(|_, _| chat_message(json!({"content": "Here: {\"a\": 1}"}), "stop")), |_| {}).await;
+    let chatty = check(
+        CheckType::JsonSchema,
+        Arc::new(|_, _| chat_message(json!({"content": "Here: {\"a\": 1}"}), "stop")),
+        |_| {},
+    )
+    .await;
     assert_fails_with(&chatty, "does not start with a JSON value");
 }
 
@@ -163,8 +194,11 @@ async fn json_schema_sends_a_strict_response_format() {
         CheckType::JsonSchema,
         Arc::new(|_, body| {
             let format = &body["response_format"];
-            let ok = format["type"] == "json_schema" && format["json_schema"]["strict"] == true && format["json_schema"]["schema"]["type"] == "object";
-            let content = if ok { r#"{"city":"a","country":"b","population":1}"# } else { "bad request shape" };
+            let ok = format["type"] == "json_schema"
+                && format["json_schema"]["strict"] == true
+                && format["json_schema"]["schema"]["type"] == "object";
+            let content =
+                if ok { r#"{"city":"a","country":"b","population":1}"# } else { "bad request shape" };
             chat_message(json!({"content": content}), "stop")
         }),
         |_| {},
@@ -182,13 +216,30 @@ fn tool_reply(name: &str, arguments: &str) -> String {
 
 #[tokio::test]
 async fn tool_call_failures() {
-    let wrong_name = check(CheckType::ToolCall, Arc::new(|_, _| tool_reply("get_time", r#"{"city":"Paris"}"#)), |_| {}).await;
+    let wrong_name =
+        check(CheckType::ToolCall, Arc::new(|_, _| tool_reply("get_time", r#"{"city":"Paris"}"#)), |_| {})
+            .await;
     assert_fails_with(&wrong_name, "calls `get_time`, not `get_weather`");
-    let not_json = check(CheckType::ToolCall, Arc::new(|_, _| tool_reply("get_weather", r#"{"city":"Paris"}{"city":"Rome"}"#)), |_| {}).await;
+    let not_json = check(
+        CheckType::ToolCall,
+        Arc::new(|_, _| tool_reply("get_weather", r#"{"city":"Paris"}{"city":"Rome"}"#)),
+        |_| {},
+    )
+    .await;
     assert_fails_with(&not_json, "not one JSON value");
-    let invalid = check(CheckType::ToolCall, Arc::new(|_, _| tool_reply("get_weather", r#"{"unit":"kelvin"}"#)), |_| {}).await;
+    let invalid = check(
+        CheckType::ToolCall,
+        Arc::new(|_, _| tool_reply("get_weather", r#"{"unit":"kelvin"}"#)),
+        |_| {},
+    )
+    .await;
     assert_fails_with(&invalid, "violate the parameters schema");
-    let answered = check(CheckType::ToolCall, Arc::new(|_, _| chat_message(json!({"content": "It is sunny."}), "stop")), |_| {}).await;
+    let answered = check(
+        CheckType::ToolCall,
+        Arc::new(|_, _| chat_message(json!({"content": "It is sunny."}), "stop")),
+        |_| {},
+    )
+    .await;
     assert_fails_with(&answered, "finish_reason is `stop`, not `tool_calls`; content `It is sunny.`");
 }
 
@@ -199,7 +250,11 @@ async fn tool_call_sends_the_same_long_system_prefix_every_attempt() {
         Arc::new(|_, body| {
             let system = body["messages"][0]["content"].as_str().unwrap_or("");
             let words = system.split_whitespace().count();
-            let name = if body["messages"][0]["role"] == "system" && words >= 1000 { "get_weather" } else { "no_prefix" };
+            let name = if body["messages"][0]["role"] == "system" && words >= 1000 {
+                "get_weather"
+            } else {
+                "no_prefix"
+            };
             tool_reply(name, r#"{"city":"Paris"}"#)
         }),
         |spec| {
@@ -212,26 +267,37 @@ async fn tool_call_sends_the_same_long_system_prefix_every_attempt() {
 }
 
 fn responses_script(stream: Vec<String>) -> Script {
-    Arc::new(move |_, body| if body["stream"] == true { sse_response(&stream) } else { responses_whole("Hi there") })
+    Arc::new(
+        move |_, body| {
+            if body["stream"] == true { sse_response(&stream) } else { responses_whole("Hi there") }
+        },
+    )
 }
 
 #[tokio::test]
 async fn responses_fails_when_the_stream_stops_before_completed() {
     let stream = vec![responses_event("response.output_text.delta", json!({"delta": "Hi "}))];
     let outcome = check(CheckType::Responses, responses_script(stream), |_| {}).await;
-    assert_fails_with(&outcome, "streaming: the last event is `response.output_text.delta`, not `response.completed`");
+    assert_fails_with(
+        &outcome,
+        "streaming: the last event is `response.output_text.delta`, not `response.completed`",
+    );
 }
 
 #[tokio::test]
 async fn responses_fails_when_deltas_disagree_with_the_completed_text() {
-    let stream = vec![responses_event("response.output_text.delta", json!({"delta": "Hi"})), completed("Hi there")];
+    let stream =
+        vec![responses_event("response.output_text.delta", json!({"delta": "Hi"})), completed("Hi there")];
     let outcome = check(CheckType::Responses, responses_script(stream), |_| {}).await;
     assert_fails_with(&outcome, "differ from the completed response");
 }
 
 #[tokio::test]
 async fn responses_fails_on_a_stream_cut_mid_event() {
-    let mut stream = vec![responses_event("response.output_text.delta", json!({"delta": "Hi there"})), completed("Hi there")];
+    let mut stream = vec![
+        responses_event("response.output_text.delta", json!({"delta": "Hi there"})),
+        completed("Hi there"),
+    ];
     stream.push("event: response.output_text.delta\ndata: {\"ty".into());
     let outcome = check(CheckType::Responses, responses_script(stream), |_| {}).await;
     assert_fails_with(&outcome, "did not end cleanly (cut mid-event");
@@ -241,7 +307,11 @@ async fn responses_fails_on_a_stream_cut_mid_event() {
 async fn responses_fails_without_output_text() {
     let outcome = check(
         CheckType::Responses,
-        Arc::new(|_, _| json_response(json!({"output": [{"type": "message", "content": []}], "usage": {"output_tokens": 0}}))),
+        Arc::new(|_, _| {
+            json_response(
+                json!({"output": [{"type": "message", "content": []}], "usage": {"output_tokens": 0}}),
+            )
+        }),
         |_| {},
     )
     .await;
@@ -251,21 +321,28 @@ async fn responses_fails_without_output_text() {
 #[tokio::test]
 async fn canary_fails_closed_without_done() {
     // Connection-close framing: the cut is invisible to HTTP, only [DONE] tells.
-    let outcome = check(CheckType::CanaryIsolation, Arc::new(|_, _| sse_response(&[chat_chunk("ANVIL_REQ_0_00000 hello")])), |_| {}).await;
+    let outcome = check(
+        CheckType::CanaryIsolation,
+        Arc::new(|_, _| sse_response(&[chat_chunk("ANVIL_REQ_0_00000 hello")])),
+        |_| {},
+    )
+    .await;
     assert_fails_with(&outcome, "truncated capture fails closed: no [DONE]");
 }
 
 #[tokio::test]
 async fn canary_fails_on_events_after_done() {
     let events = [chat_chunk("ANVIL_REQ_0_00000 hi"), "data: [DONE]\n\n".into(), chat_chunk(" more")];
-    let outcome = check(CheckType::CanaryIsolation, Arc::new(move |_, _| sse_response(&events)), |_| {}).await;
+    let outcome =
+        check(CheckType::CanaryIsolation, Arc::new(move |_, _| sse_response(&events)), |_| {}).await;
     assert_fails_with(&outcome, "events after [DONE]");
 }
 
 #[tokio::test]
 async fn canary_fails_when_the_marker_is_not_first() {
     let events = [chat_chunk("Sure! ANVIL_REQ_0_00000 hi"), "data: [DONE]\n\n".into()];
-    let outcome = check(CheckType::CanaryIsolation, Arc::new(move |_, _| sse_response(&events)), |_| {}).await;
+    let outcome =
+        check(CheckType::CanaryIsolation, Arc::new(move |_, _| sse_response(&events)), |_| {}).await;
     assert_fails_with(&outcome, "does not begin with its marker");
 }
 
@@ -276,7 +353,11 @@ async fn canary_sends_each_request_its_own_marker() {
         CheckType::CanaryIsolation,
         Arc::new(|_, body| {
             let prompt = body["messages"][0]["content"].as_str().unwrap_or("");
-            let marker = prompt.split_whitespace().find(|w| w.starts_with("ANVIL_REQ_")).unwrap_or("none").trim_end_matches('.');
+            let marker = prompt
+                .split_whitespace()
+                .find(|w| w.starts_with("ANVIL_REQ_"))
+                .unwrap_or("none")
+                .trim_end_matches('.');
             sse_response(&[chat_chunk(&format!("{marker} ok")), "data: [DONE]\n\n".into()])
         }),
         |spec| {

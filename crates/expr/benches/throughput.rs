@@ -25,10 +25,7 @@ const GATES: &[(&str, &str)] = &[
 
 fn results() -> serde_json::Value {
     let mut cells = serde_json::Map::new();
-    cells.insert(
-        "tp1".into(),
-        serde_json::json!({"aggregate_tok_s": 790.1, "ttft": {"p99": 0.9}}),
-    );
+    cells.insert("tp1".into(), serde_json::json!({"aggregate_tok_s": 790.1, "ttft": {"p99": 0.9}}));
     cells.insert("tp2".into(), serde_json::json!({"aggregate_tok_s": 812.4}));
     for depth in 1..=16 {
         cells.insert(
@@ -59,10 +56,7 @@ fn main() {
     let results = results();
     let resolver = JsonResolver::new(&results);
     let budget = Duration::from_millis(300);
-    println!(
-        "{:<18} {:>12} {:>12} {:>14}",
-        "gate", "parse ns", "eval ns", "eval+detail ns"
-    );
+    println!("{:<18} {:>12} {:>12} {:>14}", "gate", "parse ns", "eval ns", "eval+detail ns");
     for (label, src) in GATES {
         let parse_ns = measure(budget, || {
             black_box(parse(black_box(src)).ok());

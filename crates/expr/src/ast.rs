@@ -28,19 +28,9 @@ pub(crate) struct Node {
 pub(crate) enum NodeKind {
     Literal(Literal),
     Reference(Reference),
-    Unary {
-        op: UnaryOp,
-        operand: Box<Node>,
-    },
-    Binary {
-        op: BinaryOp,
-        lhs: Box<Node>,
-        rhs: Box<Node>,
-    },
-    Call {
-        function: Function,
-        args: Vec<Node>,
-    },
+    Unary { op: UnaryOp, operand: Box<Node> },
+    Binary { op: BinaryOp, lhs: Box<Node>, rhs: Box<Node> },
+    Call { function: Function, args: Vec<Node> },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -91,12 +81,9 @@ impl BinaryOp {
         match self {
             BinaryOp::Or => Precedence::Or,
             BinaryOp::And => Precedence::And,
-            BinaryOp::Eq
-            | BinaryOp::NotEq
-            | BinaryOp::Lt
-            | BinaryOp::Le
-            | BinaryOp::Gt
-            | BinaryOp::Ge => Precedence::Comparison,
+            BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+                Precedence::Comparison
+            }
             BinaryOp::Add | BinaryOp::Sub => Precedence::Sum,
             BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => Precedence::Product,
         }

@@ -15,11 +15,7 @@ pub struct ParseError {
 
 impl ParseError {
     pub(crate) fn new(message: impl Into<String>, span: Span) -> Self {
-        ParseError {
-            message: message.into(),
-            span,
-            help: None,
-        }
+        ParseError { message: message.into(), span, help: None }
     }
 
     pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
@@ -34,10 +30,7 @@ pub enum EvalError {
     /// Some input the result depends on is absent (not run yet, failed, or no
     /// such field). `references` are the paths as written in the expression.
     #[error("{detail}")]
-    Missing {
-        references: Vec<String>,
-        detail: String,
-    },
+    Missing { references: Vec<String>, detail: String },
     /// The inputs are there but the expression cannot be computed from them:
     /// a type mismatch, a division by zero, an empty list given to `mean`...
     /// `span` points at the sub-expression that failed.

@@ -43,17 +43,8 @@ impl Trace {
     }
 }
 
-pub(crate) fn evaluate(
-    root: &Node,
-    node_count: usize,
-    resolver: &dyn Resolver,
-) -> (Outcome, Trace) {
-    let mut evaluator = Evaluator {
-        resolver,
-        trace: Trace {
-            outcomes: vec![None; node_count],
-        },
-    };
+pub(crate) fn evaluate(root: &Node, node_count: usize, resolver: &dyn Resolver) -> (Outcome, Trace) {
+    let mut evaluator = Evaluator { resolver, trace: Trace { outcomes: vec![None; node_count] } };
     let outcome = evaluator.eval(root);
     (outcome, evaluator.trace)
 }
@@ -64,10 +55,7 @@ struct Evaluator<'r> {
 }
 
 fn invalid(message: impl Into<String>, span: Span) -> Stop {
-    Stop::Invalid {
-        message: message.into(),
-        span,
-    }
+    Stop::Invalid { message: message.into(), span }
 }
 
 impl Evaluator<'_> {
@@ -78,21 +66,16 @@ impl Evaluator<'_> {
             NodeKind::Unary { op, operand } => self
                 .eval(operand)
                 .and_then(|value| apply_unary(*op, &value).map_err(|m| invalid(m, node.span))),
-            NodeKind::Binary {
-                op: op @ (BinaryOp::And | BinaryOp::Or),
-                lhs,
-                rhs,
-            } => self.logic(*op, lhs, rhs),
+            NodeKind::Binary { op: op @ (BinaryOp::And | BinaryOp::Or), lhs, rhs } => {
+                self.logic(*op, lhs, rhs)
+            }
             NodeKind::Binary { op, lhs, rhs } => {
                 let operands = [self.eval(lhs), self.eval(rhs)];
                 combine(operands).and_then(|values| {
                     apply_binary(*op, &values[0], &values[1]).map_err(|m| invalid(m, node.span))
                 })
             }
-            NodeKind::Call {
-                function: Function::Exists,
-                args,
-            } => Ok(self.exists(args)),
+            NodeKind::Call { function: Function::Exists, args } => Ok(self.exists(args)),
             NodeKind::Call { function, args } => self.call(*function, args, node.span),
         };
         if let Some(slot) = self.trace.outcomes.get_mut(node.id) {
@@ -107,16 +90,12 @@ impl Evaluator<'_> {
             Resolved::Many(items) => Ok(Value::List(
                 items
                     .into_iter()
-                    .map(|(name, json)| ListItem {
-                        name: Some(name),
-                        value: Value::from_json(&json),
-                    })
+                    .map(|(name, json)| ListItem { name: Some(name), value: Value::from_json(&json) })
                     .collect(),
             )),
-            Resolved::Missing(why) => Err(Stop::Missing(vec![MissingInput {
-                reference: reference.to_string(),
-                why,
-            }])),
+            Resolved::Missing(why) => {
+                Err(Stop::Missing(vec![MissingInput { reference: reference.to_string(), why }]))
+            }
         }
     }
 
@@ -176,10 +155,7 @@ impl Evaluator<'_> {
         let outcomes: Vec<Outcome> = args.iter().map(|arg| self.eval(arg)).collect();
         let values = combine(outcomes)?;
         function.call(&values).map_err(|error| {
-            let blamed = error
-                .argument
-                .and_then(|i| args.get(i))
-                .map_or(span, |arg| arg.span);
+            let blamed = error.argument.and_then(|i| args.get(i)).map_or(span, |arg| arg.span);
             invalid(format!("{}: {}", function.name(), error.message), blamed)
         })
     }
@@ -219,9 +195,5 @@ fn combine<I: IntoIterator<Item = Outcome>>(outcomes: I) -> Result<Vec<Value>, S
             Err(invalid @ Stop::Invalid { .. }) => return Err(invalid),
         }
     }
-    if missing.is_empty() {
-        Ok(values)
-    } else {
-        Err(Stop::Missing(missing))
-    }
+    if missing.is_empty() { Ok(values) } else { Err(Stop::Missing(missing)) }
 }

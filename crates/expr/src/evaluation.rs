@@ -12,10 +12,7 @@ pub enum Evaluation {
     /// The expression is false.
     Rejected { detail: String },
     /// An input the result depends on is absent; `missing` lists the paths.
-    Missing {
-        detail: String,
-        missing: Vec<String>,
-    },
+    Missing { detail: String, missing: Vec<String> },
     /// The expression cannot be computed (type mismatch, division by zero,
     /// a result that is not true or false).
     Error { detail: String },
@@ -44,12 +41,8 @@ impl Evaluation {
     /// Builds the verdict from the outcome and the annotated expression text.
     pub(crate) fn from_outcome(outcome: Outcome, annotated: &str) -> Evaluation {
         match outcome {
-            Ok(Value::Bool(true)) => Evaluation::Passed {
-                detail: format!("{annotated} → true"),
-            },
-            Ok(Value::Bool(false)) => Evaluation::Rejected {
-                detail: format!("{annotated} → false"),
-            },
+            Ok(Value::Bool(true)) => Evaluation::Passed { detail: format!("{annotated} → true") },
+            Ok(Value::Bool(false)) => Evaluation::Rejected { detail: format!("{annotated} → false") },
             Ok(other) => Evaluation::Error {
                 detail: format!(
                     "gate expression must be true or false, got {}: {annotated}",
@@ -60,9 +53,9 @@ impl Evaluation {
                 let (missing, detail) = describe_missing(&inputs, annotated);
                 Evaluation::Missing { detail, missing }
             }
-            Err(Stop::Invalid { message, .. }) => Evaluation::Error {
-                detail: format!("{message} (in {annotated})"),
-            },
+            Err(Stop::Invalid { message, .. }) => {
+                Evaluation::Error { detail: format!("{message} (in {annotated})") }
+            }
         }
     }
 }

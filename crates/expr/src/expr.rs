@@ -25,11 +25,7 @@ pub struct Expr {
 
 impl Expr {
     pub(crate) fn new(source: &str, root: Node, node_count: usize) -> Self {
-        Expr {
-            source: source.to_string(),
-            root,
-            node_count,
-        }
+        Expr { source: source.to_string(), root, node_count }
     }
 
     /// The text this expression was parsed from; spans point into it.

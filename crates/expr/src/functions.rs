@@ -32,17 +32,11 @@ pub(crate) struct CallError {
 
 impl CallError {
     fn at(argument: usize, message: impl Into<String>) -> Self {
-        CallError {
-            message: message.into(),
-            argument: Some(argument),
-        }
+        CallError { message: message.into(), argument: Some(argument) }
     }
 
     fn whole(message: impl Into<String>) -> Self {
-        CallError {
-            message: message.into(),
-            argument: None,
-        }
+        CallError { message: message.into(), argument: None }
     }
 }
 
@@ -89,15 +83,11 @@ impl Function {
     pub fn arity(self) -> (usize, Option<usize>) {
         match self {
             Function::PctDelta | Function::Contains => (2, Some(2)),
-            Function::Abs
-            | Function::Len
-            | Function::Argmax
-            | Function::Argmin
-            | Function::Exists => (1, Some(1)),
-            Function::Count => (1, Some(2)),
-            Function::Min | Function::Max | Function::Mean | Function::All | Function::Any => {
-                (1, None)
+            Function::Abs | Function::Len | Function::Argmax | Function::Argmin | Function::Exists => {
+                (1, Some(1))
             }
+            Function::Count => (1, Some(2)),
+            Function::Min | Function::Max | Function::Mean | Function::All | Function::Any => (1, None),
         }
     }
 
@@ -143,14 +133,8 @@ impl Function {
 fn number(args: &[Value], index: usize) -> Result<f64, CallError> {
     match args.get(index) {
         Some(Value::Number(n)) => Ok(*n),
-        Some(other) => Err(CallError::at(
-            index,
-            format!("expected a number, got {}", other.describe()),
-        )),
-        None => Err(CallError::whole(format!(
-            "argument {} is absent",
-            index + 1
-        ))),
+        Some(other) => Err(CallError::at(index, format!("expected a number, got {}", other.describe()))),
+        None => Err(CallError::whole(format!("argument {} is absent", index + 1))),
     }
 }
 
@@ -259,10 +243,7 @@ fn count(args: &[Value]) -> Result<Value, CallError> {
     };
     let counted = match args.get(1) {
         None => list.len(),
-        Some(wanted) => list
-            .iter()
-            .filter(|item| loose_equals(&item.value, wanted))
-            .count(),
+        Some(wanted) => list.iter().filter(|item| loose_equals(&item.value, wanted)).count(),
     };
     Ok(Value::Number(counted as f64))
 }
@@ -288,20 +269,15 @@ fn contains(args: &[Value]) -> Result<Value, CallError> {
         (Some(Value::String(haystack)), Some(Value::String(needle))) => {
             Ok(Value::Bool(haystack.contains(needle.as_str())))
         }
-        (Some(Value::String(_)), Some(other)) => Err(CallError::at(
-            1,
-            format!(
-                "searching a string needs a string, got {}",
-                other.describe()
-            ),
-        )),
-        (Some(Value::List(list)), Some(wanted)) => Ok(Value::Bool(
-            list.iter().any(|item| loose_equals(&item.value, wanted)),
-        )),
-        (Some(other), _) => Err(CallError::at(
-            0,
-            format!("expects a string or a list first, got {}", other.describe()),
-        )),
+        (Some(Value::String(_)), Some(other)) => {
+            Err(CallError::at(1, format!("searching a string needs a string, got {}", other.describe())))
+        }
+        (Some(Value::List(list)), Some(wanted)) => {
+            Ok(Value::Bool(list.iter().any(|item| loose_equals(&item.value, wanted))))
+        }
+        (Some(other), _) => {
+            Err(CallError::at(0, format!("expects a string or a list first, got {}", other.describe())))
+        }
         (None, _) => Err(CallError::whole("needs two arguments")),
     }
 }
@@ -315,10 +291,7 @@ mod tests {
         Value::List(
             items
                 .iter()
-                .map(|(name, n)| ListItem {
-                    name: Some((*name).to_string()),
-                    value: Value::Number(*n),
-                })
+                .map(|(name, n)| ListItem { name: Some((*name).to_string()), value: Value::Number(*n) })
                 .collect(),
         )
     }
@@ -326,14 +299,8 @@ mod tests {
     #[test]
     fn argmax_returns_the_first_winning_name() {
         let sweep = named(&[("d4", 10.0), ("d8", 30.0), ("d12", 30.0)]);
-        assert_eq!(
-            Function::Argmax.call(std::slice::from_ref(&sweep)),
-            Ok(Value::String("d8".into()))
-        );
-        assert_eq!(
-            Function::Argmin.call(&[sweep]),
-            Ok(Value::String("d4".into()))
-        );
+        assert_eq!(Function::Argmax.call(std::slice::from_ref(&sweep)), Ok(Value::String("d8".into())));
+        assert_eq!(Function::Argmin.call(&[sweep]), Ok(Value::String("d4".into())));
     }
 
     #[test]

@@ -56,11 +56,7 @@ fn is_word_start(c: u8) -> bool {
 }
 
 pub(crate) fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
-    let mut lexer = Lexer {
-        src,
-        bytes: src.as_bytes(),
-        pos: 0,
-    };
+    let mut lexer = Lexer { src, bytes: src.as_bytes(), pos: 0 };
     let mut tokens = Vec::new();
     loop {
         let token = lexer.next_token()?;
@@ -89,10 +85,7 @@ impl Lexer<'_> {
         }
         let start = self.pos;
         let Some(c) = self.peek_at(0) else {
-            return Ok(Token {
-                kind: TokenKind::Eof,
-                span: (start, 0),
-            });
+            return Ok(Token { kind: TokenKind::Eof, span: (start, 0) });
         };
         let two = |kind| (kind, 2);
         let one = |kind| (kind, 1);
@@ -126,22 +119,17 @@ impl Lexer<'_> {
                     .with_help("logical or is written `||` or `or`"));
             }
             (b'=', _) => {
-                return Err(ParseError::new("unexpected `=`", (start, 1))
-                    .with_help("equality is written `==`"));
+                return Err(
+                    ParseError::new("unexpected `=`", (start, 1)).with_help("equality is written `==`")
+                );
             }
             _ => {
                 let ch = self.src[start..].chars().next().unwrap_or('?');
-                return Err(ParseError::new(
-                    format!("unexpected character `{ch}`"),
-                    (start, ch.len_utf8()),
-                ));
+                return Err(ParseError::new(format!("unexpected character `{ch}`"), (start, ch.len_utf8())));
             }
         };
         self.pos += len;
-        Ok(Token {
-            kind,
-            span: (start, len),
-        })
+        Ok(Token { kind, span: (start, len) })
     }
 
     fn number(&mut self) -> Result<Token, ParseError> {
@@ -161,14 +149,8 @@ impl Lexer<'_> {
         let span = (start, self.pos - start);
         let text = &self.src[start..self.pos];
         match text.parse::<f64>() {
-            Ok(value) if value.is_finite() => Ok(Token {
-                kind: TokenKind::Number(value),
-                span,
-            }),
-            _ => Err(ParseError::new(
-                format!("number `{text}` is out of range"),
-                span,
-            )),
+            Ok(value) if value.is_finite() => Ok(Token { kind: TokenKind::Number(value), span }),
+            _ => Err(ParseError::new(format!("number `{text}` is out of range"), span)),
         }
     }
 
@@ -187,17 +169,12 @@ impl Lexer<'_> {
         loop {
             let rest = &self.src[self.pos..];
             let Some(ch) = rest.chars().next() else {
-                return Err(
-                    ParseError::new("unterminated string", (start, self.pos - start))
-                        .with_help(format!("close it with {}", quote as char)),
-                );
+                return Err(ParseError::new("unterminated string", (start, self.pos - start))
+                    .with_help(format!("close it with {}", quote as char)));
             };
             if ch as u32 == u32::from(quote) {
                 self.pos += 1;
-                return Ok(Token {
-                    kind: TokenKind::String(value),
-                    span: (start, self.pos - start),
-                });
+                return Ok(Token { kind: TokenKind::String(value), span: (start, self.pos - start) });
             }
             if ch == '\\' {
                 let escape_start = self.pos;
@@ -210,11 +187,8 @@ impl Lexer<'_> {
                     Some('t') => '\t',
                     _ => {
                         let len = 1 + escaped.map_or(0, char::len_utf8);
-                        return Err(ParseError::new(
-                            "unknown escape in string",
-                            (escape_start, len),
-                        )
-                        .with_help(r#"supported escapes: \\ \" \' \n \t"#));
+                        return Err(ParseError::new("unknown escape in string", (escape_start, len))
+                            .with_help(r#"supported escapes: \\ \" \' \n \t"#));
                     }
                 };
                 value.push(replacement);
@@ -236,9 +210,7 @@ impl Lexer<'_> {
         parts.push(PathPart::Segment(first, (start, self.pos - start)));
         loop {
             match (self.peek_at(0), self.peek_at(1)) {
-                (Some(b'.'), Some(next))
-                    if is_segment_char(next) || (next == b'*' && parts.len() == 1) =>
-                {
+                (Some(b'.'), Some(next)) if is_segment_char(next) || (next == b'*' && parts.len() == 1) => {
                     self.pos += 1;
                     let segment_start = self.pos;
                     let in_name = parts.len() == 1;
@@ -258,10 +230,7 @@ impl Lexer<'_> {
                         segment.truncate(star);
                         self.pos = segment_start + star;
                     }
-                    parts.push(PathPart::Segment(
-                        segment,
-                        (segment_start, self.pos - segment_start),
-                    ));
+                    parts.push(PathPart::Segment(segment, (segment_start, self.pos - segment_start)));
                 }
                 (Some(b'.'), _) => {
                     return Err(ParseError::new("expected a name after `.`", (self.pos, 1))
@@ -302,20 +271,13 @@ impl Lexer<'_> {
         let digits = &self.src[digits_start..self.pos];
         if digits.is_empty() || self.peek_at(0) != Some(b']') {
             // Underline through the offending character, if there is one.
-            let end = self.src[self.pos..]
-                .chars()
-                .next()
-                .map_or(self.pos, |c| self.pos + c.len_utf8());
-            return Err(
-                ParseError::new("expected a list index like `[2]`", (start, end - start))
-                    .with_help("indexes are whole numbers counted from 0"),
-            );
+            let end = self.src[self.pos..].chars().next().map_or(self.pos, |c| self.pos + c.len_utf8());
+            return Err(ParseError::new("expected a list index like `[2]`", (start, end - start))
+                .with_help("indexes are whole numbers counted from 0"));
         }
         self.pos += 1;
         let span = (start, self.pos - start);
-        let index = digits
-            .parse::<usize>()
-            .map_err(|_| ParseError::new("list index is too large", span))?;
+        let index = digits.parse::<usize>().map_err(|_| ParseError::new("list index is too large", span))?;
         Ok(PathPart::Index(index, span))
     }
 }
@@ -325,11 +287,7 @@ mod tests {
     use super::*;
 
     fn kinds(src: &str) -> Vec<TokenKind> {
-        tokenize(src)
-            .expect("lexes")
-            .into_iter()
-            .map(|t| t.kind)
-            .collect()
+        tokenize(src).expect("lexes").into_iter().map(|t| t.kind).collect()
     }
 
     fn segment(text: &str, span: Span) -> PathPart {

@@ -45,16 +45,11 @@ pub(crate) fn equals(lhs: &Value, rhs: &Value) -> Result<bool, String> {
         (Value::Bool(a), Value::Bool(b)) => Ok(a == b),
         (Value::Number(a), Value::Number(b)) => Ok(a == b),
         (Value::String(a), Value::String(b)) => Ok(a == b),
-        (Value::List(a), Value::List(b)) => Ok(a.len() == b.len()
-            && a.iter()
-                .zip(b)
-                .all(|(x, y)| loose_equals(&x.value, &y.value))),
+        (Value::List(a), Value::List(b)) => {
+            Ok(a.len() == b.len() && a.iter().zip(b).all(|(x, y)| loose_equals(&x.value, &y.value)))
+        }
         (Value::Object(a), Value::Object(b)) => Ok(a == b),
-        _ => Err(format!(
-            "cannot compare {} with {}",
-            lhs.describe(),
-            rhs.describe()
-        )),
+        _ => Err(format!("cannot compare {} with {}", lhs.describe(), rhs.describe())),
     }
 }
 
@@ -66,9 +61,9 @@ pub(crate) fn loose_equals(lhs: &Value, rhs: &Value) -> bool {
 
 fn order(op: BinaryOp, lhs: &Value, rhs: &Value) -> Result<Ordering, String> {
     match (lhs, rhs) {
-        (Value::Number(a), Value::Number(b)) => a
-            .partial_cmp(b)
-            .ok_or_else(|| "cannot order NaN".to_string()),
+        (Value::Number(a), Value::Number(b)) => {
+            a.partial_cmp(b).ok_or_else(|| "cannot order NaN".to_string())
+        }
         (Value::String(a), Value::String(b)) => Ok(a.cmp(b)),
         (Value::List(_), _) | (_, Value::List(_)) => Err(format!(
             "cannot compare {} with {} using `{}`; reduce the list first with all(), any(), min(), max() or mean()",
@@ -76,12 +71,9 @@ fn order(op: BinaryOp, lhs: &Value, rhs: &Value) -> Result<Ordering, String> {
             rhs.describe(),
             op.symbol()
         )),
-        _ => Err(format!(
-            "cannot compare {} with {} using `{}`",
-            lhs.describe(),
-            rhs.describe(),
-            op.symbol()
-        )),
+        _ => {
+            Err(format!("cannot compare {} with {} using `{}`", lhs.describe(), rhs.describe(), op.symbol()))
+        }
     }
 }
 
@@ -99,11 +91,7 @@ fn arithmetic(op: BinaryOp, lhs: &Value, rhs: &Value) -> Result<Value, String> {
         BinaryOp::Sub => a - b,
         BinaryOp::Mul => a * b,
         BinaryOp::Div | BinaryOp::Rem if *b == 0.0 => {
-            return Err(format!(
-                "division by zero: {} {} 0",
-                Value::Number(*a),
-                op.symbol()
-            ));
+            return Err(format!("division by zero: {} {} 0", Value::Number(*a), op.symbol()));
         }
         BinaryOp::Div => a / b,
         _ => a % b,
@@ -113,9 +101,5 @@ fn arithmetic(op: BinaryOp, lhs: &Value, rhs: &Value) -> Result<Value, String> {
 
 /// Keeps infinities and NaN out of results so later comparisons stay sane.
 pub(crate) fn finite(n: f64) -> Result<Value, String> {
-    if n.is_finite() {
-        Ok(Value::Number(n))
-    } else {
-        Err(format!("result is not a finite number ({n})"))
-    }
+    if n.is_finite() { Ok(Value::Number(n)) } else { Err(format!("result is not a finite number ({n})")) }
 }

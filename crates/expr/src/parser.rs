@@ -14,13 +14,7 @@ pub(crate) const MAX_DEPTH: usize = 200;
 
 /// Parses a token stream (ending in `Eof`); returns the root and the node count.
 pub(crate) fn parse_tokens(src: &str, tokens: Vec<Token>) -> Result<(Node, usize), ParseError> {
-    let mut parser = Parser {
-        src,
-        tokens,
-        pos: 0,
-        next_id: 0,
-        nesting: 0,
-    };
+    let mut parser = Parser { src, tokens, pos: 0, next_id: 0, nesting: 0 };
     if parser.peek().kind == TokenKind::Eof {
         return Err(ParseError::new("empty expression", (0, src.len()))
             .with_help("write a condition such as `check.smoke.passed`"));
@@ -29,15 +23,10 @@ pub(crate) fn parse_tokens(src: &str, tokens: Vec<Token>) -> Result<(Node, usize
     let next = parser.peek();
     if next.kind != TokenKind::Eof {
         return Err(ParseError::new(
-            format!(
-                "unexpected {} after a complete expression",
-                parser.describe(next)
-            ),
+            format!("unexpected {} after a complete expression", parser.describe(next)),
             next.span,
         )
-        .with_help(
-            "join conditions with `&&` or `||`; put spaces around `-` and `*` next to a path",
-        ));
+        .with_help("join conditions with `&&` or `||`; put spaces around `-` and `*` next to a path"));
     }
     Ok((root, parser.next_id))
 }
@@ -120,12 +109,7 @@ impl Parser<'_> {
         }
         let id = self.next_id;
         self.next_id += 1;
-        Ok(Node {
-            id,
-            span,
-            depth,
-            kind,
-        })
+        Ok(Node { id, span, depth, kind })
     }
 
     fn expression(&mut self, min: Precedence) -> Result<Node, ParseError> {
@@ -139,21 +123,12 @@ impl Parser<'_> {
             }
             let op_token = self.advance();
             if precedence == Precedence::Comparison && lhs_is_comparison {
-                return Err(
-                    ParseError::new("comparisons cannot be chained", op_token.span)
-                        .with_help("write `a < b && b < c`, or add parentheses"),
-                );
+                return Err(ParseError::new("comparisons cannot be chained", op_token.span)
+                    .with_help("write `a < b && b < c`, or add parentheses"));
             }
             let rhs = self.expression(tighter(precedence))?;
             let span = join(lhs.span, rhs.span);
-            lhs = self.node(
-                span,
-                NodeKind::Binary {
-                    op,
-                    lhs: Box::new(lhs),
-                    rhs: Box::new(rhs),
-                },
-            )?;
+            lhs = self.node(span, NodeKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) })?;
             lhs_is_comparison = precedence == Precedence::Comparison;
         }
         Ok(lhs)
@@ -161,11 +136,8 @@ impl Parser<'_> {
 
     fn prefix(&mut self) -> Result<Node, ParseError> {
         self.nesting += 1;
-        let result = if self.nesting > MAX_DEPTH {
-            Err(too_deep(self.peek().span))
-        } else {
-            self.prefix_inner()
-        };
+        let result =
+            if self.nesting > MAX_DEPTH { Err(too_deep(self.peek().span)) } else { self.prefix_inner() };
         self.nesting -= 1;
         result
     }
@@ -205,13 +177,7 @@ impl Parser<'_> {
     fn unary(&mut self, op: UnaryOp, op_span: Span) -> Result<Node, ParseError> {
         let operand = self.prefix()?;
         let span = join(op_span, operand.span);
-        self.node(
-            span,
-            NodeKind::Unary {
-                op,
-                operand: Box::new(operand),
-            },
-        )
+        self.node(span, NodeKind::Unary { op, operand: Box::new(operand) })
     }
 
     fn word(&mut self, word: &str, span: Span) -> Result<Node, ParseError> {
@@ -221,10 +187,7 @@ impl Parser<'_> {
             "null" => return self.node(span, NodeKind::Literal(Literal::Null)),
             "not" => return self.unary(UnaryOp::Not, span),
             "and" | "or" => {
-                return Err(ParseError::new(
-                    format!("expected a value before `{word}`"),
-                    span,
-                ));
+                return Err(ParseError::new(format!("expected a value before `{word}`"), span));
             }
             _ => {}
         }
@@ -257,10 +220,7 @@ impl Parser<'_> {
                 TokenKind::RParen => break next,
                 _ => {
                     return Err(ParseError::new(
-                        format!(
-                            "expected `,` or `)` in the call of {name}, found {}",
-                            self.describe(&next)
-                        ),
+                        format!("expected `,` or `)` in the call of {name}, found {}", self.describe(&next)),
                         next.span,
                     ));
                 }
@@ -276,25 +236,18 @@ impl Parser<'_> {
             .with_help(function.usage()));
         }
         if function == Function::Exists
-            && let Some(arg) = args
-                .first()
-                .filter(|a| !matches!(a.kind, NodeKind::Reference(_)))
+            && let Some(arg) = args.first().filter(|a| !matches!(a.kind, NodeKind::Reference(_)))
         {
-            return Err(
-                ParseError::new("exists() takes a path, not an expression", arg.span)
-                    .with_help(function.usage()),
-            );
+            return Err(ParseError::new("exists() takes a path, not an expression", arg.span)
+                .with_help(function.usage()));
         }
         self.node(span, NodeKind::Call { function, args })
     }
 }
 
 fn too_deep(span: Span) -> ParseError {
-    ParseError::new(
-        format!("expression nests more than {MAX_DEPTH} levels deep"),
-        span,
-    )
-    .with_help("split it into several gates")
+    ParseError::new(format!("expression nests more than {MAX_DEPTH} levels deep"), span)
+        .with_help("split it into several gates")
 }
 
 fn arity_text(min: usize, max: Option<usize>) -> String {
@@ -324,21 +277,10 @@ fn unknown_function(name: &str, span: Span) -> ParseError {
 
 fn path_to_reference(parts: &[PathPart], span: Span) -> Result<Reference, ParseError> {
     let (kind, name, rest) = match parts {
-        [
-            PathPart::Segment(kind, _),
-            PathPart::Segment(name, _),
-            rest @ ..,
-        ] => (kind, name, rest),
-        [
-            PathPart::Segment(kind, _),
-            PathPart::Index(_, index_span),
-            ..,
-        ] => {
-            return Err(ParseError::new(
-                format!("`{kind}` needs a node name before an index"),
-                *index_span,
-            )
-            .with_help(format!("e.g. `{kind}.tp1.runs[0]`")));
+        [PathPart::Segment(kind, _), PathPart::Segment(name, _), rest @ ..] => (kind, name, rest),
+        [PathPart::Segment(kind, _), PathPart::Index(_, index_span), ..] => {
+            return Err(ParseError::new(format!("`{kind}` needs a node name before an index"), *index_span)
+                .with_help(format!("e.g. `{kind}.tp1.runs[0]`")));
         }
         _ => {
             return Err(ParseError::new("a path needs a kind and a name", span)
@@ -352,10 +294,5 @@ fn path_to_reference(parts: &[PathPart], span: Span) -> Result<Reference, ParseE
             PathPart::Index(index, _) => PathSegment::Index(*index),
         })
         .collect();
-    Ok(Reference {
-        kind: kind.clone(),
-        name: name.clone(),
-        field,
-        span,
-    })
+    Ok(Reference { kind: kind.clone(), name: name.clone(), field, span })
 }

@@ -40,12 +40,7 @@ impl Printer<'_> {
             }
             NodeKind::Unary { op, operand } => {
                 out.push_str(op.symbol());
-                self.operand(
-                    out,
-                    operand,
-                    Precedence::Prefix,
-                    operand.precedence() < Precedence::Prefix,
-                );
+                self.operand(out, operand, Precedence::Prefix, operand.precedence() < Precedence::Prefix);
             }
             NodeKind::Binary { op, lhs, rhs } => {
                 let precedence = op.precedence();

@@ -41,10 +41,7 @@ impl Reference {
 
     /// Walks `field` inside one node's result. The error says which step
     /// failed, for a `Resolved::Missing` reason.
-    pub fn select<'v>(
-        &self,
-        node_result: &'v serde_json::Value,
-    ) -> Result<&'v serde_json::Value, String> {
+    pub fn select<'v>(&self, node_result: &'v serde_json::Value) -> Result<&'v serde_json::Value, String> {
         let mut current = node_result;
         let mut walked = format!("{}.{}", self.kind, self.name);
         for segment in &self.field {
@@ -53,17 +50,12 @@ impl Reference {
                     Some(next) => next,
                     None => return Err(format!("{walked} has no field `{key}`")),
                 },
-                (PathSegment::Index(index), serde_json::Value::Array(items)) => {
-                    match items.get(*index) {
-                        Some(next) => next,
-                        None => {
-                            return Err(format!(
-                                "{walked} has {} items, no [{index}]",
-                                items.len()
-                            ));
-                        }
+                (PathSegment::Index(index), serde_json::Value::Array(items)) => match items.get(*index) {
+                    Some(next) => next,
+                    None => {
+                        return Err(format!("{walked} has {} items, no [{index}]", items.len()));
                     }
-                }
+                },
                 (PathSegment::Key(key), _) => {
                     return Err(format!("{walked} is not an object, cannot read `{key}`"));
                 }
@@ -156,15 +148,9 @@ mod tests {
         let result = serde_json::json!({"runs": [10, 20]});
         assert_eq!(reference.select(&result), Ok(&serde_json::json!(20)));
         let short = serde_json::json!({"runs": [10]});
-        assert_eq!(
-            reference.select(&short),
-            Err("cell.tp1.runs has 1 items, no [1]".to_string())
-        );
+        assert_eq!(reference.select(&short), Err("cell.tp1.runs has 1 items, no [1]".to_string()));
         let absent = serde_json::json!({});
-        assert_eq!(
-            reference.select(&absent),
-            Err("cell.tp1 has no field `runs`".to_string())
-        );
+        assert_eq!(reference.select(&absent), Err("cell.tp1 has no field `runs`".to_string()));
         assert_eq!(reference.to_string(), "cell.tp1.runs[1]");
     }
 }

@@ -37,19 +37,12 @@ impl<'a> JsonResolver<'a> {
 
 impl Resolver for JsonResolver<'_> {
     fn resolve(&self, reference: &Reference) -> Resolved {
-        let Some(nodes) = self
-            .results
-            .get(&reference.kind)
-            .and_then(|v| v.as_object())
-        else {
+        let Some(nodes) = self.results.get(&reference.kind).and_then(|v| v.as_object()) else {
             return Resolved::Missing(format!("no {} results", reference.kind));
         };
         if !reference.is_wildcard() {
             let Some(node) = nodes.get(&reference.name) else {
-                return Resolved::Missing(format!(
-                    "no result for {} {}",
-                    reference.kind, reference.name
-                ));
+                return Resolved::Missing(format!("no result for {} {}", reference.kind, reference.name));
             };
             return match reference.select(node) {
                 Ok(value) => Resolved::Value(value.clone()),
@@ -57,24 +50,15 @@ impl Resolver for JsonResolver<'_> {
             };
         }
         let mut matched = Vec::new();
-        for (name, node) in nodes
-            .iter()
-            .filter(|(name, _)| reference.matches_name(name))
-        {
-            let selected = Reference {
-                name: name.clone(),
-                ..reference.clone()
-            };
+        for (name, node) in nodes.iter().filter(|(name, _)| reference.matches_name(name)) {
+            let selected = Reference { name: name.clone(), ..reference.clone() };
             match selected.select(node) {
                 Ok(value) => matched.push((name.clone(), value.clone())),
                 Err(why) => return Resolved::Missing(why),
             }
         }
         if matched.is_empty() {
-            return Resolved::Missing(format!(
-                "no {} matches `{}`",
-                reference.kind, reference.name
-            ));
+            return Resolved::Missing(format!("no {} matches `{}`", reference.kind, reference.name));
         }
         Resolved::Many(matched)
     }

@@ -32,13 +32,7 @@ impl Value {
             serde_json::Value::Number(n) => Value::Number(n.as_f64().unwrap_or(f64::NAN)),
             serde_json::Value::String(s) => Value::String(s.clone()),
             serde_json::Value::Array(items) => Value::List(
-                items
-                    .iter()
-                    .map(|item| ListItem {
-                        name: None,
-                        value: Value::from_json(item),
-                    })
-                    .collect(),
+                items.iter().map(|item| ListItem { name: None, value: Value::from_json(item) }).collect(),
             ),
             serde_json::Value::Object(map) => Value::Object(map.clone()),
         }
@@ -49,8 +43,9 @@ impl Value {
         match self {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Number(n) => serde_json::Number::from_f64(*n)
-                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            Value::Number(n) => {
+                serde_json::Number::from_f64(*n).map_or(serde_json::Value::Null, serde_json::Value::Number)
+            }
             Value::String(s) => serde_json::Value::String(s.clone()),
             Value::List(items) => {
                 serde_json::Value::Array(items.iter().map(|item| item.value.to_json()).collect())
@@ -132,11 +127,7 @@ pub fn format_number(n: f64) -> String {
         return format!("{n:e}");
     };
     let trimmed = text.trim_end_matches('0').trim_end_matches('.');
-    if trimmed == "-0" {
-        "0".to_string()
-    } else {
-        trimmed.to_string()
-    }
+    if trimmed == "-0" { "0".to_string() } else { trimmed.to_string() }
 }
 
 #[cfg(test)]
@@ -157,10 +148,7 @@ mod tests {
     #[test]
     fn named_lists_show_names_and_elide_long_tails() {
         let items = (0..10)
-            .map(|i| ListItem {
-                name: Some(format!("d{i}")),
-                value: Value::Number(f64::from(i)),
-            })
+            .map(|i| ListItem { name: Some(format!("d{i}")), value: Value::Number(f64::from(i)) })
             .collect();
         assert_eq!(
             Value::List(items).to_string(),

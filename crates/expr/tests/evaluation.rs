@@ -8,9 +8,8 @@ use common::{campaign, gate, number, value};
 
 #[test]
 fn the_brief_example_reads_well() {
-    let verdict = gate(
-        "check.tp2-json.passed && pct_delta(cell.tp2.aggregate_tok_s, cell.tp1.aggregate_tok_s) > 5",
-    );
+    let verdict =
+        gate("check.tp2-json.passed && pct_delta(cell.tp2.aggregate_tok_s, cell.tp1.aggregate_tok_s) > 5");
     assert_eq!(verdict.status(), "rejected");
     assert_eq!(
         verdict.detail(),
@@ -21,10 +20,9 @@ fn the_brief_example_reads_well() {
     assert_eq!(
         single,
         Evaluation::Passed {
-            detail:
-                "pct_delta(cell.tp2.aggregate_tok_s = 812.4, cell.tp1.aggregate_tok_s = 790.1) \
+            detail: "pct_delta(cell.tp2.aggregate_tok_s = 812.4, cell.tp1.aggregate_tok_s = 790.1) \
                      = 2.822 > 2 → true"
-                    .into()
+                .into()
         }
     );
 }
@@ -33,10 +31,7 @@ fn the_brief_example_reads_well() {
 fn arithmetic_operands_show_their_result() {
     let verdict = gate("cell.tp2.ttft.p99 - cell.tp1.ttft.p99 < 0.25");
     assert_eq!(verdict.status(), "rejected");
-    assert_eq!(
-        verdict.detail(),
-        "(cell.tp2.ttft.p99 = 1.4 - cell.tp1.ttft.p99 = 0.9 → 0.5) < 0.25 → false"
-    );
+    assert_eq!(verdict.detail(), "(cell.tp2.ttft.p99 = 1.4 - cell.tp1.ttft.p99 = 0.9 → 0.5) < 0.25 → false");
 }
 
 #[test]
@@ -59,38 +54,17 @@ fn every_function() {
     assert_eq!(number("len(cell.tp1.runs)"), 3.0);
     assert_eq!(number("len('héllo')"), 5.0);
     assert_eq!(number("len(cell.tp1.ttft)"), 2.0);
-    assert_eq!(
-        value("contains(check.tp2-json.engine, 'sglang')"),
-        Value::Bool(true)
-    );
-    assert_eq!(
-        value("contains(check.tp2-json.labels, 'strict')"),
-        Value::Bool(true)
-    );
-    assert_eq!(
-        value("contains(check.tp2-json.labels, 3)"),
-        Value::Bool(false)
-    );
+    assert_eq!(value("contains(check.tp2-json.engine, 'sglang')"), Value::Bool(true));
+    assert_eq!(value("contains(check.tp2-json.labels, 'strict')"), Value::Bool(true));
+    assert_eq!(value("contains(check.tp2-json.labels, 3)"), Value::Bool(false));
     // argmax/argmin name the winning node; ties go to the first in sweep order.
-    assert_eq!(
-        value("argmax(cell.sglang-d*.aggregate_tok_s)"),
-        Value::String("sglang-d8".into())
-    );
-    assert_eq!(
-        value("argmin(cell.sglang-d*.aggregate_tok_s)"),
-        Value::String("sglang-d4".into())
-    );
+    assert_eq!(value("argmax(cell.sglang-d*.aggregate_tok_s)"), Value::String("sglang-d8".into()));
+    assert_eq!(value("argmin(cell.sglang-d*.aggregate_tok_s)"), Value::String("sglang-d4".into()));
     // Over a plain list they give the index.
     assert_eq!(value("argmax(cell.tp1.runs)"), Value::Number(2.0));
     assert_eq!(value("exists(cell.tp1.aggregate_tok_s)"), Value::Bool(true));
-    assert_eq!(
-        value("exists(cell.nope.aggregate_tok_s)"),
-        Value::Bool(false)
-    );
-    assert_eq!(
-        value("exists(cell.nope-*.aggregate_tok_s)"),
-        Value::Bool(false)
-    );
+    assert_eq!(value("exists(cell.nope.aggregate_tok_s)"), Value::Bool(false));
+    assert_eq!(value("exists(cell.nope-*.aggregate_tok_s)"), Value::Bool(false));
     assert_eq!(value("exists(cell.tp1.runs[5])"), Value::Bool(false));
 }
 
@@ -133,23 +107,13 @@ fn missing_inputs_make_the_gate_missing() {
     );
     // Every missing input is listed once, in source order.
     let both = gate("cell.a.x + cell.b.y + cell.a.x > 0");
-    let Evaluation::Missing { missing, .. } = both else {
-        panic!("{both:?}")
-    };
+    let Evaluation::Missing { missing, .. } = both else { panic!("{both:?}") };
     assert_eq!(missing, ["cell.a.x", "cell.b.y"]);
     // A field that is not there is missing too, with the reason.
     let field = gate("cell.tp1.latency > 0");
-    assert!(
-        field.detail().contains("cell.tp1 has no field `latency`"),
-        "{}",
-        field.detail()
-    );
+    assert!(field.detail().contains("cell.tp1 has no field `latency`"), "{}", field.detail());
     let index = gate("cell.tp2.runs[0] > 0");
-    assert!(
-        index.detail().contains("cell.tp2.runs has 0 items, no [0]"),
-        "{}",
-        index.detail()
-    );
+    assert!(index.detail().contains("cell.tp2.runs has 0 items, no [0]"), "{}", index.detail());
 }
 
 #[test]
@@ -168,19 +132,13 @@ fn logic_is_three_valued_in_both_orders() {
     assert_eq!(gate("!cell.nope.x").status(), "missing");
     assert_eq!(gate("cell.nope.x == null").status(), "missing");
     // exists() is never missing.
-    assert_eq!(
-        gate("!exists(cell.nope.x) || cell.nope.x > 1").status(),
-        "passed"
-    );
+    assert_eq!(gate("!exists(cell.nope.x) || cell.nope.x > 1").status(), "passed");
 }
 
 #[test]
 fn short_circuit_is_visible_in_details() {
     let verdict = gate("check.smoke.passed && cell.nope.x > 1");
-    assert_eq!(
-        verdict.detail(),
-        "check.smoke.passed = false && (cell.nope.x > 1) → false"
-    );
+    assert_eq!(verdict.detail(), "check.smoke.passed = false && (cell.nope.x > 1) → false");
     let missing_left = gate("cell.nope.x > 1 && check.smoke.passed");
     assert_eq!(
         missing_left.detail(),
@@ -193,47 +151,20 @@ fn evaluation_errors_are_explained() {
     let cases = [
         ("1 / 0 > 1", "division by zero: 1 / 0"),
         ("5 % 0 == 1", "division by zero: 5 % 0"),
-        (
-            "pct_delta(cell.tp1.aggregate_tok_s, cell.zero.aggregate_tok_s) > 5",
-            "pct_delta: division by zero",
-        ),
-        (
-            "'5' > 3",
-            "cannot compare string \"5\" with number 3 using `>`",
-        ),
-        (
-            "check.tp2-json.passed == 'true'",
-            "cannot compare bool true with string \"true\"",
-        ),
-        (
-            "cell.sglang-d*.aggregate_tok_s > 5",
-            "reduce the list first",
-        ),
-        (
-            "1 + true > 0",
-            "`+` needs numbers on both sides, got number 1 and bool true",
-        ),
-        (
-            "1 && true",
-            "`&&` needs true or false on both sides, got number 1 on the left",
-        ),
+        ("pct_delta(cell.tp1.aggregate_tok_s, cell.zero.aggregate_tok_s) > 5", "pct_delta: division by zero"),
+        ("'5' > 3", "cannot compare string \"5\" with number 3 using `>`"),
+        ("check.tp2-json.passed == 'true'", "cannot compare bool true with string \"true\""),
+        ("cell.sglang-d*.aggregate_tok_s > 5", "reduce the list first"),
+        ("1 + true > 0", "`+` needs numbers on both sides, got number 1 and bool true"),
+        ("1 && true", "`&&` needs true or false on both sides, got number 1 on the left"),
         ("!3", "`!` needs true or false, got number 3"),
         ("-'x' == 1", "`-` needs a number, got string \"x\""),
         ("mean(cell.nope-*.x) > 0", "missing"),
         ("max(cell.tp2.runs) > 0", "max: the list is empty"),
         ("argmax(1) == 0", "argmax: expects a list, got number 1"),
-        (
-            "mean(check.*.passed) > 0",
-            "mean: expects numbers, but tp2-json is bool true",
-        ),
-        (
-            "all(cell.tp1.runs)",
-            "all: expects true or false, got number 10",
-        ),
-        (
-            "len(3) > 1",
-            "len: expects a string, list or object, got number 3",
-        ),
+        ("mean(check.*.passed) > 0", "mean: expects numbers, but tp2-json is bool true"),
+        ("all(cell.tp1.runs)", "all: expects true or false, got number 10"),
+        ("len(3) > 1", "len: expects a string, list or object, got number 3"),
         ("cell.tp1.ttft > 1", "cannot compare object"),
     ];
     for (src, fragment) in cases {
@@ -277,10 +208,7 @@ fn invalid_errors_carry_the_span_of_the_culprit() {
         }
         other => panic!("{other:?}"),
     }
-    match evaluate_value(
-        &parse("cell.nope.x").expect("parses"),
-        &JsonResolver::new(&results),
-    ) {
+    match evaluate_value(&parse("cell.nope.x").expect("parses"), &JsonResolver::new(&results)) {
         Err(EvalError::Missing { references, .. }) => assert_eq!(references, ["cell.nope.x"]),
         other => panic!("{other:?}"),
     }

@@ -27,10 +27,7 @@ struct Chaotic;
 impl Resolver for Chaotic {
     fn resolve(&self, reference: &Reference) -> Resolved {
         let path = reference.to_string();
-        let pick = path
-            .bytes()
-            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
-            % 11;
+        let pick = path.bytes().fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))) % 11;
         let json = match pick {
             0 => serde_json::json!(3.5),
             1 => serde_json::json!(0),
@@ -119,10 +116,7 @@ fn check_source(src: &str) {
     let expr = match parse(src) {
         Ok(expr) => expr,
         Err(error) => {
-            assert!(
-                error.span.0 + error.span.1 <= src.len(),
-                "{src:?}: {error:?}"
-            );
+            assert!(error.span.0 + error.span.1 <= src.len(), "{src:?}: {error:?}");
             assert!(src.is_char_boundary(error.span.0), "{src:?}: {error:?}");
             return;
         }
@@ -140,11 +134,7 @@ fn check_source(src: &str) {
     let canonical = expr.to_string();
     let reparsed = parse(&canonical).unwrap_or_else(|e| panic!("{src:?} → {canonical:?}: {e:?}"));
     assert_eq!(reparsed.to_string(), canonical, "{src:?}");
-    assert_eq!(
-        reparsed.eval(&Chaotic).status(),
-        verdict.status(),
-        "{src:?} vs {canonical:?}"
-    );
+    assert_eq!(reparsed.eval(&Chaotic).status(), verdict.status(), "{src:?} vs {canonical:?}");
     let revalue = evaluate_value(&reparsed, &Chaotic);
     match (&value, &revalue) {
         (Ok(a), Ok(b)) => assert_eq!(a, b, "{src:?} vs {canonical:?}"),
@@ -168,9 +158,7 @@ fn random_printable_ascii_never_panics() {
     let mut rng = Rng(42);
     for _ in 0..5_000 {
         let len = rng.below(40);
-        let text: String = (0..len)
-            .map(|_| (b' ' + rng.below(95) as u8) as char)
-            .collect();
+        let text: String = (0..len).map(|_| (b' ' + rng.below(95) as u8) as char).collect();
         check_source(&text);
     }
 }
@@ -214,9 +202,8 @@ fn random_expression(rng: &mut Rng, depth: usize) -> String {
         "'s'",
         "\"t\\\"q\"",
     ];
-    const BINARY: &[&str] = &[
-        "&&", "||", "and", "or", "==", "!=", "<", "<=", ">", ">=", "+", " - ", "*", "/", "%",
-    ];
+    const BINARY: &[&str] =
+        &["&&", "||", "and", "or", "==", "!=", "<", "<=", ">", ">=", "+", " - ", "*", "/", "%"];
     const FUNCTIONS: &[(&str, usize)] = &[
         ("pct_delta", 2),
         ("abs", 1),
@@ -243,9 +230,7 @@ fn random_expression(rng: &mut Rng, depth: usize) -> String {
         }
         3 => {
             let (name, arity) = FUNCTIONS[rng.below(FUNCTIONS.len())];
-            let args: Vec<String> = (0..arity)
-                .map(|_| random_expression(rng, depth - 1))
-                .collect();
+            let args: Vec<String> = (0..arity).map(|_| random_expression(rng, depth - 1)).collect();
             format!("{name}({})", args.join(", "))
         }
         4 => "exists(cell.tp1.runs[0])".to_string(),

@@ -49,8 +49,7 @@ fn comparisons_of_numbers_and_strings() {
 
 #[test]
 fn paths_with_hyphens_wildcards_and_indexes() {
-    let expr =
-        parse("check.tp2-json.passed && cell.sglang-d*.x[2].y > param.depth").expect("parses");
+    let expr = parse("check.tp2-json.passed && cell.sglang-d*.x[2].y > param.depth").expect("parses");
     let references = expr.references();
     assert_eq!(
         references[0],
@@ -64,11 +63,7 @@ fn paths_with_hyphens_wildcards_and_indexes() {
     assert_eq!(references[1].name, "sglang-d*");
     assert_eq!(
         references[1].field,
-        vec![
-            PathSegment::Key("x".into()),
-            PathSegment::Index(2),
-            PathSegment::Key("y".into())
-        ]
+        vec![PathSegment::Key("x".into()), PathSegment::Index(2), PathSegment::Key("y".into())]
     );
     assert!(references[1].is_wildcard());
     assert_eq!(references[2].to_string(), "param.depth");
@@ -102,10 +97,7 @@ fn canonical_form_ignores_spelling_but_keeps_meaning() {
         ("a.b.c  +  1*2", "a.b.c + 1 * 2"),
         ("(a.b.c + 1) * 2", "(a.b.c + 1) * 2"),
         ("((a.b.c))", "a.b.c"),
-        (
-            "x.y.z and not (p.q.r or 1e3 > 5)",
-            "x.y.z && !(p.q.r || 1000 > 5)",
-        ),
+        ("x.y.z and not (p.q.r or 1e3 > 5)", "x.y.z && !(p.q.r || 1000 > 5)"),
         ("'it\\'s'", "\"it's\""),
         ("10 - (4 - 3)", "10 - (4 - 3)"),
         ("(10 - 4) - 3", "10 - 4 - 3"),
@@ -117,11 +109,7 @@ fn canonical_form_ignores_spelling_but_keeps_meaning() {
         let expr = parse(src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
         assert_eq!(expr.to_string(), canonical, "{src}");
         let again = parse(canonical).expect("canonical form parses");
-        assert_eq!(
-            again.to_string(),
-            canonical,
-            "canonical form is stable: {src}"
-        );
+        assert_eq!(again.to_string(), canonical, "canonical form is stable: {src}");
     }
 }
 
@@ -130,67 +118,26 @@ fn canonical_form_ignores_spelling_but_keeps_meaning() {
 fn parse_errors_point_into_the_source() {
     let cases: [(&str, &str, (usize, usize), &str); 17] = [
         ("", "empty expression", (0, 0), "condition"),
-        (
-            "1 +",
-            "expected a value, found end of expression",
-            (3, 0),
-            "",
-        ),
+        ("1 +", "expected a value, found end of expression", (3, 0), ""),
         ("(1 + 2", "expected `)`", (6, 0), "not closed"),
-        (
-            "1 2",
-            "unexpected `2` after a complete expression",
-            (2, 1),
-            "&&",
-        ),
+        ("1 2", "unexpected `2` after a complete expression", (2, 1), "&&"),
         ("a.b.c = 1", "unexpected `=`", (6, 1), "=="),
         ("a.b.c & d.e.f", "unexpected `&`", (6, 1), "&&"),
-        (
-            "pct_delt(1, 2)",
-            "unknown function `pct_delt`",
-            (0, 8),
-            "pct_delta",
-        ),
-        (
-            "frobnicate(1)",
-            "unknown function",
-            (0, 10),
-            "functions: pct_delta",
-        ),
-        (
-            "pct_delta(1)",
-            "pct_delta takes 2 arguments, got 1",
-            (0, 12),
-            "pct_delta(new, baseline)",
-        ),
+        ("pct_delt(1, 2)", "unknown function `pct_delt`", (0, 8), "pct_delta"),
+        ("frobnicate(1)", "unknown function", (0, 10), "functions: pct_delta"),
+        ("pct_delta(1)", "pct_delta takes 2 arguments, got 1", (0, 12), "pct_delta(new, baseline)"),
         ("abs()", "abs takes 1 argument, got 0", (0, 5), ""),
         ("exists(1 + 1)", "exists() takes a path", (7, 5), ""),
-        (
-            "passed",
-            "`passed` is not a value",
-            (0, 6),
-            "kind and a name",
-        ),
+        ("passed", "`passed` is not a value", (0, 6), "kind and a name"),
         ("1 < 2 < 3", "comparisons cannot be chained", (6, 1), "&&"),
         ("cell.", "expected a name after `.`", (4, 1), ""),
         ("cell.*", "wildcard name needs a field", (5, 1), ""),
-        (
-            "count(cell.sglang-*)",
-            "wildcard name needs a field",
-            (11, 8),
-            "sglang-*.aggregate",
-        ),
+        ("count(cell.sglang-*)", "wildcard name needs a field", (11, 8), "sglang-*.aggregate"),
         ("cell.x.y[a]", "expected a list index", (8, 2), ""),
     ];
     for (src, message, span, help) in cases {
-        let error = parse(src)
-            .err()
-            .unwrap_or_else(|| panic!("{src} should not parse"));
-        assert!(
-            error.message.contains(message),
-            "{src}: message {:?}",
-            error.message
-        );
+        let error = parse(src).err().unwrap_or_else(|| panic!("{src} should not parse"));
+        assert!(error.message.contains(message), "{src}: message {:?}", error.message);
         assert_eq!(error.span, span, "{src}: span for {:?}", error.message);
         let actual_help = error.help.clone().unwrap_or_default();
         assert!(actual_help.contains(help), "{src}: help {actual_help:?}");

@@ -45,7 +45,8 @@ fn cpu_seconds() -> (f64, f64) {
 }
 
 fn run_server(content_words: u32, chunk_delay_us: u64) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     rt.block_on(async {
         let config = support::ServerConfig {
             reasoning_chunks: 0,
@@ -181,8 +182,12 @@ fn main() {
     let rounds: usize = std::env::var("CLIENT_CPU_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
     let only = std::env::var("CLIENT_CPU_ONLY").ok();
 
-    println!("client CPU per output chunk, C={CONCURRENCY} (this process's user+sys over the cell / chunks received)");
-    println!("us/chunk = user + sys, both shown per chunk; anvil/reqwest = the ratio of us/chunk within a round");
+    println!(
+        "client CPU per output chunk, C={CONCURRENCY} (this process's user+sys over the cell / chunks received)"
+    );
+    println!(
+        "us/chunk = user + sys, both shown per chunk; anvil/reqwest = the ratio of us/chunk within a round"
+    );
     println!(
         "{:>8} {:>8} {:>9} {:>9} {:>8} {:>10} {:>8} {:>8} {:>10}  anvil/reqwest",
         "scenario", "client", "requests", "chunks", "cpu s", "us/chunk", "user", "sys", "chunks/s"

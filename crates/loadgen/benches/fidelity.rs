@@ -23,7 +23,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use anvil_loadgen::{Arrival, CellContext, CellReport, CellSpec, Progress, Target, marker, nearest_rank, run_cell};
+use anvil_loadgen::{
+    Arrival, CellContext, CellReport, CellSpec, Progress, Target, marker, nearest_rank, run_cell,
+};
 use serde::Deserialize;
 
 /// The sim as a child process; killed on drop.
@@ -57,10 +59,9 @@ fn spawn_sim(settings: &[String]) -> Sim {
     for s in settings {
         cmd.args(["--set", s]);
     }
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {} ({e}); run `cargo build --release -p anvil-sim` first", bin.display()));
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap_or_else(|e| {
+        panic!("cannot start {} ({e}); run `cargo build --release -p anvil-sim` first", bin.display())
+    });
     let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
     let mut line = String::new();
     stdout.read_line(&mut line).expect("sim's first line");
@@ -122,7 +123,12 @@ struct TruthRecord {
 
 /// canary marker → the sim's write time of the first token-bearing chunk.
 async fn first_content_writes(url: &str) -> HashMap<String, u64> {
-    let body = reqwest::get(format!("{url}/debug/ground-truth?clear=1")).await.expect("ground truth").bytes().await.expect("body");
+    let body = reqwest::get(format!("{url}/debug/ground-truth?clear=1"))
+        .await
+        .expect("ground truth")
+        .bytes()
+        .await
+        .expect("body");
     let records: Vec<TruthRecord> = serde_json::from_slice(&body).expect("ground truth JSON");
     records
         .into_iter()
@@ -139,7 +145,9 @@ fn run(rt: &tokio::runtime::Runtime, spec: &CellSpec, url: &str) -> CellReport {
 }
 
 fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg").map(|s| s.split(' ').take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 fn wanted(table: &str) -> bool {
@@ -161,7 +169,8 @@ fn ttft_table(rt: &tokio::runtime::Runtime) {
         rt.block_on(first_content_writes(&sim.url)); // clear
         let report = run(rt, &spec(seed, c, requests, c.min(64)), &sim.url);
         let truth = rt.block_on(first_content_writes(&sim.url));
-        let kernel_share = report.records.iter().filter(|r| r.receive_clock == "kernel").count() as f64 * 100.0
+        let kernel_share = report.records.iter().filter(|r| r.receive_clock == "kernel").count() as f64
+            * 100.0
             / report.records.len().max(1) as f64;
         // (kernel-clock error, read-clock error) per matched request.
         let pairs: Vec<(f64, f64)> = report
@@ -201,7 +210,9 @@ fn ttft_table(rt: &tokio::runtime::Runtime) {
 fn cpu_table(rt: &tokio::runtime::Runtime) {
     println!("(2) client CPU per streamed chunk, C=64 (this process's user+sys over the cell / chunks)");
     println!("    sim: decode-step-ms 1 (fixed), 256 output tokens -> up to 64k chunks/s offered");
-    println!("    us/chunk = (user+sys) / token-bearing chunks; user and sys shown apart; us/event counts every SSE event");
+    println!(
+        "    us/chunk = (user+sys) / token-bearing chunks; user and sys shown apart; us/event counts every SSE event"
+    );
     println!(
         "{:>5} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}  load",
         "C", "requests", "chunks", "events", "cpu s", "us/chunk", "user", "sys", "us/event", "chunks/s"
@@ -216,7 +227,8 @@ fn cpu_table(rt: &tokio::runtime::Runtime) {
         let after = cpu_seconds();
         let (user, sys) = (after.0 - before.0, after.1 - before.1);
         let cpu = user + sys;
-        let chunks: u64 = report.records.iter().map(|r| u64::from(r.content_chunks + r.reasoning_chunks)).sum();
+        let chunks: u64 =
+            report.records.iter().map(|r| u64::from(r.content_chunks + r.reasoning_chunks)).sum();
         // Every SSE event the sim wrote (role, tokens, finish, usage, [DONE]).
         let truth_body = rt
             .block_on(async { reqwest::get(format!("{}/debug/ground-truth", sim.url)).await?.bytes().await })
@@ -247,8 +259,12 @@ const PACERS: [&str; 3] = ["tokio-timer", "thread", "sender"];
 fn sweep_table() {
     println!("(3) open-loop Poisson: send lag = actual - intended send, ms (schedule kept while p99 < 1 ms)");
     println!("    sim: decode-step-ms 5 (fixed), 64 output tokens; no concurrency cap;");
-    println!("    pacer tokio-timer: the runtime sleeps on tokio's timer and sends; thread: a pacer thread wakes the");
-    println!("    runtime, which sends; sender (default): prepared ahead, the sender thread writes at the due time;");
+    println!(
+        "    pacer tokio-timer: the runtime sleeps on tokio's timer and sends; thread: a pacer thread wakes the"
+    );
+    println!(
+        "    runtime, which sends; sender (default): prepared ahead, the sender thread writes at the due time;"
+    );
     println!("    rows alternate under the same load");
     println!(
         "{:>7} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>10}  load",
@@ -280,7 +296,8 @@ fn sweep_row(rt: &tokio::runtime::Runtime, args: &str) {
     let rate: f64 = rate.parse().expect("rate");
     rt.block_on(first_content_writes(url)); // clear
     let requests = ((rate * 3.0) as u32).clamp(200, 5000);
-    let spec = CellSpec { arrival: Arrival::Poisson { rate_per_s: rate }, ..spec(300, 100_000, requests, 64) };
+    let spec =
+        CellSpec { arrival: Arrival::Poisson { rate_per_s: rate }, ..spec(300, 100_000, requests, 64) };
     let report = run(rt, &spec, url);
     let mut lags: Vec<f64> = report.records.iter().map(|r| r.send_lag_ms).collect();
     lags.sort_by(f64::total_cmp);

@@ -24,13 +24,29 @@ struct MetricDef {
 
 /// Per-request distributions, over performance-eligible requests.
 const REQUEST_METRICS: &[MetricDef] = &[
-    MetricDef { name: "completion_tokens", style: KeyStyle::Plain, value: |r| r.output_tokens.map(|v| v as f64) },
+    MetricDef {
+        name: "completion_tokens",
+        style: KeyStyle::Plain,
+        value: |r| r.output_tokens.map(|v| v as f64),
+    },
     MetricDef { name: "decode_tok_s", style: KeyStyle::Plain, value: |r| r.decode_tok_s },
     MetricDef { name: "e2e", style: KeyStyle::Millis, value: |r| r.e2e_ms },
-    MetricDef { name: "effective_prefill_tok_s", style: KeyStyle::Plain, value: |r| r.effective_prefill_tok_s },
+    MetricDef {
+        name: "effective_prefill_tok_s",
+        style: KeyStyle::Plain,
+        value: |r| r.effective_prefill_tok_s,
+    },
     MetricDef { name: "generation", style: KeyStyle::Millis, value: |r| r.generation_ms },
-    MetricDef { name: "mean_inter_token_latency_ms", style: KeyStyle::Plain, value: |r| r.mean_inter_token_latency_ms },
-    MetricDef { name: "mean_time_per_output_token", style: KeyStyle::Millis, value: |r| r.mean_time_per_output_token_ms },
+    MetricDef {
+        name: "mean_inter_token_latency_ms",
+        style: KeyStyle::Plain,
+        value: |r| r.mean_inter_token_latency_ms,
+    },
+    MetricDef {
+        name: "mean_time_per_output_token",
+        style: KeyStyle::Millis,
+        value: |r| r.mean_time_per_output_token_ms,
+    },
     MetricDef { name: "prompt_tokens", style: KeyStyle::Plain, value: |r| r.prompt_tokens.map(|v| v as f64) },
     MetricDef { name: "time_to_first_output", style: KeyStyle::Millis, value: |r| r.time_to_first_output_ms },
     MetricDef { name: "tpot", style: KeyStyle::Millis, value: |r| r.tpot_ms },
@@ -85,21 +101,41 @@ pub fn metrics(all: &[&RequestRecord], wall_ms: f64, spec: &CellSpec) -> Map<Str
         write_distribution(&mut m, def.name, def.style, d.as_ref());
     }
     // Raw chunk gaps, pooled over every eligible request (real inter-chunk latency).
-    let gaps: Vec<f64> = eligible.iter().flat_map(|r| r.chunk_gaps_us.iter().map(|g| f64::from(*g) / 1000.0)).collect();
+    let gaps: Vec<f64> =
+        eligible.iter().flat_map(|r| r.chunk_gaps_us.iter().map(|g| f64::from(*g) / 1000.0)).collect();
     write_distribution(&mut m, "chunk_gap", KeyStyle::Millis, Distribution::of(&gaps).as_ref());
     // Client schedule lag covers every attempted request: it is about the client.
-    write_distribution(&mut m, "send_lag", KeyStyle::Millis, Distribution::of(&values(all, |r| Some(r.send_lag_ms))).as_ref());
+    write_distribution(
+        &mut m,
+        "send_lag",
+        KeyStyle::Millis,
+        Distribution::of(&values(all, |r| Some(r.send_lag_ms))).as_ref(),
+    );
     // How long the first content sat in the socket before the client read
     // it: also about the client (did it keep up?), not the engine.
     let read_delays = values(&eligible, |r| r.first_content_read_delay_us.map(|us| f64::from(us) / 1000.0));
-    write_distribution(&mut m, "first_content_read_delay", KeyStyle::Millis, Distribution::of(&read_delays).as_ref());
+    write_distribution(
+        &mut m,
+        "first_content_read_delay",
+        KeyStyle::Millis,
+        Distribution::of(&read_delays).as_ref(),
+    );
 
     let output_tokens = tokens(&eligible);
     m.insert("output_tokens".into(), json!(output_tokens));
     m.insert("prompt_tokens".into(), json!(eligible.iter().filter_map(|r| r.prompt_tokens).sum::<u64>()));
-    m.insert("prompt_token_samples".into(), json!(eligible.iter().filter(|r| r.prompt_tokens.is_some()).count()));
-    m.insert("content_chunks".into(), json!(eligible.iter().map(|r| u64::from(r.content_chunks)).sum::<u64>()));
-    m.insert("reasoning_chunks".into(), json!(eligible.iter().map(|r| u64::from(r.reasoning_chunks)).sum::<u64>()));
+    m.insert(
+        "prompt_token_samples".into(),
+        json!(eligible.iter().filter(|r| r.prompt_tokens.is_some()).count()),
+    );
+    m.insert(
+        "content_chunks".into(),
+        json!(eligible.iter().map(|r| u64::from(r.content_chunks)).sum::<u64>()),
+    );
+    m.insert(
+        "reasoning_chunks".into(),
+        json!(eligible.iter().map(|r| u64::from(r.reasoning_chunks)).sum::<u64>()),
+    );
     // Present in the reference as null; its meaning is not defined there, so we do not guess one.
     m.insert("content_chunks_s".into(), Value::Null);
     let mut sources: BTreeMap<&str, u64> = BTreeMap::new();
@@ -116,7 +152,10 @@ pub fn metrics(all: &[&RequestRecord], wall_ms: f64, spec: &CellSpec) -> Map<Str
         "controlled_output_exact_adherence_rate".into(),
         if controlled.is_empty() { Value::Null } else { json!(exact as f64 / controlled.len() as f64) },
     );
-    m.insert("controlled_output_unobservable".into(), json!(controlled.iter().filter(|c| !c.observable).count()));
+    m.insert(
+        "controlled_output_unobservable".into(),
+        json!(controlled.iter().filter(|c| !c.observable).count()),
+    );
 
     let canaries: Vec<_> = all.iter().filter_map(|r| r.request_canary.as_ref()).collect();
     m.insert("request_canary_samples".into(), json!(canaries.len()));
@@ -126,7 +165,8 @@ pub fn metrics(all: &[&RequestRecord], wall_ms: f64, spec: &CellSpec) -> Map<Str
         .iter()
         .filter_map(|r| Some(r.cached_prompt_tokens? as f64 / r.prompt_tokens.filter(|p| *p > 0)? as f64))
         .collect();
-    let hit_avg = if hits.is_empty() { Value::Null } else { json!(hits.iter().sum::<f64>() / hits.len() as f64) };
+    let hit_avg =
+        if hits.is_empty() { Value::Null } else { json!(hits.iter().sum::<f64>() / hits.len() as f64) };
     m.insert("prefix_cache_hit_avg".into(), hit_avg);
     m.insert("prefix_cache_hit_samples".into(), json!(hits.len()));
 
@@ -150,13 +190,12 @@ pub fn metrics(all: &[&RequestRecord], wall_ms: f64, spec: &CellSpec) -> Map<Str
 
 fn metric_population(all: &[&RequestRecord], metrics: &Map<String, Value>) -> Value {
     let eligible = all.iter().filter(|r| r.performance_eligible).count();
-    let successful = all
-        .iter()
-        .filter(|r| r.failure.as_ref().is_none_or(|f| f.class.is_contract_violation()))
-        .count();
+    let successful =
+        all.iter().filter(|r| r.failure.as_ref().is_none_or(|f| f.class.is_contract_violation())).count();
     let mut samples = Map::new();
     let mut interpretation = Map::new();
-    let names = REQUEST_METRICS.iter().map(|d| d.name).chain(["chunk_gap", "send_lag", "first_content_read_delay"]);
+    let names =
+        REQUEST_METRICS.iter().map(|d| d.name).chain(["chunk_gap", "send_lag", "first_content_read_delay"]);
     for name in names {
         let n = metrics.get(&format!("{name}_samples")).and_then(Value::as_u64).unwrap_or(0);
         samples.insert(name.to_string(), json!(n));
@@ -288,7 +327,8 @@ fn repeats(spec: &CellSpec, records: &[RequestRecord]) -> Value {
         }
         runs.push(Value::Object(run));
     }
-    let across_repeats: Map<String, Value> = KEYS.iter().map(|k| (k.to_string(), across(per_key.get(k).map_or(&[][..], |v| v)))).collect();
+    let across_repeats: Map<String, Value> =
+        KEYS.iter().map(|k| (k.to_string(), across(per_key.get(k).map_or(&[][..], |v| v)))).collect();
     json!({"count": spec.repeat, "runs": runs, "across_repeats": across_repeats})
 }
 
@@ -297,7 +337,8 @@ fn per_target(targets: &[Target], records: &[RequestRecord], wall_ms: f64) -> Va
         .iter()
         .map(|t| {
             let rs: Vec<&RequestRecord> = records.iter().filter(|r| r.target == t.label).collect();
-            let eligible: Vec<&RequestRecord> = rs.iter().copied().filter(|r| r.performance_eligible).collect();
+            let eligible: Vec<&RequestRecord> =
+                rs.iter().copied().filter(|r| r.performance_eligible).collect();
             let ttft = Distribution::of(&values(&eligible, |r| r.ttft_ms));
             let tpot = Distribution::of(&values(&eligible, |r| r.tpot_ms));
             let e2e = Distribution::of(&values(&eligible, |r| r.e2e_ms));
@@ -365,7 +406,8 @@ pub fn build(spec: &CellSpec, targets: &[Target], ctx: &CellContext, out: &RunOu
         crate::spec::OutputPolicy::Observe => "observe",
         crate::spec::OutputPolicy::Strict => "strict",
     };
-    let timings: Vec<Value> = records.iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect();
+    let timings: Vec<Value> =
+        records.iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect();
     json!({
         "schema": SCHEMA,
         "measurement_protocol": PROTOCOL,
@@ -428,4 +470,3 @@ pub fn build(spec: &CellSpec, targets: &[Target], ctx: &CellContext, out: &RunOu
         "loadgen_version": env!("CARGO_PKG_VERSION"),
     })
 }
-

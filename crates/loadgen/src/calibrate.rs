@@ -50,7 +50,8 @@ pub async fn calibrate(
         }
         let next = match probes.as_slice() {
             [.., a, b] if a.prompt_tokens != b.prompt_tokens => {
-                let slope = (b.words as f64 - a.words as f64) / (b.prompt_tokens as f64 - a.prompt_tokens as f64);
+                let slope =
+                    (b.words as f64 - a.words as f64) / (b.prompt_tokens as f64 - a.prompt_tokens as f64);
                 b.words as f64 + (target as f64 - b.prompt_tokens as f64) * slope
             }
             [.., b] => b.words as f64 * target as f64 / b.prompt_tokens.max(1) as f64,

@@ -6,7 +6,8 @@
 use std::borrow::Cow;
 
 use crate::json_scan::{
-    ScanError, expect_end, is_null, object_fields, string_value, u64_value, value_at, walk_array_first, walk_object,
+    ScanError, expect_end, is_null, object_fields, string_value, u64_value, value_at, walk_array_first,
+    walk_object,
 };
 use crate::spec::Api;
 
@@ -201,7 +202,8 @@ mod tests {
 
     #[test]
     fn content_key_inside_other_values_is_not_mistaken_for_content() {
-        let c = br#"{"choices":[{"delta":{"role":"assistant","tool":{"content":"no"}},"finish_reason":"stop"}]}"#;
+        let c =
+            br#"{"choices":[{"delta":{"role":"assistant","tool":{"content":"no"}},"finish_reason":"stop"}]}"#;
         let v = parse_event(Api::Chat, b"", c).unwrap();
         assert_eq!(v.content, None);
         assert_eq!(v.finish_reason.as_deref(), Some("stop"));
@@ -262,8 +264,16 @@ mod tests {
             let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
             let content = text(&choice["delta"]["content"]).or_else(|| text(&choice["text"]));
             assert_eq!(ours.content.as_deref().map(str::to_string), content, "{shown}");
-            assert_eq!(ours.reasoning.as_deref().map(str::to_string), text(&choice["delta"]["reasoning_content"]), "{shown}");
-            assert_eq!(ours.finish_reason.as_deref().map(str::to_string), text(&choice["finish_reason"]), "{shown}");
+            assert_eq!(
+                ours.reasoning.as_deref().map(str::to_string),
+                text(&choice["delta"]["reasoning_content"]),
+                "{shown}"
+            );
+            assert_eq!(
+                ours.finish_reason.as_deref().map(str::to_string),
+                text(&choice["finish_reason"]),
+                "{shown}"
+            );
             let completion = full["usage"]["completion_tokens"].as_u64();
             assert_eq!(ours.usage.map(|u| u.completion_tokens), completion, "{shown}");
         }

@@ -56,7 +56,9 @@ pub fn request_body(spec: &CellSpec, prompt: &str, index: u64, marker: &str, max
     }
     if let Value::Object(extra) = &spec.extra_body {
         let replace = |s: &str| {
-            s.replace("{marker}", marker).replace("{index}", &index.to_string()).replace("{seed}", &spec.seed.to_string())
+            s.replace("{marker}", marker)
+                .replace("{index}", &index.to_string())
+                .replace("{seed}", &spec.seed.to_string())
         };
         merge(fields, extra, &replace);
     }
@@ -80,7 +82,9 @@ fn substitute(value: &Value, replace: &impl Fn(&str) -> String) -> Value {
     match value {
         Value::String(s) => Value::String(replace(s)),
         Value::Array(items) => Value::Array(items.iter().map(|v| substitute(v, replace)).collect()),
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), substitute(v, replace))).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), substitute(v, replace))).collect())
+        }
         other => other.clone(),
     }
 }

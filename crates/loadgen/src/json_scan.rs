@@ -167,7 +167,10 @@ pub fn value_at(s: &[u8], i: usize) -> Result<(&[u8], usize), ScanError> {
 
 /// Looks up `keys` in the JSON object `obj` in one pass. Returns the raw
 /// value slice of each key (the first occurrence), or `None` if absent.
-pub fn object_fields<'a, const N: usize>(obj: &'a [u8], keys: [&[u8]; N]) -> Result<[Option<&'a [u8]>; N], ScanError> {
+pub fn object_fields<'a, const N: usize>(
+    obj: &'a [u8],
+    keys: [&[u8]; N],
+) -> Result<[Option<&'a [u8]>; N], ScanError> {
     let mut found = [None; N];
     let end = walk_object(obj, 0, |key, at| {
         let Some(slot) = keys.iter().position(|k| *k == key) else {

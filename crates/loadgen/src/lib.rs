@@ -19,8 +19,8 @@ mod prompt;
 mod record;
 mod run;
 mod sender;
-pub mod sse;
 mod spec;
+pub mod sse;
 mod stats;
 mod table;
 
@@ -32,7 +32,8 @@ pub use canary::CanaryResult;
 pub use prompt::marker;
 pub use record::{ControlledOutput, Failure, FailureClass, RequestRecord};
 pub use spec::{
-    Api, Arrival, Balance, CellContext, CellSpec, OutputPolicy, Progress, PromptCacheMode, Slo, Target, ThinkingMode,
+    Api, Arrival, Balance, CellContext, CellSpec, OutputPolicy, Progress, PromptCacheMode, Slo, Target,
+    ThinkingMode,
 };
 pub use stats::{Distribution, nearest_rank};
 pub use table::render_table;

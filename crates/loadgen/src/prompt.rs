@@ -52,8 +52,8 @@ pub mod streams {
 /// same number of tokens each, so prompts of equal word count have nearly
 /// equal token counts (calibration depends on that).
 const SYLLABLES: [&str; 24] = [
-    "ka", "lo", "mi", "re", "to", "ve", "sa", "qu", "du", "be", "fe", "no", "pe", "za", "ti", "go", "an", "me", "ul",
-    "ri", "do", "ba", "hi", "ce",
+    "ka", "lo", "mi", "re", "to", "ve", "sa", "qu", "du", "be", "fe", "no", "pe", "za", "ti", "go", "an",
+    "me", "ul", "ri", "do", "ba", "hi", "ce",
 ];
 
 fn push_words(out: &mut String, rng: &mut SplitMix64, count: u64) {

@@ -39,7 +39,10 @@ impl FailureClass {
     /// The reply arrived whole but breaks the measurement contract: the
     /// request counts as a successful response, not as performance-eligible.
     pub fn is_contract_violation(self) -> bool {
-        matches!(self, Self::MissingUsage | Self::CanaryFailure | Self::TruncatedCapture | Self::ControlledOutput)
+        matches!(
+            self,
+            Self::MissingUsage | Self::CanaryFailure | Self::TruncatedCapture | Self::ControlledOutput
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -180,7 +183,8 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         obs.fail(FailureClass::MissingUsage, "stream ended without usage token counts");
     }
     let capture_complete = reply_complete && !obs.capture_truncated;
-    let canary = inputs.marker.filter(|_| reply_complete).map(|m| evaluate(m, &obs.capture, capture_complete));
+    let canary =
+        inputs.marker.filter(|_| reply_complete).map(|m| evaluate(m, &obs.capture, capture_complete));
     if let Some(c) = &canary {
         if obs.capture_truncated {
             let detail = format!("visible reply exceeded {} chars", crate::observe::CAPTURE_CAP_CHARS);
@@ -208,7 +212,10 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
     if let (Some(c), OutputPolicy::Strict) = (&controlled, inputs.policy)
         && !c.exact
     {
-        let detail = format!("asked {} words, observed {} (observable={})", c.requested_words, c.observed_words, c.observable);
+        let detail = format!(
+            "asked {} words, observed {} (observable={})",
+            c.requested_words, c.observed_words, c.observable
+        );
         obs.fail(FailureClass::ControlledOutput, detail);
     }
 
@@ -267,7 +274,9 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         receive_clock: receive_clock(obs.reads, obs.kernel_stamped_reads).to_string(),
         response_reads: obs.reads,
         first_content_read_delay_us: match (obs.first_content, obs.first_content_read) {
-            (Some(arrived), Some(read)) => Some(u32::try_from(read.saturating_duration_since(arrived).as_micros()).unwrap_or(u32::MAX)),
+            (Some(arrived), Some(read)) => {
+                Some(u32::try_from(read.saturating_duration_since(arrived).as_micros()).unwrap_or(u32::MAX))
+            }
             _ => None,
         },
         intended_send_ms,

@@ -12,10 +12,10 @@ use tokio::task::JoinSet;
 use crate::calibrate::{Calibration, calibrate};
 use crate::client::{endpoint, request_body};
 use crate::http::{Endpoint, execute, execute_at};
-use crate::sender::{self, SendJob};
 use crate::pacer;
 use crate::prompt::{PromptBuilder, SplitMix64, marker, streams};
 use crate::record::{RecordInputs, RequestRecord, derive};
+use crate::sender::{self, SendJob};
 use crate::spec::{Arrival, Balance, CellContext, CellSpec, Progress, Target};
 
 /// Everything a finished cell run produced, before it becomes an artifact.
@@ -75,7 +75,9 @@ struct Runner {
 impl Runner {
     fn pick_target(&self) -> usize {
         match self.balance {
-            Balance::RoundRobin => (self.next_round_robin.fetch_add(1, Ordering::Relaxed) % self.targets.len() as u64) as usize,
+            Balance::RoundRobin => {
+                (self.next_round_robin.fetch_add(1, Ordering::Relaxed) % self.targets.len() as u64) as usize
+            }
             Balance::LeastOutstanding => (0..self.targets.len())
                 .min_by_key(|i| self.outstanding[*i].load(Ordering::Relaxed))
                 .unwrap_or(0),
@@ -99,7 +101,9 @@ impl Runner {
         let body = request_body(&self.spec, &prompt, index, &marker, self.spec.max_tokens);
         let body = serde_json::to_vec(&body).unwrap_or_default();
         let (obs, finished) = match queue {
-            Some(queue) => execute_at(&self.endpoints[t], self.spec.api, &body, self.timeout, queue, intended).await,
+            Some(queue) => {
+                execute_at(&self.endpoints[t], self.spec.api, &body, self.timeout, queue, intended).await
+            }
             None => execute(&self.endpoints[t], self.spec.api, &body, self.timeout).await,
         };
         self.outstanding[t].fetch_sub(1, Ordering::Relaxed);
@@ -134,7 +138,8 @@ impl ProgressCounter {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         let failed = self.failed.fetch_add(u32::from(!rec.performance_eligible), Ordering::Relaxed)
             + u32::from(!rec.performance_eligible);
-        let tokens = self.tokens.fetch_add(rec.output_tokens.unwrap_or(0), Ordering::Relaxed) + rec.output_tokens.unwrap_or(0);
+        let tokens = self.tokens.fetch_add(rec.output_tokens.unwrap_or(0), Ordering::Relaxed)
+            + rec.output_tokens.unwrap_or(0);
         let elapsed = self.since.elapsed().as_secs_f64();
         let tok_s = if elapsed > 0.0 { tokens as f64 / elapsed } else { 0.0 };
         let _ = self.tx.send(Progress { done, total: self.total, failed, tok_s });
@@ -263,7 +268,10 @@ pub async fn measure(
 ) -> anyhow::Result<RunOutput> {
     let endpoints = targets
         .iter()
-        .map(|t| Endpoint::new(&endpoint(&t.base_url, spec.api), t.api_key.as_deref()).with_context(|| format!("target {}", t.label)))
+        .map(|t| {
+            Endpoint::new(&endpoint(&t.base_url, spec.api), t.api_key.as_deref())
+                .with_context(|| format!("target {}", t.label))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let measured_total = u64::from(spec.requests) * u64::from(spec.repeat);
     let mut prompts = PromptBuilder {
@@ -302,7 +310,8 @@ pub async fn measure(
         spec,
     });
 
-    let warmup = run_phase(&runner, measured_total, runner.spec.warmup_requests, 0, Arrival::ClosedLoop, None).await?;
+    let warmup =
+        run_phase(&runner, measured_total, runner.spec.warmup_requests, 0, Arrival::ClosedLoop, None).await?;
     let warmup_failed = warmup.iter().filter(|r| !r.performance_eligible).count() as u32;
 
     let started_at = SystemTime::now();
@@ -318,7 +327,8 @@ pub async fn measure(
     for repeat in 0..runner.spec.repeat {
         let first = u64::from(repeat) * u64::from(runner.spec.requests);
         let arrival = runner.spec.arrival;
-        records.extend(run_phase(&runner, first, runner.spec.requests, repeat, arrival, Some(&counter)).await?);
+        records
+            .extend(run_phase(&runner, first, runner.spec.requests, repeat, arrival, Some(&counter)).await?);
     }
     Ok(RunOutput {
         records,
@@ -341,8 +351,16 @@ mod tests {
         let offsets: Vec<u128> = constant.iter().map(|t| (*t - start).as_micros()).collect();
         assert_eq!(offsets, vec![0, 10_000, 20_000, 30_000, 40_000]);
         let poisson = arrival_times(start, 2000, Arrival::Poisson { rate_per_s: 1000.0 }, 7, 0);
-        assert_eq!(poisson, arrival_times(start, 2000, Arrival::Poisson { rate_per_s: 1000.0 }, 7, 0), "seeded");
-        assert_ne!(poisson, arrival_times(start, 2000, Arrival::Poisson { rate_per_s: 1000.0 }, 7, 1), "per repeat");
+        assert_eq!(
+            poisson,
+            arrival_times(start, 2000, Arrival::Poisson { rate_per_s: 1000.0 }, 7, 0),
+            "seeded"
+        );
+        assert_ne!(
+            poisson,
+            arrival_times(start, 2000, Arrival::Poisson { rate_per_s: 1000.0 }, 7, 1),
+            "per repeat"
+        );
         assert!(poisson.windows(2).all(|w| w[0] <= w[1]));
         // 2000 exponential gaps of mean 1 ms: the span is within a few percent of 2 s.
         let span = (poisson[1999] - start).as_secs_f64();

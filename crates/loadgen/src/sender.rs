@@ -133,7 +133,8 @@ mod tests {
         for (offset_us, text) in [(2000u64, "c"), (0, "a"), (1000, "b")] {
             let (done, reply) = oneshot::channel();
             let due = base + Duration::from_micros(offset_us);
-            let job = SendJob { due, socket: client.try_clone().unwrap(), bytes: Arc::from(text.as_bytes()), done };
+            let job =
+                SendJob { due, socket: client.try_clone().unwrap(), bytes: Arc::from(text.as_bytes()), done };
             queue.send(job).unwrap();
             replies.push((due, reply));
         }

@@ -74,7 +74,12 @@ pub enum KeyStyle {
 
 /// Writes the full distribution block of `name` into `out`; an empty
 /// sample writes nulls and `samples: 0`, so the key set never depends on data.
-pub fn write_distribution(out: &mut Map<String, Value>, name: &str, style: KeyStyle, dist: Option<&Distribution>) {
+pub fn write_distribution(
+    out: &mut Map<String, Value>,
+    name: &str,
+    style: KeyStyle,
+    dist: Option<&Distribution>,
+) {
     let suffix = match style {
         KeyStyle::Plain => "",
         KeyStyle::Millis => "_ms",
@@ -99,8 +104,9 @@ pub fn write_distribution(out: &mut Map<String, Value>, name: &str, style: KeySt
 /// CIs across a handful of repeats where the normal approximation is too narrow.
 pub fn t95(df: usize) -> Option<f64> {
     const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042,
     ];
     match df {
         0 => None,
@@ -155,7 +161,15 @@ mod tests {
         let mut m = Map::new();
         write_distribution(&mut m, "ttft", KeyStyle::Millis, d.as_ref());
         write_distribution(&mut m, "decode_tok_s", KeyStyle::Plain, d.as_ref());
-        for key in ["ttft_mean_ci95_high_ms", "ttft_p99_ms", "ttft_samples", "ttft_stddev_ms", "decode_tok_s_mean_ci95_low", "decode_tok_s_p25", "decode_tok_s_samples"] {
+        for key in [
+            "ttft_mean_ci95_high_ms",
+            "ttft_p99_ms",
+            "ttft_samples",
+            "ttft_stddev_ms",
+            "decode_tok_s_mean_ci95_low",
+            "decode_tok_s_p25",
+            "decode_tok_s_samples",
+        ] {
             assert!(m.contains_key(key), "{key}");
         }
         let mut empty = Map::new();

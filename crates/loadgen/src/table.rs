@@ -18,7 +18,14 @@ pub fn render_table(artifact: &Value) -> String {
     let int = |k: &str| artifact.get(k).and_then(Value::as_u64).map_or("-".into(), |v| v.to_string());
     let mut out = String::new();
     let simulated = if artifact["simulated"].as_bool() == Some(true) { " [SIMULATED]" } else { "" };
-    let _ = writeln!(out, "cell {}  model {}  engine {}{}", text("cell"), text("model"), text("engine"), simulated);
+    let _ = writeln!(
+        out,
+        "cell {}  model {}  engine {}{}",
+        text("cell"),
+        text("model"),
+        text("engine"),
+        simulated
+    );
     let _ = writeln!(
         out,
         "context {}  concurrency {}  requests {}  completed {}  failed {}  wall {} ms",
@@ -38,7 +45,12 @@ pub fn render_table(artifact: &Value) -> String {
         num(m.get("request_canary_samples"), 0),
     );
     if m.get("goodput_rate").is_some() {
-        let _ = writeln!(out, "goodput {} of requests, {} tok/s", num(m.get("goodput_rate"), 3), num(m.get("goodput_tok_s"), 1));
+        let _ = writeln!(
+            out,
+            "goodput {} of requests, {} tok/s",
+            num(m.get("goodput_rate"), 3),
+            num(m.get("goodput_tok_s"), 1)
+        );
     }
     let _ = writeln!(out);
     let _ = writeln!(

@@ -5,7 +5,8 @@ use anvil_loadgen::{CellContext, CellSpec, Progress, Target, ThinkingMode, run_c
 use serde_json::Value;
 
 fn reference() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/reference/benchmark-v1.example.json");
+    let path =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/reference/benchmark-v1.example.json");
     serde_json::from_str(&std::fs::read_to_string(path).expect("reference artifact")).expect("reference JSON")
 }
 

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anvil_loadgen::{
-    Api, Arrival, Balance, CellContext, CellReport, CellSpec, FailureClass, Progress, RequestRecord, Slo, Target,
-    render_table, run_cell,
+    Api, Arrival, Balance, CellContext, CellReport, CellSpec, FailureClass, Progress, RequestRecord, Slo,
+    Target, render_table, run_cell,
 };
 use serde_json::Value;
 use support::{Fault, ServerConfig};
@@ -57,7 +57,8 @@ fn check_identities(r: &RequestRecord) {
 }
 
 fn reference() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/reference/benchmark-v1.example.json");
+    let path =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/reference/benchmark-v1.example.json");
     serde_json::from_str(&std::fs::read_to_string(path).expect("reference artifact")).expect("reference JSON")
 }
 
@@ -77,12 +78,22 @@ async fn happy_path_carries_every_reference_field_and_identity() {
     assert_eq!(missing_keys(a, &reference), Vec::<String>::new(), "top-level");
     assert_eq!(missing_keys(&a["metrics"], &reference["metrics"]), Vec::<String>::new(), "metrics");
     assert_eq!(missing_keys(&a["metric_population"], &reference["metric_population"]), Vec::<String>::new());
-    assert_eq!(missing_keys(&a["timing_methodology"], &reference["timing_methodology"]), Vec::<String>::new());
+    assert_eq!(
+        missing_keys(&a["timing_methodology"], &reference["timing_methodology"]),
+        Vec::<String>::new()
+    );
     assert_eq!(missing_keys(&a["sampling"], &reference["sampling"]), Vec::<String>::new());
     assert_eq!(missing_keys(&a["serve_flags"], &reference["serve_flags"]), Vec::<String>::new());
     let timing = &a["request_timings"][0];
-    assert_eq!(missing_keys(timing, &reference["request_timings"][0]), Vec::<String>::new(), "request_timings");
-    assert_eq!(missing_keys(&timing["request_canary"], &reference["request_timings"][0]["request_canary"]), Vec::<String>::new());
+    assert_eq!(
+        missing_keys(timing, &reference["request_timings"][0]),
+        Vec::<String>::new(),
+        "request_timings"
+    );
+    assert_eq!(
+        missing_keys(&timing["request_canary"], &reference["request_timings"][0]["request_canary"]),
+        Vec::<String>::new()
+    );
 
     let text = a.to_string();
     assert!(!text.contains("secret-key"), "API key leaked");
@@ -189,7 +200,8 @@ async fn faults_are_classified_kept_and_excluded() {
 
 #[tokio::test]
 async fn two_replicas_split_exactly_and_balance() {
-    let (s1, s2) = (support::spawn(ServerConfig::default()).await, support::spawn(ServerConfig::default()).await);
+    let (s1, s2) =
+        (support::spawn(ServerConfig::default()).await, support::spawn(ServerConfig::default()).await);
     let targets = [target(&s1, "r1"), target(&s2, "r2")];
     for balance in [Balance::RoundRobin, Balance::LeastOutstanding] {
         let ctx = CellContext { balance, ..CellContext::default() };

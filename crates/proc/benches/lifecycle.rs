@@ -9,13 +9,7 @@ use anvil_proc::{LaunchSpec, ReadySpec, free_port, launch, proc_table};
 
 const ROUNDS: usize = 20;
 
-fn spec(
-    dir: &std::path::Path,
-    name: &str,
-    program: &str,
-    args: &[&str],
-    ready: ReadySpec,
-) -> LaunchSpec {
+fn spec(dir: &std::path::Path, name: &str, program: &str, args: &[&str], ready: ReadySpec) -> LaunchSpec {
     LaunchSpec {
         name: name.to_string(),
         program: program.to_string(),
@@ -66,23 +60,11 @@ async fn main() {
     let dir = tempfile::tempdir().expect("dir");
     let mut rows = Vec::new();
 
-    let mut ready = Row {
-        what: "launch → ready (sh, log pattern)",
-        samples: Vec::new(),
-    };
-    let mut stop = Row {
-        what: "stop, SIGTERM honoured (sh + forked sleep)",
-        samples: Vec::new(),
-    };
+    let mut ready = Row { what: "launch → ready (sh, log pattern)", samples: Vec::new() };
+    let mut stop = Row { what: "stop, SIGTERM honoured (sh + forked sleep)", samples: Vec::new() };
     for i in 0..ROUNDS {
         let script = "sleep 1000 & echo ready; wait";
-        let s = spec(
-            dir.path(),
-            &format!("sh{i}"),
-            "sh",
-            &["-c", script],
-            log_ready(),
-        );
+        let s = spec(dir.path(), &format!("sh{i}"), "sh", &["-c", script], log_ready());
         let server = launch(s).await.expect("ready");
         ready.samples.push(server.startup());
         stop.samples.push(server.stop().await.duration);
@@ -90,28 +72,15 @@ async fn main() {
     rows.push(ready);
     rows.push(stop);
 
-    let mut http = Row {
-        what: "launch → ready (python http.server, HTTP)",
-        samples: Vec::new(),
-    };
+    let mut http = Row { what: "launch → ready (python http.server, HTTP)", samples: Vec::new() };
     for i in 0..ROUNDS / 4 {
         let port = free_port().expect("port");
         let mut s = spec(
             dir.path(),
             &format!("py{i}"),
             "python3",
-            &[
-                "-m",
-                "http.server",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-            ],
-            ReadySpec {
-                http_path: Some("/".to_string()),
-                log_pattern: None,
-                ..log_ready()
-            },
+            &["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"],
+            ReadySpec { http_path: Some("/".to_string()), log_pattern: None, ..log_ready() },
         );
         s.port = port;
         let server = launch(s).await.expect("ready");
@@ -120,10 +89,7 @@ async fn main() {
     }
     rows.push(http);
 
-    let mut scan = Row {
-        what: "/proc scan for one server tree",
-        samples: Vec::new(),
-    };
+    let mut scan = Row { what: "/proc scan for one server tree", samples: Vec::new() };
     for _ in 0..ROUNDS {
         let started = Instant::now();
         let _ = proc_table::server_tree(Some(1), "no-such-token");
@@ -132,14 +98,8 @@ async fn main() {
     rows.push(scan);
 
     println!("processes visible: {}", proc_table::all_processes().len());
-    println!(
-        "| {:<44} | {:>3} | {:>9} | {:>9} | {:>9} |",
-        "step", "n", "p50 ms", "p90 ms", "max ms"
-    );
-    println!(
-        "|{:-<46}|{:-<5}|{:-<11}|{:-<11}|{:-<11}|",
-        "", "", "", "", ""
-    );
+    println!("| {:<44} | {:>3} | {:>9} | {:>9} | {:>9} |", "step", "n", "p50 ms", "p90 ms", "max ms");
+    println!("|{:-<46}|{:-<5}|{:-<11}|{:-<11}|{:-<11}|", "", "", "", "", "");
     for row in &mut rows {
         row.print();
     }

@@ -43,16 +43,9 @@ pub fn engine_identity_with_timeout(
 ) -> Result<EngineIdentity, ProcError> {
     let path = resolve(program)?;
     let blake3 = hash_file(&path)?;
-    let version_output = if version_args.is_empty() {
-        None
-    } else {
-        version_output(&path, version_args, timeout)
-    };
-    Ok(EngineIdentity {
-        program_path: path.display().to_string(),
-        blake3,
-        version_output,
-    })
+    let version_output =
+        if version_args.is_empty() { None } else { version_output(&path, version_args, timeout) };
+    Ok(EngineIdentity { program_path: path.display().to_string(), blake3, version_output })
 }
 
 fn resolve(program: &str) -> Result<PathBuf, ProcError> {
@@ -61,23 +54,17 @@ fn resolve(program: &str) -> Result<PathBuf, ProcError> {
     } else {
         which::which(program).map_err(|e| e.to_string())
     };
-    found.map_err(|reason| ProcError::ProgramNotFound {
-        program: program.to_string(),
-        reason,
-    })
+    found.map_err(|reason| ProcError::ProgramNotFound { program: program.to_string(), reason })
 }
 
 fn hash_file(path: &Path) -> Result<String, ProcError> {
     let mut hasher = blake3::Hasher::new();
     hasher
-        .update_reader(std::fs::File::open(path).map_err(|source| ProcError::Hash {
-            path: path.to_path_buf(),
-            source,
-        })?)
-        .map_err(|source| ProcError::Hash {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        .update_reader(
+            std::fs::File::open(path)
+                .map_err(|source| ProcError::Hash { path: path.to_path_buf(), source })?,
+        )
+        .map_err(|source| ProcError::Hash { path: path.to_path_buf(), source })?;
     Ok(hasher.finalize().to_hex().to_string())
 }
 
@@ -112,10 +99,7 @@ fn version_output(path: &Path, args: &[&str], timeout: Duration) -> Option<Strin
     }
     let _ = child.wait();
     let (out, err) = outputs.ok()?;
-    let combined = [out.trim(), err.trim()]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let combined =
+        [out.trim(), err.trim()].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n");
     (!combined.is_empty()).then_some(combined)
 }

@@ -32,21 +32,11 @@ pub enum ProcError {
         source: regex::Error,
     },
 
-    #[error(
-        "server `{name}` exited before it was ready ({status})\n--- last log lines ---\n{log_tail}"
-    )]
-    ExitedBeforeReady {
-        name: String,
-        status: ExitStatus,
-        log_tail: String,
-    },
+    #[error("server `{name}` exited before it was ready ({status})\n--- last log lines ---\n{log_tail}")]
+    ExitedBeforeReady { name: String, status: ExitStatus, log_tail: String },
 
     #[error("server `{name}` was not ready after {}\n--- last log lines ---\n{log_tail}", humanize(*after))]
-    ReadyTimeout {
-        name: String,
-        after: Duration,
-        log_tail: String,
-    },
+    ReadyTimeout { name: String, after: Duration, log_tail: String },
 
     #[error("cannot hash {path}: {source}")]
     Hash {

@@ -111,21 +111,13 @@ impl GpuPool {
     /// [`waiting_reason`](Self::waiting_reason).
     pub async fn acquire_for(&self, who: &str, n: usize) -> Result<GpuLease, ProcError> {
         if n > self.total() {
-            return Err(ProcError::NotEnoughGpus {
-                wanted: n,
-                total: self.total(),
-            });
+            return Err(ProcError::NotEnoughGpus { wanted: n, total: self.total() });
         }
         let waiter = self.enter_waiting(who, n);
-        let permit = Arc::clone(&self.inner.permits)
-            .acquire_many_owned(n as u32)
-            .await;
+        let permit = Arc::clone(&self.inner.permits).acquire_many_owned(n as u32).await;
         drop(waiter);
         // The semaphore is never closed, so this only fails on a bug.
-        let permit = permit.map_err(|_| ProcError::NotEnoughGpus {
-            wanted: n,
-            total: self.total(),
-        })?;
+        let permit = permit.map_err(|_| ProcError::NotEnoughGpus { wanted: n, total: self.total() })?;
         let ids = match self.inner.free.lock() {
             Ok(mut free) => {
                 let taken: Vec<String> = free.iter().take(n).cloned().collect();
@@ -136,11 +128,7 @@ impl GpuPool {
             }
             Err(_) => Vec::new(),
         };
-        Ok(GpuLease {
-            ids,
-            pool: Arc::clone(&self.inner),
-            _permit: permit,
-        })
+        Ok(GpuLease { ids, pool: Arc::clone(&self.inner), _permit: permit })
     }
 
     /// Why someone is waiting, for the UI, e.g.
@@ -175,10 +163,7 @@ impl GpuPool {
         if let Ok(mut waiting) = self.inner.waiting.lock() {
             waiting.push((id, who.to_string(), n));
         }
-        WaitingGuard {
-            pool: Arc::clone(&self.inner),
-            id,
-        }
+        WaitingGuard { pool: Arc::clone(&self.inner), id }
     }
 }
 
@@ -196,9 +181,7 @@ impl Drop for WaitingGuard {
 }
 
 fn detect_nvidia_gpus() -> Vec<String> {
-    let Ok(output) = Command::new("nvidia-smi")
-        .args(["--query-gpu=index", "--format=csv,noheader"])
-        .output()
+    let Ok(output) = Command::new("nvidia-smi").args(["--query-gpu=index", "--format=csv,noheader"]).output()
     else {
         return Vec::new();
     };

@@ -14,7 +14,8 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 /// The columns asked from nvidia-smi, in order.
-const QUERY: &str = "index,power.draw,clocks.sm,clocks.mem,memory.used,memory.total,temperature.gpu,utilization.gpu";
+const QUERY: &str =
+    "index,power.draw,clocks.sm,clocks.mem,memory.used,memory.total,temperature.gpu,utilization.gpu";
 /// Names of the numeric columns after `index`, as they appear in the summary.
 const FIELDS: [&str; 7] = [
     "power_w",
@@ -47,11 +48,7 @@ impl GpuSampler {
 
     /// Like [`start`](Self::start) with an explicit `nvidia-smi` (or a
     /// stand-in that prints the same CSV).
-    pub fn start_with_program(
-        program: &Path,
-        gpu_ids: &[String],
-        interval: Duration,
-    ) -> Option<GpuSampler> {
+    pub fn start_with_program(program: &Path, gpu_ids: &[String], interval: Duration) -> Option<GpuSampler> {
         let mut command = Command::new(PathBuf::from(program));
         command
             .arg(format!("--query-gpu={QUERY}"))
@@ -81,13 +78,7 @@ impl GpuSampler {
                 }
             }
         });
-        Some(GpuSampler {
-            child,
-            reader,
-            readings,
-            interval,
-            started: Instant::now(),
-        })
+        Some(GpuSampler { child, reader, readings, interval, started: Instant::now() })
     }
 
     /// Stops sampling and returns the summary: per GPU, sample count and
@@ -98,10 +89,8 @@ impl GpuSampler {
         let _ = self.child.wait().await;
         let _ = tokio::time::timeout(Duration::from_secs(2), &mut self.reader).await;
         let readings = self.readings.lock().map(|r| r.clone()).unwrap_or_default();
-        let gpus: serde_json::Map<String, Value> = readings
-            .iter()
-            .map(|(id, per_field)| (id.clone(), summarize_gpu(per_field)))
-            .collect();
+        let gpus: serde_json::Map<String, Value> =
+            readings.iter().map(|(id, per_field)| (id.clone(), summarize_gpu(per_field))).collect();
         json!({
             "source": "nvidia-smi",
             "interval_ms": self.interval.as_millis() as u64,
@@ -124,10 +113,7 @@ fn parse_line(line: &str) -> Option<(String, [Option<f64>; 7])> {
 
 fn summarize_gpu(per_field: &[Vec<f64>; 7]) -> Value {
     let mut gpu = serde_json::Map::new();
-    gpu.insert(
-        "samples".into(),
-        json!(per_field.iter().map(Vec::len).max().unwrap_or(0)),
-    );
+    gpu.insert("samples".into(), json!(per_field.iter().map(Vec::len).max().unwrap_or(0)));
     for (name, values) in FIELDS.iter().zip(per_field) {
         if values.is_empty() {
             continue;
@@ -135,10 +121,7 @@ fn summarize_gpu(per_field: &[Vec<f64>; 7]) -> Value {
         let mean = values.iter().sum::<f64>() / values.len() as f64;
         let min = values.iter().copied().fold(f64::INFINITY, f64::min);
         let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        gpu.insert(
-            (*name).into(),
-            json!({"mean": mean, "min": min, "max": max}),
-        );
+        gpu.insert((*name).into(), json!({"mean": mean, "min": min, "max": max}));
     }
     Value::Object(gpu)
 }

@@ -57,13 +57,9 @@ pub async fn launch(spec: LaunchSpec) -> Result<RunningServer, ProcError> {
     let record = ServerRecord {
         name: spec.name.clone(),
         anvil_pid: std::process::id() as i32,
-        anvil_start_ticks: proc_table::stat(std::process::id() as i32)
-            .map(|s| s.start_ticks)
-            .unwrap_or(0),
+        anvil_start_ticks: proc_table::stat(std::process::id() as i32).map(|s| s.start_ticks).unwrap_or(0),
         pid: pid as i32,
-        pid_start_ticks: proc_table::stat(pid as i32)
-            .map(|s| s.start_ticks)
-            .unwrap_or(0),
+        pid_start_ticks: proc_table::stat(pid as i32).map(|s| s.start_ticks).unwrap_or(0),
         pgid: pid as i32,
         token: token.clone(),
         boot_id: proc_table::boot_id(),
@@ -74,11 +70,7 @@ pub async fn launch(spec: LaunchSpec) -> Result<RunningServer, ProcError> {
     let record_path = match server_registry::write_record(&spec.registry_dir, &record) {
         Ok(path) => path,
         Err(e) => {
-            let tree = crate::teardown::ServerTree {
-                pgid: pid as i32,
-                token: &token,
-                leader_unreaped: true,
-            };
+            let tree = crate::teardown::ServerTree { pgid: pid as i32, token: &token, leader_unreaped: true };
             tree.kill_now();
             return Err(e);
         }
@@ -139,10 +131,8 @@ fn resolve_program(program: &str) -> Result<PathBuf, ProcError> {
     if program.contains('/') {
         return Ok(PathBuf::from(program));
     }
-    which::which(program).map_err(|e| ProcError::ProgramNotFound {
-        program: program.to_string(),
-        reason: e.to_string(),
-    })
+    which::which(program)
+        .map_err(|e| ProcError::ProgramNotFound { program: program.to_string(), reason: e.to_string() })
 }
 
 fn compile_pattern(ready: &ReadySpec) -> Result<Option<Regex>, ProcError> {
@@ -150,20 +140,14 @@ fn compile_pattern(ready: &ReadySpec) -> Result<Option<Regex>, ProcError> {
         .log_pattern
         .as_deref()
         .map(|pattern| {
-            Regex::new(pattern).map_err(|source| ProcError::BadLogPattern {
-                pattern: pattern.to_string(),
-                source,
-            })
+            Regex::new(pattern)
+                .map_err(|source| ProcError::BadLogPattern { pattern: pattern.to_string(), source })
         })
         .transpose()
 }
 
 fn create_log_file(path: &Path) -> Result<std::fs::File, ProcError> {
-    let io_err = |source| ProcError::Io {
-        what: "server log",
-        path: path.to_path_buf(),
-        source,
-    };
+    let io_err = |source| ProcError::Io { what: "server log", path: path.to_path_buf(), source };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(io_err)?;
     }
@@ -229,10 +213,7 @@ async fn wait_until_ready(
 ) -> Result<(), NotReady> {
     let ready = &spec.ready;
     let deadline = tokio::time::Instant::now() + ready.timeout;
-    let http_url = ready
-        .http_path
-        .as_deref()
-        .map(|path| format!("http://127.0.0.1:{}{}", spec.port, path));
+    let http_url = ready.http_path.as_deref().map(|path| format!("http://127.0.0.1:{}{}", spec.port, path));
     let client = reqwest::Client::builder()
         .no_proxy() // probes go to loopback even when HTTP_PROXY is set
         .timeout(Duration::from_secs(2))

@@ -25,9 +25,7 @@ mod server_log;
 mod server_registry;
 mod teardown;
 
-pub use engine_identity::{
-    EngineIdentity, VERSION_TIMEOUT, engine_identity, engine_identity_with_timeout,
-};
+pub use engine_identity::{EngineIdentity, VERSION_TIMEOUT, engine_identity, engine_identity_with_timeout};
 pub use error::ProcError;
 pub use free_port::free_port;
 pub use gpu_pool::{GpuLease, GpuPool};
@@ -35,8 +33,6 @@ pub use gpu_sampler::GpuSampler;
 pub use launch::launch;
 pub use launch_spec::{LaunchSpec, ReadySpec};
 pub use live_servers::{install_signal_cleanup, live_server_names, shutdown_all_servers};
-pub use metrics::{
-    is_cumulative, metric_deltas, metric_name, parse_prometheus_text, scrape_metrics,
-};
+pub use metrics::{is_cumulative, metric_deltas, metric_name, parse_prometheus_text, scrape_metrics};
 pub use running_server::{RunningServer, StopReport, StopSignal};
 pub use server_registry::{ReapedServer, ServerRecord, reap_orphans};

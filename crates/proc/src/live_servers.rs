@@ -26,11 +26,7 @@ impl LiveServer {
     /// Its handle may have reaped the leader, so the group is trusted only
     /// through the token.
     fn tree(&self) -> ServerTree<'_> {
-        ServerTree {
-            pgid: self.pgid,
-            token: &self.token,
-            leader_unreaped: false,
-        }
+        ServerTree { pgid: self.pgid, token: &self.token, leader_unreaped: false }
     }
 }
 

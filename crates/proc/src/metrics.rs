@@ -13,20 +13,13 @@ use crate::error::ProcError;
 /// GETs `<base_url>/metrics` and parses it.
 pub async fn scrape_metrics(base_url: &str) -> Result<BTreeMap<String, f64>, ProcError> {
     let url = format!("{}/metrics", base_url.trim_end_matches('/'));
-    let fail = |reason: String| ProcError::Metrics {
-        url: url.clone(),
-        reason,
-    };
+    let fail = |reason: String| ProcError::Metrics { url: url.clone(), reason };
     let client = reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| fail(e.to_string()))?;
-    let response = client
-        .get(&url)
-        .send()
-        .await
-        .map_err(|e| fail(e.to_string()))?;
+    let response = client.get(&url).send().await.map_err(|e| fail(e.to_string()))?;
     let status = response.status();
     if !status.is_success() {
         return Err(fail(format!("HTTP {status}")));
@@ -106,10 +99,7 @@ fn series_key(name: &str, mut labels: Vec<(String, String)>) -> String {
     let rendered: Vec<String> = labels
         .iter()
         .map(|(k, v)| {
-            let escaped = v
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('\n', "\\n");
+            let escaped = v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
             format!("{k}=\"{escaped}\"")
         })
         .collect();
@@ -126,9 +116,7 @@ pub fn metric_name(key: &str) -> &str {
 /// `_sum` and `_bucket`. Everything else is read as a gauge.
 pub fn is_cumulative(key: &str) -> bool {
     let name = metric_name(key);
-    ["_total", "_count", "_sum", "_bucket"]
-        .iter()
-        .any(|suffix| name.ends_with(suffix))
+    ["_total", "_count", "_sum", "_bucket"].iter().any(|suffix| name.ends_with(suffix))
 }
 
 /// What changed between two scrapes of the same server:
@@ -137,10 +125,7 @@ pub fn is_cumulative(key: &str) -> bool {
 ///   the delta is `after`, as Prometheus' `increase()` does;
 /// - gauges (running requests, KV-cache usage): the `after` value;
 /// - `*_created` timestamps and series missing from `after` are left out.
-pub fn metric_deltas(
-    before: &BTreeMap<String, f64>,
-    after: &BTreeMap<String, f64>,
-) -> BTreeMap<String, f64> {
+pub fn metric_deltas(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
     after
         .iter()
         .filter(|(key, _)| !metric_name(key).ends_with("_created"))

@@ -63,10 +63,7 @@ pub fn all_processes() -> Vec<ProcStat> {
 
 /// Live (non-zombie) processes of a process group.
 pub fn group_members(pgid: i32) -> Vec<ProcStat> {
-    all_processes()
-        .into_iter()
-        .filter(|p| p.pgid == pgid && !p.is_zombie())
-        .collect()
+    all_processes().into_iter().filter(|p| p.pgid == pgid && !p.is_zombie()).collect()
 }
 
 /// Every live process of a server's tree: members of the process group
@@ -74,15 +71,9 @@ pub fn group_members(pgid: i32) -> Vec<ProcStat> {
 /// parent pid. Descendants matter for the instant a worker is between
 /// `setsid` and `exec`, when its environment briefly reads as empty.
 pub fn server_tree(pgid: Option<i32>, token: &str) -> Vec<i32> {
-    let live: Vec<ProcStat> = all_processes()
-        .into_iter()
-        .filter(|p| !p.is_zombie())
-        .collect();
-    let mut tree: Vec<i32> = live
-        .iter()
-        .filter(|p| Some(p.pgid) == pgid || has_token(p.pid, token))
-        .map(|p| p.pid)
-        .collect();
+    let live: Vec<ProcStat> = all_processes().into_iter().filter(|p| !p.is_zombie()).collect();
+    let mut tree: Vec<i32> =
+        live.iter().filter(|p| Some(p.pgid) == pgid || has_token(p.pid, token)).map(|p| p.pid).collect();
     loop {
         let before = tree.len();
         for p in &live {
@@ -105,9 +96,7 @@ pub fn has_token(pid: i32, token: &str) -> bool {
         return false;
     };
     let wanted = format!("{SERVER_TOKEN_VAR}={token}");
-    environ
-        .split(|byte| *byte == 0)
-        .any(|entry| entry == wanted.as_bytes())
+    environ.split(|byte| *byte == 0).any(|entry| entry == wanted.as_bytes())
 }
 
 /// Whether `pid` is alive and is the same process that had `start_ticks`.
@@ -117,9 +106,7 @@ pub fn is_same_process(pid: i32, start_ticks: u64) -> bool {
 
 /// This boot's id: records from an earlier boot describe no live process.
 pub fn boot_id() -> String {
-    fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
+    fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -128,7 +115,8 @@ mod tests {
 
     #[test]
     fn parses_a_stat_line_whose_name_has_spaces_and_parens() {
-        let line = "4242 (my (odd) prog) S 1 4240 4200 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 50";
+        let line =
+            "4242 (my (odd) prog) S 1 4240 4200 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 50";
         let s = parse_stat(line).expect("parses");
         assert_eq!(s.pid, 4242);
         assert_eq!(s.state, 'S');

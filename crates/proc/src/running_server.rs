@@ -107,11 +107,7 @@ impl RunningServer {
     }
 
     fn tree(&self) -> ServerTree<'_> {
-        ServerTree {
-            pgid: self.pgid(),
-            token: &self.token,
-            leader_unreaped: !self.reaped,
-        }
+        ServerTree { pgid: self.pgid(), token: &self.token, leader_unreaped: !self.reaped }
     }
 
     /// The last `lines` lines of its output.
@@ -128,26 +124,16 @@ impl RunningServer {
             (StopSignal::AlreadyExited, Vec::new())
         } else {
             let (killed, survivors) = self.tree().terminate(self.grace).await;
-            let signal = if killed {
-                StopSignal::Kill
-            } else {
-                StopSignal::Term
-            };
+            let signal = if killed { StopSignal::Kill } else { StopSignal::Term };
             (signal, survivors)
         };
         // The leader is dead by now (or a zombie); this only collects it.
-        let exit_status =
-            match tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await {
-                Ok(Ok(status)) => Some(status),
-                _ => None,
-            };
+        let exit_status = match tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await {
+            Ok(Ok(status)) => Some(status),
+            _ => None,
+        };
         self.release();
-        StopReport {
-            signal_used,
-            exit_status,
-            duration: started.elapsed(),
-            survivors,
-        }
+        StopReport { signal_used, exit_status, duration: started.elapsed(), survivors }
     }
 
     /// Forget the server everywhere: registry file and live set.

@@ -88,10 +88,6 @@ impl ServerLog {
             return String::new();
         };
         let skip = tail.len().saturating_sub(lines);
-        tail.iter()
-            .skip(skip)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        tail.iter().skip(skip).cloned().collect::<Vec<_>>().join("\n")
     }
 }

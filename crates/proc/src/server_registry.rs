@@ -44,11 +44,7 @@ impl ServerRecord {
 
 /// Writes the record into `dir` (created if needed) and returns its path.
 pub fn write_record(dir: &Path, record: &ServerRecord) -> Result<PathBuf, ProcError> {
-    let io_err = |source| ProcError::Io {
-        what: "server registry",
-        path: dir.to_path_buf(),
-        source,
-    };
+    let io_err = |source| ProcError::Io { what: "server registry", path: dir.to_path_buf(), source };
     fs::create_dir_all(dir).map_err(io_err)?;
     let path = dir.join(record.file_name());
     let staging = dir.join(format!(".{}.tmp", record.file_name()));
@@ -64,10 +60,7 @@ pub fn remove_record(path: &Path) {
 }
 
 pub(crate) fn now_unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 /// One record the reaper dealt with.
@@ -100,9 +93,8 @@ pub fn reap_orphans(registry_dir: &Path) -> Vec<ReapedServer> {
         if path.extension().is_none_or(|ext| ext != "json") {
             continue;
         }
-        let Some(record) = fs::read(&path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<ServerRecord>(&bytes).ok())
+        let Some(record) =
+            fs::read(&path).ok().and_then(|bytes| serde_json::from_slice::<ServerRecord>(&bytes).ok())
         else {
             continue; // not ours or unreadable: leave it for a human
         };

@@ -29,9 +29,7 @@ impl ServerTree<'_> {
             return None;
         }
         let ours = self.leader_unreaped
-            || proc_table::group_members(self.pgid)
-                .iter()
-                .any(|p| proc_table::has_token(p.pid, self.token));
+            || proc_table::group_members(self.pgid).iter().any(|p| proc_table::has_token(p.pid, self.token));
         ours.then_some(self.pgid)
     }
 
@@ -104,17 +102,11 @@ mod tests {
     #[test]
     fn a_group_without_the_token_is_never_signalled_once_the_leader_was_reaped() {
         // Stands where a recycled pid would: a live group that is not ours.
-        let mut bystander = Command::new("sleep")
-            .arg("1000")
-            .process_group(0)
-            .spawn()
-            .expect("spawn bystander");
+        let mut bystander =
+            Command::new("sleep").arg("1000").process_group(0).spawn().expect("spawn bystander");
         let pgid = bystander.id() as i32;
-        let tree = ServerTree {
-            pgid,
-            token: "token-of-a-server-whose-leader-was-reaped",
-            leader_unreaped: false,
-        };
+        let tree =
+            ServerTree { pgid, token: "token-of-a-server-whose-leader-was-reaped", leader_unreaped: false };
 
         tree.kill_now();
 

@@ -26,10 +26,7 @@ fn hash_and_version_change_when_the_binary_changes() {
     let second = engine_identity(&engine, &["--version"]).expect("identity");
 
     assert_eq!(first.version_output.as_deref(), Some("fake-engine 1.0.0"));
-    assert_eq!(
-        second.version_output.as_deref(),
-        Some("fake-engine 1.0.1\nbuilt with CUDA 12.8")
-    );
+    assert_eq!(second.version_output.as_deref(), Some("fake-engine 1.0.1\nbuilt with CUDA 12.8"));
     assert_ne!(first.blake3, second.blake3);
     assert_eq!(first.blake3.len(), 64);
     assert_eq!(first.program_path, second.program_path);
@@ -48,21 +45,14 @@ fn same_bytes_give_the_same_hash() {
     let b = engine_identity(&b.display().to_string(), &[]).expect("b");
 
     assert_eq!(a.blake3, b.blake3);
-    assert_eq!(
-        a.blake3,
-        blake3::hash(script.as_bytes()).to_hex().to_string()
-    );
+    assert_eq!(a.blake3, blake3::hash(script.as_bytes()).to_hex().to_string());
     assert_eq!(a.version_output, None, "no version args, no version run");
 }
 
 #[test]
 fn program_on_path_is_resolved() {
     let identity = engine_identity("sh", &[]).expect("sh is on PATH");
-    assert!(
-        identity.program_path.starts_with('/'),
-        "{}",
-        identity.program_path
-    );
+    assert!(identity.program_path.starts_with('/'), "{}", identity.program_path);
 }
 
 #[test]
@@ -88,8 +78,5 @@ fn failing_or_hanging_version_command_is_not_an_error() {
 #[test]
 fn missing_program_is_an_error() {
     let error = engine_identity("/no/such/engine", &["--version"]).expect_err("missing");
-    assert!(
-        matches!(error, ProcError::ProgramNotFound { .. }),
-        "{error}"
-    );
+    assert!(matches!(error, ProcError::ProgramNotFound { .. }), "{error}");
 }

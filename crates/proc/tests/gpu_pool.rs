@@ -20,10 +20,7 @@ async fn two_single_gpu_leases_run_together_and_a_third_waits() {
     while pool.waiting_reason().is_none() {
         tokio::task::yield_now().await;
     }
-    assert_eq!(
-        pool.waiting_reason().as_deref(),
-        Some("server c waits for 1 GPU; none free")
-    );
+    assert_eq!(pool.waiting_reason().as_deref(), Some("server c waits for 1 GPU; none free"));
     assert!(!third.is_finished());
 
     let released = first.ids.clone();
@@ -45,10 +42,7 @@ async fn waiting_reason_names_the_free_gpus() {
     }
 
     let free = pool.free_ids().join(",");
-    assert_eq!(
-        pool.waiting_reason(),
-        Some(format!("server vllm-tp2 waits for 2 GPUs; 1 free: {free}"))
-    );
+    assert_eq!(pool.waiting_reason(), Some(format!("server vllm-tp2 waits for 2 GPUs; 1 free: {free}")));
 
     drop(held);
     let lease = waiting.await.expect("join").expect("lease");
@@ -67,10 +61,7 @@ async fn a_big_request_is_not_starved_by_later_small_ones() {
     }
     let small_pool = pool.clone();
     let small = tokio::spawn(async move { small_pool.acquire_for("small", 1).await });
-    while !pool
-        .waiting_reason()
-        .is_some_and(|r| r.contains("1 more waiting"))
-    {
+    while !pool.waiting_reason().is_some_and(|r| r.contains("1 more waiting")) {
         tokio::task::yield_now().await;
     }
 
@@ -95,13 +86,7 @@ async fn a_big_request_is_not_starved_by_later_small_ones() {
 async fn asking_for_more_gpus_than_exist_fails_at_once() {
     let pool = GpuPool::from_list("0, 1");
     let error = pool.acquire(3).await.expect_err("impossible");
-    assert!(matches!(
-        error,
-        ProcError::NotEnoughGpus {
-            wanted: 3,
-            total: 2
-        }
-    ));
+    assert!(matches!(error, ProcError::NotEnoughGpus { wanted: 3, total: 2 }));
 }
 
 #[test]

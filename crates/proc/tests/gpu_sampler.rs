@@ -37,10 +37,7 @@ async fn summarizes_samples_per_gpu() {
 
     let args = std::fs::read_to_string(&args_file).expect("args");
     assert!(args.contains("--query-gpu=index,power.draw"), "{args}");
-    assert!(
-        args.contains("--loop-ms=100") && args.contains("--id=0,1"),
-        "{args}"
-    );
+    assert!(args.contains("--loop-ms=100") && args.contains("--id=0,1"), "{args}");
     assert_eq!(summary["source"], "nvidia-smi");
     let gpu0 = &summary["gpus"]["0"];
     assert_eq!(gpu0["samples"], 2);

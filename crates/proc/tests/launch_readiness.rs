@@ -50,10 +50,7 @@ async fn ready_when_log_line_matches_pattern() {
     assert!(server.log_tail(5).contains("Application startup complete"));
     let log = std::fs::read_to_string(scratch.path("log-ready.log")).expect("log file");
     assert!(log.contains("loading weights\n"), "stdout captured: {log}");
-    assert!(
-        log.contains("Application startup complete"),
-        "stderr captured: {log}"
-    );
+    assert!(log.contains("Application startup complete"), "stderr captured: {log}");
     server.stop().await;
 }
 
@@ -75,11 +72,7 @@ async fn ready_needs_both_http_and_log_when_both_given() {
 async fn without_checks_ready_once_port_accepts_connections() {
     let scratch = Scratch::new();
     let mut spec = scratch.http_server_spec("tcp-only");
-    spec.ready = ReadySpec {
-        http_path: None,
-        log_pattern: None,
-        ..spec.ready
-    };
+    spec.ready = ReadySpec { http_path: None, log_pattern: None, ..spec.ready };
     let port = spec.port;
 
     let server = launch(spec).await.expect("ready");
@@ -100,11 +93,7 @@ async fn exit_before_ready_reports_status_and_log_tail() {
     let error = launch(spec).await.expect_err("must fail");
 
     match &error {
-        ProcError::ExitedBeforeReady {
-            name,
-            status,
-            log_tail,
-        } => {
+        ProcError::ExitedBeforeReady { name, status, log_tail } => {
             assert_eq!(name, "crashes");
             assert_eq!(status.code(), Some(3));
             assert!(log_tail.contains("loading model shard 1/2"), "{log_tail}");
@@ -127,10 +116,7 @@ async fn exit_before_ready_kills_what_the_server_forked() {
 
     let error = launch(spec).await.expect_err("must fail");
 
-    assert!(
-        matches!(error, ProcError::ExitedBeforeReady { .. }),
-        "{error}"
-    );
+    assert!(matches!(error, ProcError::ExitedBeforeReady { .. }), "{error}");
     let child = scratch.read_pid("child.pid");
     assert!(wait_dead(child), "forked child {child} must not survive");
 }
@@ -148,19 +134,14 @@ async fn ready_timeout_reports_log_tail_and_kills_the_server() {
     let error = launch(spec).await.expect_err("must time out");
 
     match &error {
-        ProcError::ReadyTimeout {
-            after, log_tail, ..
-        } => {
+        ProcError::ReadyTimeout { after, log_tail, .. } => {
             assert_eq!(*after, Duration::from_millis(300));
             assert!(log_tail.contains("waiting for NCCL"), "{log_tail}");
         }
         other => panic!("wrong error: {other}"),
     }
     let leader = scratch.read_pid("leader.pid");
-    assert!(
-        wait_dead(leader),
-        "timed-out server {leader} must be killed"
-    );
+    assert!(wait_dead(leader), "timed-out server {leader} must be killed");
     assert!(scratch.registry_records().is_empty());
 }
 
@@ -172,10 +153,7 @@ async fn unknown_program_is_a_clear_error() {
 
     let error = launch(spec).await.expect_err("must fail");
 
-    assert!(
-        matches!(error, ProcError::ProgramNotFound { .. }),
-        "{error}"
-    );
+    assert!(matches!(error, ProcError::ProgramNotFound { .. }), "{error}");
     assert!(error.to_string().contains("no-such-engine-anvil-test"));
 }
 
@@ -193,11 +171,7 @@ async fn invalid_log_pattern_is_rejected_before_spawning() {
 #[tokio::test]
 async fn has_exited_reports_a_server_that_died_after_ready() {
     let scratch = Scratch::new();
-    let spec = scratch.shell_spec(
-        "dies-later",
-        "echo ready; read _ < $DIR/fifo; exit 7",
-        "^ready$",
-    );
+    let spec = scratch.shell_spec("dies-later", "echo ready; read _ < $DIR/fifo; exit 7", "^ready$");
     nix_mkfifo(&scratch.path("fifo"));
 
     let mut server = launch(spec).await.expect("ready");
@@ -218,9 +192,6 @@ async fn has_exited_reports_a_server_that_died_after_ready() {
 }
 
 fn nix_mkfifo(path: &std::path::Path) {
-    let status = std::process::Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .expect("mkfifo");
+    let status = std::process::Command::new("mkfifo").arg(path).status().expect("mkfifo");
     assert!(status.success());
 }

@@ -10,8 +10,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use anvil_proc::{
-    LaunchSpec, ReadySpec, StopSignal, engine_identity, free_port, launch, metric_deltas,
-    scrape_metrics,
+    LaunchSpec, ReadySpec, StopSignal, engine_identity, free_port, launch, metric_deltas, scrape_metrics,
 };
 use common::{Scratch, is_alive};
 use futures_util::StreamExt;
@@ -38,11 +37,7 @@ async fn llama_server_ready_streams_a_chat_completion_and_stops_cleanly() {
     let scratch = Scratch::new();
     let port = free_port().expect("port");
     let identity = engine_identity(&program, &["--version"]).expect("identity");
-    eprintln!(
-        "engine: {} blake3={}",
-        identity.program_path,
-        &identity.blake3[..16]
-    );
+    eprintln!("engine: {} blake3={}", identity.program_path, &identity.blake3[..16]);
     eprintln!("version: {:?}", identity.version_output);
 
     let spec = LaunchSpec {
@@ -99,10 +94,7 @@ async fn llama_server_ready_streams_a_chat_completion_and_stops_cleanly() {
             / (result.e2e - result.ttft).as_secs_f64().max(1e-9),
     );
     assert!(result.prompt_tokens > 0, "usage carries prompt tokens");
-    assert!(
-        result.completion_tokens > 0,
-        "usage carries completion tokens"
-    );
+    assert!(result.completion_tokens > 0, "usage carries completion tokens");
     assert!(!result.text.is_empty(), "streamed some content");
 
     let after = scrape_metrics(&server.base_url()).await.expect("metrics");
@@ -115,11 +107,7 @@ async fn llama_server_ready_streams_a_chat_completion_and_stops_cleanly() {
 
     let pid = server.pid() as i32;
     let report = server.stop().await;
-    eprintln!(
-        "stop: {:?} in {:.2}s",
-        report.signal_used,
-        report.duration.as_secs_f64()
-    );
+    eprintln!("stop: {:?} in {:.2}s", report.signal_used, report.duration.as_secs_f64());
     assert_eq!(report.signal_used, StopSignal::Term);
     assert!(report.survivors.is_empty());
     assert!(!is_alive(pid));
@@ -138,10 +126,8 @@ struct ChatResult {
 /// One streamed chat completion, timed on arrival of bytes. A unique
 /// prefix avoids the server's prompt cache.
 async fn streamed_chat(base_url: &str) -> ChatResult {
-    let unique = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let unique =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let body = json!({
         "model": "smollm2-135m",
         "messages": [{"role": "user", "content": format!("[{unique}] Name three colors.")}],
@@ -149,17 +135,10 @@ async fn streamed_chat(base_url: &str) -> ChatResult {
         "stream": true,
         "stream_options": {"include_usage": true},
     });
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
     let started = Instant::now();
-    let response = client
-        .post(format!("{base_url}/v1/chat/completions"))
-        .json(&body)
-        .send()
-        .await
-        .expect("POST");
+    let response =
+        client.post(format!("{base_url}/v1/chat/completions")).json(&body).send().await.expect("POST");
     assert!(response.status().is_success(), "{}", response.status());
     let mut stream = response.bytes_stream();
     let mut buffer = String::new();

@@ -61,13 +61,7 @@ fn key(name: &str, labels: &str) -> String {
 fn parses_vllm_series_with_sorted_labels() {
     let metrics = parse_prometheus_text(VLLM_BEFORE);
 
-    assert_eq!(
-        metrics[&key(
-            "vllm:prompt_tokens_total",
-            r#"engine="0",model_name="Qwen/Qwen3-8B""#
-        )],
-        1200.0
-    );
+    assert_eq!(metrics[&key("vllm:prompt_tokens_total", r#"engine="0",model_name="Qwen/Qwen3-8B""#)], 1200.0);
     assert_eq!(
         metrics[&key(
             "vllm:time_to_first_token_seconds_bucket",
@@ -111,19 +105,9 @@ fn deltas_subtract_counters_and_keep_gauges() {
 
     // Label order differed between scrapes; the keys still match.
     assert_eq!(deltas[&key("vllm:prompt_tokens_total", labels)], 4000.0);
-    assert_eq!(
-        deltas[&key("vllm:time_to_first_token_seconds_count", labels)],
-        20.0
-    );
-    assert_eq!(
-        deltas[&key("vllm:time_to_first_token_seconds_sum", labels)],
-        4.0
-    );
-    assert_eq!(
-        deltas[&key("vllm:num_requests_running", labels)],
-        3.0,
-        "gauge: after"
-    );
+    assert_eq!(deltas[&key("vllm:time_to_first_token_seconds_count", labels)], 20.0);
+    assert_eq!(deltas[&key("vllm:time_to_first_token_seconds_sum", labels)], 4.0);
+    assert_eq!(deltas[&key("vllm:num_requests_running", labels)], 3.0, "gauge: after");
     assert_eq!(deltas[&key("vllm:kv_cache_usage_perc", labels)], 0.25);
     let new_counter = key(
         "vllm:request_success_total",
@@ -144,9 +128,7 @@ fn a_counter_that_went_down_means_a_restart() {
 async fn scrapes_metrics_over_http_between_two_points() {
     let scratch = Scratch::new();
     std::fs::write(scratch.path("metrics"), LLAMA_CPP).expect("write metrics");
-    let server = launch(scratch.http_server_spec("metrics-server"))
-        .await
-        .expect("ready");
+    let server = launch(scratch.http_server_spec("metrics-server")).await.expect("ready");
 
     let before = scrape_metrics(&server.base_url()).await.expect("scrape 1");
     std::fs::write(
@@ -154,14 +136,9 @@ async fn scrapes_metrics_over_http_between_two_points() {
         LLAMA_CPP.replace("tokens_predicted_total 64", "tokens_predicted_total 192"),
     )
     .expect("rewrite metrics");
-    let after = scrape_metrics(&format!("{}/", server.base_url()))
-        .await
-        .expect("scrape 2");
+    let after = scrape_metrics(&format!("{}/", server.base_url())).await.expect("scrape 2");
 
-    assert_eq!(
-        metric_deltas(&before, &after)["llamacpp:tokens_predicted_total"],
-        128.0
-    );
+    assert_eq!(metric_deltas(&before, &after)["llamacpp:tokens_predicted_total"], 128.0);
     let missing = scrape_metrics(&format!("{}/nothing-here", server.base_url())).await;
     assert!(missing.is_err_and(|e| e.to_string().contains("404")));
     server.stop().await;

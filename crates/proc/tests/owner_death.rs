@@ -29,9 +29,7 @@ async fn helper_process() {
     }
     // The spec builder wants a Scratch; the pid files and registry go to
     // the parent test's directory instead (set just below).
-    let scratch = Scratch {
-        dir: tempfile::TempDir::with_prefix_in("helper", &dir).expect("dir"),
-    };
+    let scratch = Scratch { dir: tempfile::TempDir::with_prefix_in("helper", &dir).expect("dir") };
     let mut spec = scratch.shell_spec(
         "owned",
         "sleep 1000 & echo $! > $DIR/grandchild.pid; echo ready; wait",
@@ -40,19 +38,13 @@ async fn helper_process() {
     spec.registry_dir = Path::new(&dir).join("servers");
     spec.env = vec![("DIR".to_string(), dir.clone())];
     let server = launch(spec).await.expect("ready");
-    std::fs::write(Path::new(&dir).join("leader.pid"), server.pid().to_string())
-        .expect("write leader pid");
+    std::fs::write(Path::new(&dir).join("leader.pid"), server.pid().to_string()).expect("write leader pid");
     tokio::time::sleep(Duration::from_secs(1000)).await;
 }
 
 fn start_helper(role: &str, scratch: &Scratch) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "helper_process",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", "helper_process", "--nocapture", "--test-threads=1"])
         .env(ROLE_VAR, role)
         .env(SCRATCH_VAR, scratch.dir.path())
         .spawn()
@@ -73,15 +65,8 @@ fn kill_9_of_anvil_leaves_no_server_behind() {
     // The kernel kills the server itself (PR_SET_PDEATHSIG)...
     assert!(wait_dead(leader), "server {leader} survived its anvil");
     // ...but not what the server forked: that is the reaper's job.
-    assert!(
-        is_alive(grandchild),
-        "grandchild expected to need the reaper"
-    );
-    assert_eq!(
-        scratch.registry_records().len(),
-        1,
-        "record left by dead anvil"
-    );
+    assert!(is_alive(grandchild), "grandchild expected to need the reaper");
+    assert_eq!(scratch.registry_records().len(), 1, "record left by dead anvil");
 
     let reaped = reap_orphans(&scratch.registry());
 
@@ -89,10 +74,7 @@ fn kill_9_of_anvil_leaves_no_server_behind() {
     assert_eq!(reaped[0].name, "owned");
     assert_eq!(reaped[0].pgid, leader);
     assert!(reaped[0].killed_pids.contains(&grandchild), "{reaped:?}");
-    assert!(
-        wait_dead(grandchild),
-        "grandchild {grandchild} survived the reaper"
-    );
+    assert!(wait_dead(grandchild), "grandchild {grandchild} survived the reaper");
     assert!(scratch.registry_records().is_empty());
 }
 
@@ -109,19 +91,15 @@ fn ctrl_c_to_anvil_stops_its_servers_then_exits_130() {
     assert_eq!(status.code(), Some(130));
     // Cleanup finished before exit, so no waiting is needed here.
     assert!(!is_alive(leader), "server {leader} survived Ctrl-C");
-    assert!(
-        !is_alive(grandchild),
-        "grandchild {grandchild} survived Ctrl-C"
-    );
+    assert!(!is_alive(grandchild), "grandchild {grandchild} survived Ctrl-C");
     assert!(scratch.registry_records().is_empty());
 }
 
 #[tokio::test]
 async fn reaper_leaves_servers_of_a_live_anvil_alone() {
     let scratch = Scratch::new();
-    let server = launch(scratch.shell_spec("mine", "echo ready; exec sleep 1000", "ready"))
-        .await
-        .expect("ready");
+    let server =
+        launch(scratch.shell_spec("mine", "echo ready; exec sleep 1000", "ready")).await.expect("ready");
 
     let reaped = reap_orphans(&scratch.registry());
 
@@ -137,11 +115,7 @@ fn reaper_never_kills_a_process_that_reuses_a_recorded_pid() {
     // An unrelated process group standing where a dead server's group was.
     let mut bystander = {
         use std::os::unix::process::CommandExt;
-        Command::new("sleep")
-            .arg("1000")
-            .process_group(0)
-            .spawn()
-            .expect("bystander")
+        Command::new("sleep").arg("1000").process_group(0).spawn().expect("bystander")
     };
     let pid = bystander.id() as i32;
     let dead_anvil = dead_pid();
@@ -159,20 +133,14 @@ fn reaper_never_kills_a_process_that_reuses_a_recorded_pid() {
         port: 1,
     };
     write_record(&scratch, &stale);
-    let from_old_boot = ServerRecord {
-        boot_id: "another-boot".to_string(),
-        anvil_pid: dead_anvil + 1,
-        ..stale.clone()
-    };
+    let from_old_boot =
+        ServerRecord { boot_id: "another-boot".to_string(), anvil_pid: dead_anvil + 1, ..stale.clone() };
     write_record(&scratch, &from_old_boot);
 
     let reaped = reap_orphans(&scratch.registry());
 
     assert_eq!(reaped.len(), 2, "both stale records are cleared");
-    assert!(
-        reaped.iter().all(|r| r.killed_pids.is_empty()),
-        "{reaped:?}"
-    );
+    assert!(reaped.iter().all(|r| r.killed_pids.is_empty()), "{reaped:?}");
     assert!(is_alive(pid), "bystander must survive");
     assert!(scratch.registry_records().is_empty());
     bystander.kill().expect("kill bystander");
@@ -181,11 +149,8 @@ fn reaper_never_kills_a_process_that_reuses_a_recorded_pid() {
 
 fn write_record(scratch: &Scratch, record: &ServerRecord) {
     std::fs::create_dir_all(scratch.registry()).expect("registry dir");
-    std::fs::write(
-        scratch.registry().join(record.file_name()),
-        serde_json::to_vec(record).expect("json"),
-    )
-    .expect("write record");
+    std::fs::write(scratch.registry().join(record.file_name()), serde_json::to_vec(record).expect("json"))
+        .expect("write record");
 }
 
 /// The pid of a process that has exited and been reaped.

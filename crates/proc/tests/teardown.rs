@@ -55,10 +55,7 @@ async fn stop_escalates_to_sigkill_when_sigterm_is_ignored() {
     assert_eq!(report.signal_used, StopSignal::Kill);
     assert!(report.duration >= Duration::from_millis(300));
     let status = report.exit_status.expect("leader reaped");
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(9)
-    );
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
     assert!(!is_alive(leader) && !is_alive(child));
 }
 
@@ -74,11 +71,7 @@ async fn stop_reaches_workers_that_left_the_process_group() {
     let server = launch(spec).await.expect("ready");
     let escaped = scratch.read_pid("escaped.pid");
     let escaped_stat = anvil_proc::proc_table::stat(escaped).expect("escaped worker runs");
-    assert_ne!(
-        escaped_stat.pgid,
-        server.pgid(),
-        "worker really left the group"
-    );
+    assert_ne!(escaped_stat.pgid, server.pgid(), "worker really left the group");
 
     server.stop().await;
 
@@ -86,19 +79,15 @@ async fn stop_reaches_workers_that_left_the_process_group() {
         !is_alive(escaped),
         "escaped worker {escaped} survived: {:?} {:?}",
         anvil_proc::proc_table::stat(escaped),
-        std::fs::read(format!("/proc/{escaped}/environ"))
-            .map(|e| String::from_utf8_lossy(&e).into_owned())
+        std::fs::read(format!("/proc/{escaped}/environ")).map(|e| String::from_utf8_lossy(&e).into_owned())
     );
 }
 
 #[tokio::test]
 async fn dropping_a_server_kills_its_tree() {
     let scratch = Scratch::new();
-    let spec = scratch.shell_spec(
-        "dropped",
-        "sleep 1000 & echo $! > $DIR/child.pid; echo ready; wait",
-        "^ready$",
-    );
+    let spec =
+        scratch.shell_spec("dropped", "sleep 1000 & echo $! > $DIR/child.pid; echo ready; wait", "^ready$");
     let server = launch(spec).await.expect("ready");
     let leader = server.pid() as i32;
     let child = scratch.read_pid("child.pid");

@@ -73,7 +73,11 @@ async fn raw_stream(addr: std::net::SocketAddr, words: usize) -> Vec<(u64, usize
 
 /// Run `streams` concurrent streams from a reader thread; returns every
 /// stream's reads and the wall time.
-fn run_streams(addr: std::net::SocketAddr, streams: usize, words: usize) -> (Vec<Vec<(u64, usize)>>, Duration) {
+fn run_streams(
+    addr: std::net::SocketAddr,
+    streams: usize,
+    words: usize,
+) -> (Vec<Vec<(u64, usize)>>, Duration) {
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         runtime.block_on(async move {
@@ -95,7 +99,12 @@ fn ground_truth(addr: std::net::SocketAddr) -> Vec<Value> {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         runtime.block_on(async move {
             let url = format!("http://{addr}/debug/ground-truth?clear=1");
-            reqwest::get(url).await.expect("ground truth").json::<Vec<Value>>().await.expect("ground truth JSON")
+            reqwest::get(url)
+                .await
+                .expect("ground truth")
+                .json::<Vec<Value>>()
+                .await
+                .expect("ground truth JSON")
         })
     })
     .join()
@@ -110,20 +119,26 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn main() {
     println!("chunk rate: sim on one current_thread core, zero-cost steps, ground truth on");
     println!("{:>8} {:>10} {:>12} {:>12}", "streams", "chunks", "seconds", "chunks/s");
-    let addr = start_sim(&[("decode-step-ms", "0"), ("decode-step-ms-per-seq", "0"), ("prefill-tok-s", "1e9")]);
+    let addr =
+        start_sim(&[("decode-step-ms", "0"), ("decode-step-ms-per-seq", "0"), ("prefill-tok-s", "1e9")]);
     run_streams(addr, 4, 2000); // warm up
     ground_truth(addr);
     for (streams, words) in [(1, 200_000), (16, 20_000), (64, 5_000)] {
         let (reads, wall) = run_streams(addr, streams, words);
         ground_truth(addr); // keep the record store small
         let chunks: usize = reads.iter().flatten().map(|(_, events)| events).sum();
-        println!("{streams:>8} {chunks:>10} {:>12.3} {:>12.0}", wall.as_secs_f64(), chunks as f64 / wall.as_secs_f64());
+        println!(
+            "{streams:>8} {chunks:>10} {:>12.3} {:>12.0}",
+            wall.as_secs_f64(),
+            chunks as f64 / wall.as_secs_f64()
+        );
     }
 
     println!();
     println!("added latency: server write (ground truth) -> client read, decode-step-ms 2");
     println!("{:>8} {:>14} {:>12} {:>12} {:>12}", "streams", "mean gap ms", "p50 us", "p99 us", "max us");
-    let addr = start_sim(&[("decode-step-ms", "2"), ("decode-step-ms-per-seq", "0"), ("prefill-tok-s", "1e9")]);
+    let addr =
+        start_sim(&[("decode-step-ms", "2"), ("decode-step-ms-per-seq", "0"), ("prefill-tok-s", "1e9")]);
     for streams in [1, 16] {
         ground_truth(addr);
         let (reads, _) = run_streams(addr, streams, 500);
@@ -132,8 +147,14 @@ fn main() {
         let mut gaps = Vec::new();
         // Match by order: in each stream, the k-th event read is the k-th event written.
         for (stream_reads, record) in reads.iter().zip(truth.iter()) {
-            let writes: Vec<u64> = record["chunks"].as_array().expect("chunks").iter().map(|c| c["unix_ns"].as_u64().unwrap_or(0)).collect();
-            let arrivals: Vec<u64> = stream_reads.iter().flat_map(|(at, events)| std::iter::repeat_n(*at, *events)).collect();
+            let writes: Vec<u64> = record["chunks"]
+                .as_array()
+                .expect("chunks")
+                .iter()
+                .map(|c| c["unix_ns"].as_u64().unwrap_or(0))
+                .collect();
+            let arrivals: Vec<u64> =
+                stream_reads.iter().flat_map(|(at, events)| std::iter::repeat_n(*at, *events)).collect();
             // The first write holds two events (role chunk + first token),
             // every later write one: write i ends with event i + 1.
             for (i, written) in writes.iter().enumerate() {

@@ -34,7 +34,13 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(profile: SimProfile, engine: EngineHandle, metrics: Arc<Metrics>, ground_truth: GroundTruthLog, exit: ExitAction) -> Self {
+    pub fn new(
+        profile: SimProfile,
+        engine: EngineHandle,
+        metrics: Arc<Metrics>,
+        ground_truth: GroundTruthLog,
+        exit: ExitAction,
+    ) -> Self {
         Self {
             profile,
             engine,

@@ -67,7 +67,9 @@ impl WireFormat for ChatFormat {
             field(out, br#""content":"#);
             push_json_string(out, delta.content);
         }
-        if let Some(call) = self.tool_call.as_ref().filter(|_| delta.tool_started || !delta.tool_arguments.is_empty()) {
+        if let Some(call) =
+            self.tool_call.as_ref().filter(|_| delta.tool_started || !delta.tool_arguments.is_empty())
+        {
             field(out, br#""tool_calls":[{"#);
             if delta.tool_started {
                 out.extend_from_slice(br#""id":"#);

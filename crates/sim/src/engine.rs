@@ -174,7 +174,8 @@ impl Scheduler {
             } else if budget > 0 {
                 seq.prefill_this_step = seq.prefill_left.min(budget);
                 budget -= seq.prefill_this_step;
-                let done = (seq.job.prompt.count - seq.cached_tokens).saturating_sub(seq.prefill_left) + seq.cached_tokens;
+                let done = (seq.job.prompt.count - seq.cached_tokens).saturating_sub(seq.prefill_left)
+                    + seq.cached_tokens;
                 prefill_work += self.model.prefill_work(done, seq.prefill_this_step);
             }
         }

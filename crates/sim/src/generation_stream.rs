@@ -40,10 +40,20 @@ pub async fn respond(state: Arc<AppState>, generation: Generation) -> Response {
 
     let (events_tx, events) = mpsc::unbounded_channel();
     let total_tokens = plan.total_tokens().max(1);
-    let job = EngineJob { prompt: generation.prompt.clone(), output_tokens: total_tokens, seed: generation.seed, events: events_tx };
+    let job = EngineJob {
+        prompt: generation.prompt.clone(),
+        output_tokens: total_tokens,
+        seed: generation.seed,
+        events: events_tx,
+    };
     if state.engine.submit(job).is_err() {
         recorder.set_outcome("engine-stopped", 503);
-        return ApiError { status: StatusCode::SERVICE_UNAVAILABLE, message: "engine stopped".into(), param: None }.into_response();
+        return ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: "engine stopped".into(),
+            param: None,
+        }
+        .into_response();
     }
 
     let created = unix_seconds();
@@ -57,7 +67,11 @@ pub async fn respond(state: Arc<AppState>, generation: Generation) -> Response {
         format,
         cursor: ReplyCursor::default(),
         events,
-        usage: Usage { prompt_tokens: generation.prompt.count, reasoning_tokens: plan.reasoning_tokens(), ..Usage::default() },
+        usage: Usage {
+            prompt_tokens: generation.prompt.count,
+            reasoning_tokens: plan.reasoning_tokens(),
+            ..Usage::default()
+        },
         plan,
         faults,
         include_usage,
@@ -228,8 +242,12 @@ impl ServedRequest {
                 Some(event) => self.receive(event),
                 None => {
                     self.recorder.set_outcome("engine-stopped", 503);
-                    return ApiError { status: StatusCode::SERVICE_UNAVAILABLE, message: "engine stopped".into(), param: None }
-                        .into_response();
+                    return ApiError {
+                        status: StatusCode::SERVICE_UNAVAILABLE,
+                        message: "engine stopped".into(),
+                        param: None,
+                    }
+                    .into_response();
                 }
             }
         }
@@ -244,7 +262,9 @@ impl ServedRequest {
         self.recorder.wrote(body.len(), self.usage.completion_tokens);
         if self.faults.disconnect {
             self.recorder.set_outcome("disconnected", 200);
-            let failing = futures_util::stream::once(async { Err::<Bytes, _>(io::Error::other("anvil-sim injected fault: disconnect")) });
+            let failing = futures_util::stream::once(async {
+                Err::<Bytes, _>(io::Error::other("anvil-sim injected fault: disconnect"))
+            });
             return Response::builder()
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(Body::from_stream(failing))

@@ -82,10 +82,7 @@ mod tests {
         assert_eq!(find_canary("ANVIL_REQ_1_0003"), None);
         assert_eq!(find_canary("ANVIL_REQ_1_000033"), None);
         assert_eq!(find_canary("ANVIL_REQ__00003"), None);
-        assert_eq!(
-            find_canary("ANVIL_REQ_x then ANVIL_REQ_2_00001."),
-            Some(Canary { seed: 2, index: 1 })
-        );
+        assert_eq!(find_canary("ANVIL_REQ_x then ANVIL_REQ_2_00001."), Some(Canary { seed: 2, index: 1 }));
     }
 
     #[test]

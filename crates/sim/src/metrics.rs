@@ -51,14 +51,54 @@ impl Metrics {
                 let _ = writeln!(out, "{name}{{{label}{extra}}} {value}");
             }
         };
-        metric("vllm:num_requests_running", "gauge", "Number of requests in the running batch (simulated).", &[("", load(&self.running))]);
-        metric("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be scheduled (simulated).", &[("", load(&self.waiting))]);
-        metric("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed (simulated).", &[("", load(&self.prompt_tokens))]);
-        metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed (simulated).", &[("", load(&self.generation_tokens))]);
-        metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in tokens (simulated).", &[("", load(&self.prefix_cache_queries))]);
-        metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in tokens (simulated).", &[("", load(&self.prefix_cache_hits))]);
-        metric("vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens (simulated).", &[("", load(&self.spec_draft_tokens))]);
-        metric("vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted draft tokens (simulated).", &[("", load(&self.spec_accepted_tokens))]);
+        metric(
+            "vllm:num_requests_running",
+            "gauge",
+            "Number of requests in the running batch (simulated).",
+            &[("", load(&self.running))],
+        );
+        metric(
+            "vllm:num_requests_waiting",
+            "gauge",
+            "Number of requests waiting to be scheduled (simulated).",
+            &[("", load(&self.waiting))],
+        );
+        metric(
+            "vllm:prompt_tokens_total",
+            "counter",
+            "Number of prefill tokens processed (simulated).",
+            &[("", load(&self.prompt_tokens))],
+        );
+        metric(
+            "vllm:generation_tokens_total",
+            "counter",
+            "Number of generation tokens processed (simulated).",
+            &[("", load(&self.generation_tokens))],
+        );
+        metric(
+            "vllm:prefix_cache_queries_total",
+            "counter",
+            "Prefix cache queries, in tokens (simulated).",
+            &[("", load(&self.prefix_cache_queries))],
+        );
+        metric(
+            "vllm:prefix_cache_hits_total",
+            "counter",
+            "Prefix cache hits, in tokens (simulated).",
+            &[("", load(&self.prefix_cache_hits))],
+        );
+        metric(
+            "vllm:spec_decode_num_draft_tokens_total",
+            "counter",
+            "Number of draft tokens (simulated).",
+            &[("", load(&self.spec_draft_tokens))],
+        );
+        metric(
+            "vllm:spec_decode_num_accepted_tokens_total",
+            "counter",
+            "Number of accepted draft tokens (simulated).",
+            &[("", load(&self.spec_accepted_tokens))],
+        );
         metric(
             "vllm:request_success_total",
             "counter",
@@ -69,7 +109,12 @@ impl Metrics {
                 (",finished_reason=\"tool_calls\"", load(&self.success_tool_calls)),
             ],
         );
-        metric("anvil_sim_simulated", "gauge", "Always 1: this server is anvil's simulated engine.", &[("", 1)]);
+        metric(
+            "anvil_sim_simulated",
+            "gauge",
+            "Always 1: this server is anvil's simulated engine.",
+            &[("", 1)],
+        );
         out
     }
 }

@@ -200,8 +200,8 @@ impl SimProfile {
 
     /// Read a profile from the JSON that `--profile-json` carries, and check it.
     pub fn from_json(text: &str) -> anyhow::Result<Self> {
-        let profile: SimProfile = serde_json::from_str(text)
-            .map_err(|e| anyhow::anyhow!("invalid sim profile JSON: {e}"))?;
+        let profile: SimProfile =
+            serde_json::from_str(text).map_err(|e| anyhow::anyhow!("invalid sim profile JSON: {e}"))?;
         profile.validate().map_err(anyhow::Error::msg)?;
         Ok(profile)
     }
@@ -274,10 +274,9 @@ fn parse_value_like(key: &str, current: &Value, text: &str) -> Result<Value, Str
             .and_then(serde_json::Number::from_f64)
             .map(Value::Number)
             .ok_or_else(|| bad("a number")),
-        Value::Number(_) => text
-            .parse::<u64>()
-            .map(|v| Value::Number(v.into()))
-            .map_err(|_| bad("a non-negative integer")),
+        Value::Number(_) => {
+            text.parse::<u64>().map(|v| Value::Number(v.into())).map_err(|_| bad("a non-negative integer"))
+        }
         Value::String(_) => Ok(Value::String(text.to_owned())),
         // An unset optional key: a number stays a number (serde reports a
         // type mismatch where a string is wanted), anything else is a string.
@@ -289,11 +288,8 @@ fn parse_value_like(key: &str, current: &Value, text: &str) -> Result<Value, Str
 }
 
 fn unknown_key_message(key: &str) -> String {
-    let mut near: Vec<(f64, &str)> = KEYS
-        .iter()
-        .map(|k| (strsim::jaro_winkler(key, k), *k))
-        .filter(|(score, _)| *score > 0.8)
-        .collect();
+    let mut near: Vec<(f64, &str)> =
+        KEYS.iter().map(|k| (strsim::jaro_winkler(key, k), *k)).filter(|(score, _)| *score > 0.8).collect();
     near.sort_by(|a, b| b.0.total_cmp(&a.0));
     match near.first() {
         Some((_, best)) => format!("unknown sim key `{key}`; did you mean `{best}`?"),

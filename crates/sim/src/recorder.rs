@@ -16,7 +16,13 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(state: Arc<AppState>, request_id: &str, generation: &Generation, canary: Option<String>, faults: Vec<&'static str>) -> Self {
+    pub fn new(
+        state: Arc<AppState>,
+        request_id: &str,
+        generation: &Generation,
+        canary: Option<String>,
+        faults: Vec<&'static str>,
+    ) -> Self {
         let record = state.ground_truth.is_enabled().then(|| GroundTruthRecord {
             request_id: request_id.to_owned(),
             endpoint: generation.endpoint.path(),

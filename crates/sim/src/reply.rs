@@ -16,16 +16,16 @@ use crate::tokenizer::{count_tokens, push_token_ends};
 
 /// Words of at most four characters, so each is exactly one token.
 const WORDS: &[&str] = &[
-    "the", "a", "of", "and", "to", "in", "is", "it", "for", "on", "with", "as", "at", "by", "this",
-    "that", "from", "or", "be", "are", "was", "can", "will", "we", "our", "each", "load", "data",
-    "fast", "slow", "time", "test", "run", "node", "cell", "gate", "warm", "rate", "step", "byte",
-    "plan", "fair", "sure", "good", "well", "note", "more", "less", "then", "when", "next", "last",
+    "the", "a", "of", "and", "to", "in", "is", "it", "for", "on", "with", "as", "at", "by", "this", "that",
+    "from", "or", "be", "are", "was", "can", "will", "we", "our", "each", "load", "data", "fast", "slow",
+    "time", "test", "run", "node", "cell", "gate", "warm", "rate", "step", "byte", "plan", "fair", "sure",
+    "good", "well", "note", "more", "less", "then", "when", "next", "last",
 ];
 /// Words that end a sentence: at most three characters plus the full stop.
 const SENTENCE_ENDS: &[&str] = &["end", "now", "too", "so", "yes", "it", "all", "one"];
 const THOUGHTS: &[&str] = &[
-    "hmm", "so", "the", "user", "want", "me", "to", "make", "sure", "that", "i", "keep", "it",
-    "okay", "let", "me", "see", "what", "they", "ask", "then", "next", "step", "is", "fine",
+    "hmm", "so", "the", "user", "want", "me", "to", "make", "sure", "that", "i", "keep", "it", "okay", "let",
+    "me", "see", "what", "they", "ask", "then", "next", "step", "is", "fine",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,11 +117,8 @@ impl ReplyPlan {
             finish_reason = FinishReason::ToolCalls;
         } else if let Some(schema) = &generation.response_schema {
             let json = value_for_schema(schema, &mut rng).to_string();
-            let content = if faults.json_duplicate_after_think {
-                format!("{json}</think>{json}")
-            } else {
-                json
-            };
+            let content =
+                if faults.json_duplicate_after_think { format!("{json}</think>{json}") } else { json };
             segments.push(Segment::new(Channel::Content, content));
         } else {
             let marker = canary.as_ref().map(|c| c.marker());
@@ -131,7 +128,9 @@ impl ReplyPlan {
                 .unwrap_or_else(|| profile.output_tokens.saturating_sub(marker_tokens).max(1) as usize);
             let mut body = words_text(&mut rng, WORDS, words);
             if faults.canary_leak {
-                let leaked = canary.as_ref().map_or_else(|| "ANVIL_REQ_0_99999".to_owned(), |c| c.neighbour().marker());
+                let leaked = canary
+                    .as_ref()
+                    .map_or_else(|| "ANVIL_REQ_0_99999".to_owned(), |c| c.neighbour().marker());
                 body = insert_at_middle_word(&body, &leaked);
             }
             let content = match &marker {
@@ -223,7 +222,10 @@ pub struct Delta<'a> {
 
 impl Delta<'_> {
     pub fn is_empty(&self) -> bool {
-        self.reasoning.is_empty() && self.content.is_empty() && !self.tool_started && self.tool_arguments.is_empty()
+        self.reasoning.is_empty()
+            && self.content.is_empty()
+            && !self.tool_started
+            && self.tool_arguments.is_empty()
     }
 }
 
@@ -243,7 +245,9 @@ impl ReplyCursor {
     /// Advance by `tokens` tokens and return their text.
     pub fn take<'a>(&mut self, plan: &'a ReplyPlan, mut tokens: usize) -> Delta<'a> {
         let mut delta = Delta::default();
-        while tokens > 0 && let Some(segment) = plan.segments.get(self.segment) {
+        while tokens > 0
+            && let Some(segment) = plan.segments.get(self.segment)
+        {
             let start_byte = if self.token == 0 { 0 } else { segment.token_ends[self.token - 1] };
             let step = tokens.min(segment.token_ends.len() - self.token);
             self.token += step;

@@ -176,7 +176,11 @@ fn resolve_model(profile: &SimProfile, requested: Option<String>) -> Result<Stri
     }
 }
 
-fn check_lengths(profile: &SimProfile, prompt: &PromptTokens, max_tokens: Option<u32>) -> Result<(), ApiError> {
+fn check_lengths(
+    profile: &SimProfile,
+    prompt: &PromptTokens,
+    max_tokens: Option<u32>,
+) -> Result<(), ApiError> {
     if max_tokens == Some(0) {
         return Err(ApiError::bad_param("max_tokens", "max_tokens must be at least 1, got 0."));
     }
@@ -206,15 +210,16 @@ fn thinking_flag(kwargs: Option<&Value>, default: bool) -> bool {
 fn response_schema(format: Option<&Value>) -> Result<Option<Value>, ApiError> {
     let Some(format) = format else { return Ok(None) };
     match format.get("type").and_then(Value::as_str) {
-        Some("json_schema") => format
-            .get("json_schema")
-            .and_then(|s| s.get("schema"))
-            .cloned()
-            .map(Some)
-            .ok_or_else(|| ApiError::bad_param("response_format", "response_format.json_schema.schema is required")),
+        Some("json_schema") => {
+            format.get("json_schema").and_then(|s| s.get("schema")).cloned().map(Some).ok_or_else(|| {
+                ApiError::bad_param("response_format", "response_format.json_schema.schema is required")
+            })
+        }
         Some("json_object") => Ok(Some(serde_json::json!({"type": "object"}))),
         Some("text") | None => Ok(None),
-        Some(other) => Err(ApiError::bad_param("response_format", format!("unsupported response_format type `{other}`"))),
+        Some(other) => {
+            Err(ApiError::bad_param("response_format", format!("unsupported response_format type `{other}`")))
+        }
     }
 }
 
@@ -226,11 +231,10 @@ fn chosen_tool(tools: Option<&[Value]>, choice: Option<&Value>) -> Result<Option
     match choice {
         Some(Value::String(mode)) if mode == "none" => Ok(None),
         Some(Value::Object(named)) => {
-            let wanted = named
-                .get("function")
-                .and_then(|f| f.get("name"))
-                .and_then(Value::as_str)
-                .ok_or_else(|| ApiError::bad_param("tool_choice", "tool_choice.function.name is required"))?;
+            let wanted =
+                named.get("function").and_then(|f| f.get("name")).and_then(Value::as_str).ok_or_else(
+                    || ApiError::bad_param("tool_choice", "tool_choice.function.name is required"),
+                )?;
             tools
                 .iter()
                 .map(function_of)
@@ -281,7 +285,12 @@ pub fn parse_completion(body: &[u8], profile: &SimProfile) -> Result<Generation,
         Value::Array(items) if items.iter().all(Value::is_string) && !items.is_empty() => {
             items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")
         }
-        _ => return Err(ApiError::bad_param("prompt", "prompt must be a string or a non-empty list of strings")),
+        _ => {
+            return Err(ApiError::bad_param(
+                "prompt",
+                "prompt must be a string or a non-empty list of strings",
+            ));
+        }
     };
     let mut tokenizer = PromptTokenizer::new(profile.prefix_cache_block_tokens);
     tokenizer.push_special("bos", BOS_TOKENS);

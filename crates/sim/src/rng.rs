@@ -64,13 +64,20 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream_and_purposes_differ() {
-        let a: Vec<u64> = (0..4).map({ let mut r = SimRng::new(7); move |_| r.next_u64() }).collect();
-        let b: Vec<u64> = (0..4).map({ let mut r = SimRng::new(7); move |_| r.next_u64() }).collect();
+        let a: Vec<u64> = (0..4)
+            .map({
+                let mut r = SimRng::new(7);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map({
+                let mut r = SimRng::new(7);
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a, b);
-        assert_ne!(
-            SimRng::for_purpose(7, "x").next_u64(),
-            SimRng::for_purpose(7, "y").next_u64()
-        );
+        assert_ne!(SimRng::for_purpose(7, "x").next_u64(), SimRng::for_purpose(7, "y").next_u64());
         assert_ne!(derive_seed(&[b"ab", b"c"]), derive_seed(&[b"a", b"bc"]));
     }
 

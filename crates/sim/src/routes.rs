@@ -85,7 +85,10 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 }
 
 /// `GET /debug/ground-truth[?clear=1]`: every finished request's timings.
-async fn ground_truth(State(state): State<Arc<AppState>>, Query(query): Query<HashMap<String, String>>) -> Response {
+async fn ground_truth(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
     let clear = query.get("clear").is_some_and(|v| v == "1" || v == "true");
     axum::Json(state.ground_truth.snapshot(clear)).into_response()
 }

@@ -159,7 +159,13 @@ mod tests {
 
     #[test]
     fn odd_schemas_do_not_panic() {
-        for schema in [json!(true), json!({}), json!({"type": 5}), json!({"anyOf": []}), json!({"type": "integer", "minimum": 5, "maximum": 1})] {
+        for schema in [
+            json!(true),
+            json!({}),
+            json!({"type": 5}),
+            json!({"anyOf": []}),
+            json!({"type": "integer", "minimum": 5, "maximum": 1}),
+        ] {
             let _ = value_for_schema(&schema, &mut SimRng::new(1));
         }
     }

@@ -6,7 +6,8 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 
-const CANARY_PROMPT: &str = "Context words here. Begin your reply with ANVIL_REQ_17_00042 and write about 30 words.";
+const CANARY_PROMPT: &str =
+    "Context words here. Begin your reply with ANVIL_REQ_17_00042 and write about 30 words.";
 
 #[tokio::test]
 async fn usage_is_stable_and_follows_the_documented_tokenizer() {
@@ -66,8 +67,12 @@ async fn thinking_on_and_off() {
     assert_eq!(content.split_whitespace().count(), 5);
     assert_eq!(usage_of(&chunks)["completion_tokens"], 17);
     // Reasoning comes strictly before content.
-    let first_content = chunks.iter().position(|c| c["choices"][0]["delta"]["content"].as_str().is_some_and(|s| !s.is_empty())).unwrap();
-    let last_reasoning = chunks.iter().rposition(|c| c["choices"][0]["delta"].get("reasoning_content").is_some()).unwrap();
+    let first_content = chunks
+        .iter()
+        .position(|c| c["choices"][0]["delta"]["content"].as_str().is_some_and(|s| !s.is_empty()))
+        .unwrap();
+    let last_reasoning =
+        chunks.iter().rposition(|c| c["choices"][0]["delta"].get("reasoning_content").is_some()).unwrap();
     assert!(last_reasoning < first_content);
 
     // Profile default on, request turns it off.
@@ -93,7 +98,9 @@ fn fits(value: &Value, schema: &Value) -> bool {
             required.iter().all(|name| name.as_str().is_some_and(|n| object.contains_key(n)))
                 && object.iter().all(|(k, v)| properties.get(k).is_none_or(|s| fits(v, s)))
         }
-        Some("array") => value.as_array().is_some_and(|items| items.iter().all(|i| fits(i, &schema["items"]))),
+        Some("array") => {
+            value.as_array().is_some_and(|items| items.iter().all(|i| fits(i, &schema["items"])))
+        }
         Some("string") => value.is_string(),
         Some("integer") => value.is_i64() || value.is_u64(),
         Some("number") => value.is_number(),
@@ -123,11 +130,13 @@ async fn structured_output_fits_the_schema() {
     let sim = start(&[]).await;
     for thinking in [false, true] {
         let mut body = chat_stream("Give me a person as JSON.");
-        body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "person", "schema": person_schema()}});
+        body["response_format"] =
+            json!({"type": "json_schema", "json_schema": {"name": "person", "schema": person_schema()}});
         body["chat_template_kwargs"] = json!({"enable_thinking": thinking});
         let (_, text) = post_text(&sim, "/v1/chat/completions", &body).await;
         let content = delta_text(&json_chunks(&text), "content");
-        let value: Value = serde_json::from_str(&content).unwrap_or_else(|e| panic!("not one JSON value ({e}): {content}"));
+        let value: Value =
+            serde_json::from_str(&content).unwrap_or_else(|e| panic!("not one JSON value ({e}): {content}"));
         assert!(fits(&value, &person_schema()), "{value}");
     }
 }
@@ -144,7 +153,8 @@ async fn tool_call_arguments_fit_the_parameters() {
     body["tool_choice"] = json!({"type": "function", "function": {"name": "create_person"}});
     let (_, text) = post_text(&sim, "/v1/chat/completions", &body).await;
     let chunks = json_chunks(&text);
-    let calls: Vec<&Value> = chunks.iter().filter_map(|c| c["choices"].get(0)?["delta"].get("tool_calls")).collect();
+    let calls: Vec<&Value> =
+        chunks.iter().filter_map(|c| c["choices"].get(0)?["delta"].get("tool_calls")).collect();
     assert!(!calls.is_empty());
     assert_eq!(calls[0][0]["function"]["name"], "create_person");
     assert_eq!(calls[0][0]["type"], "function");
@@ -180,7 +190,9 @@ async fn same_seed_same_reply_other_seed_other_reply() {
         let mut body = chat("Write about 40 words.");
         body["seed"] = json!(seed);
         let sim = &sim;
-        async move { post_json(sim, "/v1/chat/completions", &body).await.1["choices"][0]["message"]["content"].clone() }
+        async move {
+            post_json(sim, "/v1/chat/completions", &body).await.1["choices"][0]["message"]["content"].clone()
+        }
     };
     assert_eq!(reply(1).await, reply(1).await);
     assert_ne!(reply(1).await, reply(2).await);
@@ -224,7 +236,10 @@ async fn speculative_decoding_puts_several_tokens_in_one_chunk() {
     let sim = start(&[("spec-draft-tokens", "4"), ("spec-acceptance", "0.8")]).await;
     let (_, text) = post_text(&sim, "/v1/chat/completions", &chat_stream("Write about 200 words.")).await;
     let chunks = json_chunks(&text);
-    let content_chunks = chunks.iter().filter(|c| c["choices"].get(0).is_some_and(|ch| ch["delta"].get("content").is_some())).count();
+    let content_chunks = chunks
+        .iter()
+        .filter(|c| c["choices"].get(0).is_some_and(|ch| ch["delta"].get("content").is_some()))
+        .count();
     let tokens = usage_of(&chunks)["completion_tokens"].as_u64().unwrap() as usize;
     assert_eq!(delta_text(&chunks, "content").split_whitespace().count(), 200);
     assert!(content_chunks * 2 < tokens, "{content_chunks} chunks for {tokens} tokens");
@@ -234,7 +249,10 @@ async fn speculative_decoding_puts_several_tokens_in_one_chunk() {
         let line = metrics.lines().find(|l| l.starts_with(name)).unwrap();
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
-    let (drafts, accepted) = (value("vllm:spec_decode_num_draft_tokens_total"), value("vllm:spec_decode_num_accepted_tokens_total"));
+    let (drafts, accepted) = (
+        value("vllm:spec_decode_num_draft_tokens_total"),
+        value("vllm:spec_decode_num_accepted_tokens_total"),
+    );
     assert!(accepted > 0 && accepted < drafts, "{accepted} of {drafts}");
 }
 
@@ -244,7 +262,12 @@ async fn ground_truth_records_every_chunk_by_request_and_canary() {
     let _ = std::fs::remove_file(&file);
     let path = file.to_str().unwrap().to_owned();
     let sim = start(&[("ground-truth-file", path.as_str())]).await;
-    let (_, text) = post_text(&sim, "/v1/chat/completions", &chat_stream("Begin your reply with ANVIL_REQ_4_00002. Write about 9 words.")).await;
+    let (_, text) = post_text(
+        &sim,
+        "/v1/chat/completions",
+        &chat_stream("Begin your reply with ANVIL_REQ_4_00002. Write about 9 words."),
+    )
+    .await;
     let events = split_sse(&text).len();
 
     let (_, truth) = get_text(&sim, "/debug/ground-truth?clear=1").await;

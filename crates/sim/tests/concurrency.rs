@@ -23,7 +23,12 @@ async fn concurrency_raises_ttft_and_lowers_per_request_decode_rate() {
     // tokens need several chunked-prefill steps: both effects are ~4x, the
     // assertions ask for much less.
     assert!(ttft(&crowd) > ttft(&alone) * 1.5, "ttft alone {:?} crowd {:?}", ttft(&alone), ttft(&crowd));
-    assert!(decode(&crowd) < decode(&alone) / 1.5, "decode alone {} crowd {}", decode(&alone), decode(&crowd));
+    assert!(
+        decode(&crowd) < decode(&alone) / 1.5,
+        "decode alone {} crowd {}",
+        decode(&alone),
+        decode(&crowd)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

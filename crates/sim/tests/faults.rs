@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 #[tokio::test]
 async fn http_error_faults_answer_with_openai_errors() {
-    for (key, status) in [("faults.http-500-rate", 500), ("faults.http-503-rate", 503), ("faults.http-429-rate", 429)] {
+    for (key, status) in
+        [("faults.http-500-rate", 500), ("faults.http-503-rate", 503), ("faults.http-429-rate", 429)]
+    {
         let sim = start(&[(key, "1")]).await;
         let (got, body) = post_json(&sim, "/v1/chat/completions", &chat_stream("hello")).await;
         assert_eq!(got, status, "{key}");
@@ -69,7 +71,8 @@ async fn stall_pauses_mid_stream() {
     json_chunks(&text);
     let (_, truth) = get_text(&sim, "/debug/ground-truth").await;
     let truth: Value = serde_json::from_str(&truth).unwrap();
-    let stamps: Vec<u64> = truth[0]["chunks"].as_array().unwrap().iter().map(|c| c["mono_ns"].as_u64().unwrap()).collect();
+    let stamps: Vec<u64> =
+        truth[0]["chunks"].as_array().unwrap().iter().map(|c| c["mono_ns"].as_u64().unwrap()).collect();
     let largest_gap = stamps.windows(2).map(|w| w[1] - w[0]).max().unwrap();
     // The server's own clock: the pause is at least stall-ms (never shorter).
     assert!(largest_gap >= 300_000_000, "largest gap {largest_gap} ns");
@@ -81,7 +84,10 @@ async fn malformed_sse_emits_one_broken_event() {
     let sim = start(&[("faults.malformed-sse-rate", "1")]).await;
     let (_, text) = post_text(&sim, "/v1/chat/completions", &chat_stream("Write about 20 words.")).await;
     let events = split_sse(&text);
-    let broken = events.iter().filter(|e| e.data != "[DONE]" && serde_json::from_str::<Value>(&e.data).is_err()).count();
+    let broken = events
+        .iter()
+        .filter(|e| e.data != "[DONE]" && serde_json::from_str::<Value>(&e.data).is_err())
+        .count();
     assert_eq!(broken, 1);
     assert_eq!(events.last().unwrap().data, "[DONE]");
 }

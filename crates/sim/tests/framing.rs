@@ -46,7 +46,8 @@ async fn chat_stream_is_framed_like_vllm() {
     // Usage chunk shape.
     assert_eq!(usage_chunk["choices"], json!([]));
     let usage = &usage_chunk["usage"];
-    let (prompt, completion) = (usage["prompt_tokens"].as_u64().unwrap(), usage["completion_tokens"].as_u64().unwrap());
+    let (prompt, completion) =
+        (usage["prompt_tokens"].as_u64().unwrap(), usage["completion_tokens"].as_u64().unwrap());
     assert_eq!(usage["total_tokens"].as_u64().unwrap(), prompt + completion);
     assert!(usage["prompt_tokens_details"]["cached_tokens"].is_u64());
     assert_eq!(completion as usize, token_chunks.len(), "one token per step without spec decode");
@@ -80,11 +81,13 @@ async fn non_streaming_chat_completion() {
 #[tokio::test]
 async fn completions_stream_and_whole() {
     let sim = start(&[]).await;
-    let body = json!({"prompt": "Write about 8 words.", "stream": true, "stream_options": {"include_usage": true}});
+    let body =
+        json!({"prompt": "Write about 8 words.", "stream": true, "stream_options": {"include_usage": true}});
     let (_, text) = post_text(&sim, "/v1/completions", &body).await;
     let chunks = json_chunks(&text);
     assert!(chunks.iter().all(|c| c["object"] == "text_completion"));
-    let streamed: String = chunks.iter().filter_map(|c| c["choices"].get(0)?["text"].as_str().map(str::to_owned)).collect();
+    let streamed: String =
+        chunks.iter().filter_map(|c| c["choices"].get(0)?["text"].as_str().map(str::to_owned)).collect();
     assert_eq!(streamed.split_whitespace().count(), 8);
     let usage = usage_of(&chunks);
     assert_eq!(usage["completion_tokens"], 8);
@@ -150,7 +153,8 @@ async fn models_health_metrics_and_errors() {
     assert_eq!(error["error"]["type"], "invalid_request_error");
     let (status, _) = post_json(&sim, "/v1/chat/completions", &json!({"model": "served-model"})).await;
     assert_eq!(status, 400);
-    let (status, _) = post_json(&sim, "/v1/chat/completions", &json!({"model": "served-model", "messages": []})).await;
+    let (status, _) =
+        post_json(&sim, "/v1/chat/completions", &json!({"model": "served-model", "messages": []})).await;
     assert_eq!(status, 400);
     let (status, error) = get_text(&sim, "/v2/unknown").await;
     assert_eq!(status, 404);
@@ -174,5 +178,8 @@ async fn models_health_metrics_and_errors() {
         assert!(metrics.contains(&format!("# TYPE {name} ")), "missing {name}");
     }
     assert!(metrics.contains("vllm:generation_tokens_total{model_name=\"served-model\"} 5\n"), "{metrics}");
-    assert!(metrics.contains("vllm:request_success_total{model_name=\"served-model\",finished_reason=\"stop\"} 1\n"));
+    assert!(
+        metrics
+            .contains("vllm:request_success_total{model_name=\"served-model\",finished_reason=\"stop\"} 1\n")
+    );
 }

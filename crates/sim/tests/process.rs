@@ -23,7 +23,8 @@ fn exit_after_requests_exits_the_process_with_status_3() {
         let client = reqwest::Client::new();
         for _ in 0..2 {
             let body = json!({"messages": [{"role": "user", "content": "Write about 3 words."}]});
-            let response = client.post(format!("{url}/v1/chat/completions")).json(&body).send().await.unwrap();
+            let response =
+                client.post(format!("{url}/v1/chat/completions")).json(&body).send().await.unwrap();
             assert_eq!(response.status(), 200);
             response.text().await.unwrap();
         }

@@ -15,27 +15,18 @@ use serde_json::json;
 const LOOKUPS: usize = 10_000;
 
 fn main() {
-    let entries: usize = std::env::var("ANVIL_STORE_BENCH_ENTRIES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    let parent = std::env::var_os("ANVIL_STORE_BENCH_DIR")
-        .map(Into::into)
-        .unwrap_or_else(std::env::temp_dir);
+    let entries: usize =
+        std::env::var("ANVIL_STORE_BENCH_ENTRIES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let parent = std::env::var_os("ANVIL_STORE_BENCH_DIR").map(Into::into).unwrap_or_else(std::env::temp_dir);
     let dir = tempfile::tempdir_in(&parent).expect("create temp dir");
     let store = Store::open(&dir.path().join("store")).expect("open store");
     println!("store at {} ({entries} entries)\n", store.root().display());
-    println!(
-        "{:<40} {:>8} {:>12} {:>14}",
-        "operation", "count", "total", "per second"
-    );
+    println!("{:<40} {:>8} {:>12} {:>14}", "operation", "count", "total", "per second");
 
-    let stored: Vec<Fingerprint> = (0..entries)
-        .map(|i| Fingerprint::of_bytes(format!("hit-{i}").as_bytes()))
-        .collect();
-    let missing: Vec<Fingerprint> = (0..LOOKUPS)
-        .map(|i| Fingerprint::of_bytes(format!("miss-{i}").as_bytes()))
-        .collect();
+    let stored: Vec<Fingerprint> =
+        (0..entries).map(|i| Fingerprint::of_bytes(format!("hit-{i}").as_bytes())).collect();
+    let missing: Vec<Fingerprint> =
+        (0..LOOKUPS).map(|i| Fingerprint::of_bytes(format!("miss-{i}").as_bytes())).collect();
 
     row(
         "stage+commit (3 small files, fsync)",
@@ -44,17 +35,10 @@ fn main() {
             for (i, fp) in stored.iter().enumerate() {
                 let mut staged = store.stage(fp).expect("stage");
                 staged
-                    .write_json(
-                        "preimage.json",
-                        &json!({ "node": i, "protocol": "capacity-v4" }),
-                    )
+                    .write_json("preimage.json", &json!({ "node": i, "protocol": "capacity-v4" }))
                     .expect("write");
-                staged
-                    .write_json("result.json", &json!({ "ttft_ms": 12.5, "tokens": i }))
-                    .expect("write");
-                staged
-                    .write_bytes("logs/server.log", b"server started\nready\n")
-                    .expect("write");
+                staged.write_json("result.json", &json!({ "ttft_ms": 12.5, "tokens": i })).expect("write");
+                staged.write_bytes("logs/server.log", b"server started\nready\n").expect("write");
                 staged.commit().expect("commit");
             }
         }),
@@ -102,12 +86,7 @@ fn main() {
         LOOKUPS,
         timed(|| {
             for i in 0..LOOKUPS {
-                black_box(
-                    store
-                        .try_lock(&stored[i % stored.len()])
-                        .expect("lock")
-                        .expect("free"),
-                );
+                black_box(store.try_lock(&stored[i % stored.len()]).expect("lock").expect("free"));
             }
         }),
     );
@@ -160,8 +139,5 @@ fn timed(work: impl FnOnce()) -> Duration {
 
 fn row(operation: &str, count: usize, elapsed: Duration) {
     let per_second = count as f64 / elapsed.as_secs_f64();
-    println!(
-        "{operation:<40} {count:>8} {:>10.1}ms {per_second:>14.0}",
-        elapsed.as_secs_f64() * 1e3
-    );
+    println!("{operation:<40} {count:>8} {:>10.1}ms {per_second:>14.0}", elapsed.as_secs_f64() * 1e3);
 }

@@ -35,10 +35,7 @@ pub enum StoreError {
     UnsupportedFile { path: PathBuf, reason: &'static str },
 
     #[error("entry {fingerprint} cannot be committed without {name} (write it with write_json)")]
-    MissingRequiredFile {
-        fingerprint: Fingerprint,
-        name: &'static str,
-    },
+    MissingRequiredFile { fingerprint: Fingerprint, name: &'static str },
 
     #[error("fingerprint prefix {prefix:?} is too short: give at least {min} hex characters")]
     PrefixTooShort { prefix: String, min: usize },
@@ -53,14 +50,9 @@ pub enum StoreError {
         "fingerprint prefix {prefix:?} is ambiguous; it matches:\n{}",
         candidates.iter().map(|fp| format!("  {fp}")).collect::<Vec<_>>().join("\n")
     )]
-    Ambiguous {
-        prefix: String,
-        candidates: Vec<Fingerprint>,
-    },
+    Ambiguous { prefix: String, candidates: Vec<Fingerprint> },
 
-    #[error(
-        "invalid run id {run_id:?}: use letters, digits, '.', '_' or '-', not starting with '.'"
-    )]
+    #[error("invalid run id {run_id:?}: use letters, digits, '.', '_' or '-', not starting with '.'")]
     InvalidRunId { run_id: String },
 
     #[error("no run record named {run_id:?}")]
@@ -75,15 +67,8 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(io::Error) -> StoreError {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> StoreError {
         let path = path.into();
-        move |source| StoreError::Io {
-            action,
-            path,
-            source,
-        }
+        move |source| StoreError::Io { action, path, source }
     }
 }

@@ -95,10 +95,7 @@ impl FromStr for Fingerprint {
 }
 
 fn hex_value(digit: char) -> Result<u8, ParseFingerprintError> {
-    digit
-        .to_digit(16)
-        .map(|value| value as u8)
-        .ok_or(ParseFingerprintError::NotHex(digit))
+    digit.to_digit(16).map(|value| value as u8).ok_or(ParseFingerprintError::NotHex(digit))
 }
 
 /// True when `name` is exactly a lowercase 64-hex fingerprint (the only
@@ -108,8 +105,7 @@ pub(crate) fn is_canonical_hex(name: &str) -> bool {
 }
 
 pub(crate) fn is_lower_hex(text: &str) -> bool {
-    text.bytes()
-        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl Serialize for Fingerprint {
@@ -142,15 +138,9 @@ mod tests {
 
     #[test]
     fn rejects_bad_text() {
-        assert_eq!(
-            "abc".parse::<Fingerprint>(),
-            Err(ParseFingerprintError::WrongLength(3))
-        );
+        assert_eq!("abc".parse::<Fingerprint>(), Err(ParseFingerprintError::WrongLength(3)));
         let with_g = format!("g{}", "0".repeat(63));
-        assert_eq!(
-            with_g.parse::<Fingerprint>(),
-            Err(ParseFingerprintError::NotHex('g'))
-        );
+        assert_eq!(with_g.parse::<Fingerprint>(), Err(ParseFingerprintError::NotHex('g')));
         // Multi-byte characters must not panic on slicing.
         let wide = "é".repeat(64);
         assert!(wide.parse::<Fingerprint>().is_err());

@@ -23,8 +23,7 @@ pub(crate) fn fsync_file(path: &Path) -> Result<(), StoreError> {
 #[cfg(unix)]
 pub(crate) fn fsync_dir(path: &Path) -> Result<(), StoreError> {
     let dir = File::open(path).map_err(StoreError::io("open directory for fsync", path))?;
-    dir.sync_all()
-        .map_err(StoreError::io("fsync directory", path))
+    dir.sync_all().map_err(StoreError::io("fsync directory", path))
 }
 
 /// Directories cannot be opened as files on every platform; there the
@@ -41,8 +40,7 @@ pub(crate) fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), S
     let final_path = dir.join(name);
     let result = (|| {
         write_new_file(&tmp_path, bytes)?;
-        fs::rename(&tmp_path, &final_path)
-            .map_err(StoreError::io("rename into place", &final_path))?;
+        fs::rename(&tmp_path, &final_path).map_err(StoreError::io("rename into place", &final_path))?;
         fsync_dir(dir)
     })();
     if result.is_err() {
@@ -56,21 +54,16 @@ pub(crate) const TMP_PREFIX: &str = ".tmp-";
 
 /// Create `path` (which must not exist), write `bytes`, fsync.
 pub(crate) fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(StoreError::io("create", path))?;
-    file.write_all(bytes)
-        .map_err(StoreError::io("write", path))?;
+    let mut file =
+        OpenOptions::new().write(true).create_new(true).open(path).map_err(StoreError::io("create", path))?;
+    file.write_all(bytes).map_err(StoreError::io("write", path))?;
     file.sync_all().map_err(StoreError::io("fsync", path))
 }
 
 /// Drop write permission so a stray `open(..., write)` on an entry fails.
 pub(crate) fn make_read_only(path: &Path) -> Result<(), StoreError> {
-    let mut permissions = fs::symlink_metadata(path)
-        .map_err(StoreError::io("read metadata of", path))?
-        .permissions();
+    let mut permissions =
+        fs::symlink_metadata(path).map_err(StoreError::io("read metadata of", path))?.permissions();
     permissions.set_readonly(true);
     fs::set_permissions(path, permissions).map_err(StoreError::io("make read-only", path))
 }
@@ -86,10 +79,7 @@ pub(crate) fn tree_size(path: &Path) -> u64 {
     let Ok(children) = fs::read_dir(path) else {
         return 0;
     };
-    children
-        .flatten()
-        .map(|child| tree_size(&child.path()))
-        .sum()
+    children.flatten().map(|child| tree_size(&child.path())).sum()
 }
 
 /// A directory that is not a symlink to one: the store never follows
@@ -112,10 +102,8 @@ pub(crate) fn remove_any(path: &Path) -> io::Result<()> {
 pub(crate) fn unique_suffix() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| elapsed.subsec_nanos())
-        .unwrap_or(0);
+    let nanos =
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.subsec_nanos()).unwrap_or(0);
     format!("{}-{nanos:08x}-{count}", std::process::id())
 }
 

@@ -51,23 +51,11 @@ impl Store {
     /// roots would be unknown; fix it or `forget_run` it). A dry run takes no
     /// exclusive lock and changes nothing.
     pub fn gc(&self, dry_run: bool) -> Result<GcReport, StoreError> {
-        let _gate = self
-            .shared
-            .gc_gate
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let _exclusive = if dry_run {
-            None
-        } else {
-            Some(ExclusiveStore::acquire(self)?)
-        };
+        let _gate = self.shared.gc_gate.write().unwrap_or_else(PoisonError::into_inner);
+        let _exclusive = if dry_run { None } else { Some(ExclusiveStore::acquire(self)?) };
 
         let roots = self.gc_roots()?;
-        let mut report = GcReport {
-            dry_run,
-            roots: roots.len(),
-            ..GcReport::default()
-        };
+        let mut report = GcReport { dry_run, roots: roots.len(), ..GcReport::default() };
         self.collect_entries(&roots, &mut report)?;
         self.collect_staging(&mut report)?;
         self.collect_locks(&mut report)?;
@@ -145,12 +133,8 @@ impl Store {
     /// whole or not at all. A crash before it is deleted leaves an
     /// unlocked staging directory, which the next gc removes.
     fn move_out(&self, entry_dir: &Path) -> Result<PathBuf, StoreError> {
-        let doomed = self
-            .layout
-            .staging()
-            .join(format!("gc-{}", unique_suffix()));
-        fs::rename(entry_dir, &doomed)
-            .map_err(StoreError::io("move out of the store", entry_dir))?;
+        let doomed = self.layout.staging().join(format!("gc-{}", unique_suffix()));
+        fs::rename(entry_dir, &doomed).map_err(StoreError::io("move out of the store", entry_dir))?;
         Ok(doomed)
     }
 
@@ -231,9 +215,7 @@ impl<'a> ExclusiveStore<'a> {
                 let path = store.layout.store_lock();
                 lock.lock_shared().map_err(StoreError::io("lock", &path))?;
                 match failure {
-                    TryLockError::WouldBlock => Err(StoreError::Busy {
-                        root: store.root().to_path_buf(),
-                    }),
+                    TryLockError::WouldBlock => Err(StoreError::Busy { root: store.root().to_path_buf() }),
                     TryLockError::Error(err) => Err(StoreError::io("lock", path)(err)),
                 }
             }

@@ -44,10 +44,7 @@ pub(crate) struct Marker {
 
 impl Marker {
     pub fn current() -> Marker {
-        Marker {
-            format: FORMAT_NAME.to_string(),
-            version: FORMAT_VERSION,
-        }
+        Marker { format: FORMAT_NAME.to_string(), version: FORMAT_VERSION }
     }
 }
 

@@ -34,53 +34,28 @@ pub(crate) struct Manifest {
 }
 
 impl Manifest {
-    pub fn new(
-        fingerprint: Fingerprint,
-        created_at: String,
-        mut files: Vec<ManifestFile>,
-    ) -> Manifest {
+    pub fn new(fingerprint: Fingerprint, created_at: String, mut files: Vec<ManifestFile>) -> Manifest {
         files.sort_by(|a, b| a.name.cmp(&b.name));
         let content_hash = content_hash(&files);
-        Manifest {
-            format: MANIFEST_FORMAT.to_string(),
-            fingerprint,
-            created_at,
-            content_hash,
-            files,
-        }
+        Manifest { format: MANIFEST_FORMAT.to_string(), fingerprint, created_at, content_hash, files }
     }
 
     /// Read and sanity-check `<entry_dir>/manifest.json`.
     pub fn load(entry_dir: &Path) -> Result<Manifest, StoreError> {
         let path = entry_dir.join(MANIFEST_FILE);
         let bytes = fs::read(&path).map_err(StoreError::io("read", &path))?;
-        let corrupt = |reason: String| StoreError::Corrupt {
-            path: path.clone(),
-            reason,
-        };
-        let manifest: Manifest = serde_json::from_slice(&bytes)
-            .map_err(|err| corrupt(format!("manifest is not valid: {err}")))?;
+        let corrupt = |reason: String| StoreError::Corrupt { path: path.clone(), reason };
+        let manifest: Manifest =
+            serde_json::from_slice(&bytes).map_err(|err| corrupt(format!("manifest is not valid: {err}")))?;
         if manifest.format != MANIFEST_FORMAT {
-            return Err(corrupt(format!(
-                "unknown manifest format {:?}",
-                manifest.format
-            )));
+            return Err(corrupt(format!("unknown manifest format {:?}", manifest.format)));
         }
-        if let Some(bad) = manifest
-            .files
-            .iter()
-            .find(|file| check_file_name(&file.name).is_err())
-        {
+        if let Some(bad) = manifest.files.iter().find(|file| check_file_name(&file.name).is_err()) {
             // Never let a manifest point verify or readers outside the entry.
-            return Err(corrupt(format!(
-                "lists an invalid file name {:?}",
-                bad.name
-            )));
+            return Err(corrupt(format!("lists an invalid file name {:?}", bad.name)));
         }
         if content_hash(&manifest.files) != manifest.content_hash {
-            return Err(corrupt(
-                "content_hash does not match the file list".to_string(),
-            ));
+            return Err(corrupt("content_hash does not match the file list".to_string()));
         }
         Ok(manifest)
     }
@@ -111,9 +86,7 @@ fn content_hash(sorted_files: &[ManifestFile]) -> String {
 pub(crate) fn hash_file(path: &Path) -> Result<(String, u64), StoreError> {
     let file = File::open(path).map_err(StoreError::io("open", path))?;
     let mut hasher = blake3::Hasher::new();
-    hasher
-        .update_reader(file)
-        .map_err(StoreError::io("read", path))?;
+    hasher.update_reader(file).map_err(StoreError::io("read", path))?;
     Ok((hasher.finalize().to_hex().to_string(), hasher.count()))
 }
 
@@ -150,9 +123,7 @@ fn walk_into(dir: &Path, prefix: &str, walk: &mut Walk) -> Result<(), StoreError
             continue;
         }
         let relative = format!("{prefix}{name}");
-        let file_type = item
-            .file_type()
-            .map_err(StoreError::io("read metadata of", &path))?;
+        let file_type = item.file_type().map_err(StoreError::io("read metadata of", &path))?;
         if file_type.is_dir() {
             walk_into(&path, &format!("{relative}/"), walk)?;
         } else if file_type.is_file() {
@@ -162,8 +133,7 @@ fn walk_into(dir: &Path, prefix: &str, walk: &mut Walk) -> Result<(), StoreError
         } else if file_type.is_symlink() {
             walk.oddities.push((path, "symbolic links are not stored"));
         } else {
-            walk.oddities
-                .push((path, "only regular files and directories are stored"));
+            walk.oddities.push((path, "only regular files and directories are stored"));
         }
     }
     walk.dirs.push(dir.to_path_buf());
@@ -173,10 +143,7 @@ fn walk_into(dir: &Path, prefix: &str, walk: &mut Walk) -> Result<(), StoreError
 /// Check a caller-chosen file name: relative, `/`-separated, no `.`/`..`
 /// components, not the manifest.
 pub(crate) fn check_file_name(name: &str) -> Result<(), StoreError> {
-    let invalid = |reason| StoreError::InvalidName {
-        name: name.to_string(),
-        reason,
-    };
+    let invalid = |reason| StoreError::InvalidName { name: name.to_string(), reason };
     if name.is_empty() {
         return Err(invalid("name is empty"));
     }
@@ -188,9 +155,7 @@ pub(crate) fn check_file_name(name: &str) -> Result<(), StoreError> {
     }
     for component in name.split('/') {
         if component.is_empty() || component == "." || component == ".." {
-            return Err(invalid(
-                "use a relative path without empty, '.' or '..' components",
-            ));
+            return Err(invalid("use a relative path without empty, '.' or '..' components"));
         }
     }
     Ok(())
@@ -204,34 +169,19 @@ mod tests {
     fn file_names() {
         assert!(check_file_name("result.json").is_ok());
         assert!(check_file_name("raw/requests.jsonl").is_ok());
-        for bad in [
-            "",
-            "/abs",
-            "a/../b",
-            "./a",
-            "a//b",
-            "a/",
-            "manifest.json",
-            "a\\b",
-        ] {
+        for bad in ["", "/abs", "a/../b", "./a", "a//b", "a/", "manifest.json", "a\\b"] {
             assert!(check_file_name(bad).is_err(), "{bad:?} should be rejected");
         }
     }
 
     #[test]
     fn content_hash_depends_on_every_field() {
-        let file = |name: &str, hash: &str, bytes| ManifestFile {
-            name: name.into(),
-            blake3: hash.into(),
-            bytes,
-        };
+        let file =
+            |name: &str, hash: &str, bytes| ManifestFile { name: name.into(), blake3: hash.into(), bytes };
         let fp = Fingerprint::of_bytes(b"x");
         let base = Manifest::new(fp, "t".into(), vec![file("a", "00", 1)]);
         for changed in [file("b", "00", 1), file("a", "01", 1), file("a", "00", 2)] {
-            assert_ne!(
-                Manifest::new(fp, "t".into(), vec![changed]).content_hash,
-                base.content_hash
-            );
+            assert_ne!(Manifest::new(fp, "t".into(), vec![changed]).content_hash, base.content_hash);
         }
     }
 }

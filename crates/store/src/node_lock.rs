@@ -75,12 +75,7 @@ impl Store {
     }
 
     fn node_lock(&self, fp: &Fingerprint, path: PathBuf, file: File) -> NodeLock {
-        NodeLock {
-            fingerprint: *fp,
-            path,
-            _file: file,
-            _store: Arc::clone(&self.shared),
-        }
+        NodeLock { fingerprint: *fp, path, _file: file, _store: Arc::clone(&self.shared) }
     }
 }
 
@@ -101,9 +96,7 @@ pub(crate) fn is_lock_free(path: &Path) -> Result<bool, StoreError> {
 #[cfg(unix)]
 fn still_named_by(file: &File, path: &Path) -> Result<bool, StoreError> {
     use std::os::unix::fs::MetadataExt;
-    let held = file
-        .metadata()
-        .map_err(StoreError::io("read metadata of", path))?;
+    let held = file.metadata().map_err(StoreError::io("read metadata of", path))?;
     match std::fs::metadata(path) {
         Ok(named) => Ok(named.dev() == held.dev() && named.ino() == held.ino()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),

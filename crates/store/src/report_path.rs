@@ -10,10 +10,7 @@ pub(crate) fn lossy<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, 
     serializer.collect_str(&path.display())
 }
 
-pub(crate) fn lossy_list<S: Serializer>(
-    paths: &[PathBuf],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
+pub(crate) fn lossy_list<S: Serializer>(paths: &[PathBuf], serializer: S) -> Result<S::Ok, S::Error> {
     let mut seq = serializer.serialize_seq(Some(paths.len()))?;
     for path in paths {
         seq.serialize_element(&path.display().to_string())?;

@@ -64,16 +64,8 @@ impl Store {
         let mut bytes = serde_json::to_vec_pretty(run).expect("a run record always serializes");
         bytes.push(b'\n');
         // gc removes stray temporary files; keep it out while ours exists.
-        let _gate = self
-            .shared
-            .gc_gate
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        atomic_write(
-            &self.layout.runs(),
-            &format!("{}{RUN_SUFFIX}", run.run_id),
-            &bytes,
-        )
+        let _gate = self.shared.gc_gate.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        atomic_write(&self.layout.runs(), &format!("{}{RUN_SUFFIX}", run.run_id), &bytes)
     }
 
     /// One run record by id.
@@ -81,9 +73,7 @@ impl Store {
         check_run_id(run_id)?;
         let path = self.layout.run(run_id);
         match fs::read(&path) {
-            Ok(bytes) => parse_run(&bytes)
-                .map(Some)
-                .map_err(|reason| StoreError::Corrupt { path, reason }),
+            Ok(bytes) => parse_run(&bytes).map(Some).map_err(|reason| StoreError::Corrupt { path, reason }),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(err) => Err(StoreError::io("read", &path)(err)),
         }
@@ -97,22 +87,14 @@ impl Store {
             runs.push(parsed.map_err(|reason| StoreError::Corrupt { path, reason })?);
         }
         runs.sort_by_cached_key(|run| {
-            (
-                parse_time(&run.started_at),
-                run.started_at.clone(),
-                run.run_id.clone(),
-            )
+            (parse_time(&run.started_at), run.started_at.clone(), run.run_id.clone())
         });
         Ok(runs)
     }
 
     /// The newest run whose `recipe` equals `recipe_key`.
     pub fn last_run_of(&self, recipe_key: &str) -> Result<Option<RunRecord>, StoreError> {
-        Ok(self
-            .runs()?
-            .into_iter()
-            .rev()
-            .find(|run| run.recipe == recipe_key))
+        Ok(self.runs()?.into_iter().rev().find(|run| run.recipe == recipe_key))
     }
 
     /// Delete a run record; its entries become collectable unless another
@@ -122,9 +104,9 @@ impl Store {
         let path = self.layout.run(run_id);
         match fs::remove_file(&path) {
             Ok(()) => fsync_dir(&self.layout.runs()),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Err(StoreError::RunNotFound {
-                run_id: run_id.to_string(),
-            }),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                Err(StoreError::RunNotFound { run_id: run_id.to_string() })
+            }
             Err(err) => Err(StoreError::io("remove", &path)(err)),
         }
     }
@@ -162,15 +144,7 @@ fn parse_time(text: &str) -> Option<SystemTime> {
 
 fn check_run_id(run_id: &str) -> Result<(), StoreError> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-    let valid = !run_id.is_empty()
-        && !run_id.starts_with('.')
-        && run_id.len() <= 200
-        && run_id.chars().all(allowed);
-    if valid {
-        Ok(())
-    } else {
-        Err(StoreError::InvalidRunId {
-            run_id: run_id.to_string(),
-        })
-    }
+    let valid =
+        !run_id.is_empty() && !run_id.starts_with('.') && run_id.len() <= 200 && run_id.chars().all(allowed);
+    if valid { Ok(()) } else { Err(StoreError::InvalidRunId { run_id: run_id.to_string() }) }
 }

@@ -39,11 +39,7 @@ pub struct Staged {
 impl Store {
     /// Start writing the entry for `fp` in a private staging directory.
     pub fn stage(&self, fp: &Fingerprint) -> Result<Staged, StoreError> {
-        let _gate = self
-            .shared
-            .gc_gate
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _gate = self.shared.gc_gate.read().unwrap_or_else(PoisonError::into_inner);
         let id = unique_suffix();
         let staging = self.layout.staging();
         let lock_path = staging.join(format!("{id}{LOCK_SUFFIX}"));
@@ -51,9 +47,7 @@ impl Store {
         // Lock first, then create the directory: a staging directory is
         // never visible without a held lock next to it.
         let lock_file = open_lock_file(&lock_path)?;
-        lock_file
-            .lock()
-            .map_err(StoreError::io("lock", &lock_path))?;
+        lock_file.lock().map_err(StoreError::io("lock", &lock_path))?;
         let staged = Staged {
             fingerprint: *fp,
             store: self.clone(),
@@ -62,8 +56,7 @@ impl Store {
             lock_file: Some(lock_file),
             finished: false,
         };
-        fs::create_dir(&staged.dir)
-            .map_err(StoreError::io("create staging directory", &staged.dir))?;
+        fs::create_dir(&staged.dir).map_err(StoreError::io("create staging directory", &staged.dir))?;
         Ok(staged)
     }
 }
@@ -82,8 +75,7 @@ impl Staged {
 
     /// Write `value` as pretty JSON to `name` (a relative `/` path).
     pub fn write_json(&mut self, name: &str, value: &serde_json::Value) -> Result<(), StoreError> {
-        let mut bytes =
-            serde_json::to_vec_pretty(value).expect("a serde_json::Value always serializes");
+        let mut bytes = serde_json::to_vec_pretty(value).expect("a serde_json::Value always serializes");
         bytes.push(b'\n');
         self.write_bytes(name, &bytes)
     }
@@ -126,11 +118,7 @@ impl Staged {
         let result = self.required_json(RESULT_FILE)?;
         let manifest = self.seal()?;
 
-        let _gate = store
-            .shared
-            .gc_gate
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _gate = store.shared.gc_gate.read().unwrap_or_else(PoisonError::into_inner);
         let shard = layout.shard_of(&fp);
         if !shard.is_dir() {
             fs::create_dir_all(&shard).map_err(StoreError::io("create", &shard))?;
@@ -142,10 +130,7 @@ impl Staged {
             // expected cause; then the entry is complete and ours is moot.
             return match store.read(&fp)? {
                 Some(existing) => Ok(existing),
-                None => Err(StoreError::io(
-                    "move the staged entry into place at",
-                    &target,
-                )(err)),
+                None => Err(StoreError::io("move the staged entry into place at", &target)(err)),
             };
         }
         self.finished = true;
@@ -158,15 +143,9 @@ impl Staged {
         let path = self.dir.join(name);
         match fs::symlink_metadata(&path) {
             Ok(metadata) if metadata.is_file() => read_json(&path),
-            Ok(_) => Err(StoreError::UnsupportedFile {
-                path,
-                reason: "must be a regular file",
-            }),
+            Ok(_) => Err(StoreError::UnsupportedFile { path, reason: "must be a regular file" }),
             Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                Err(StoreError::MissingRequiredFile {
-                    fingerprint: self.fingerprint,
-                    name,
-                })
+                Err(StoreError::MissingRequiredFile { fingerprint: self.fingerprint, name })
             }
             Err(err) => Err(StoreError::io("read", &path)(err)),
         }
@@ -183,11 +162,7 @@ impl Staged {
             let (blake3, bytes) = hash_file(&path)?;
             fsync_file(&path)?;
             make_read_only(&path)?;
-            files.push(ManifestFile {
-                name,
-                blake3,
-                bytes,
-            });
+            files.push(ManifestFile { name, blake3, bytes });
         }
         let manifest = Manifest::new(self.fingerprint, now_rfc3339(), files);
         let manifest_path = self.dir.join(MANIFEST_FILE);

@@ -39,9 +39,7 @@ pub(crate) struct StoreShared {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("root", &self.layout.root())
-            .finish()
+        f.debug_struct("Store").field("root", &self.layout.root()).finish()
     }
 }
 
@@ -53,8 +51,7 @@ impl Store {
     pub fn open(root: &Path) -> Result<Store, StoreError> {
         let root = std::path::absolute(root).map_err(StoreError::io("resolve", root))?;
         let layout = Layout::new(root);
-        fs::create_dir_all(layout.root())
-            .map_err(StoreError::io("create store directory", layout.root()))?;
+        fs::create_dir_all(layout.root()).map_err(StoreError::io("create store directory", layout.root()))?;
 
         match fs::read(layout.marker()) {
             Ok(bytes) => check_marker(&layout, &bytes)?,
@@ -69,13 +66,8 @@ impl Store {
 
         let lock_path = layout.store_lock();
         let store_lock = open_lock_file(&lock_path)?;
-        store_lock
-            .lock_shared()
-            .map_err(StoreError::io("lock", &lock_path))?;
-        let shared = Arc::new(StoreShared {
-            store_lock,
-            gc_gate: RwLock::new(()),
-        });
+        store_lock.lock_shared().map_err(StoreError::io("lock", &lock_path))?;
+        let shared = Arc::new(StoreShared { store_lock, gc_gate: RwLock::new(()) });
         Ok(Store { layout, shared })
     }
 
@@ -133,23 +125,16 @@ impl Store {
     pub fn resolve_prefix(&self, prefix: &str) -> Result<Fingerprint, StoreError> {
         let lower = prefix.to_ascii_lowercase();
         if !lower.is_ascii() || !is_lower_hex(&lower) || lower.len() > FINGERPRINT_HEX_LEN {
-            return Err(StoreError::InvalidPrefix {
-                prefix: prefix.to_string(),
-            });
+            return Err(StoreError::InvalidPrefix { prefix: prefix.to_string() });
         }
         if lower.len() < MIN_PREFIX_LEN {
-            return Err(StoreError::PrefixTooShort {
-                prefix: prefix.to_string(),
-                min: MIN_PREFIX_LEN,
-            });
+            return Err(StoreError::PrefixTooShort { prefix: prefix.to_string(), min: MIN_PREFIX_LEN });
         }
         let shard = &lower[..2];
         let shard_dir = self.layout.entries().join(shard);
         let names = match read_dir_names(&shard_dir) {
             Ok(names) => names,
-            Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-                Vec::new()
-            }
+            Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(err) => return Err(err),
         };
         let mut candidates: Vec<Fingerprint> = names
@@ -160,14 +145,9 @@ impl Store {
             .collect();
         candidates.sort();
         match candidates.len() {
-            0 => Err(StoreError::NotFound {
-                prefix: prefix.to_string(),
-            }),
+            0 => Err(StoreError::NotFound { prefix: prefix.to_string() }),
             1 => Ok(candidates[0]),
-            _ => Err(StoreError::Ambiguous {
-                prefix: prefix.to_string(),
-                candidates,
-            }),
+            _ => Err(StoreError::Ambiguous { prefix: prefix.to_string(), candidates }),
         }
     }
 }
@@ -200,11 +180,7 @@ pub(crate) fn read_dir_names(dir: &Path) -> Result<Vec<String>, StoreError> {
 
 /// A directory name under `entries/<shard>/` that is a well-formed entry name.
 pub(crate) fn parse_entry_name(shard: &str, name: &str) -> Option<Fingerprint> {
-    if is_canonical_hex(name) && name.starts_with(shard) {
-        name.parse().ok()
-    } else {
-        None
-    }
+    if is_canonical_hex(name) && name.starts_with(shard) { name.parse().ok() } else { None }
 }
 
 fn check_marker(layout: &Layout, bytes: &[u8]) -> Result<(), StoreError> {
@@ -212,11 +188,7 @@ fn check_marker(layout: &Layout, bytes: &[u8]) -> Result<(), StoreError> {
         Ok(marker) if marker == Marker::current() => Ok(()),
         _ => Err(StoreError::UnsupportedFormat {
             root: layout.root().to_path_buf(),
-            found: String::from_utf8_lossy(bytes)
-                .trim()
-                .chars()
-                .take(200)
-                .collect(),
+            found: String::from_utf8_lossy(bytes).trim().chars().take(200).collect(),
         }),
     }
 }

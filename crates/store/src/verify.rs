@@ -57,12 +57,7 @@ pub struct Problem {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ProblemKind {
     /// A file's bytes no longer hash to what the manifest recorded.
-    ContentMismatch {
-        expected_blake3: String,
-        actual_blake3: String,
-        expected_bytes: u64,
-        actual_bytes: u64,
-    },
+    ContentMismatch { expected_blake3: String, actual_blake3: String, expected_bytes: u64, actual_bytes: u64 },
     /// The manifest lists a file that is gone.
     MissingFile,
     /// A file in an entry that the manifest does not list, or one that
@@ -85,16 +80,13 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = self.path.display();
         match &self.kind {
-            ProblemKind::ContentMismatch {
-                expected_blake3,
-                actual_blake3,
-                expected_bytes,
-                actual_bytes,
-            } => write!(
-                f,
-                "{path}: content changed (manifest: {expected_bytes} bytes, blake3 {expected_blake3}; \
+            ProblemKind::ContentMismatch { expected_blake3, actual_blake3, expected_bytes, actual_bytes } => {
+                write!(
+                    f,
+                    "{path}: content changed (manifest: {expected_bytes} bytes, blake3 {expected_blake3}; \
                  found: {actual_bytes} bytes, blake3 {actual_blake3})"
-            ),
+                )
+            }
             ProblemKind::MissingFile => write!(f, "{path}: missing (listed in the manifest)"),
             ProblemKind::UnexpectedFile { reason } => {
                 write!(f, "{path}: unexpected file: {reason}")
@@ -138,9 +130,7 @@ impl Store {
             match name.to_str() {
                 Some(name) if name.starts_with(TMP_PREFIX) => report.leftovers.push(path),
                 Some(name) if Layout::is_known_top_level_name(name) => {}
-                _ => report
-                    .problems
-                    .push(stray(path, "not part of the store layout")),
+                _ => report.problems.push(stray(path, "not part of the store layout")),
             }
         }
         Ok(())
@@ -149,16 +139,11 @@ impl Store {
     fn verify_entries(&self, report: &mut VerifyReport) -> Result<(), StoreError> {
         for (shard_name, shard_path) in list_raw(&self.layout.entries())? {
             let shard = match shard_name.to_str() {
-                Some(shard)
-                    if shard.len() == 2 && is_lower_hex(shard) && is_real_dir(&shard_path) =>
-                {
+                Some(shard) if shard.len() == 2 && is_lower_hex(shard) && is_real_dir(&shard_path) => {
                     shard.to_string()
                 }
                 _ => {
-                    report.problems.push(stray(
-                        shard_path,
-                        "entries/ holds only two-hex-digit directories",
-                    ));
+                    report.problems.push(stray(shard_path, "entries/ holds only two-hex-digit directories"));
                     continue;
                 }
             };
@@ -170,15 +155,10 @@ impl Store {
                 }
             };
             for (name, path) in children {
-                let fingerprint = name
-                    .to_str()
-                    .and_then(|name| parse_entry_name(&shard, name));
+                let fingerprint = name.to_str().and_then(|name| parse_entry_name(&shard, name));
                 match fingerprint {
                     Some(fp) if is_real_dir(&path) => check_entry(&path, &fp, report),
-                    _ => report.problems.push(stray(
-                        path,
-                        "not an entry directory named by its fingerprint",
-                    )),
+                    _ => report.problems.push(stray(path, "not an entry directory named by its fingerprint")),
                 }
             }
         }
@@ -205,10 +185,7 @@ impl Store {
 
     fn verify_runs(&self, report: &mut VerifyReport) -> Result<(), StoreError> {
         for (name, path) in list_raw(&self.layout.runs())? {
-            if name
-                .to_str()
-                .is_some_and(|name| name.starts_with(TMP_PREFIX))
-            {
+            if name.to_str().is_some_and(|name| name.starts_with(TMP_PREFIX)) {
                 report.leftovers.push(path);
             }
         }
@@ -225,8 +202,7 @@ impl Store {
                 }
             };
             for node in &run.nodes {
-                let should_exist =
-                    node.status == node_status::RAN || node.status == node_status::CACHED;
+                let should_exist = node.status == node_status::RAN || node.status == node_status::CACHED;
                 if should_exist && !self.contains(&node.fingerprint) {
                     report.problems.push(Problem {
                         path: path.clone(),
@@ -246,11 +222,7 @@ impl Store {
 /// Check one entry directory against its manifest, adding to `report`.
 fn check_entry(dir: &Path, fp: &Fingerprint, report: &mut VerifyReport) {
     report.entries_checked += 1;
-    let problem = |path: PathBuf, kind| Problem {
-        path,
-        fingerprint: Some(*fp),
-        kind,
-    };
+    let problem = |path: PathBuf, kind| Problem { path, fingerprint: Some(*fp), kind };
     let manifest_path = dir.join(MANIFEST_FILE);
     let manifest = match Manifest::load(dir) {
         Ok(manifest) => manifest,
@@ -262,54 +234,32 @@ fn check_entry(dir: &Path, fp: &Fingerprint, report: &mut VerifyReport) {
                 }
                 other => other.to_string(),
             };
-            report
-                .problems
-                .push(problem(manifest_path, ProblemKind::BadManifest { reason }));
+            report.problems.push(problem(manifest_path, ProblemKind::BadManifest { reason }));
             return;
         }
     };
     if manifest.fingerprint != *fp {
-        let reason = format!(
-            "names fingerprint {} but lives under {fp}",
-            manifest.fingerprint
-        );
-        report
-            .problems
-            .push(problem(manifest_path, ProblemKind::BadManifest { reason }));
+        let reason = format!("names fingerprint {} but lives under {fp}", manifest.fingerprint);
+        report.problems.push(problem(manifest_path, ProblemKind::BadManifest { reason }));
     }
 
     let found = match walk(dir) {
         Ok(found) => found,
         Err(err) => {
-            report.problems.push(problem(
-                dir.to_path_buf(),
-                ProblemKind::Unreadable {
-                    reason: err.to_string(),
-                },
-            ));
+            report
+                .problems
+                .push(problem(dir.to_path_buf(), ProblemKind::Unreadable { reason: err.to_string() }));
             return;
         }
     };
     for (path, reason) in found.oddities {
-        report.problems.push(problem(
-            path,
-            ProblemKind::UnexpectedFile {
-                reason: reason.to_string(),
-            },
-        ));
+        report.problems.push(problem(path, ProblemKind::UnexpectedFile { reason: reason.to_string() }));
     }
-    let listed: BTreeSet<&str> = manifest
-        .files
-        .iter()
-        .map(|file| file.name.as_str())
-        .collect();
+    let listed: BTreeSet<&str> = manifest.files.iter().map(|file| file.name.as_str()).collect();
     for (name, path) in &found.files {
         if !listed.contains(name.as_str()) {
             let reason = "not listed in the manifest".to_string();
-            report.problems.push(problem(
-                path.clone(),
-                ProblemKind::UnexpectedFile { reason },
-            ));
+            report.problems.push(problem(path.clone(), ProblemKind::UnexpectedFile { reason }));
         }
     }
 
@@ -318,9 +268,7 @@ fn check_entry(dir: &Path, fp: &Fingerprint, report: &mut VerifyReport) {
         if !path.is_file() || path.is_symlink() {
             // A symlink or directory in its place is already reported by the walk.
             if !path.exists() {
-                report
-                    .problems
-                    .push(problem(path, ProblemKind::MissingFile));
+                report.problems.push(problem(path, ProblemKind::MissingFile));
             }
             continue;
         }
@@ -340,12 +288,9 @@ fn check_entry(dir: &Path, fp: &Fingerprint, report: &mut VerifyReport) {
                     ));
                 }
             }
-            Err(err) => report.problems.push(problem(
-                path,
-                ProblemKind::Unreadable {
-                    reason: err.to_string(),
-                },
-            )),
+            Err(err) => {
+                report.problems.push(problem(path, ProblemKind::Unreadable { reason: err.to_string() }))
+            }
         }
     }
 }
@@ -363,21 +308,9 @@ fn list_raw(dir: &Path) -> Result<Vec<(OsString, PathBuf)>, StoreError> {
 }
 
 fn stray(path: PathBuf, reason: &str) -> Problem {
-    Problem {
-        path,
-        fingerprint: None,
-        kind: ProblemKind::StrayPath {
-            reason: reason.to_string(),
-        },
-    }
+    Problem { path, fingerprint: None, kind: ProblemKind::StrayPath { reason: reason.to_string() } }
 }
 
 fn unreadable(path: PathBuf, err: &StoreError) -> Problem {
-    Problem {
-        path,
-        fingerprint: None,
-        kind: ProblemKind::Unreadable {
-            reason: err.to_string(),
-        },
-    }
+    Problem { path, fingerprint: None, kind: ProblemKind::Unreadable { reason: err.to_string() } }
 }

@@ -26,23 +26,11 @@ fn committed_entry_reads_back() {
     let names: Vec<&str> = entry.files.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["logs/server.log", "preimage.json", "result.json"]);
     assert_eq!(entry.content_hash, written.content_hash);
-    assert_eq!(
-        fs::read_to_string(entry.path_of("logs/server.log")).unwrap(),
-        "log of a\n"
-    );
-    let log = entry
-        .files
-        .iter()
-        .find(|f| f.name == "logs/server.log")
-        .unwrap();
+    assert_eq!(fs::read_to_string(entry.path_of("logs/server.log")).unwrap(), "log of a\n");
+    let log = entry.files.iter().find(|f| f.name == "logs/server.log").unwrap();
     assert_eq!(log.blake3, blake3::hash(b"log of a\n").to_hex().to_string());
     assert_eq!(log.bytes, 9);
-    assert!(
-        fs::metadata(entry.path_of("result.json"))
-            .unwrap()
-            .permissions()
-            .readonly()
-    );
+    assert!(fs::metadata(entry.path_of("result.json")).unwrap().permissions().readonly());
     assert_eq!(t.store.list().unwrap(), vec![fp("a")]);
 }
 
@@ -59,15 +47,7 @@ fn copy_file_brings_outside_files_in() {
     fs::write(staged.dir().join("direct.txt"), "d").unwrap();
     let entry = staged.commit().unwrap();
     let names: Vec<&str> = entry.files.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "direct.txt",
-            "preimage.json",
-            "raw/requests.jsonl",
-            "result.json"
-        ]
-    );
+    assert_eq!(names, ["direct.txt", "preimage.json", "raw/requests.jsonl", "result.json"]);
     assert!(t.store.verify().unwrap().is_clean());
 }
 
@@ -86,16 +66,9 @@ fn drop_without_commit_leaves_nothing() {
     assert!(!staged_dir.exists());
     assert!(!t.store.contains(&fp("x")));
     let staging = t.store.root().join("staging");
-    assert_eq!(
-        fs::read_dir(staging).unwrap().count(),
-        0,
-        "staging dir and its lock file are gone"
-    );
+    assert_eq!(fs::read_dir(staging).unwrap().count(), 0, "staging dir and its lock file are gone");
     let report = t.store.verify().unwrap();
-    assert!(
-        report.is_clean() && report.leftovers.is_empty(),
-        "{report:?}"
-    );
+    assert!(report.is_clean() && report.leftovers.is_empty(), "{report:?}");
 }
 
 #[test]
@@ -104,25 +77,13 @@ fn commit_requires_preimage_and_result() {
     let mut staged = t.store.stage(&fp("m")).unwrap();
     staged.write_json("result.json", &json!({})).unwrap();
     let err = staged.commit().unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::MissingRequiredFile {
-                name: "preimage.json",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, StoreError::MissingRequiredFile { name: "preimage.json", .. }), "{err}");
     assert!(!t.store.contains(&fp("m")));
 
     let mut staged = t.store.stage(&fp("m")).unwrap();
     staged.write_json("preimage.json", &json!({})).unwrap();
     staged.write_bytes("result.json", b"{not json").unwrap();
-    assert!(matches!(
-        staged.commit().unwrap_err(),
-        StoreError::Corrupt { .. }
-    ));
+    assert!(matches!(staged.commit().unwrap_err(), StoreError::Corrupt { .. }));
     assert!(!t.store.contains(&fp("m")));
 }
 
@@ -132,10 +93,7 @@ fn bad_file_names_are_refused() {
     let mut staged = t.store.stage(&fp("n")).unwrap();
     for name in ["../escape", "/etc/passwd", "manifest.json", "a//b", ""] {
         let err = staged.write_bytes(name, b"x").unwrap_err();
-        assert!(
-            matches!(err, StoreError::InvalidName { .. }),
-            "{name:?}: {err}"
-        );
+        assert!(matches!(err, StoreError::InvalidName { .. }), "{name:?}: {err}");
     }
     assert!(!t.dir.path().join("escape").exists());
 }
@@ -160,21 +118,14 @@ fn committing_an_existing_fingerprint_changes_nothing() {
     let manifest_before = fs::read(first.dir.join("manifest.json")).unwrap();
 
     let mut second = t.store.stage(&fp("same")).unwrap();
-    second
-        .write_json("preimage.json", &json!({ "other": true }))
-        .unwrap();
-    second
-        .write_json("result.json", &json!({ "different": "result" }))
-        .unwrap();
+    second.write_json("preimage.json", &json!({ "other": true })).unwrap();
+    second.write_json("result.json", &json!({ "different": "result" })).unwrap();
     let second_dir = second.dir().to_path_buf();
     let returned = second.commit().unwrap();
 
     assert_eq!(returned.content_hash, first.content_hash);
     assert_eq!(returned.result, first.result);
-    assert_eq!(
-        fs::read(first.dir.join("manifest.json")).unwrap(),
-        manifest_before
-    );
+    assert_eq!(fs::read(first.dir.join("manifest.json")).unwrap(), manifest_before);
     assert!(!second_dir.exists(), "the losing staging dir is discarded");
     assert!(t.store.verify().unwrap().is_clean());
 }
@@ -186,22 +137,14 @@ fn two_stagings_race_and_the_first_commit_wins() {
     let mut b = t.store.stage(&fp("race")).unwrap();
     for (staged, who) in [(&mut a, "a"), (&mut b, "b")] {
         staged.write_json("preimage.json", &json!({})).unwrap();
-        staged
-            .write_json("result.json", &json!({ "writer": who }))
-            .unwrap();
+        staged.write_json("result.json", &json!({ "writer": who })).unwrap();
     }
     let b_entry = b.commit().unwrap();
     let a_entry = a.commit().unwrap();
     assert_eq!(b_entry.result["writer"], "b");
-    assert_eq!(
-        a_entry.result["writer"], "b",
-        "the later commit returns the existing entry"
-    );
+    assert_eq!(a_entry.result["writer"], "b", "the later commit returns the existing entry");
     let report = t.store.verify().unwrap();
-    assert!(
-        report.is_clean() && report.leftovers.is_empty(),
-        "{report:?}"
-    );
+    assert!(report.is_clean() && report.leftovers.is_empty(), "{report:?}");
 }
 
 /// A reader polling while entries are committed either sees no entry or a
@@ -221,9 +164,8 @@ fn readers_never_see_a_partial_entry() {
             let mut complete_reads = 0usize;
             while !done.load(Ordering::SeqCst) {
                 for label in &labels {
-                    if let Some(entry) = store
-                        .read(&fp(label))
-                        .expect("read never fails on a committed entry")
+                    if let Some(entry) =
+                        store.read(&fp(label)).expect("read never fails on a committed entry")
                     {
                         assert_eq!(entry.result["label"], label.as_str());
                         assert_eq!(entry.files.len(), 3);
@@ -242,10 +184,7 @@ fn readers_never_see_a_partial_entry() {
     }
     done.store(true, Ordering::SeqCst);
     let complete_reads = reader.join().expect("reader saw only complete entries");
-    assert!(
-        complete_reads >= labels.len(),
-        "the final pass reads every entry"
-    );
+    assert!(complete_reads >= labels.len(), "the final pass reads every entry");
 }
 
 #[test]
@@ -272,26 +211,13 @@ fn open_creates_reopens_and_refuses_other_directories() {
     fs::create_dir(&project).unwrap();
     fs::write(project.join("notes.txt"), "mine").unwrap();
     let err = Store::open(&project).unwrap_err();
-    assert!(
-        matches!(err, StoreError::NotAStore { ref found, .. } if found == "notes.txt"),
-        "{err}"
-    );
+    assert!(matches!(err, StoreError::NotAStore { ref found, .. } if found == "notes.txt"), "{err}");
     assert!(err.to_string().contains("not an anvil store"));
-    assert!(
-        !project.join("STORE").exists(),
-        "nothing written into a foreign directory"
-    );
+    assert!(!project.join("STORE").exists(), "nothing written into a foreign directory");
 
     // A marker from a future format is refused, not overwritten.
     let future = dir.path().join("future");
     fs::create_dir(&future).unwrap();
-    fs::write(
-        future.join("STORE"),
-        "{\"format\":\"anvil-store\",\"version\":99}\n",
-    )
-    .unwrap();
-    assert!(matches!(
-        Store::open(&future).unwrap_err(),
-        StoreError::UnsupportedFormat { .. }
-    ));
+    fs::write(future.join("STORE"), "{\"format\":\"anvil-store\",\"version\":99}\n").unwrap();
+    assert!(matches!(Store::open(&future).unwrap_err(), StoreError::UnsupportedFormat { .. }));
 }

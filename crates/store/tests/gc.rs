@@ -14,26 +14,11 @@ fn keeps_referenced_entries_and_removes_the_rest() {
     for label in ["a", "b", "c", "d"] {
         put(&t.store, label);
     }
-    t.store
-        .record_run(&run_record("r1", "recipe", "2025-01-01T00:00:00Z", &["a"]))
-        .unwrap();
-    let mut r2 = run_record(
-        "r2",
-        "recipe",
-        "2025-01-02T00:00:00Z",
-        &["b", "never-stored"],
-    );
+    t.store.record_run(&run_record("r1", "recipe", "2025-01-01T00:00:00Z", &["a"])).unwrap();
+    let mut r2 = run_record("r2", "recipe", "2025-01-02T00:00:00Z", &["b", "never-stored"]);
     r2.nodes[1].status = anvil_store::node_status::FAILED.to_string(); // failures are never stored
     t.store.record_run(&r2).unwrap();
-    let c_bytes: u64 = t
-        .store
-        .read(&fp("c"))
-        .unwrap()
-        .unwrap()
-        .files
-        .iter()
-        .map(|f| f.bytes)
-        .sum();
+    let c_bytes: u64 = t.store.read(&fp("c")).unwrap().unwrap().files.iter().map(|f| f.bytes).sum();
 
     let preview = t.store.gc(true).unwrap();
     assert!(preview.dry_run);
@@ -44,15 +29,8 @@ fn keeps_referenced_entries_and_removes_the_rest() {
     let mut previewed = preview.entries_removed.clone();
     previewed.sort();
     assert_eq!(previewed, doomed);
-    assert!(
-        preview.bytes_freed > 2 * c_bytes,
-        "counts manifests too: {}",
-        preview.bytes_freed
-    );
-    assert!(
-        t.store.contains(&fp("c")) && t.store.contains(&fp("d")),
-        "dry run removes nothing"
-    );
+    assert!(preview.bytes_freed > 2 * c_bytes, "counts manifests too: {}", preview.bytes_freed);
+    assert!(t.store.contains(&fp("c")) && t.store.contains(&fp("d")), "dry run removes nothing");
 
     let report = t.store.gc(false).unwrap();
     assert_eq!(report.entries_removed.len(), 2);
@@ -60,10 +38,7 @@ fn keeps_referenced_entries_and_removes_the_rest() {
     assert!(t.store.contains(&fp("a")) && t.store.contains(&fp("b")));
     assert!(!t.store.contains(&fp("c")) && !t.store.contains(&fp("d")));
     let verify = t.store.verify().unwrap();
-    assert!(
-        verify.is_clean() && verify.leftovers.is_empty(),
-        "{verify:?}"
-    );
+    assert!(verify.is_clean() && verify.leftovers.is_empty(), "{verify:?}");
 
     // Forgetting the last run that references an entry makes it garbage.
     t.store.forget_run("r1").unwrap();
@@ -73,10 +48,7 @@ fn keeps_referenced_entries_and_removes_the_rest() {
 
     // Nothing left to collect.
     let again = t.store.gc(false).unwrap();
-    assert!(
-        again.entries_removed.is_empty() && again.bytes_freed == 0,
-        "{again:?}"
-    );
+    assert!(again.entries_removed.is_empty() && again.bytes_freed == 0, "{again:?}");
 }
 
 #[test]
@@ -87,12 +59,7 @@ fn removes_unheld_locks_and_keeps_held_ones() {
     let report = t.store.gc(false).unwrap();
     assert_eq!(report.locks_removed, 1);
     assert!(held.path().is_file());
-    assert!(
-        !t.store
-            .root()
-            .join(format!("locks/{}.lock", fp("released")))
-            .exists()
-    );
+    assert!(!t.store.root().join(format!("locks/{}.lock", fp("released"))).exists());
     // The lock still excludes others after gc.
     assert!(t.store.try_lock(&fp("held")).unwrap().is_none());
     drop(held);
@@ -116,11 +83,7 @@ fn removes_dead_staging_but_not_live_staging() {
     let verify = t.store.verify().unwrap();
     assert!(verify.is_clean(), "leftovers are not damage: {verify:?}");
     assert_eq!(verify.leftovers.len(), 3, "{verify:?}");
-    assert_eq!(
-        verify.in_progress.len(),
-        2,
-        "live dir and its lock: {verify:?}"
-    );
+    assert_eq!(verify.in_progress.len(), 2, "live dir and its lock: {verify:?}");
 
     let report = t.store.gc(false).unwrap();
     assert_eq!(report.leftovers_removed.len(), 3, "{report:?}");
@@ -137,10 +100,7 @@ fn refuses_when_a_run_record_is_unreadable() {
     let t = new_store();
     put(&t.store, "a");
     fs::write(t.store.root().join("runs/broken.json"), "not json").unwrap();
-    assert!(matches!(
-        t.store.gc(false).unwrap_err(),
-        StoreError::Corrupt { .. }
-    ));
+    assert!(matches!(t.store.gc(false).unwrap_err(), StoreError::Corrupt { .. }));
     assert!(t.store.contains(&fp("a")), "unknown roots: nothing removed");
 }
 
@@ -151,8 +111,5 @@ fn leaves_unknown_files_alone() {
     fs::create_dir_all(&stray).unwrap();
     fs::write(stray.join("keep"), "x").unwrap();
     t.store.gc(false).unwrap();
-    assert!(
-        stray.join("keep").is_file(),
-        "gc deletes only what it knows it made"
-    );
+    assert!(stray.join("keep").is_file(), "gc deletes only what it knows it made");
 }

@@ -30,10 +30,7 @@ fn child_process() {
         return;
     };
     let root = PathBuf::from(std::env::var(ROOT).expect("root given"));
-    let fingerprint: Fingerprint = std::env::var(FINGERPRINT)
-        .expect("fp given")
-        .parse()
-        .expect("valid fp");
+    let fingerprint: Fingerprint = std::env::var(FINGERPRINT).expect("fp given").parse().expect("valid fp");
     let store = Store::open(&root).expect("child opens store");
     let say = |line: &str| {
         println!("{MARK}{line}");
@@ -42,15 +39,9 @@ fn child_process() {
     match role.as_str() {
         "abort-while-staging" => {
             let mut staged = store.stage(&fingerprint).unwrap();
-            staged
-                .write_json("preimage.json", &json!({ "child": true }))
-                .unwrap();
-            staged
-                .write_json("result.json", &json!({ "half": "done" }))
-                .unwrap();
-            staged
-                .write_bytes("logs/big.log", &vec![b'x'; 64 * 1024])
-                .unwrap();
+            staged.write_json("preimage.json", &json!({ "child": true })).unwrap();
+            staged.write_json("result.json", &json!({ "half": "done" })).unwrap();
+            staged.write_bytes("logs/big.log", &vec![b'x'; 64 * 1024]).unwrap();
             say("READY");
             std::process::abort();
         }
@@ -78,9 +69,7 @@ fn child_process() {
             }
             let mut staged = store.stage(&fingerprint).unwrap();
             staged.write_json("preimage.json", &json!({})).unwrap();
-            staged
-                .write_json("result.json", &json!({ "pid": std::process::id() }))
-                .unwrap();
+            staged.write_json("result.json", &json!({ "pid": std::process::id() })).unwrap();
             // Widen the window in which a lock-less rival could slip in.
             std::thread::sleep(Duration::from_millis(100));
             let entry = staged.commit().unwrap();
@@ -89,16 +78,11 @@ fn child_process() {
         "produce-without-lock" => {
             let mut staged = store.stage(&fingerprint).unwrap();
             staged.write_json("preimage.json", &json!({})).unwrap();
-            staged
-                .write_json("result.json", &json!({ "pid": std::process::id() }))
-                .unwrap();
+            staged.write_json("result.json", &json!({ "pid": std::process::id() })).unwrap();
             say("READY");
             wait_for_go();
             let entry = staged.commit().unwrap();
-            say(&format!(
-                "RESULT {} {}",
-                entry.result["pid"], entry.content_hash
-            ));
+            say(&format!("RESULT {} {}", entry.result["pid"], entry.content_hash));
         }
         other => panic!("unknown child role {other}"),
     }
@@ -130,13 +114,7 @@ struct ChildProcess {
 impl ChildProcess {
     fn spawn(role: &str, root: &Path, fingerprint: &Fingerprint, go_file: &Path) -> ChildProcess {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "child_process",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(["child_process", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
             .env(ROLE, role)
             .env(ROOT, root)
             .env(FINGERPRINT, fingerprint.to_string())
@@ -187,8 +165,7 @@ fn go_file(t: &common::TestStore) -> PathBuf {
 fn crash_between_stage_and_commit_leaves_nothing_visible() {
     let t = new_store();
     let target = fp("crashed");
-    let mut child =
-        ChildProcess::spawn("abort-while-staging", t.store.root(), &target, &go_file(&t));
+    let mut child = ChildProcess::spawn("abort-while-staging", t.store.root(), &target, &go_file(&t));
     child.expect("READY");
     let status = child.child.wait().unwrap();
     assert!(!status.success(), "child aborted");
@@ -198,24 +175,14 @@ fn crash_between_stage_and_commit_leaves_nothing_visible() {
     assert!(t.store.list().unwrap().is_empty());
     let report = t.store.verify().unwrap();
     assert!(report.is_clean(), "a crash is not damage: {report:?}");
-    assert_eq!(
-        report.leftovers.len(),
-        2,
-        "staging dir and its unheld lock: {report:?}"
-    );
-    assert!(
-        report.in_progress.is_empty(),
-        "the dead writer's lock died with it"
-    );
+    assert_eq!(report.leftovers.len(), 2, "staging dir and its unheld lock: {report:?}");
+    assert!(report.in_progress.is_empty(), "the dead writer's lock died with it");
 
     let gc = t.store.gc(false).unwrap();
     assert_eq!(gc.leftovers_removed.len(), 2);
     assert!(gc.bytes_freed >= 64 * 1024);
     let report = t.store.verify().unwrap();
-    assert!(
-        report.is_clean() && report.leftovers.is_empty(),
-        "{report:?}"
-    );
+    assert!(report.is_clean() && report.leftovers.is_empty(), "{report:?}");
 }
 
 #[test]
@@ -224,14 +191,8 @@ fn a_lock_dies_with_its_process() {
     let target = fp("locked");
     let mut child = ChildProcess::spawn("hold-lock", t.store.root(), &target, &go_file(&t));
     child.expect("READY");
-    assert!(
-        t.store.try_lock(&target).unwrap().is_none(),
-        "the child holds it"
-    );
-    assert!(
-        t.store.try_lock(&fp("other")).unwrap().is_some(),
-        "locks are per fingerprint"
-    );
+    assert!(t.store.try_lock(&target).unwrap().is_none(), "the child holds it");
+    assert!(t.store.try_lock(&fp("other")).unwrap().is_some(), "locks are per fingerprint");
 
     child.kill_9();
     let lock = t.store.try_lock(&target).unwrap();
@@ -243,39 +204,23 @@ fn two_processes_with_locks_produce_an_entry_exactly_once() {
     let t = new_store();
     let target = fp("contended");
     let go = go_file(&t);
-    let mut children: Vec<ChildProcess> = (0..2)
-        .map(|_| ChildProcess::spawn("produce-with-lock", t.store.root(), &target, &go))
-        .collect();
+    let mut children: Vec<ChildProcess> =
+        (0..2).map(|_| ChildProcess::spawn("produce-with-lock", t.store.root(), &target, &go)).collect();
     for child in &mut children {
         child.expect("READY");
     }
     std::fs::write(&go, "").unwrap();
-    let results: Vec<String> = children
-        .iter_mut()
-        .map(|child| child.next_message())
-        .collect();
+    let results: Vec<String> = children.iter_mut().map(|child| child.next_message()).collect();
 
-    let committed = results
-        .iter()
-        .filter(|r| r.starts_with("RESULT committed "))
-        .count();
-    let skipped = results
-        .iter()
-        .filter(|r| r.starts_with("RESULT skipped "))
-        .count();
+    let committed = results.iter().filter(|r| r.starts_with("RESULT committed ")).count();
+    let skipped = results.iter().filter(|r| r.starts_with("RESULT skipped ")).count();
     assert_eq!((committed, skipped), (1, 1), "{results:?}");
     let stored = t.store.read(&target).unwrap().expect("entry exists");
     for result in &results {
-        assert!(
-            result.ends_with(&stored.content_hash),
-            "both see the same entry: {results:?}"
-        );
+        assert!(result.ends_with(&stored.content_hash), "both see the same entry: {results:?}");
     }
     let report = t.store.verify().unwrap();
-    assert!(
-        report.is_clean() && report.leftovers.is_empty(),
-        "{report:?}"
-    );
+    assert!(report.is_clean() && report.leftovers.is_empty(), "{report:?}");
 }
 
 #[test]
@@ -283,55 +228,36 @@ fn two_processes_committing_at_once_agree_on_one_entry() {
     let t = new_store();
     let target = fp("collision");
     let go = go_file(&t);
-    let mut children: Vec<ChildProcess> = (0..2)
-        .map(|_| ChildProcess::spawn("produce-without-lock", t.store.root(), &target, &go))
-        .collect();
+    let mut children: Vec<ChildProcess> =
+        (0..2).map(|_| ChildProcess::spawn("produce-without-lock", t.store.root(), &target, &go)).collect();
     for child in &mut children {
         child.expect("READY");
     }
     std::fs::write(&go, "").unwrap();
-    let results: Vec<String> = children
-        .iter_mut()
-        .map(|child| child.next_message())
-        .collect();
+    let results: Vec<String> = children.iter_mut().map(|child| child.next_message()).collect();
 
     let stored = t.store.read(&target).unwrap().expect("entry exists");
     let expected = format!("RESULT {} {}", stored.result["pid"], stored.content_hash);
-    assert_eq!(
-        results,
-        vec![expected.clone(), expected],
-        "the loser returns the winner's entry"
-    );
+    assert_eq!(results, vec![expected.clone(), expected], "the loser returns the winner's entry");
     for child in &mut children {
         assert!(child.child.wait().unwrap().success());
     }
     let report = t.store.verify().unwrap();
-    assert!(
-        report.is_clean() && report.leftovers.is_empty(),
-        "loser cleaned up: {report:?}"
-    );
+    assert!(report.is_clean() && report.leftovers.is_empty(), "loser cleaned up: {report:?}");
 }
 
 #[test]
 fn gc_refuses_while_another_process_has_the_store_open() {
     let t = new_store();
     common::put(&t.store, "garbage");
-    let mut child = ChildProcess::spawn(
-        "hold-store-open",
-        t.store.root(),
-        &fp("unused"),
-        &go_file(&t),
-    );
+    let mut child = ChildProcess::spawn("hold-store-open", t.store.root(), &fp("unused"), &go_file(&t));
     child.expect("READY");
 
     let err = t.store.gc(false).unwrap_err();
     assert!(matches!(err, StoreError::Busy { .. }), "{err}");
     assert!(t.store.contains(&fp("garbage")));
     // A dry run needs no exclusivity.
-    assert_eq!(
-        t.store.gc(true).unwrap().entries_removed,
-        vec![fp("garbage")]
-    );
+    assert_eq!(t.store.gc(true).unwrap().entries_removed, vec![fp("garbage")]);
     common::put(&t.store, "after-busy");
     child.kill_9();
 
@@ -344,11 +270,6 @@ fn gc_refuses_while_another_process_has_the_store_open() {
     let report = t.store.gc(false).unwrap();
     assert_eq!(report.entries_removed.len(), 2);
     // And after gc we are back to shared: another process may open the store.
-    let mut reopened = ChildProcess::spawn(
-        "hold-store-open",
-        t.store.root(),
-        &fp("unused"),
-        &go_file(&t),
-    );
+    let mut reopened = ChildProcess::spawn("hold-store-open", t.store.root(), &fp("unused"), &go_file(&t));
     reopened.expect("READY");
 }

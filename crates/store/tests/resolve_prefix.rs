@@ -23,46 +23,23 @@ fn unique_ambiguous_and_missing_prefixes() {
     let c = commit(&t, &format!("ef01{}", "f".repeat(60)));
 
     assert_eq!(t.store.resolve_prefix("abcd1").unwrap(), a);
-    assert_eq!(
-        t.store.resolve_prefix("ABCD2").unwrap(),
-        b,
-        "case-insensitive"
-    );
+    assert_eq!(t.store.resolve_prefix("ABCD2").unwrap(), b, "case-insensitive");
     assert_eq!(t.store.resolve_prefix("ef01").unwrap(), c);
-    assert_eq!(
-        t.store.resolve_prefix(&a.to_string()).unwrap(),
-        a,
-        "a full fingerprint resolves to itself"
-    );
+    assert_eq!(t.store.resolve_prefix(&a.to_string()).unwrap(), a, "a full fingerprint resolves to itself");
 
     match t.store.resolve_prefix("abcd").unwrap_err() {
         StoreError::Ambiguous { candidates, .. } => assert_eq!(candidates, vec![a, b]),
         other => panic!("expected ambiguous, got {other}"),
     }
     let message = t.store.resolve_prefix("abcd").unwrap_err().to_string();
-    assert!(
-        message.contains(&a.to_string()) && message.contains(&b.to_string()),
-        "{message}"
-    );
+    assert!(message.contains(&a.to_string()) && message.contains(&b.to_string()), "{message}");
 
-    assert!(matches!(
-        t.store.resolve_prefix("abcd3").unwrap_err(),
-        StoreError::NotFound { .. }
-    ));
-    assert!(matches!(
-        t.store.resolve_prefix("9999").unwrap_err(),
-        StoreError::NotFound { .. }
-    ));
-    assert!(matches!(
-        t.store.resolve_prefix("abc").unwrap_err(),
-        StoreError::PrefixTooShort { min: 4, .. }
-    ));
+    assert!(matches!(t.store.resolve_prefix("abcd3").unwrap_err(), StoreError::NotFound { .. }));
+    assert!(matches!(t.store.resolve_prefix("9999").unwrap_err(), StoreError::NotFound { .. }));
+    assert!(matches!(t.store.resolve_prefix("abc").unwrap_err(), StoreError::PrefixTooShort { min: 4, .. }));
     for bad in ["xyzw", "abcd-", "ab/../cd", "ééé", &"a".repeat(65)] {
         assert!(
-            matches!(
-                t.store.resolve_prefix(bad).unwrap_err(),
-                StoreError::InvalidPrefix { .. }
-            ),
+            matches!(t.store.resolve_prefix(bad).unwrap_err(), StoreError::InvalidPrefix { .. }),
             "{bad}"
         );
     }
@@ -73,8 +50,5 @@ fn staged_but_uncommitted_entries_do_not_resolve() {
     let t = new_store();
     let fp: Fingerprint = format!("1234{}", "5".repeat(60)).parse().unwrap();
     let _staged = t.store.stage(&fp).unwrap();
-    assert!(matches!(
-        t.store.resolve_prefix("1234").unwrap_err(),
-        StoreError::NotFound { .. }
-    ));
+    assert!(matches!(t.store.resolve_prefix("1234").unwrap_err(), StoreError::NotFound { .. }));
 }

@@ -12,47 +12,14 @@ fn record_list_and_find_runs() {
     assert!(t.store.last_run_of("bench").unwrap().is_none());
 
     // Written out of order; read back by start time.
-    t.store
-        .record_run(&run_record(
-            "run-c",
-            "bench",
-            "2025-03-01T10:00:00.500Z",
-            &["x"],
-        ))
-        .unwrap();
-    t.store
-        .record_run(&run_record(
-            "run-a",
-            "bench",
-            "2025-03-01T09:00:00Z",
-            &["x"],
-        ))
-        .unwrap();
-    t.store
-        .record_run(&run_record(
-            "run-b",
-            "other",
-            "2025-03-01T09:30:00.250Z",
-            &["y"],
-        ))
-        .unwrap();
+    t.store.record_run(&run_record("run-c", "bench", "2025-03-01T10:00:00.500Z", &["x"])).unwrap();
+    t.store.record_run(&run_record("run-a", "bench", "2025-03-01T09:00:00Z", &["x"])).unwrap();
+    t.store.record_run(&run_record("run-b", "other", "2025-03-01T09:30:00.250Z", &["y"])).unwrap();
 
-    let ids: Vec<String> = t
-        .store
-        .runs()
-        .unwrap()
-        .into_iter()
-        .map(|r| r.run_id)
-        .collect();
+    let ids: Vec<String> = t.store.runs().unwrap().into_iter().map(|r| r.run_id).collect();
     assert_eq!(ids, ["run-a", "run-b", "run-c"]);
-    assert_eq!(
-        t.store.last_run_of("bench").unwrap().unwrap().run_id,
-        "run-c"
-    );
-    assert_eq!(
-        t.store.last_run_of("other").unwrap().unwrap().run_id,
-        "run-b"
-    );
+    assert_eq!(t.store.last_run_of("bench").unwrap().unwrap().run_id, "run-c");
+    assert_eq!(t.store.last_run_of("other").unwrap().unwrap().run_id, "run-b");
     assert!(t.store.last_run_of("nope").unwrap().is_none());
 
     let original = run_record("run-a", "bench", "2025-03-01T09:00:00Z", &["x"]);
@@ -67,38 +34,24 @@ fn record_list_and_find_runs() {
     assert_eq!(t.store.runs().unwrap().len(), 3);
 
     t.store.forget_run("run-c").unwrap();
-    assert_eq!(
-        t.store.last_run_of("bench").unwrap().unwrap().run_id,
-        "run-a"
-    );
-    assert!(matches!(
-        t.store.forget_run("run-c").unwrap_err(),
-        StoreError::RunNotFound { .. }
-    ));
+    assert_eq!(t.store.last_run_of("bench").unwrap().unwrap().run_id, "run-a");
+    assert!(matches!(t.store.forget_run("run-c").unwrap_err(), StoreError::RunNotFound { .. }));
 }
 
 #[test]
 fn run_ids_must_be_safe_file_names() {
     let t = new_store();
     for bad in ["", "../x", "a/b", ".hidden", "sp ace"] {
-        let err = t
-            .store
-            .record_run(&run_record(bad, "r", "2025-01-01T00:00:00Z", &[]))
-            .unwrap_err();
+        let err = t.store.record_run(&run_record(bad, "r", "2025-01-01T00:00:00Z", &[])).unwrap_err();
         assert!(matches!(err, StoreError::InvalidRunId { .. }), "{bad:?}");
-        assert!(matches!(
-            t.store.forget_run(bad).unwrap_err(),
-            StoreError::InvalidRunId { .. }
-        ));
+        assert!(matches!(t.store.forget_run(bad).unwrap_err(), StoreError::InvalidRunId { .. }));
     }
 }
 
 #[test]
 fn a_corrupt_run_record_is_named_not_hidden() {
     let t = new_store();
-    t.store
-        .record_run(&run_record("good", "r", "2025-01-01T00:00:00Z", &[]))
-        .unwrap();
+    t.store.record_run(&run_record("good", "r", "2025-01-01T00:00:00Z", &[])).unwrap();
     let bad = t.store.root().join("runs/bad.json");
     std::fs::write(&bad, "{\"run_id\": 3").unwrap();
     match t.store.runs().unwrap_err() {

@@ -24,14 +24,7 @@ fn clean_store_verifies_clean() {
     let t = new_store();
     put(&t.store, "a");
     put(&t.store, "b");
-    t.store
-        .record_run(&run_record(
-            "r1",
-            "recipe",
-            "2025-01-01T00:00:00Z",
-            &["a", "b"],
-        ))
-        .unwrap();
+    t.store.record_run(&run_record("r1", "recipe", "2025-01-01T00:00:00Z", &["a", "b"])).unwrap();
     let report = t.store.verify().unwrap();
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.entries_checked, 2);
@@ -55,14 +48,7 @@ fn flipped_byte_is_a_content_mismatch() {
     let problem = &report.problems[0];
     assert_eq!(problem.path, log);
     assert_eq!(problem.fingerprint, Some(fp("a")));
-    assert!(matches!(
-        &problem.kind,
-        ProblemKind::ContentMismatch {
-            expected_bytes: 9,
-            actual_bytes: 9,
-            ..
-        }
-    ));
+    assert!(matches!(&problem.kind, ProblemKind::ContentMismatch { expected_bytes: 9, actual_bytes: 9, .. }));
     assert!(problem.to_string().contains("content changed"), "{problem}");
     assert_eq!(t.store.verify_entry(&fp("a")).len(), 1);
     assert!(t.store.verify_entry(&fp("untouched")).is_empty());
@@ -81,15 +67,11 @@ fn missing_and_extra_files_are_reported() {
         report
             .problems
             .iter()
-            .any(|p| p.path == entry.path_of("logs/server.log")
-                && p.kind == ProblemKind::MissingFile)
+            .any(|p| p.path == entry.path_of("logs/server.log") && p.kind == ProblemKind::MissingFile)
     );
     assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.path == entry.dir.join("planted.txt")
-                && matches!(p.kind, ProblemKind::UnexpectedFile { .. }))
+        report.problems.iter().any(|p| p.path == entry.dir.join("planted.txt")
+            && matches!(p.kind, ProblemKind::UnexpectedFile { .. }))
     );
 }
 
@@ -105,10 +87,7 @@ fn truncated_manifest_is_a_bad_manifest() {
     let report = t.store.verify().unwrap();
     assert_eq!(report.problems.len(), 1, "{report:?}");
     assert_eq!(report.problems[0].path, manifest);
-    assert!(matches!(
-        report.problems[0].kind,
-        ProblemKind::BadManifest { .. }
-    ));
+    assert!(matches!(report.problems[0].kind, ProblemKind::BadManifest { .. }));
     // Readers get an error, not a panic or a half entry.
     assert!(t.store.read(&fp("a")).is_err());
 }
@@ -120,22 +99,10 @@ fn edited_manifest_hash_is_detected() {
     let manifest_path = entry.dir.join("manifest.json");
     make_writable(&manifest_path);
     let text = fs::read_to_string(&manifest_path).unwrap();
-    let log_hash = &entry
-        .files
-        .iter()
-        .find(|f| f.name == "logs/server.log")
-        .unwrap()
-        .blake3;
-    fs::write(
-        &manifest_path,
-        text.replace(log_hash.as_str(), &"0".repeat(64)),
-    )
-    .unwrap();
+    let log_hash = &entry.files.iter().find(|f| f.name == "logs/server.log").unwrap().blake3;
+    fs::write(&manifest_path, text.replace(log_hash.as_str(), &"0".repeat(64))).unwrap();
     let report = t.store.verify().unwrap();
-    assert!(
-        matches!(kinds(&report)[..], [ProblemKind::BadManifest { .. }]),
-        "{report:?}"
-    );
+    assert!(matches!(kinds(&report)[..], [ProblemKind::BadManifest { .. }]), "{report:?}");
 }
 
 #[test]
@@ -145,16 +112,9 @@ fn manifest_pointing_outside_the_entry_is_refused() {
     let manifest_path = entry.dir.join("manifest.json");
     make_writable(&manifest_path);
     let text = fs::read_to_string(&manifest_path).unwrap();
-    fs::write(
-        &manifest_path,
-        text.replace("\"logs/server.log\"", "\"../../../../STORE\""),
-    )
-    .unwrap();
+    fs::write(&manifest_path, text.replace("\"logs/server.log\"", "\"../../../../STORE\"")).unwrap();
     let report = t.store.verify().unwrap();
-    assert!(
-        matches!(kinds(&report)[..], [ProblemKind::BadManifest { .. }]),
-        "{report:?}"
-    );
+    assert!(matches!(kinds(&report)[..], [ProblemKind::BadManifest { .. }]), "{report:?}");
 }
 
 #[test]
@@ -181,30 +141,13 @@ fn garbage_in_the_store_is_reported_without_panicking() {
     }
 
     let report = t.store.verify().unwrap();
-    let count =
-        |pred: fn(&ProblemKind) -> bool| report.problems.iter().filter(|p| pred(&p.kind)).count();
-    assert_eq!(
-        count(|k| matches!(k, ProblemKind::BadRunRecord { .. })),
-        2,
-        "{report:#?}"
-    );
-    assert_eq!(
-        count(|k| matches!(k, ProblemKind::BadManifest { .. })),
-        1,
-        "{report:#?}"
-    );
+    let count = |pred: fn(&ProblemKind) -> bool| report.problems.iter().filter(|p| pred(&p.kind)).count();
+    assert_eq!(count(|k| matches!(k, ProblemKind::BadRunRecord { .. })), 2, "{report:#?}");
+    assert_eq!(count(|k| matches!(k, ProblemKind::BadManifest { .. })), 1, "{report:#?}");
     let expected_strays = if cfg!(unix) { 6 } else { 4 };
-    assert_eq!(
-        count(|k| matches!(k, ProblemKind::StrayPath { .. })),
-        expected_strays,
-        "{report:#?}"
-    );
+    assert_eq!(count(|k| matches!(k, ProblemKind::StrayPath { .. })), expected_strays, "{report:#?}");
     if cfg!(unix) {
-        assert_eq!(
-            count(|k| matches!(k, ProblemKind::UnexpectedFile { .. })),
-            1,
-            "{report:#?}"
-        );
+        assert_eq!(count(|k| matches!(k, ProblemKind::UnexpectedFile { .. })), 1, "{report:#?}");
     }
     // Every problem can be printed and serialized, non-UTF-8 paths included.
     for problem in &report.problems {
@@ -218,14 +161,7 @@ fn garbage_in_the_store_is_reported_without_panicking() {
 fn runs_referencing_missing_entries_are_reported() {
     let t = new_store();
     put(&t.store, "present");
-    t.store
-        .record_run(&run_record(
-            "r1",
-            "recipe",
-            "2025-01-01T00:00:00Z",
-            &["present", "absent"],
-        ))
-        .unwrap();
+    t.store.record_run(&run_record("r1", "recipe", "2025-01-01T00:00:00Z", &["present", "absent"])).unwrap();
     let report = t.store.verify().unwrap();
     assert_eq!(report.problems.len(), 1, "{report:?}");
     assert_eq!(report.problems[0].fingerprint, Some(fp("absent")));

@@ -29,7 +29,13 @@ pub async fn run(spec: &CheckSpec, client: &ApiClient, prompt: &str) -> anyhow::
     Ok(attempts)
 }
 
-async fn one_stream(spec: &CheckSpec, client: &ApiClient, prompt: &str, round: u32, index: u32) -> anyhow::Result<Attempt> {
+async fn one_stream(
+    spec: &CheckSpec,
+    client: &ApiClient,
+    prompt: &str,
+    round: u32,
+    index: u32,
+) -> anyhow::Result<Attempt> {
     let own = marker(spec.seed, index);
     let instruction = format!("Begin your reply with {own}. {prompt}");
     let mut body = chat_body(spec, json!([{"role": "user", "content": instruction}]), index);
@@ -69,11 +75,20 @@ async fn one_stream(spec: &CheckSpec, client: &ApiClient, prompt: &str, round: u
     } else if let Some(problem) = assembled.problems.first() {
         attempt.fail(format!("{own}: broken stream: {problem}"))
     } else if !verdict.capture_complete {
-        let why = if assembled.done { format!("events after [DONE] ({})", describe_end(&stream.end)) } else { format!("no [DONE] ({})", describe_end(&stream.end)) };
+        let why = if assembled.done {
+            format!("events after [DONE] ({})", describe_end(&stream.end))
+        } else {
+            format!("no [DONE] ({})", describe_end(&stream.end))
+        };
         attempt.fail(format!("{own}: truncated capture fails closed: {why}"))
     } else if verdict.foreign_marker_count > 0 {
-        attempt.fail(format!("{own}: reply carries {} foreign marker(s): {}", verdict.foreign_marker_count, verdict.foreign_markers.join(", ")))
+        attempt.fail(format!(
+            "{own}: reply carries {} foreign marker(s): {}",
+            verdict.foreign_marker_count,
+            verdict.foreign_markers.join(", ")
+        ))
     } else {
-        attempt.fail(format!("{own}: reply does not begin with its marker: {}", crate::text::quote(content, 60)))
+        attempt
+            .fail(format!("{own}: reply does not begin with its marker: {}", crate::text::quote(content, 60)))
     })
 }

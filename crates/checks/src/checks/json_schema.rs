@@ -41,7 +41,11 @@ pub async fn attempt(
     let value = match exactly_one_json_value(content) {
         Ok(value) => value,
         Err(why) => {
-            let cut = if reply.finish_reason.as_deref() == Some("length") { " (finish_reason length: max_tokens cut the reply)" } else { "" };
+            let cut = if reply.finish_reason.as_deref() == Some("length") {
+                " (finish_reason length: max_tokens cut the reply)"
+            } else {
+                ""
+            };
             return Ok(attempt.fail(format!("{why}{cut}")));
         }
     };

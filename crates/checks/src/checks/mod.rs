@@ -25,7 +25,12 @@ pub enum Exchange {
 
 /// POST `body` to `path`, record status, time and (on failure) the raw body
 /// in `attempt`. `Err` only when the server cannot be reached at all.
-pub async fn send_whole(client: &ApiClient, path: &str, body: &Value, mut attempt: Attempt) -> anyhow::Result<Exchange> {
+pub async fn send_whole(
+    client: &ApiClient,
+    path: &str,
+    body: &Value,
+    mut attempt: Attempt,
+) -> anyhow::Result<Exchange> {
     match client.post_whole(path, body).await {
         Ok(WholeReply { status, body, elapsed }) => {
             attempt.http_status = Some(status);
@@ -45,7 +50,11 @@ pub async fn send_whole(client: &ApiClient, path: &str, body: &Value, mut attemp
 /// A whole chat-completions exchange: the attempt with the parsed reply
 /// recorded as evidence, or the attempt already failed (error status, cut
 /// body, a body that is not a chat completion).
-pub async fn send_chat(client: &ApiClient, body: &Value, attempt: Attempt) -> anyhow::Result<Result<(Attempt, ChatReply), Attempt>> {
+pub async fn send_chat(
+    client: &ApiClient,
+    body: &Value,
+    attempt: Attempt,
+) -> anyhow::Result<Result<(Attempt, ChatReply), Attempt>> {
     let (mut attempt, text) = match send_whole(client, CHAT_PATH, body, attempt).await? {
         Exchange::Ok(attempt, text) => (attempt, text),
         Exchange::Failed(attempt) => return Ok(Err(attempt)),

@@ -21,14 +21,20 @@ const DELTA_EVENT: &str = "response.output_text.delta";
 const COMPLETED_EVENT: &str = "response.completed";
 
 fn request_body(spec: &CheckSpec, prompt: &str, stream: bool) -> Value {
-    let mut body = json!({"model": spec.model, "input": prompt, "max_output_tokens": spec.max_tokens, "stream": stream});
+    let mut body =
+        json!({"model": spec.model, "input": prompt, "max_output_tokens": spec.max_tokens, "stream": stream});
     if let Some(thinking) = spec.thinking {
         body["reasoning"] = json!({"effort": if thinking { "medium" } else { "none" }});
     }
     body
 }
 
-pub async fn attempt(spec: &CheckSpec, client: &ApiClient, prompt: &str, index: u32) -> anyhow::Result<Attempt> {
+pub async fn attempt(
+    spec: &CheckSpec,
+    client: &ApiClient,
+    prompt: &str,
+    index: u32,
+) -> anyhow::Result<Attempt> {
     let request = json!({"endpoint": RESPONSES_PATH, "stream": "once without, once with", "max_output_tokens": spec.max_tokens, "prompt": prompt_summary(prompt)});
     let attempt = Attempt::new(index, request);
     let (attempt, whole) = match whole_part(spec, client, prompt, attempt).await? {
@@ -117,13 +123,19 @@ async fn streamed_part(spec: &CheckSpec, client: &ApiClient, prompt: &str) -> an
     let body = request_body(spec, prompt, true);
     let stream = match client.post_stream(RESPONSES_PATH, &body).await {
         Ok(stream) => stream,
-        Err(CallError::Broken(why)) => return Ok(StreamedPart { evidence: json!({"error": why}), deltas: 0, failure: Some(why) }),
+        Err(CallError::Broken(why)) => {
+            return Ok(StreamedPart { evidence: json!({"error": why}), deltas: 0, failure: Some(why) });
+        }
         Err(unreachable) => return Err(unreachable.into()),
     };
     if stream.status != 200 {
         let body = stream.error_body.unwrap_or_default();
         let why = format!("HTTP {}: {}", stream.status, error_message(&body));
-        return Ok(StreamedPart { evidence: json!({"http_status": stream.status, "body": excerpt(&body)}), deltas: 0, failure: Some(why) });
+        return Ok(StreamedPart {
+            evidence: json!({"http_status": stream.status, "body": excerpt(&body)}),
+            deltas: 0,
+            failure: Some(why),
+        });
     }
 
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -140,7 +152,8 @@ async fn streamed_part(spec: &CheckSpec, client: &ApiClient, prompt: &str) -> an
             }
         };
         // The JSON `type` is authoritative; the `event:` line is optional framing.
-        let kind = data.get("type").and_then(Value::as_str).or(event.event.as_deref()).unwrap_or("").to_owned();
+        let kind =
+            data.get("type").and_then(Value::as_str).or(event.event.as_deref()).unwrap_or("").to_owned();
         *counts.entry(kind.clone()).or_default() += 1;
         if kind == DELTA_EVENT {
             text.push_str(data.get("delta").and_then(Value::as_str).unwrap_or(""));
@@ -167,7 +180,10 @@ async fn streamed_part(spec: &CheckSpec, client: &ApiClient, prompt: &str) -> an
     } else if stream.end != StreamEnd::Closed {
         Some(format!("the stream did not end cleanly ({})", describe_end(&stream.end)))
     } else if last_type.as_deref() != Some(COMPLETED_EVENT) {
-        Some(format!("the last event is `{}`, not `{COMPLETED_EVENT}`", last_type.as_deref().unwrap_or("(none)")))
+        Some(format!(
+            "the last event is `{}`, not `{COMPLETED_EVENT}`",
+            last_type.as_deref().unwrap_or("(none)")
+        ))
     } else if text.trim().is_empty() {
         Some(format!("no non-empty `{DELTA_EVENT}` event"))
     } else if completed_text.as_deref() != Some(text.as_str()) {

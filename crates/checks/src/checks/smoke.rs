@@ -9,7 +9,12 @@ use crate::client::ApiClient;
 use crate::outcome::Attempt;
 use crate::spec::CheckSpec;
 
-pub async fn attempt(spec: &CheckSpec, client: &ApiClient, prompt: &str, index: u32) -> anyhow::Result<Attempt> {
+pub async fn attempt(
+    spec: &CheckSpec,
+    client: &ApiClient,
+    prompt: &str,
+    index: u32,
+) -> anyhow::Result<Attempt> {
     let body = chat_body(spec, json!([{"role": "user", "content": prompt}]), index);
     let request = json!({"endpoint": CHAT_PATH, "stream": false, "seed": body["seed"], "max_tokens": spec.max_tokens, "prompt": prompt_summary(prompt)});
     let (attempt, reply) = match send_chat(client, &body, Attempt::new(index, request)).await? {
@@ -27,9 +32,13 @@ fn judge(attempt: Attempt, reply: &ChatReply) -> Attempt {
     }
     match reply.token_counts() {
         None if reply.usage.is_none() => attempt.fail("the reply has no usage"),
-        None => attempt.fail(format!("usage lacks prompt_tokens/completion_tokens: {}", reply.usage.as_ref().unwrap_or(&Value::Null))),
-        Some((prompt, completion)) => {
-            attempt.pass(format!("HTTP 200, {} chars of content, usage {prompt} prompt + {completion} completion tokens", content.chars().count()))
-        }
+        None => attempt.fail(format!(
+            "usage lacks prompt_tokens/completion_tokens: {}",
+            reply.usage.as_ref().unwrap_or(&Value::Null)
+        )),
+        Some((prompt, completion)) => attempt.pass(format!(
+            "HTTP 200, {} chars of content, usage {prompt} prompt + {completion} completion tokens",
+            content.chars().count()
+        )),
     }
 }

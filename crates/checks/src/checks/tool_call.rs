@@ -33,7 +33,8 @@ impl OfferedTool {
             .to_owned();
         // No parameters schema: any arguments object is acceptable.
         let schema = function.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"}));
-        let parameters = CompiledSchema::new(&schema).map_err(|e| format!("the tool's parameters are not a valid JSON schema: {e}"))?;
+        let parameters = CompiledSchema::new(&schema)
+            .map_err(|e| format!("the tool's parameters are not a valid JSON schema: {e}"))?;
         Ok(Self { function, name, parameters })
     }
 }
@@ -80,7 +81,8 @@ pub async fn attempt(
 fn judge(attempt: Attempt, reply: &ChatReply, tool: &OfferedTool) -> Attempt {
     let reason = reply.finish_reason.as_deref().unwrap_or("none");
     if reason != "tool_calls" {
-        let said = reply.content.as_deref().map(|c| format!("; content {}", quote(c, 80))).unwrap_or_default();
+        let said =
+            reply.content.as_deref().map(|c| format!("; content {}", quote(c, 80))).unwrap_or_default();
         return attempt.fail(format!("finish_reason is `{reason}`, not `tool_calls`{said}"));
     }
     let Some(call) = reply.tool_calls.first() else {
@@ -96,11 +98,19 @@ fn judge(attempt: Attempt, reply: &ChatReply, tool: &OfferedTool) -> Attempt {
     };
     let parsed: Value = match serde_json::from_str(arguments) {
         Ok(parsed) => parsed,
-        Err(e) => return attempt.fail(format!("tool_calls[0] arguments are not one JSON value ({e}): {}", quote(arguments, 120))),
+        Err(e) => {
+            return attempt.fail(format!(
+                "tool_calls[0] arguments are not one JSON value ({e}): {}",
+                quote(arguments, 120)
+            ));
+        }
     };
     let violations = tool.parameters.violations(&parsed, MAX_VIOLATIONS);
     if !violations.is_empty() {
-        return attempt.fail(format!("tool_calls[0] arguments violate the parameters schema: {}", violations.join("; ")));
+        return attempt.fail(format!(
+            "tool_calls[0] arguments violate the parameters schema: {}",
+            violations.join("; ")
+        ));
     }
     attempt.pass(format!("one call of `{}` with arguments valid for its parameters", tool.name))
 }

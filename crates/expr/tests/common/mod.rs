@@ -26,9 +26,7 @@ pub fn campaign() -> serde_json::Value {
 /// (tests pass only well-formed sources here).
 pub fn gate(src: &str) -> Evaluation {
     let results = campaign();
-    parse(src)
-        .unwrap_or_else(|e| panic!("{src}: {e:?}"))
-        .eval(&JsonResolver::new(&results))
+    parse(src).unwrap_or_else(|e| panic!("{src}: {e:?}")).eval(&JsonResolver::new(&results))
 }
 
 pub fn value(src: &str) -> Value {

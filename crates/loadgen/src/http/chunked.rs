@@ -7,19 +7,30 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Reading the hex size; `digits` seen so far.
-    Size { size: u64, digits: u8 },
+    Size {
+        size: u64,
+        digits: u8,
+    },
     /// After the size: a chunk extension (ignored) up to the line end.
-    Extension { size: u64 },
+    Extension {
+        size: u64,
+    },
     /// Saw `\r` after the size line; expecting `\n`.
-    SizeLf { size: u64 },
-    Data { remaining: u64 },
+    SizeLf {
+        size: u64,
+    },
+    Data {
+        remaining: u64,
+    },
     /// After the data: expecting `\r\n`.
     DataCr,
     DataLf,
     /// After the last (zero) chunk: trailer lines until an empty one.
     TrailerLineStart,
     TrailerLine,
-    TrailerLf { empty_line: bool },
+    TrailerLf {
+        empty_line: bool,
+    },
     Done,
 }
 
@@ -64,12 +75,22 @@ impl ChunkedDecoder {
                         }
                         State::Size { size: size * 16 + u64::from(v), digits: digits + 1 }
                     }
-                    None if digits == 0 => return Err(ChunkedError(format!("expected a hex chunk size, got {:?}", byte as char))),
+                    None if digits == 0 => {
+                        return Err(ChunkedError(format!(
+                            "expected a hex chunk size, got {:?}",
+                            byte as char
+                        )));
+                    }
                     None => match byte {
                         b'\r' => State::SizeLf { size },
                         b'\n' => Self::after_size_line(size),
                         b';' | b' ' | b'\t' => State::Extension { size },
-                        _ => return Err(ChunkedError(format!("unexpected {:?} after the chunk size", byte as char))),
+                        _ => {
+                            return Err(ChunkedError(format!(
+                                "unexpected {:?} after the chunk size",
+                                byte as char
+                            )));
+                        }
                     },
                 },
                 State::Extension { size } => match byte {
@@ -163,7 +184,8 @@ mod tests {
 
     #[test]
     fn decodes_across_every_split() {
-        let wire = b"7\r\ndata: a\r\n1A;name=value\r\n0123456789abcdefghijklmnop\r\n0\r\nX-Trailer: 1\r\n\r\n";
+        let wire =
+            b"7\r\ndata: a\r\n1A;name=value\r\n0123456789abcdefghijklmnop\r\n0\r\nX-Trailer: 1\r\n\r\n";
         for step in 1..=wire.len() {
             let (out, done, consumed) = decode_in_steps(wire, step);
             assert_eq!(out.unwrap(), b"data: a0123456789abcdefghijklmnop", "step {step}");

@@ -97,7 +97,10 @@ mod tests {
     fn request_heads() {
         let h = head("http://127.0.0.1:8000/v1/chat/completions", Some("k-1"));
         assert!(h.starts_with("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"), "{h}");
-        assert!(h.contains("Authorization: Bearer k-1\r\n") && h.ends_with("Content-Length: 2\r\n\r\n{}"), "{h}");
+        assert!(
+            h.contains("Authorization: Bearer k-1\r\n") && h.ends_with("Content-Length: 2\r\n\r\n{}"),
+            "{h}"
+        );
         let h = head("http://[::1]:9/x/v1/completions?a=b", None);
         assert!(h.starts_with("POST /x/v1/completions?a=b HTTP/1.1\r\nHost: [::1]:9\r\n"), "{h}");
         assert!(!h.contains("Authorization"));
@@ -107,7 +110,8 @@ mod tests {
 
     #[test]
     fn what_it_refuses() {
-        let https = Endpoint::new("https://example.test/v1/chat/completions", None).err().expect("https refused");
+        let https =
+            Endpoint::new("https://example.test/v1/chat/completions", None).err().expect("https refused");
         assert!(https.to_string().contains("plain http:// only"), "{https}");
         assert!(Endpoint::new("not a url", None).is_err());
         assert!(Endpoint::new("http://h:1/v1/chat/completions", Some("a\r\nX-Evil: 1")).is_err());

@@ -23,8 +23,8 @@ use crate::record::FailureClass;
 use crate::sender::{SendJob, Sent};
 use crate::spec::Api;
 use crate::sse::SseParser;
-use response::{Body, parse_head};
 pub use endpoint::Endpoint;
+use response::{Body, parse_head};
 use socket::StampedSocket;
 pub use socket::{ReadTimes, Stamp};
 
@@ -48,7 +48,12 @@ enum Ending {
 /// Sends one streaming request and observes it until the stream ends, an
 /// error occurs, or `timeout` elapses. Returns the observation and when the
 /// request ended.
-pub async fn execute(endpoint: &Endpoint, api: Api, body: &[u8], timeout: Duration) -> (StreamObservation, Instant) {
+pub async fn execute(
+    endpoint: &Endpoint,
+    api: Api,
+    body: &[u8],
+    timeout: Duration,
+) -> (StreamObservation, Instant) {
     let request = endpoint.request(body);
     send_now(endpoint, api, &request, timeout, false).await
 }
@@ -99,7 +104,8 @@ pub async fn execute_at(
     let mut obs = StreamObservation::new(api, start, start_unix_ns);
     let ending = match written {
         Ok(n) => {
-            let ended = tokio::time::timeout(timeout, converse(socket, reused, &request[n..], &mut obs)).await;
+            let ended =
+                tokio::time::timeout(timeout, converse(socket, reused, &request[n..], &mut obs)).await;
             settle(ended, &mut obs, timeout)
         }
         Err(e) => {
@@ -148,19 +154,31 @@ async fn send_now(
 }
 
 /// How an exchange run under the request's timeout ended.
-fn settle(ended: Result<Ending, tokio::time::error::Elapsed>, obs: &mut StreamObservation, timeout: Duration) -> Ending {
+fn settle(
+    ended: Result<Ending, tokio::time::error::Elapsed>,
+    obs: &mut StreamObservation,
+    timeout: Duration,
+) -> Ending {
     match ended {
         Ok(ending) => ending,
         Err(_) => {
             if !obs.done {
-                obs.fail(FailureClass::Timeout, format!("no complete response within {} ms", timeout.as_millis()));
+                obs.fail(
+                    FailureClass::Timeout,
+                    format!("no complete response within {} ms", timeout.as_millis()),
+                );
             }
             Ending::Closed
         }
     }
 }
 
-async fn exchange(endpoint: &Endpoint, pooled: Option<StampedSocket>, request: &[u8], obs: &mut StreamObservation) -> Ending {
+async fn exchange(
+    endpoint: &Endpoint,
+    pooled: Option<StampedSocket>,
+    request: &[u8],
+    obs: &mut StreamObservation,
+) -> Ending {
     let reused = pooled.is_some();
     let socket = match pooled {
         Some(socket) => socket,
@@ -176,7 +194,12 @@ async fn exchange(endpoint: &Endpoint, pooled: Option<StampedSocket>, request: &
 }
 
 /// Sends what is left of the request (`unsent`) and reads the response.
-async fn converse(mut socket: StampedSocket, reused: bool, unsent: &[u8], obs: &mut StreamObservation) -> Ending {
+async fn converse(
+    mut socket: StampedSocket,
+    reused: bool,
+    unsent: &[u8],
+    obs: &mut StreamObservation,
+) -> Ending {
     let broken_before_response = if reused { Ending::Stale } else { Ending::Closed };
     if let Err(e) = socket.write_all(unsent).await {
         obs.fail(FailureClass::Disconnect, format!("sending the request: {e}"));
@@ -293,11 +316,18 @@ async fn converse(mut socket: StampedSocket, reused: bool, unsent: &[u8], obs: &
 }
 
 /// The (start of the) body of an error response, as text.
-async fn error_body(socket: &mut StampedSocket, body: &mut Body, mut unread: std::ops::Range<usize>) -> String {
+async fn error_body(
+    socket: &mut StampedSocket,
+    body: &mut Body,
+    mut unread: std::ops::Range<usize>,
+) -> String {
     let mut text = Vec::new();
     loop {
         let bytes = &socket.buffer[unread];
-        if body.decode(bytes, |data| text.extend_from_slice(data)).is_err() || body.is_complete() || text.len() >= ERROR_BODY_CAP {
+        if body.decode(bytes, |data| text.extend_from_slice(data)).is_err()
+            || body.is_complete()
+            || text.len() >= ERROR_BODY_CAP
+        {
             break;
         }
         match socket.read(0).await {
@@ -310,5 +340,7 @@ async fn error_body(socket: &mut StampedSocket, body: &mut Body, mut unread: std
 
 /// The wall clock in ns since the Unix epoch (0 if the clock is before it).
 fn unix_ns_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }

@@ -18,7 +18,9 @@ pub struct Head {
 #[derive(Debug)]
 pub enum Body {
     Chunked(ChunkedDecoder),
-    Length { remaining: u64 },
+    Length {
+        remaining: u64,
+    },
     /// No framing: the body ends when the server closes the connection.
     UntilClose,
 }
@@ -49,7 +51,8 @@ pub fn parse_head(bytes: &[u8]) -> Result<Option<(Head, usize)>, String> {
             let value = String::from_utf8_lossy(header.value);
             let value = value.trim();
             if header.name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = value.rsplit(',').next().is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+                chunked =
+                    value.rsplit(',').next().is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
             } else if header.name.eq_ignore_ascii_case("content-length") {
                 let n = value.parse::<u64>().map_err(|_| format!("malformed Content-Length {value:?}"))?;
                 content_length = Some(n);

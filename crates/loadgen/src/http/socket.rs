@@ -52,11 +52,7 @@ impl StampedSocket {
         // SAFETY: the TcpStream owns a valid, non-blocking descriptor, and
         // the AsyncFd owns the stream until the descriptor is closed with it.
         let fd = unsafe { AsyncFd::register_with_interest(stream, Interest::READABLE | Interest::WRITABLE)? };
-        Ok(Self {
-            fd,
-            control: nix::cmsg_space!(TimeSpec),
-            buffer: vec![0; READ_BUFFER],
-        })
+        Ok(Self { fd, control: nix::cmsg_space!(TimeSpec), buffer: vec![0; READ_BUFFER] })
     }
 
     /// A duplicate of the descriptor, for a thread to write on.
@@ -69,7 +65,10 @@ impl StampedSocket {
     pub fn closed_while_idle(&self) -> bool {
         let mut probe = [0u8; 1];
         let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
-        !matches!(nix::sys::socket::recv(self.fd.get_ref().as_raw_fd(), &mut probe, flags), Err(nix::errno::Errno::EAGAIN))
+        !matches!(
+            nix::sys::socket::recv(self.fd.get_ref().as_raw_fd(), &mut probe, flags),
+            Err(nix::errno::Errno::EAGAIN)
+        )
     }
 
     pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
@@ -114,7 +113,8 @@ impl StampedSocket {
 
 fn receive(stream: &TcpStream, into: &mut [u8], control: &mut [u8]) -> io::Result<(usize, Option<TimeSpec>)> {
     let mut iov = [IoSliceMut::new(into)];
-    let msg = recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(control), MsgFlags::empty()).map_err(io::Error::from)?;
+    let msg = recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(control), MsgFlags::empty())
+        .map_err(io::Error::from)?;
     let mut kernel_time = None;
     if let Ok(messages) = msg.cmsgs() {
         for message in messages {

@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -105,13 +105,20 @@ pub async fn spawn(config: ServerConfig) -> RawServer {
 }
 
 /// Reads one request (headers + Content-Length body); `None` at EOF.
-async fn read_request(socket: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Option<(String, Vec<u8>)>> {
+async fn read_request(
+    socket: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<(String, Vec<u8>)>> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_string();
             let length = head
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
                 .unwrap_or(0);
             while buf.len() < end + 4 + length {
                 let mut chunk = [0u8; 65536];
@@ -161,19 +168,28 @@ fn prompt_text(request: &serde_json::Value) -> String {
 /// The request index and marker from `Begin your reply with ANVIL_REQ_s_i.`
 fn marker_in(prompt: &str) -> Option<(String, u64)> {
     let at = prompt.rfind("ANVIL_REQ_")?;
-    let marker: String = prompt[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let marker: String =
+        prompt[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
     let index = marker.rsplit('_').next()?.parse().ok()?;
     Some((marker, index))
 }
 
-async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter: &AtomicU64, truth: &Truth) -> std::io::Result<()> {
+async fn serve_connection(
+    mut socket: TcpStream,
+    config: &ServerConfig,
+    counter: &AtomicU64,
+    truth: &Truth,
+) -> std::io::Result<()> {
     socket.set_nodelay(true)?;
     let mut buf = Vec::new();
     while let Some((head, body)) = read_request(&mut socket, &mut buf).await? {
         let received = Instant::now();
         if head.starts_with("GET /truth") {
             let body = serde_json::to_string(&*truth.lock().unwrap()).unwrap();
-            let resp = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
             socket.write_all(resp.as_bytes()).await?;
             continue;
         }
@@ -183,8 +199,10 @@ async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter:
         let (marker, index) = marker_in(&prompt).unwrap_or_else(|| ("".into(), u64::MAX));
         let fault = config.faults.get(&index).copied().unwrap_or(Fault::None);
         let model = request["model"].as_str().unwrap_or("m").to_string();
-        let max_tokens = request["max_tokens"].as_u64().or(request["max_output_tokens"].as_u64()).unwrap_or(1000);
-        let prompt_tokens = 20 + (prompt.split_whitespace().count() as f64 * config.tokens_per_word).round() as u64;
+        let max_tokens =
+            request["max_tokens"].as_u64().or(request["max_output_tokens"].as_u64()).unwrap_or(1000);
+        let prompt_tokens =
+            20 + (prompt.split_whitespace().count() as f64 * config.tokens_per_word).round() as u64;
         let responses_api = head.starts_with("POST /v1/responses");
         let completions_api = head.starts_with("POST /v1/completions");
 
@@ -193,7 +211,10 @@ async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter:
         }
         if fault == Fault::Http500 {
             let body = "{\"error\":\"boom\"}";
-            let resp = format!("HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+            let resp = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
             socket.write_all(resp.as_bytes()).await?;
             continue;
         }
@@ -227,7 +248,10 @@ async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter:
             events.push(format!("event: response.completed\ndata: {{\"type\":\"response.completed\",\"response\":{{\"status\":\"completed\",\"usage\":{{\"input_tokens\":{prompt_tokens},\"output_tokens\":{completion_tokens}}}}}}}\n\n"));
         } else {
             if !completions_api {
-                events.push(chat_chunk("role", "assistant", &model).replace("\"role\":\"assistant\"", "\"role\":\"assistant\",\"content\":\"\""));
+                events.push(
+                    chat_chunk("role", "assistant", &model)
+                        .replace("\"role\":\"assistant\"", "\"role\":\"assistant\",\"content\":\"\""),
+                );
                 for i in 0..config.reasoning_chunks {
                     events.push(chat_chunk("reasoning_content", &format!("r{i} "), &model));
                     completion_tokens += 1;
@@ -236,7 +260,9 @@ async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter:
             for (i, w) in words.iter().enumerate() {
                 if completions_api {
                     let text = serde_json::to_string(w).unwrap();
-                    events.push(format!("data: {{\"choices\":[{{\"index\":0,\"text\":{text},\"finish_reason\":null}}]}}\n\n"));
+                    events.push(format!(
+                        "data: {{\"choices\":[{{\"index\":0,\"text\":{text},\"finish_reason\":null}}]}}\n\n"
+                    ));
                 } else {
                     events.push(chat_chunk("content", w, &model));
                 }
@@ -274,7 +300,11 @@ async fn serve_connection(mut socket: TcpStream, config: &ServerConfig, counter:
             } else {
                 socket.write_all(&chunked(bytes)).await?;
             }
-            if !first_content_written && (event.contains("\"content\":\"A") || event.contains("output_text.delta") || event.contains("\"text\"")) {
+            if !first_content_written
+                && (event.contains("\"content\":\"A")
+                    || event.contains("output_text.delta")
+                    || event.contains("\"text\""))
+            {
                 first_content_written = true;
                 truth.lock().unwrap().insert(index, received.elapsed().as_secs_f64() * 1000.0);
             }

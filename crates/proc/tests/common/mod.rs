@@ -14,9 +14,7 @@ pub struct Scratch {
 
 impl Scratch {
     pub fn new() -> Scratch {
-        Scratch {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
+        Scratch { dir: tempfile::tempdir().expect("temp dir") }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {

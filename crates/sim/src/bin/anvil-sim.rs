@@ -2,8 +2,8 @@
 //! anvil itself runs the same server as `anvil sim`; this binary lets the
 //! sim's own tests and benchmarks run it as a separate process.
 
-use anyhow::{Context as _, bail};
 use anvil_sim::SimProfile;
+use anyhow::{Context as _, bail};
 
 fn main() -> anyhow::Result<()> {
     let mut host = "127.0.0.1".to_owned();
@@ -21,7 +21,9 @@ fn main() -> anyhow::Result<()> {
                 let (key, val) = pair.split_once('=').context("--set takes KEY=VALUE")?;
                 profile.set(key, val).map_err(anyhow::Error::msg)?;
             }
-            other => bail!("unknown argument {other}; usage: anvil-sim [--host H] [--port P] [--profile-json JSON] [--set KEY=VALUE]..."),
+            other => bail!(
+                "unknown argument {other}; usage: anvil-sim [--host H] [--port P] [--profile-json JSON] [--set KEY=VALUE]..."
+            ),
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 /// A profile fast enough for tests: ~1 ms steps, near-instant prefill.
 pub fn fast_profile() -> SimProfile {
     let mut profile = SimProfile::default();
-    for (key, value) in [("decode-step-ms", "1"), ("decode-step-ms-per-seq", "0.01"), ("prefill-tok-s", "10000000")] {
+    for (key, value) in
+        [("decode-step-ms", "1"), ("decode-step-ms-per-seq", "0.01"), ("prefill-tok-s", "10000000")]
+    {
         profile.set(key, value).expect("fast profile keys are valid");
     }
     profile
@@ -78,7 +80,11 @@ pub struct SseEvent {
 /// Split an SSE body strictly: events end with "\n\n", every line is
 /// `event: ` or `data: `, and nothing follows the last separator.
 pub fn split_sse(body: &str) -> Vec<SseEvent> {
-    assert!(body.ends_with("\n\n"), "SSE body must end with a blank line: {:?}", &body[body.len().saturating_sub(80)..]);
+    assert!(
+        body.ends_with("\n\n"),
+        "SSE body must end with a blank line: {:?}",
+        &body[body.len().saturating_sub(80)..]
+    );
     body[..body.len() - 2]
         .split("\n\n")
         .map(|block| {
@@ -104,7 +110,10 @@ pub fn json_chunks(body: &str) -> Vec<Value> {
     assert_eq!(last.data, "[DONE]", "stream must end with [DONE]");
     chunks
         .iter()
-        .map(|e| serde_json::from_str(&e.data).unwrap_or_else(|err| panic!("chunk is not JSON ({err}): {}", e.data)))
+        .map(|e| {
+            serde_json::from_str(&e.data)
+                .unwrap_or_else(|err| panic!("chunk is not JSON ({err}): {}", e.data))
+        })
         .collect()
 }
 
@@ -139,7 +148,8 @@ impl StreamTiming {
 /// Send a streamed chat request and time it as bytes arrive.
 pub async fn time_stream(client: &reqwest::Client, base_url: &str, body: &Value) -> StreamTiming {
     let start = std::time::Instant::now();
-    let mut response = client.post(format!("{base_url}/v1/chat/completions")).json(body).send().await.expect("request sent");
+    let mut response =
+        client.post(format!("{base_url}/v1/chat/completions")).json(body).send().await.expect("request sent");
     let mut text = String::new();
     let mut ttft = None;
     while let Some(bytes) = response.chunk().await.expect("stream chunk") {
@@ -158,12 +168,18 @@ pub async fn time_stream(client: &reqwest::Client, base_url: &str, body: &Value)
 }
 
 fn has_nonempty_content(text: &str) -> bool {
-    text.match_indices("\"delta\":{\"content\":\"").any(|(at, pattern)| !text[at + pattern.len()..].starts_with('"'))
+    text.match_indices("\"delta\":{\"content\":\"")
+        .any(|(at, pattern)| !text[at + pattern.len()..].starts_with('"'))
 }
 
 /// Run `concurrency` identical-shape requests at once (distinct prompts, so
 /// the prefix cache does not help) and return their timings.
-pub async fn burst(base_url: &str, concurrency: usize, prompt_words: usize, output_words: usize) -> Vec<StreamTiming> {
+pub async fn burst(
+    base_url: &str,
+    concurrency: usize,
+    prompt_words: usize,
+    output_words: usize,
+) -> Vec<StreamTiming> {
     let client = reqwest::Client::new();
     let tasks: Vec<_> = (0..concurrency)
         .map(|i| {

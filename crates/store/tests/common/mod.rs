@@ -26,17 +26,10 @@ pub fn put(store: &Store, label: &str) -> Entry {
     let fingerprint = fp(label);
     let mut staged = store.stage(&fingerprint).expect("stage");
     staged
-        .write_json(
-            "preimage.json",
-            &json!({ "node": label, "protocol": "capacity-v4" }),
-        )
+        .write_json("preimage.json", &json!({ "node": label, "protocol": "capacity-v4" }))
         .expect("preimage");
-    staged
-        .write_json("result.json", &json!({ "label": label, "tokens": 42 }))
-        .expect("result");
-    staged
-        .write_bytes("logs/server.log", format!("log of {label}\n").as_bytes())
-        .expect("log");
+    staged.write_json("result.json", &json!({ "label": label, "tokens": 42 })).expect("result");
+    staged.write_bytes("logs/server.log", format!("log of {label}\n").as_bytes()).expect("log");
     staged.commit().expect("commit")
 }
 
