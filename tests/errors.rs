@@ -140,7 +140,8 @@ fn bad_gate_expression() {
 #[test]
 fn gate_reading_an_unknown_step() {
     let text = "task \"a\" { run \"x\"; }\ngate \"g\" {\n    require \"task.b.exit_code == 0\"\n}\n";
-    assert_rejected(text, "3:5", &["there is no task `b`"]);
+    // The span is the expression itself, inside the quotes.
+    assert_rejected(text, "3:14", &["there is no task `b`"]);
 }
 
 #[test]

@@ -35,8 +35,8 @@ fn portable(plan: &Plan) -> Vec<bool> {
     let mut ok = vec![true; plan.nodes.len()];
     for &i in &plan.order {
         let node = &plan.nodes[i];
-        let machine_bound = node.kind == Kind::Server
-            && node.preimage.pointer("/environment/engine/program").is_some();
+        let machine_bound =
+            node.kind == Kind::Server && node.preimage.pointer("/environment/engine/program").is_some();
         ok[i] = !machine_bound && node.deps.iter().all(|&d| ok[d]);
     }
     ok
@@ -52,7 +52,8 @@ fn doc_recipes(dir: &Path) -> Vec<PathBuf> {
         if line.trim() != "```kdl" {
             continue;
         }
-        let body: Vec<&str> = lines.by_ref().map(|(_, l)| l).take_while(|l| !l.trim_start().starts_with("```")).collect();
+        let body: Vec<&str> =
+            lines.by_ref().map(|(_, l)| l).take_while(|l| !l.trim_start().starts_with("```")).collect();
         blocks.push(body.join("\n"));
     }
     let mut paths = Vec::new();

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::cli::RecipeArgs;
 use crate::history;
-use crate::report::diff::{Change, describe, diff_values};
+use crate::plan::changes::{Change, describe, diff_values};
 
 use super::{Exit, input, load_plan, open_store};
 

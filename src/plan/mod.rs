@@ -2,6 +2,7 @@
 //! fingerprint, and whether a run will execute it (and why).
 
 mod canonical;
+pub mod changes;
 mod dependencies;
 mod fingerprint;
 mod graph;
@@ -12,7 +13,7 @@ use anvil_store::{Fingerprint, Store};
 use serde_json::Value;
 
 pub use canonical::{canonical, canonical_bytes};
-pub use dependencies::{expressions_of, rules_of, screen_expression};
+
 pub use fingerprint::{FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, fingerprint_of};
 pub use preimage::{EngineMode, reads_results};
 pub use status::Status;
@@ -69,9 +70,7 @@ impl Plan {
             let upstream: Vec<(String, Upstream)> = deps[i]
                 .iter()
                 // A finally step waits for everything, but only its `after` steps shape its fingerprint.
-                .filter(|&&d| {
-                    step.kind != Kind::Finally || step.strings("after").contains(&recipe.steps[d].name)
-                })
+                .filter(|&&d| step.kind != Kind::Finally || step.after.contains(&recipe.steps[d].name))
                 .map(|&d| {
                     let dep = nodes[d].as_ref().expect("execution order visits dependencies first");
                     let role = if recipe.steps[d].kind == Kind::Server {

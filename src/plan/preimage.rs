@@ -6,11 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::fingerprint::{MEASUREMENT_PROTOCOL, PreimageParts, file_digest};
-use crate::recipe::{Decl, Kind, Recipe};
-
-/// Settings that a server's simulated twin keeps; the real command line
-/// cannot change a simulated result, so it does not count there.
-const TWIN_SETTINGS: &[&str] = &["sim", "model", "replicas", "gpus", "identity"];
+use crate::recipe::decls::Engine;
+use crate::recipe::{Decl, Kind, Recipe, Spec};
 
 /// Facts about the world, looked up once per plan.
 #[derive(Default)]
@@ -61,50 +58,39 @@ pub fn preimage_of(
 ) -> (Value, bool) {
     let kind: &'static str = step.kind.as_str();
     let mut parts = PreimageParts::new(kind);
-    let mut settings = step.hashed_settings();
-    settings.remove("after"); // ordering: the upstream fingerprints say what matters
     let base_dir = recipe.dir();
+    let mut settings = step.fingerprinted_settings(false);
 
-    match step.kind {
-        Kind::Server => {
-            let engine = step.str("engine").unwrap_or("sim");
-            let twin = mode == EngineMode::SimulatedTwins && engine != "sim";
-            if twin || engine == "sim" {
-                settings.retain(|k, _| TWIN_SETTINGS.contains(&k.as_str()));
+    match &step.spec {
+        Spec::Server(server) => {
+            let twin = mode == EngineMode::SimulatedTwins && !matches!(server.engine, Engine::Sim);
+            if twin || matches!(server.engine, Engine::Sim) {
+                settings = step.fingerprinted_settings(true);
                 settings.insert("engine".into(), json!("sim"));
                 parts
                     .environment
                     .insert("engine".into(), json!({"simulated": true, "anvil": env!("CARGO_PKG_VERSION")}));
-            } else if engine == "command" {
-                let command = step.strings("command");
-                if let Some(program) = command.first() {
-                    let version_args = match step.get("version-args") {
-                        Some(_) => step.strings("version-args"),
-                        None => vec!["--version".to_string()],
-                    };
-                    parts.environment.insert("engine".into(), world.engine(program, &version_args));
-                }
+            } else if let Engine::Command(command) = &server.engine
+                && let Some(program) = command.command.first()
+            {
+                parts.environment.insert("engine".into(), world.engine(program, &command.version_args));
             }
         }
-        Kind::Cell | Kind::Check => {
+        Spec::Cell(_) | Spec::Check(_) => {
             parts.environment.insert("protocol".into(), json!(MEASUREMENT_PROTOCOL));
             parts.environment.insert("campaign_seed".into(), json!(recipe.campaign.seed));
         }
         _ => {}
     }
-    for file in step.strings("reads") {
-        parts.files.insert(file.clone(), file_digest(&base_dir.join(&file)));
+    for file in step.spec.reads() {
+        parts.files.insert(file.clone(), file_digest(&base_dir.join(file)));
     }
     if reads_results(step.kind) {
         // Params an expression reads are inputs like any result it reads.
         let mut params = Map::new();
-        for expression in super::dependencies::expressions_of(step, &mut Vec::new()) {
-            for reference in expression.parsed.references().into_iter().filter(|r| r.kind == "param") {
-                params.insert(
-                    reference.name.clone(),
-                    recipe.params.get(&reference.name).cloned().unwrap_or(Value::Null),
-                );
-            }
+        for name in step.expressions().into_iter().flat_map(|e| e.params()) {
+            let value = recipe.params.get(&name).cloned().unwrap_or(Value::Null);
+            params.insert(name, value);
         }
         if !params.is_empty() {
             parts.upstream.insert("params".into(), Value::Object(params));

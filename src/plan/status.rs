@@ -3,9 +3,9 @@
 
 use anvil_store::Store;
 
+use super::changes::{describe, diff_values};
 use super::{Plan, PlannedNode};
 use crate::recipe::Kind;
-use crate::report::diff::{describe, diff_values};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {

@@ -7,12 +7,12 @@ use std::time::Duration;
 use kdl::KdlValue;
 use serde_json::{Map, Number, Value};
 
-use super::decl::{Decl, Setting};
+use super::decl::{Draft, Setting, Settings};
 use super::problem::{Problem, Problems, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned, describe_value};
 use super::schema::{self, FieldSpec, Shape};
 
-pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
+pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Draft {
     let specs = schema::fields_of(raw.kind);
     let mut settings: BTreeMap<String, Setting> = BTreeMap::new();
 
@@ -85,14 +85,15 @@ pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Option<Decl> {
     }
     // Even with problems the declaration is kept, so references to and from
     // it are still checked and the user sees every problem in one pass.
-    Some(Decl {
+    Draft {
         kind: raw.kind,
         name: raw.name.value.clone(),
         source: raw.source.clone(),
         span: raw.span,
         name_span: raw.name.span,
-        settings,
-    })
+        settings: Settings(settings),
+        from_workload: Vec::new(),
+    }
 }
 
 /// Repeated settings add up: lists concatenate, blocks merge key by key at

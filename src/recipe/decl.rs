@@ -1,10 +1,14 @@
-//! A concrete, typed declaration: what the plan and the executors read.
+//! A concrete declaration: its name and spans, the settings as written
+//! (what the fingerprint hashes), and the typed form the plan and the
+//! executors read.
 
 use std::collections::BTreeMap;
 
 use miette::SourceSpan;
 use serde_json::Value;
 
+use super::decls::Spec;
+use super::expression::Expression;
 use super::kind::Kind;
 use super::problem::{Problem, SourceText};
 
@@ -18,38 +22,43 @@ pub struct Setting {
     pub hashed: bool,
 }
 
-#[derive(Debug, Clone)]
-pub struct Decl {
-    pub kind: Kind,
-    pub name: String,
-    pub source: SourceText,
-    pub span: SourceSpan,
-    pub name_span: SourceSpan,
-    pub settings: BTreeMap<String, Setting>,
-}
+/// The settings of one declaration by name, as the loader checked them.
+/// Only the recipe layer reads them by name: everything downstream reads
+/// the typed [`Spec`].
+#[derive(Debug, Clone, Default)]
+pub struct Settings(pub(super) BTreeMap<String, Setting>);
 
-impl Decl {
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.settings.get(key).map(|s| &s.value)
+impl Settings {
+    pub(super) fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key).map(|s| &s.value)
     }
 
-    pub fn str(&self, key: &str) -> Option<&str> {
+    pub(super) fn str(&self, key: &str) -> Option<&str> {
         self.get(key).and_then(Value::as_str)
     }
 
-    pub fn u64(&self, key: &str) -> Option<u64> {
+    pub(super) fn string(&self, key: &str) -> Option<String> {
+        self.str(key).map(str::to_string)
+    }
+
+    pub(super) fn u64(&self, key: &str) -> Option<u64> {
         self.get(key).and_then(Value::as_u64)
     }
 
-    pub fn f64(&self, key: &str) -> Option<f64> {
+    pub(super) fn f64(&self, key: &str) -> Option<f64> {
         self.get(key).and_then(Value::as_f64)
     }
 
-    pub fn bool(&self, key: &str) -> Option<bool> {
+    pub(super) fn bool(&self, key: &str) -> Option<bool> {
         self.get(key).and_then(Value::as_bool)
     }
 
-    pub fn strings(&self, key: &str) -> Vec<String> {
+    /// Durations are stored in milliseconds by the loader.
+    pub(super) fn duration(&self, key: &str) -> Option<std::time::Duration> {
+        self.u64(key).map(std::time::Duration::from_millis)
+    }
+
+    pub(super) fn strings(&self, key: &str) -> Vec<String> {
         match self.get(key) {
             Some(Value::Array(items)) => {
                 items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()
@@ -59,11 +68,92 @@ impl Decl {
         }
     }
 
-    /// String-valued key=value settings (`env`, `identity`, `ready`, …).
-    pub fn props(&self, key: &str) -> BTreeMap<String, Value> {
+    /// key=value settings (`identity`, `ready`, …).
+    pub(super) fn props(&self, key: &str) -> BTreeMap<String, Value> {
         match self.get(key) {
             Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             _ => BTreeMap::new(),
+        }
+    }
+
+    /// key=value settings whose values are text (`env`): numbers are written out.
+    pub(super) fn text_props(&self, key: &str) -> BTreeMap<String, String> {
+        self.props(key).into_iter().map(|(k, v)| (k, text_of(&v))).collect()
+    }
+
+    pub(super) fn setting(&self, key: &str) -> Option<&Setting> {
+        self.0.get(key)
+    }
+
+    pub(super) fn contains(&self, key: &str) -> bool {
+        self.0.contains_key(key)
+    }
+}
+
+/// A JSON scalar as the text a command line or environment would carry.
+pub(super) fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A declaration before its typed form is built (workloads taken in,
+/// engines defaulted).
+#[derive(Debug, Clone)]
+pub(super) struct Draft {
+    pub kind: Kind,
+    pub name: String,
+    pub source: SourceText,
+    pub span: SourceSpan,
+    pub name_span: SourceSpan,
+    pub settings: Settings,
+    /// Settings a cell took in from its workload (the workload reports their problems).
+    pub from_workload: Vec<String>,
+}
+
+impl Draft {
+    /// `kind `name``, the way messages name a declaration.
+    pub fn what(&self) -> String {
+        format!("{} `{}`", self.kind, self.name)
+    }
+
+    /// A problem pointing at a setting (or at the declaration when unset).
+    pub fn problem_at(&self, key: &str, message: impl Into<String>) -> Problem {
+        match self.settings.setting(key) {
+            Some(setting) => Problem::new(&setting.source, setting.span, message),
+            None => Problem::new(&self.source, self.name_span, message),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Decl {
+    pub kind: Kind,
+    pub name: String,
+    pub source: SourceText,
+    pub span: SourceSpan,
+    pub name_span: SourceSpan,
+    pub description: Option<String>,
+    /// Steps this one runs after (ordering only).
+    pub after: Vec<String>,
+    /// What the step does, typed.
+    pub spec: Spec,
+    settings: Settings,
+}
+
+impl Decl {
+    pub(super) fn from_draft(draft: Draft, spec: Spec) -> Decl {
+        Decl {
+            kind: draft.kind,
+            description: draft.settings.string("description"),
+            after: draft.settings.strings("after"),
+            name: draft.name,
+            source: draft.source,
+            span: draft.span,
+            name_span: draft.name_span,
+            spec,
+            settings: draft.settings,
         }
     }
 
@@ -72,16 +162,27 @@ impl Decl {
         format!("{}.{}", self.kind, self.name)
     }
 
-    /// A problem pointing at a setting (or at the declaration when unset).
-    pub fn problem_at(&self, key: &str, message: impl Into<String>) -> Problem {
-        match self.settings.get(key) {
-            Some(setting) => Problem::new(&setting.source, setting.span, message),
-            None => Problem::new(&self.source, self.name_span, message),
-        }
+    /// A problem pointing at the declaration's name.
+    pub fn problem(&self, message: impl Into<String>) -> Problem {
+        Problem::new(&self.source, self.name_span, message)
     }
 
-    /// The settings that can change a result, as canonical JSON (sorted keys).
-    pub fn hashed_settings(&self) -> BTreeMap<String, Value> {
-        self.settings.iter().filter(|(_, s)| s.hashed).map(|(k, s)| (k.clone(), s.value.clone())).collect()
+    /// The settings that can change a result, as JSON by setting name: the
+    /// part of the preimage the recipe writes. `as_twin` keeps only what a
+    /// server's simulated twin uses.
+    pub fn fingerprinted_settings(&self, as_twin: bool) -> BTreeMap<String, Value> {
+        self.settings
+            .0
+            .iter()
+            // Ordering: the upstream fingerprints say what matters.
+            .filter(|(k, s)| s.hashed && k.as_str() != "after")
+            .filter(|(k, _)| !as_twin || super::decls::server::TWIN_SETTINGS.contains(&k.as_str()))
+            .map(|(k, s)| (k.clone(), s.value.clone()))
+            .collect()
+    }
+
+    /// Every expression the step evaluates, parsed at load.
+    pub fn expressions(&self) -> Vec<&Expression> {
+        self.spec.expressions()
     }
 }

@@ -6,15 +6,10 @@ use std::collections::BTreeMap;
 
 use kdl::KdlValue;
 
+use super::placeholders::{PlaceholderError, RUNTIME_PLACEHOLDERS, fill_at_load};
 use super::problem::{Problem, Problems, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned};
 use super::schema;
-
-/// Placeholders filled in when the step runs (by the server launcher or the
-/// load generator), not when the recipe loads.
-/// Server command lines get port, host, gpus and replica; a workload's
-/// `extra-body` gets marker, index and seed per request.
-pub const RUNTIME_PLACEHOLDERS: &[&str] = &["port", "host", "gpus", "replica", "marker", "index", "seed"];
 
 /// Resolve `extends` chains. Abstract declarations are kept for lookup but
 /// dropped from the result.
@@ -242,42 +237,22 @@ fn substitute(value: &mut Spanned<KdlValue>, vars: &BTreeMap<String, KdlValue>) 
         value.value = v.clone();
         return Ok(());
     }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text.as_str();
-    while let Some(pos) = rest.find(['{', '}']) {
-        out.push_str(&rest[..pos]);
-        let tail = &rest[pos..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            out.push_str(&tail[..1]);
-            out.push_str(&tail[..1]); // kept doubled: the runtime pass turns `{{` into `{`
-            rest = &tail[2..];
-            continue;
+    let vars_text: BTreeMap<String, String> = vars.iter().map(|(k, v)| (k.clone(), plain_text(v))).collect();
+    match fill_at_load(text, &vars_text) {
+        Ok(filled) => {
+            value.value = KdlValue::String(filled);
+            Ok(())
         }
-        if tail.starts_with('}') {
-            return Err(placeholder_problem(value, "unmatched `}`", None));
+        Err(PlaceholderError::LoneClose) => Err(placeholder_problem(value, "unmatched `}`", None)),
+        Err(PlaceholderError::Unclosed) => {
+            Err(placeholder_problem(value, "unclosed `{`", Some("write `{{` for a literal brace".into())))
         }
-        let Some(end) = tail.find('}') else {
-            return Err(placeholder_problem(
-                value,
-                "unclosed `{`",
-                Some("write `{{` for a literal brace".into()),
-            ));
-        };
-        let var = &tail[1..end];
-        if let Some(v) = vars.get(var) {
-            out.push_str(&plain_text(v));
-        } else if RUNTIME_PLACEHOLDERS.contains(&var) {
-            out.push_str(&tail[..=end]);
-        } else {
+        Err(PlaceholderError::Unknown(var)) => {
             let known = vars.keys().map(String::as_str).chain(RUNTIME_PLACEHOLDERS.iter().copied());
-            let help = did_you_mean(var, known).or_else(|| Some("placeholders name a `param`, a `sweep` variable, or one filled at run time (port, gpus, marker, index, …)".into()));
-            return Err(placeholder_problem(value, &format!("unknown placeholder `{{{var}}}`"), help));
+            let help = did_you_mean(&var, known).or_else(|| Some("placeholders name a `param`, a `sweep` variable, or one filled at run time (port, gpus, marker, index, …)".into()));
+            Err(placeholder_problem(value, &format!("unknown placeholder `{{{var}}}`"), help))
         }
-        rest = &tail[end + 1..];
     }
-    out.push_str(rest);
-    value.value = KdlValue::String(out);
-    Ok(())
 }
 
 fn placeholder_problem(value: &Spanned<KdlValue>, message: &str, help: Option<String>) -> Problem {

@@ -6,12 +6,16 @@
 
 mod convert;
 mod decl;
+pub mod decls;
 mod expand;
+mod expression;
 mod kind;
 mod loader;
+pub mod placeholders;
 mod problem;
 mod raw;
 mod schema;
+pub mod words;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,10 +26,12 @@ use miette::{NamedSource, SourceSpan};
 
 pub use convert::parse_duration;
 pub use decl::{Decl, Setting};
-pub use expand::RUNTIME_PLACEHOLDERS;
+pub use decls::Spec;
+pub use expression::Expression;
 pub use kind::Kind;
 pub use problem::{Problem, RecipeError, SourceText, did_you_mean};
 
+use decl::Draft;
 use problem::Problems;
 
 #[derive(Debug, Clone)]
@@ -74,32 +80,33 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
 
     let decls = expand::apply_extends(loaded.decls, &mut problems);
     let decls = expand::apply_sweeps_and_placeholders(decls, &params, &mut problems);
-    let mut steps = Vec::new();
-    let mut workloads = Vec::new();
-    for raw in &decls {
-        if let Some(decl) = convert::convert(raw, &mut problems) {
-            if decl.kind == Kind::Workload { workloads.push(decl) } else { steps.push(decl) }
-        }
+    let mut drafts: Vec<Draft> = decls.iter().map(|raw| convert::convert(raw, &mut problems)).collect();
+    let (workload_drafts, step_drafts): (Vec<&Draft>, Vec<&Draft>) =
+        drafts.iter().partition(|d| d.kind == Kind::Workload);
+    check_unique(&step_drafts, &mut problems);
+    check_unique(&workload_drafts, &mut problems);
+    check_references(&step_drafts, &workload_drafts, &mut problems);
+    for draft in &drafts {
+        check_properties(draft, &mut problems);
     }
-    check_unique(&steps, &mut problems);
-    check_unique(&workloads, &mut problems);
-    check_references(&steps, &workloads, &mut problems);
-    for step in &steps {
-        let mut found = Vec::new();
-        crate::plan::expressions_of(step, &mut found);
-        for problem in found {
-            problems.push(problem);
-        }
-    }
-    for decl in steps.iter().chain(&workloads) {
-        check_properties(decl, &mut problems);
-    }
-    for step in &mut steps {
-        match step.kind {
-            Kind::Cell => take_in_workload(step, &workloads),
-            Kind::Server => default_engine(step, &mut problems),
+    let workload_settings: BTreeMap<String, decl::Settings> = drafts
+        .iter()
+        .filter(|d| d.kind == Kind::Workload)
+        .map(|d| (d.name.clone(), d.settings.clone()))
+        .collect();
+    for draft in &mut drafts {
+        match draft.kind {
+            Kind::Cell => take_in_workload(draft, &workload_settings),
+            Kind::Server => default_engine(draft, &mut problems),
             _ => {}
         }
+    }
+    let mut steps = Vec::new();
+    let mut workloads = Vec::new();
+    for draft in drafts {
+        let spec = Spec::build(&draft, &mut problems);
+        let decl = Decl::from_draft(draft, spec);
+        if decl.kind == Kind::Workload { workloads.push(decl) } else { steps.push(decl) }
     }
 
     let recipe_name = path.display().to_string();
@@ -179,8 +186,8 @@ fn resolve_params(
     values
 }
 
-fn check_unique(decls: &[Decl], problems: &mut Problems) {
-    let mut seen: BTreeMap<&str, &Decl> = BTreeMap::new();
+fn check_unique(decls: &[&Draft], problems: &mut Problems) {
+    let mut seen: BTreeMap<&str, &Draft> = BTreeMap::new();
     for decl in decls {
         if let Some(first) = seen.get(decl.name.as_str()) {
             let first_at = Problem::new(&first.source, first.name_span, "").location();
@@ -198,11 +205,11 @@ fn check_unique(decls: &[Decl], problems: &mut Problems) {
     }
 }
 
-fn check_references(steps: &[Decl], workloads: &[Decl], problems: &mut Problems) {
+fn check_references(steps: &[&Draft], workloads: &[&Draft], problems: &mut Problems) {
     for step in steps {
         for (key, kind) in [("server", Kind::Server), ("workload", Kind::Workload)] {
-            let Some(target) = step.str(key) else { continue };
-            let pool: &[Decl] = if kind == Kind::Workload { workloads } else { steps };
+            let Some(target) = step.settings.str(key) else { continue };
+            let pool: &[&Draft] = if kind == Kind::Workload { workloads } else { steps };
             if !pool.iter().any(|d| d.kind == kind && d.name == target) {
                 let known = pool.iter().filter(|d| d.kind == kind).map(|d| d.name.as_str());
                 problems.push(
@@ -215,7 +222,7 @@ fn check_references(steps: &[Decl], workloads: &[Decl], problems: &mut Problems)
                 );
             }
         }
-        for target in step.strings("headline") {
+        for target in step.settings.strings("headline") {
             if !steps.iter().any(|d| d.kind == Kind::Cell && d.name == target) {
                 problems.push(
                     step.problem_at(
@@ -230,7 +237,7 @@ fn check_references(steps: &[Decl], workloads: &[Decl], problems: &mut Problems)
                 );
             }
         }
-        for target in step.strings("after") {
+        for target in step.settings.strings("after") {
             if !steps.iter().any(|d| d.name == target) {
                 problems.push(
                     step.problem_at(
@@ -247,33 +254,36 @@ fn check_references(steps: &[Decl], workloads: &[Decl], problems: &mut Problems)
 
 /// A cell takes every workload setting it does not set itself; the
 /// workload's name is only a reference, its content is what counts.
-fn take_in_workload(cell: &mut Decl, workloads: &[Decl]) {
-    let Some(name) = cell.str("workload").map(str::to_string) else { return };
-    let Some(workload) = workloads.iter().find(|w| w.name == name) else { return };
-    for (key, setting) in &workload.settings {
-        if key != "description" {
-            cell.settings.entry(key.clone()).or_insert_with(|| setting.clone());
+fn take_in_workload(cell: &mut Draft, workloads: &BTreeMap<String, decl::Settings>) {
+    let Some(workload) = cell.settings.str("workload").and_then(|name| workloads.get(name)) else { return };
+    for (key, setting) in &workload.0 {
+        if key != "description" && !cell.settings.contains(key) {
+            cell.settings.0.insert(key.clone(), setting.clone());
+            cell.from_workload.push(key.clone());
         }
     }
-    if let Some(reference) = cell.settings.get_mut("workload") {
+    if let Some(reference) = cell.settings.0.get_mut("workload") {
         reference.hashed = false;
     }
 }
 
-fn default_engine(server: &mut Decl, problems: &mut Problems) {
-    let engine = match server.str("engine") {
-        Some(e) => e.to_string(),
-        None if server.get("url").is_some() => "external".into(),
-        None if server.get("command").is_some() => "command".into(),
-        None => "sim".into(),
+/// A server without `engine` is external with a `url`, launched with a
+/// `command`, and simulated otherwise; the settled word is hashed.
+fn default_engine(server: &mut Draft, problems: &mut Problems) {
+    let s = &server.settings;
+    let engine = match s.str("engine").and_then(words::EngineKind::from_word) {
+        Some(engine) => engine,
+        None if s.contains("url") => words::EngineKind::External,
+        None if s.contains("command") => words::EngineKind::Command,
+        None => words::EngineKind::Sim,
     };
-    let needs = match engine.as_str() {
-        "command" => Some("command"),
-        "external" => Some("url"),
-        _ => None,
+    let needs = match engine {
+        words::EngineKind::Command => Some("command"),
+        words::EngineKind::External => Some("url"),
+        words::EngineKind::Sim => None,
     };
     if let Some(needed) = needs
-        && server.get(needed).is_none()
+        && !s.contains(needed)
     {
         problems.push(
             server
@@ -284,10 +294,10 @@ fn default_engine(server: &mut Decl, problems: &mut Problems) {
                 .label("incomplete server"),
         );
     }
-    server.settings.insert(
+    server.settings.0.insert(
         "engine".into(),
         Setting {
-            value: serde_json::Value::String(engine),
+            value: serde_json::Value::String(engine.as_str().to_string()),
             span: server.name_span,
             source: server.source.clone(),
             hashed: true,
@@ -308,7 +318,7 @@ pub fn kdl_to_json(value: &KdlValue) -> serde_json::Value {
 }
 
 /// key=value settings whose keys and values have meaning of their own.
-fn check_properties(step: &Decl, problems: &mut Problems) {
+fn check_properties(step: &Draft, problems: &mut Problems) {
     let known: &[(&str, &[(&str, PropShape)])] = &[
         (
             "ready",
@@ -338,7 +348,7 @@ fn check_properties(step: &Decl, problems: &mut Problems) {
         ),
     ];
     for (setting, keys) in known {
-        let Some(value) = step.get(setting) else { continue };
+        let Some(value) = step.settings.get(setting) else { continue };
         let objects: Vec<&serde_json::Map<String, serde_json::Value>> = match value {
             serde_json::Value::Object(map) => vec![map],
             serde_json::Value::Array(items) => items.iter().filter_map(|v| v.as_object()).collect(),
@@ -373,31 +383,6 @@ fn check_properties(step: &Decl, problems: &mut Problems) {
                 if let Some(message) = problem {
                     problems.push(step.problem_at(setting, message).label("invalid value"));
                 }
-            }
-        }
-    }
-    if matches!(step.str("arrival"), Some("poisson" | "constant")) && step.f64("rate").is_none() {
-        problems.push(
-            step.problem_at(
-                "arrival",
-                format!(
-                    "{} `{}`: an open-loop arrival needs `rate` (requests per second)",
-                    step.kind, step.name
-                ),
-            )
-            .label("no rate"),
-        );
-    }
-    if step.kind == Kind::Decision {
-        for rule in step.get("rule").and_then(|r| r.as_array()).into_iter().flatten() {
-            if rule.get("when").is_none() {
-                problems.push(
-                    step.problem_at(
-                        "rule",
-                        "a rule needs when=\"…\" (and a label=\"…\" to add a decision label)",
-                    )
-                    .label("incomplete rule"),
-                );
             }
         }
     }

@@ -9,7 +9,9 @@ use anvil_store::Store;
 use serde_json::{Map, Value, json};
 
 use crate::plan::Plan;
-use crate::recipe::{Decl, Kind};
+use crate::recipe::decls::{CellDecl, DecisionDecl, LoadDecl, ServerDecl};
+use crate::recipe::words::Thinking;
+use crate::recipe::{Decl, Kind, Spec};
 
 /// How each step ended in this run, by step index (from the runner).
 pub struct Outcomes<'a> {
@@ -20,47 +22,45 @@ pub struct Outcomes<'a> {
 
 pub fn workload_manifest(plan: &Plan) -> Value {
     let recipe = &plan.recipe;
-    let cells: Vec<&Decl> = recipe.steps.iter().filter(|s| s.kind == Kind::Cell).collect();
-    let distinct = |key: &str| -> Vec<u64> {
-        cells.iter().filter_map(|c| c.u64(key)).collect::<BTreeSet<_>>().into_iter().collect()
+    let cells: Vec<&LoadDecl> = cells(plan).map(|(_, c)| &c.load).collect();
+    let distinct = |value: fn(&LoadDecl) -> Option<u64>| -> Vec<u64> {
+        cells.iter().filter_map(|c| value(c)).collect::<BTreeSet<_>>().into_iter().collect()
     };
-    let headline = headline_cells(plan).into_iter().next();
+    let headline = headline_cells(plan).into_iter().next().map(|(_, cell)| &cell.load);
     let classes: Vec<Value> = recipe
         .workloads
         .iter()
-        .map(|w| json!({"id": w.name, "description": w.str("description").unwrap_or("")}))
+        .map(|w| json!({"id": w.name, "description": w.description.as_deref().unwrap_or("")}))
         .collect();
-    let controls: Vec<String> = decision(plan).map(|d| d.strings("control")).unwrap_or_default();
-    let mut screen_controls: Vec<String> = recipe
-        .steps
-        .iter()
-        .filter(|s| s.kind == Kind::Screen)
-        .map(|s| {
-            s.str("description").map(str::to_string).unwrap_or_else(|| {
-                format!(
-                    "screen {} over {} by {}",
-                    s.name,
-                    s.str("over").unwrap_or(""),
-                    s.str("metric").unwrap_or("")
-                )
+    let controls: Vec<String> = decision(plan).map(|(_, d)| d.controls.clone()).unwrap_or_default();
+    let mut screen_controls: Vec<String> =
+        recipe
+            .steps
+            .iter()
+            .filter_map(|s| match &s.spec {
+                Spec::Screen(screen) => Some(s.description.clone().unwrap_or_else(|| {
+                    format!("screen {} over {} by {}", s.name, screen.over, screen.metric)
+                })),
+                _ => None,
             })
-        })
-        .collect();
+            .collect();
     screen_controls.extend(controls);
+    let natural_completion_requests: BTreeSet<u64> =
+        cells.iter().filter(|c| c.response_words.unwrap_or(0) == 0).filter_map(|c| c.requests).collect();
     json!({
         "schema": "anvil-serving.benchmark-workload-manifest/v1",
         "campaign_id": recipe.campaign.name,
         "selection": {
-            "contexts_actual_prompt_token_targets": distinct("context-tokens"),
-            "concurrency": distinct("concurrency"),
-            "natural_completion_screen_requests": cells.iter().filter(|c| c.u64("response-words").unwrap_or(0) == 0).filter_map(|c| c.u64("requests")).collect::<BTreeSet<_>>(),
-            "headline_requests": headline.and_then(|h| h.u64("requests")),
-            "headline_response_words": headline.and_then(|h| h.u64("response-words")),
-            "headline_max_tokens": headline.and_then(|h| h.u64("max-tokens")),
-            "headline_prompt_cache_mode": headline.map(|h| h.str("prompt-cache").unwrap_or("unique")),
-            "headline_request_canaries": headline.map(|h| h.bool("canaries").unwrap_or(true)),
+            "contexts_actual_prompt_token_targets": distinct(|c| c.context_tokens),
+            "concurrency": distinct(|c| c.concurrency),
+            "natural_completion_screen_requests": natural_completion_requests,
+            "headline_requests": headline.and_then(|h| h.requests),
+            "headline_response_words": headline.and_then(|h| h.response_words),
+            "headline_max_tokens": headline.and_then(|h| h.max_tokens),
+            "headline_prompt_cache_mode": headline.map(|h| h.prompt_cache.as_str()),
+            "headline_request_canaries": headline.map(|h| h.canaries.unwrap_or(true)),
             "random_prefix_seed": recipe.campaign.seed,
-            "thinking": headline.map(|h| match h.str("thinking") { Some("off") => "disabled", Some("on") => "enabled", _ => "server default" }),
+            "thinking": headline.map(|h| thinking_label(h.thinking)),
         },
         "workload_classes": classes,
         "controls": screen_controls,
@@ -94,39 +94,43 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         store.read(&plan.nodes[i].fingerprint).ok().flatten().map(|e| e.result)
     };
     let mut identity = Map::new();
-    for server in recipe.steps.iter().filter(|s| s.kind == Kind::Server) {
-        for (key, value) in server.props("identity") {
-            identity.insert(format!("{}.{key}", server.name), value);
+    for (step, server) in servers(plan) {
+        for (key, value) in &server.identity {
+            identity.insert(format!("{}.{key}", step.name), value.clone());
         }
-        if let Some(label) = server.str("gpu-label") {
-            identity.insert(format!("{}.hardware", server.name), json!(label));
-        }
-    }
-    if let Some(d) = decision(plan) {
-        for (key, value) in d.props("identity") {
-            identity.insert(key, value);
+        if let Some(label) = &server.gpu_label {
+            identity.insert(format!("{}.hardware", step.name), json!(label));
         }
     }
-    let simulated: Vec<String> = headline_cells(plan)
-        .iter()
-        .chain(recipe.steps.iter().filter(|s| s.kind == Kind::Cell).collect::<Vec<_>>().iter())
-        .filter_map(|c| result_of(&c.name).filter(|r| r["simulated"] == json!(true)).map(|_| c.name.clone()))
+    if let Some((_, d)) = decision(plan) {
+        for (key, value) in &d.identity {
+            identity.insert(key.clone(), value.clone());
+        }
+    }
+    let simulated: Vec<String> = cells(plan)
+        .filter_map(|(c, _)| {
+            result_of(&c.name).filter(|r| r["simulated"] == json!(true)).map(|_| c.name.clone())
+        })
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
 
     let headline_results: Vec<Value> = headline_cells(plan)
         .iter()
-        .filter_map(|cell| {
-            let r = result_of(&cell.name)?;
+        .filter_map(|&(step, cell)| {
+            let r = result_of(&step.name)?;
             let m = &r["metrics"];
             let block = |prefix: &str, suffix: &str| json!({"mean": m[format!("{prefix}_mean{suffix}")], "p50": m[format!("{prefix}_p50{suffix}")], "p95": m[format!("{prefix}_p95{suffix}")], "p99": m[format!("{prefix}_p99{suffix}")]});
-            let server = cell.str("server").and_then(|s| recipe.step(s));
-            let replicas = server.and_then(|s| s.u64("replicas")).unwrap_or(1);
-            let i = plan.index_of(&cell.name)?;
+            let server = recipe.step(&cell.server);
+            let replicas = server.and_then(|s| match &s.spec {
+                Spec::Server(server) => Some(server.replicas),
+                _ => None,
+            });
+            let replicas = replicas.unwrap_or(1);
+            let i = plan.index_of(&step.name)?;
             Some(json!({
-                "profile": server.and_then(|s| s.str("description")).unwrap_or(cell.str("server").unwrap_or("")),
-                "topology": format!("{} replica{}, C{}", replicas, if replicas == 1 { "" } else { "s" }, cell.u64("concurrency").unwrap_or(1)),
+                "profile": server.and_then(|s| s.description.as_deref()).unwrap_or(&cell.server),
+                "topology": format!("{} replica{}, C{}", replicas, if replicas == 1 { "" } else { "s" }, cell.load.concurrency.unwrap_or(1)),
                 "requests": r["requests"],
                 "canaries_passed": r["canaries_passed"],
                 "aggregate_tok_s": r["aggregate_tok_s"],
@@ -144,7 +148,7 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
     let mut optimization = Map::new();
     let mut selected = Vec::new();
     let mut reasons = Vec::new();
-    for screen in recipe.steps.iter().filter(|s| s.kind == Kind::Screen) {
+    for screen in recipe.steps.iter().filter(|s| matches!(s.spec, Spec::Screen(_))) {
         if let Some(r) = result_of(&screen.name) {
             optimization.insert(
                 format!("{}_{}", screen.name, r["metric"].as_str().unwrap_or("metric")),
@@ -176,7 +180,7 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
                 ending_detail(plan, outcomes, &step.name).unwrap_or_else(|| "no stored result".into()),
             ),
         };
-        gates.push(json!({"name": format!("{} {}", step.kind, step.name), "status": status, "detail": detail, "description": step.str("description")}));
+        gates.push(json!({"name": format!("{} {}", step.kind, step.name), "status": status, "detail": detail, "description": step.description}));
     }
     let restorations: Vec<&(usize, &str, String)> =
         outcomes.endings.iter().filter(|(i, _, _)| plan.nodes[*i].kind == Kind::Finally).collect();
@@ -189,11 +193,11 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         }));
     }
 
-    let mut limitations: Vec<String> = decision(plan).map(|d| d.strings("limitation")).unwrap_or_default();
+    let mut limitations: Vec<String> = decision(plan).map(|(_, d)| d.limitations.clone()).unwrap_or_default();
     if !simulated.is_empty() {
         limitations.push(format!("Simulated engine: {} measured anvil's simulated engine, not real hardware; numbers come from its performance model and prove the campaign's logic, not a deployment.", simulated.join(", ")));
     }
-    for cell in headline_cells(plan) {
+    for (cell, _) in headline_cells(plan) {
         if let Some(r) = result_of(&cell.name) {
             let n = r["metrics"]["ttft_samples"].as_u64().unwrap_or(0);
             if n < 100 {
@@ -209,7 +213,7 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         limitations.push("No GPU telemetry (power, clocks, memory, temperature) was sampled: nvidia-smi was not available.".into());
     }
 
-    let verdict = decision(plan).and_then(|d| result_of(&d.name)).unwrap_or(Value::Null);
+    let verdict = decision(plan).and_then(|(d, _)| result_of(&d.name)).unwrap_or(Value::Null);
     let mut evidence_labels = Vec::new();
     if recipe.steps.iter().any(|s| s.kind == Kind::Check) {
         evidence_labels.push("functional");
@@ -235,7 +239,7 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         "measurement": {
             "path": "direct online streaming",
             "warm_cold_state": "service warm (warmup requests unmeasured); unique prompt variants per request",
-            "headline_workload": headline_cells(plan).first().map(|h| describe_workload(h)).unwrap_or_default(),
+            "headline_workload": headline_cells(plan).first().map(|(_, h)| describe_workload(&h.load)).unwrap_or_default(),
             "statistics": ["mean", "p50", "p95", "p99", "aggregate output throughput"],
             "metrics": ["ttft", "effective_prefill", "decode", "tpot", "mean_itl", "e2e", "aggregate_throughput"],
             "percentile_method": "nearest rank",
@@ -260,14 +264,45 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
     })
 }
 
-fn decision(plan: &Plan) -> Option<&Decl> {
-    plan.recipe.steps.iter().find(|s| s.kind == Kind::Decision)
+fn decision(plan: &Plan) -> Option<(&Decl, &DecisionDecl)> {
+    plan.recipe.steps.iter().find_map(|s| match &s.spec {
+        Spec::Decision(d) => Some((s, d)),
+        _ => None,
+    })
 }
 
-fn headline_cells(plan: &Plan) -> Vec<&Decl> {
-    decision(plan)
-        .map(|d| d.strings("headline").iter().filter_map(|n| plan.recipe.step(n)).collect())
-        .unwrap_or_default()
+fn cells(plan: &Plan) -> impl Iterator<Item = (&Decl, &CellDecl)> {
+    plan.recipe.steps.iter().filter_map(|s| match &s.spec {
+        Spec::Cell(c) => Some((s, c)),
+        _ => None,
+    })
+}
+
+fn servers(plan: &Plan) -> impl Iterator<Item = (&Decl, &ServerDecl)> {
+    plan.recipe.steps.iter().filter_map(|s| match &s.spec {
+        Spec::Server(server) => Some((s, server)),
+        _ => None,
+    })
+}
+
+fn headline_cells(plan: &Plan) -> Vec<(&Decl, &CellDecl)> {
+    let Some((_, d)) = decision(plan) else { return Vec::new() };
+    d.headline
+        .iter()
+        .filter_map(|name| plan.recipe.step(name))
+        .filter_map(|s| match &s.spec {
+            Spec::Cell(c) => Some((s, c)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn thinking_label(thinking: Thinking) -> &'static str {
+    match thinking {
+        Thinking::Off => "disabled",
+        Thinking::On => "enabled",
+        Thinking::Default => "server default",
+    }
 }
 
 fn ending_detail(plan: &Plan, outcomes: &Outcomes<'_>, name: &str) -> Option<String> {
@@ -275,16 +310,16 @@ fn ending_detail(plan: &Plan, outcomes: &Outcomes<'_>, name: &str) -> Option<Str
     outcomes.endings.iter().find(|(j, _, _)| *j == i).map(|(_, e, d)| format!("{e}: {d}"))
 }
 
-fn describe_workload(cell: &Decl) -> String {
+fn describe_workload(load: &LoadDecl) -> String {
     format!(
         "{} requests, {} context target, C{}, {} prompts, canaries {}, {} requested words, {}-token ceiling, thinking {}",
-        cell.u64("requests").unwrap_or(0),
-        cell.u64("context-tokens").unwrap_or(0),
-        cell.u64("concurrency").unwrap_or(1),
-        cell.str("prompt-cache").unwrap_or("unique"),
-        if cell.bool("canaries").unwrap_or(true) { "on" } else { "off" },
-        cell.u64("response-words").unwrap_or(0),
-        cell.u64("max-tokens").unwrap_or(0),
-        cell.str("thinking").unwrap_or("default"),
+        load.requests.unwrap_or(0),
+        load.context_tokens.unwrap_or(0),
+        load.concurrency.unwrap_or(1),
+        load.prompt_cache.as_str(),
+        if load.canaries.unwrap_or(true) { "on" } else { "off" },
+        load.response_words.unwrap_or(0),
+        load.max_tokens.unwrap_or(0),
+        load.thinking.as_str(),
     )
 }

@@ -1,4 +1,3 @@
 //! What anvil tells people: differences, summaries, rendered results.
 
 pub mod campaign;
-pub mod diff;

@@ -4,98 +4,105 @@
 use anvil_loadgen::{
     Api, Arrival, Balance, CellContext, CellSpec, OutputPolicy, PromptCacheMode, Slo, ThinkingMode,
 };
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
-use crate::recipe::Decl;
+use crate::recipe::decls::{self, CellDecl};
+use crate::recipe::placeholders::unescape;
+use crate::recipe::words;
 
-pub fn cell_spec(step: &Decl, model: &str, seed: u64) -> CellSpec {
+/// The load generator's spec for a cell: the recipe's words mapped onto
+/// the load generator's types, its defaults where the recipe is silent.
+pub fn cell_spec(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpec {
     let defaults = CellSpec::default();
-    let u32_of = |key: &str, default: u32| step.u64(key).map_or(default, |v| v.min(u32::MAX as u64) as u32);
-    let slo = step.get("slo").map(|_| {
-        let props = step.props("slo");
-        let ms = |key: &str| {
-            props
-                .get(key)
-                .and_then(Value::as_str)
-                .and_then(|t| crate::recipe::parse_duration(t).ok())
-                .map(|d| d.as_secs_f64() * 1000.0)
-        };
-        Slo { ttft_ms: ms("ttft"), tpot_ms: ms("tpot"), e2e_ms: ms("e2e") }
-    });
+    let load = &cell.load;
+    let count =
+        |value: Option<u64>, default: u32| value.map_or(default, |v| v.min(u64::from(u32::MAX)) as u32);
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     CellSpec {
-        name: step.name.clone(),
+        name: name.to_string(),
         model: model.to_string(),
-        api: match step.str("api") {
-            Some("completions") => Api::Completions,
-            Some("responses") => Api::Responses,
-            _ => Api::Chat,
+        api: match load.api {
+            words::Api::Chat => Api::Chat,
+            words::Api::Completions => Api::Completions,
+            words::Api::Responses => Api::Responses,
         },
-        context_tokens: step.u64("context-tokens").unwrap_or(defaults.context_tokens),
-        concurrency: u32_of("concurrency", defaults.concurrency).max(1),
-        arrival: match (step.str("arrival"), step.f64("rate")) {
-            (Some("poisson"), Some(rate)) => Arrival::Poisson { rate_per_s: rate },
-            (Some("constant"), Some(rate)) => Arrival::Constant { rate_per_s: rate },
-            _ => Arrival::ClosedLoop,
+        context_tokens: load.context_tokens.unwrap_or(defaults.context_tokens),
+        concurrency: count(load.concurrency, defaults.concurrency).max(1),
+        arrival: match load.arrival {
+            decls::Arrival::Closed => Arrival::ClosedLoop,
+            decls::Arrival::Poisson { rate_per_s } => Arrival::Poisson { rate_per_s },
+            decls::Arrival::Constant { rate_per_s } => Arrival::Constant { rate_per_s },
         },
-        requests: u32_of("requests", defaults.requests).max(1),
-        warmup_requests: u32_of("warmup-requests", defaults.warmup_requests),
-        response_words: u32_of("response-words", defaults.response_words),
-        max_tokens: u32_of("max-tokens", defaults.max_tokens),
-        prompt_cache_mode: match step.str("prompt-cache") {
-            Some("shared-prefix") => {
-                PromptCacheMode::SharedPrefix { prefix_tokens: step.u64("prefix-tokens").unwrap_or(0) }
+        requests: count(load.requests, defaults.requests).max(1),
+        warmup_requests: count(load.warmup_requests, defaults.warmup_requests),
+        response_words: count(load.response_words, defaults.response_words),
+        max_tokens: count(load.max_tokens, defaults.max_tokens),
+        prompt_cache_mode: match load.prompt_cache {
+            words::PromptCache::Unique => PromptCacheMode::Unique,
+            words::PromptCache::SharedPrefix => {
+                PromptCacheMode::SharedPrefix { prefix_tokens: load.prefix_tokens }
             }
-            _ => PromptCacheMode::Unique,
         },
-        canaries: step.bool("canaries").unwrap_or(defaults.canaries),
-        thinking: match step.str("thinking") {
-            Some("on") => ThinkingMode::On,
-            Some("off") => ThinkingMode::Off,
-            _ => ThinkingMode::Default,
+        canaries: load.canaries.unwrap_or(defaults.canaries),
+        thinking: match load.thinking {
+            words::Thinking::Default => ThinkingMode::Default,
+            words::Thinking::On => ThinkingMode::On,
+            words::Thinking::Off => ThinkingMode::Off,
         },
-        temperature: step.f64("temperature"),
-        top_p: step.f64("top-p"),
-        sampling_seed: step.u64("sampling-seed"),
-        controlled_output_policy: if step.str("output-policy") == Some("strict") {
-            OutputPolicy::Strict
-        } else {
-            OutputPolicy::Observe
+        temperature: load.temperature,
+        top_p: load.top_p,
+        sampling_seed: load.sampling_seed,
+        controlled_output_policy: match load.output_policy {
+            words::OutputPolicy::Observe => OutputPolicy::Observe,
+            words::OutputPolicy::Strict => OutputPolicy::Strict,
         },
-        request_timeout_ms: step.u64("timeout").unwrap_or(defaults.request_timeout_ms),
+        request_timeout_ms: load.timeout.map_or(defaults.request_timeout_ms, |t| t.as_millis() as u64),
         seed,
-        extra_body: step.get("extra-body").map(unescape_strings).unwrap_or(Value::Null),
-        slo,
-        repeat: u32_of("repeat", 1).max(1),
+        extra_body: load.extra_body.as_ref().map(unescape_strings).unwrap_or(Value::Null),
+        slo: load.slo.map(|slo| Slo {
+            ttft_ms: slo.ttft.map(ms),
+            tpot_ms: slo.tpot.map(ms),
+            e2e_ms: slo.e2e.map(ms),
+        }),
+        repeat: count(load.repeat, 1).max(1),
     }
 }
 
+/// Where a cell is measured: the facts its artifact carries besides the cell itself.
+pub struct CellRun<'a> {
+    pub seed: u64,
+    pub fingerprint: &'a str,
+    pub run_id: &'a str,
+    pub recipe: &'a str,
+    pub progress: &'a super::progress::Progress,
+}
+
 pub async fn run_cell(
-    step: &Decl,
+    name: &str,
+    cell: &CellDecl,
     server: &ServerInfo,
-    seed: u64,
-    fingerprint: &str,
-    run_id: &str,
-    recipe: &str,
-    display: &super::progress::Progress,
+    at: &CellRun<'_>,
 ) -> Result<Produced, Failure> {
-    let spec = cell_spec(step, &server.model, seed);
+    let (fingerprint, display) = (at.fingerprint, at.progress);
+    let spec = cell_spec(name, cell, &server.model, at.seed);
     let context = CellContext {
         engine: server.engine.clone(),
         simulated: server.simulated,
         gpu: server.gpu_label.clone(),
         serve_flags: server.serve_flags.clone(),
-        run_id: run_id.to_string(),
-        source_recipe: Some(recipe.to_string()),
+        run_id: at.run_id.to_string(),
+        source_recipe: Some(at.recipe.to_string()),
         max_context_tokens: None,
-        balance: if step.str("balance") == Some("least-outstanding") {
-            Balance::LeastOutstanding
-        } else {
-            Balance::RoundRobin
+        balance: match cell.load.balance {
+            words::Balance::RoundRobin => Balance::RoundRobin,
+            words::Balance::LeastOutstanding => Balance::LeastOutstanding,
         },
     };
-    let name = step.name.clone();
+    let name = name.to_string();
     let progress = |p: &anvil_loadgen::Progress| display.cell(&name, p.done, p.total, p.tok_s, p.failed);
     let before = scrape_all(server).await;
     let sampler = anvil_proc::GpuSampler::start(&server.gpu_ids, std::time::Duration::from_millis(500));
@@ -186,7 +193,7 @@ fn metric_deltas(
 /// `{seed}` stay for the load generator to fill per request.
 fn unescape_strings(value: &Value) -> Value {
     match value {
-        Value::String(s) => Value::String(super::servers::unescape(s)),
+        Value::String(s) => Value::String(unescape(s)),
         Value::Array(items) => Value::Array(items.iter().map(unescape_strings).collect()),
         Value::Object(map) => {
             Value::Object(map.iter().map(|(k, v)| (k.clone(), unescape_strings(v))).collect())

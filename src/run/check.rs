@@ -6,43 +6,45 @@ use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
-use crate::recipe::Decl;
+use crate::recipe::decls::CheckDecl;
+use crate::recipe::words;
 
-fn check_type(word: &str) -> Option<CheckType> {
-    Some(match word {
-        "smoke" => CheckType::Smoke,
-        "json-schema" => CheckType::JsonSchema,
-        "tool-call" => CheckType::ToolCall,
-        "responses" => CheckType::Responses,
-        "canary-isolation" => CheckType::CanaryIsolation,
-        _ => return None,
-    })
-}
-
-pub async fn run_check(step: &Decl, server: &ServerInfo, seed: u64) -> Result<Produced, Failure> {
-    let kind = step.str("type").and_then(check_type).ok_or_else(|| Failure::new("unknown check type"))?;
-    let mut spec = CheckSpec::new(step.name.clone(), kind, server.model.clone());
-    spec.prompt = step.str("prompt").map(str::to_string);
-    spec.schema = step.get("schema").cloned();
-    spec.tool = step.get("tool").cloned();
-    if let Some(n) = step.u64("requests") {
-        spec.requests = n.clamp(1, u32::MAX as u64) as u32;
-    }
-    if let Some(n) = step.u64("concurrency") {
-        spec.concurrency = n.clamp(1, u32::MAX as u64) as u32;
-    }
-    if let Some(n) = step.u64("max-tokens") {
-        spec.max_tokens = n.clamp(1, u32::MAX as u64) as u32;
-    }
-    spec.thinking = match step.str("thinking") {
-        Some("on") => Some(true),
-        Some("off") => Some(false),
-        _ => None,
+pub async fn run_check(
+    name: &str,
+    check: &CheckDecl,
+    server: &ServerInfo,
+    seed: u64,
+) -> Result<Produced, Failure> {
+    let kind = match check.check_type {
+        words::CheckType::Smoke => CheckType::Smoke,
+        words::CheckType::JsonSchema => CheckType::JsonSchema,
+        words::CheckType::ToolCall => CheckType::ToolCall,
+        words::CheckType::Responses => CheckType::Responses,
+        words::CheckType::CanaryIsolation => CheckType::CanaryIsolation,
     };
-    if let Some(ms) = step.u64("timeout") {
-        spec.timeout_ms = ms;
+    let count = |n: u64| n.clamp(1, u64::from(u32::MAX)) as u32;
+    let mut spec = CheckSpec::new(name.to_string(), kind, server.model.clone());
+    spec.prompt = check.prompt.clone();
+    spec.schema = check.schema.clone();
+    spec.tool = check.tool.clone();
+    if let Some(n) = check.requests {
+        spec.requests = count(n);
     }
-    spec.shared_prefix_tokens = step.u64("shared-prefix-tokens").unwrap_or(0);
+    if let Some(n) = check.concurrency {
+        spec.concurrency = count(n);
+    }
+    if let Some(n) = check.max_tokens {
+        spec.max_tokens = count(n);
+    }
+    spec.thinking = match check.thinking {
+        words::Thinking::On => Some(true),
+        words::Thinking::Off => Some(false),
+        words::Thinking::Default => None,
+    };
+    if let Some(timeout) = check.timeout {
+        spec.timeout_ms = timeout.as_millis() as u64;
+    }
+    spec.shared_prefix_tokens = check.shared_prefix_tokens;
     spec.seed = seed;
     // Every replica must pass: a check of a DP group checks each member.
     let mut outcomes = Vec::new();
@@ -57,7 +59,7 @@ pub async fn run_check(step: &Decl, server: &ServerInfo, seed: u64) -> Result<Pr
     let detail = outcomes.iter().map(|o| o.detail.clone()).collect::<Vec<_>>().join(" | ");
     let evidence: Vec<Value> = outcomes.iter().map(|o| o.evidence.clone()).collect();
     let result = json!({
-        "type": step.str("type"),
+        "type": check.check_type.as_str(),
         "passed": passed,
         "status": if passed { "passed" } else { "rejected" },
         "detail": detail,

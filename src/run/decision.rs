@@ -5,33 +5,30 @@ use anvil_expr::{Evaluation, JsonResolver};
 use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced};
-use crate::plan::rules_of;
-use crate::recipe::Decl;
+use crate::recipe::decls::DecisionDecl;
 
-pub fn run_decision(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
+pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);
     let mut labels = Vec::new();
     let mut rules = Vec::new();
     // What the decision says in words: statements carried by the rules that hold.
     let mut statements = serde_json::Map::new();
-    for (label, when) in rules_of(step) {
-        let expr = anvil_expr::parse(&when).map_err(|e| Failure::new(format!("rule `{label}`: {e}")))?;
-        let evaluation = expr.eval(&resolver);
+    for rule in &decision.rules {
+        let evaluation = rule.when.parsed.eval(&resolver);
         if matches!(evaluation, Evaluation::Passed { .. }) {
-            if !label.is_empty() {
-                labels.push(label.clone());
+            if !rule.label.is_empty() {
+                labels.push(rule.label.clone());
             }
-            for (key, text) in statements_of(step, &label, &when) {
-                statements.entry(key).or_insert(text);
+            for (key, text) in &rule.statements {
+                statements.entry(key.clone()).or_insert(text.clone());
             }
         }
-        rules.push(json!({"label": label, "when": when, "status": evaluation.status(), "detail": evaluation.detail()}));
+        rules.push(json!({"label": rule.label, "when": rule.when.text, "status": evaluation.status(), "detail": evaluation.detail()}));
     }
-    let promotion = match step.str("promote-when") {
+    let promotion = match &decision.promote_when {
         Some(when) => {
-            let expr = anvil_expr::parse(when).map_err(|e| Failure::new(format!("promote-when: {e}")))?;
-            let evaluation = expr.eval(&resolver);
-            json!({"when": when, "status": evaluation.status(), "detail": evaluation.detail(), "authorized": matches!(evaluation, Evaluation::Passed { .. })})
+            let evaluation = when.parsed.eval(&resolver);
+            json!({"when": when.text, "status": evaluation.status(), "detail": evaluation.detail(), "authorized": matches!(evaluation, Evaluation::Passed { .. })})
         }
         None => json!({"when": null, "status": "not declared", "authorized": false}),
     };
@@ -53,23 +50,4 @@ pub fn run_decision(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
         files: Vec::new(),
         rejected: false,
     })
-}
-
-/// The text settings of the rule labelled `label` (`winner="…"`, …), keyed
-/// the way the decision summary names them (`single_card_selection`).
-fn statements_of(step: &Decl, label: &str, when: &str) -> Vec<(String, Value)> {
-    let rules = match step.get("rule") {
-        Some(Value::Array(items)) => items.clone(),
-        _ => Vec::new(),
-    };
-    rules
-        .iter()
-        .filter(|r| {
-            r.get("label").and_then(Value::as_str).unwrap_or("") == label
-                && r.get("when").and_then(Value::as_str) == Some(when)
-        })
-        .flat_map(|r| r.as_object().cloned().unwrap_or_default())
-        .filter(|(k, _)| k != "label" && k != "when")
-        .map(|(k, v)| (k.replace('-', "_"), v))
-        .collect()
 }

@@ -4,16 +4,16 @@ use anvil_expr::{Evaluation, JsonResolver};
 use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced};
-use crate::recipe::Decl;
+use crate::recipe::decls::GateDecl;
 
-pub fn evaluate_gate(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
+pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);
     let mut requirements = Vec::new();
     let mut rejected = false;
     let mut missing = Vec::new();
-    for text in step.strings("require") {
-        let expr = anvil_expr::parse(&text).map_err(|e| Failure::new(format!("require \"{text}\": {e}")))?;
-        let evaluation = expr.eval(&resolver);
+    for requirement in &gate.require {
+        let text = &requirement.text;
+        let evaluation = requirement.parsed.eval(&resolver);
         match &evaluation {
             Evaluation::Passed { .. } => {}
             Evaluation::Rejected { .. } => rejected = true,

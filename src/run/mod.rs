@@ -23,10 +23,10 @@ use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
 pub use outcome::Ending;
-pub use servers::{flatten_sim_block, registry_dir, render};
+pub use servers::registry_dir;
 
 use crate::plan::{Plan, Status};
-use crate::recipe::{Decl, Kind};
+use crate::recipe::{Decl, Kind, Spec};
 use progress::Progress;
 use servers::ServerPool;
 
@@ -133,11 +133,14 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
         }
     }
     let server_decls = plan
-        .nodes
+        .recipe
+        .steps
         .iter()
         .enumerate()
-        .filter(|(_, n)| n.kind == Kind::Server)
-        .map(|(i, _)| (i, plan.recipe.steps[i].clone()))
+        .filter_map(|(i, step)| match &step.spec {
+            Spec::Server(server) => Some((i, (step.name.clone(), server.clone()))),
+            _ => None,
+        })
         .collect();
     let recipe_dir = plan.recipe.dir();
     let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
@@ -213,7 +216,8 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
             } else if node.kind == Kind::Finally {
                 // Restoring is needed only if this run touched anything.
                 let executed = endings.iter().flatten().any(|f| f.executed);
-                (!executed && plan.recipe.steps[i].bool("always") != Some(true)).then(|| {
+                let always = matches!(&plan.recipe.steps[i].spec, Spec::Finally(f) if f.always);
+                (!executed && !always).then(|| {
                     "nothing ran, so nothing to restore (set `always #true` to run it anyway)".to_string()
                 })
             } else if let Some(reason) = &stop_reason {
@@ -431,7 +435,7 @@ async fn interruption() -> i32 {
 fn server_of(plan: &Plan, i: usize) -> Option<usize> {
     plan.nodes[i].deps.iter().copied().find(|&d| {
         plan.nodes[d].kind == Kind::Server
-            && plan.recipe.steps[i].str("server") == Some(plan.nodes[d].name.as_str())
+            && plan.recipe.steps[i].spec.server() == Some(plan.nodes[d].name.as_str())
     })
 }
 

@@ -5,18 +5,14 @@ use anvil_expr::{JsonResolver, Value as ExprValue};
 use serde_json::{Map, Value, json};
 
 use super::outcome::{Failure, Produced};
-use crate::plan::screen_expression;
-use crate::recipe::Decl;
+use crate::recipe::decls::ScreenDecl;
+use crate::recipe::words::Goal;
 
-/// Below this margin (percent) a winner is not called unless confidence
-/// intervals say otherwise.
-const DEFAULT_MIN_DELTA_PCT: f64 = 2.0;
-
-pub fn run_screen(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
-    let text = screen_expression(step).ok_or_else(|| Failure::new("a screen needs `over` and `metric`"))?;
-    let expr =
-        anvil_expr::parse(&text).map_err(|e| Failure::new(format!("screen expression `{text}`: {e}")))?;
-    let value = anvil_expr::evaluate_value(&expr, &JsonResolver::new(inputs))
+pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failure> {
+    let expression =
+        screen.expression.as_ref().ok_or_else(|| Failure::new("a screen needs `over` and `metric`"))?;
+    let text = &expression.text;
+    let value = anvil_expr::evaluate_value(&expression.parsed, &JsonResolver::new(inputs))
         .map_err(|e| Failure::new(format!("screen `{text}`: {e}")))?;
     let ExprValue::List(items) = value else {
         return Err(Failure::new(format!(
@@ -31,7 +27,7 @@ pub fn run_screen(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
             other => {
                 return Err(Failure::new(format!(
                     "{name}: `{}` is {}, not a number",
-                    step.str("metric").unwrap_or(""),
+                    screen.metric,
                     other.type_name()
                 )));
             }
@@ -40,12 +36,12 @@ pub fn run_screen(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
     if scored.is_empty() {
         return Err(Failure::new(format!("`{text}` matched no results")));
     }
-    let maximize = step.str("goal") != Some("minimize");
+    let maximize = screen.goal == Goal::Maximize;
     let mut ranked = scored.clone();
     ranked.sort_by(|a, b| if maximize { b.1.total_cmp(&a.1) } else { a.1.total_cmp(&b.1) });
     let (winner, best) = ranked[0].clone();
-    let min_delta = step.f64("min-delta-pct").unwrap_or(DEFAULT_MIN_DELTA_PCT);
-    let metric = step.str("metric").unwrap_or("");
+    let min_delta = screen.min_delta_pct;
+    let metric = screen.metric.as_str();
     let (meaningful, reason) = match ranked.get(1) {
         None => (true, format!("{winner} is the only variant")),
         Some((second, value)) => {
@@ -94,7 +90,7 @@ pub fn run_screen(step: &Decl, inputs: &Value) -> Result<Produced, Failure> {
     let values: Map<String, Value> = scored.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
     let result = json!({
         "metric": metric,
-        "goal": if maximize { "maximize" } else { "minimize" },
+        "goal": screen.goal.as_str(),
         "values": values,
         "ranking": ranked.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
         "winner": winner,

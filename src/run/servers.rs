@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use crate::plan::EngineMode;
-use crate::recipe::Decl;
+use crate::recipe::decls::{CommandEngine, Engine, ReadyDecl, ServerDecl, Warmup};
+use crate::recipe::placeholders::render;
+use crate::recipe::words::EngineKind;
 
 /// What a step needs to talk to a running server.
 #[derive(Debug, Clone)]
@@ -48,7 +50,7 @@ pub struct ServerPool {
     turns: BTreeMap<usize, Mutex<()>>,
     /// Steps still to come that need each server.
     users: std::sync::Mutex<BTreeMap<usize, usize>>,
-    decls: BTreeMap<usize, Decl>,
+    decls: BTreeMap<usize, (String, ServerDecl)>,
     mode: EngineMode,
     log_dir: PathBuf,
     registry_dir: PathBuf,
@@ -58,7 +60,7 @@ pub struct ServerPool {
 
 impl ServerPool {
     pub fn new(
-        decls: BTreeMap<usize, Decl>,
+        decls: BTreeMap<usize, (String, ServerDecl)>,
         users: BTreeMap<usize, usize>,
         mode: EngineMode,
         log_dir: PathBuf,
@@ -152,42 +154,61 @@ impl ServerPool {
     }
 
     async fn start(&self, index: usize) -> Result<(ServerInfo, Vec<RunningServer>, Vec<GpuLease>), String> {
-        let decl = &self.decls[&index];
-        let declared_engine = decl.str("engine").unwrap_or("sim");
-        let engine = if self.mode == EngineMode::SimulatedTwins { "sim" } else { declared_engine };
-        let model = decl.str("model").unwrap_or("default").to_string();
-        let replicas = decl.u64("replicas").unwrap_or(1).max(1) as usize;
+        let (server_name, decl) = &self.decls[&index];
+        let declared = decl.engine.kind();
+        // `--sim` runs every server as its simulated twin.
+        let engine = if self.mode == EngineMode::SimulatedTwins { &Engine::Sim } else { &decl.engine };
+        let simulated = matches!(engine, Engine::Sim);
+        let model = decl.model.clone().unwrap_or_else(|| "default".to_string());
+        let replicas = decl.replicas as usize;
+        let args: &[String] = match &decl.engine {
+            Engine::Command(command) => &command.args,
+            Engine::Sim | Engine::External { .. } => &[],
+        };
         let mut info = ServerInfo {
-            name: decl.name.clone(),
+            name: server_name.clone(),
             targets: Vec::new(),
-            engine: if engine == "sim" { "anvil-sim".into() } else { engine_label(decl) },
-            simulated: engine == "sim",
+            engine: match engine {
+                Engine::Sim => "anvil-sim".into(),
+                Engine::Command(command) => engine_label(command),
+                Engine::External { .. } => "external".into(),
+            },
+            simulated,
             model: model.clone(),
-            gpu_label: decl.str("gpu-label").map(str::to_string),
+            gpu_label: decl.gpu_label.clone(),
             startup_ms: Vec::new(),
             log_paths: Vec::new(),
             gpu_ids: Vec::new(),
             warmup: Value::Null,
-            serve_flags: json!({"engine": engine, "replicas": replicas, "args": decl.strings("args"), "simulated_twin_of": (engine == "sim" && declared_engine != "sim").then_some(declared_engine)}),
+            serve_flags: json!({
+                "engine": engine.kind().as_str(),
+                "replicas": replicas,
+                "args": args,
+                "simulated_twin_of": (simulated && declared != EngineKind::Sim).then_some(declared.as_str()),
+            }),
         };
-        if engine == "external" {
-            let url = decl.str("url").unwrap_or_default().trim_end_matches('/').to_string();
-            let api_key = decl.str("api-key-env").and_then(|var| std::env::var(var).ok());
-            info.targets.push(Target { base_url: url, api_key, label: decl.name.clone() });
-            info.warmup = warm_up(decl, &info).await?;
+        if let Engine::External { url, api_key_env } = engine {
+            let api_key = api_key_env.as_ref().and_then(|var| std::env::var(var).ok());
+            let base_url = url.trim_end_matches('/').to_string();
+            info.targets.push(Target { base_url, api_key, label: server_name.clone() });
+            info.warmup = warm_up(decl.warmup, &info).await?;
             return Ok((info, Vec::new(), Vec::new()));
         }
         let mut processes = Vec::new();
         let mut leases = Vec::new();
         for replica in 0..replicas {
-            let lease = match decl.u64("gpus").filter(|&n| n > 0 && engine != "sim") {
-                Some(n) => {
-                    Some(self.gpus.acquire_for(&decl.name, n as usize).await.map_err(|e| e.to_string())?)
+            let lease = match decl.gpus {
+                n if n > 0 && !simulated => {
+                    Some(self.gpus.acquire_for(server_name, n as usize).await.map_err(|e| e.to_string())?)
                 }
-                None => None,
+                _ => None,
             };
-            let port = match decl.u64("port") {
-                Some(p) if replicas == 1 => p as u16,
+            let declared_port = match engine {
+                Engine::Command(command) => command.port,
+                Engine::Sim | Engine::External { .. } => None,
+            };
+            let port = match declared_port {
+                Some(p) if replicas == 1 => p,
                 _ => anvil_proc::free_port().map_err(|e| format!("no free port: {e}"))?,
             };
             let gpu_ids = lease.as_ref().map(|l| l.ids.join(",")).unwrap_or_default();
@@ -198,12 +219,13 @@ impl ServerPool {
                 ("gpus", gpu_ids.clone()),
                 ("replica", replica.to_string()),
             ]);
-            let name = if replicas == 1 { decl.name.clone() } else { format!("{}#{replica}", decl.name) };
+            let name = if replicas == 1 { server_name.clone() } else { format!("{server_name}#{replica}") };
             let log_path = self.log_dir.join(format!("{}.log", name.replace('#', "-r")));
-            let spec = if engine == "sim" {
-                sim_launch(decl, &name, port, log_path.clone())?
-            } else {
-                command_launch(decl, &name, port, &vars, &self.recipe_dir, log_path.clone())?
+            let spec = match engine {
+                Engine::Command(command) => {
+                    command_launch(command, &name, port, &vars, &self.recipe_dir, log_path.clone())?
+                }
+                Engine::Sim | Engine::External { .. } => sim_launch(decl, &name, port, log_path.clone())?,
             };
             let mut spec = LaunchSpec { registry_dir: self.registry_dir.clone(), ..spec };
             if !gpu_ids.is_empty() {
@@ -217,20 +239,18 @@ impl ServerPool {
             processes.push(server);
             leases.extend(lease);
         }
-        info.warmup = warm_up(decl, &info).await?;
+        info.warmup = warm_up(decl.warmup, &info).await?;
         Ok((info, processes, leases))
     }
 }
 
 /// `warmup requests=4 max-tokens=16`: short requests to every replica once,
 /// before the server's first step, so no cell measures a cold engine.
-async fn warm_up(decl: &Decl, info: &ServerInfo) -> Result<Value, String> {
-    let warmup = decl.props("warmup");
-    let requests = warmup.get("requests").and_then(Value::as_u64).unwrap_or(0);
+async fn warm_up(warmup: Warmup, info: &ServerInfo) -> Result<Value, String> {
+    let Warmup { requests, max_tokens } = warmup;
     if requests == 0 {
         return Ok(Value::Null);
     }
-    let max_tokens = warmup.get("max-tokens").and_then(Value::as_u64).unwrap_or(16);
     let client = reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(600))
@@ -261,8 +281,8 @@ async fn warm_up(decl: &Decl, info: &ServerInfo) -> Result<Value, String> {
     )
 }
 
-fn engine_label(decl: &Decl) -> String {
-    let program = decl.strings("command").first().cloned().unwrap_or_default();
+fn engine_label(command: &CommandEngine) -> String {
+    let program = command.command.first().cloned().unwrap_or_default();
     Path::new(&program).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or(program)
 }
 
@@ -274,41 +294,32 @@ pub fn registry_dir() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("anvil-servers"))
 }
 
-fn ready_spec(decl: &Decl, default_timeout: Duration) -> ReadySpec {
-    let ready = decl.props("ready");
-    let mut spec = ReadySpec { timeout: default_timeout, ..ReadySpec::default() };
-    if let Some(path) = ready.get("http").and_then(Value::as_str) {
-        spec.http_path = Some(path.to_string());
+fn ready_spec(ready: &ReadyDecl, default_timeout: Duration) -> ReadySpec {
+    let mut spec = ReadySpec { timeout: ready.timeout.unwrap_or(default_timeout), ..ReadySpec::default() };
+    if let Some(path) = &ready.http {
+        spec.http_path = Some(path.clone());
     }
-    if let Some(status) = ready.get("status").and_then(Value::as_u64) {
-        spec.expect_status = status as u16;
+    if let Some(status) = ready.status {
+        spec.expect_status = status;
     }
-    if let Some(pattern) = ready.get("log").and_then(Value::as_str) {
-        spec.log_pattern = Some(pattern.to_string());
-        if !ready.contains_key("http") {
+    if let Some(pattern) = &ready.log {
+        spec.log_pattern = Some(pattern.clone());
+        // A log line alone is the signal unless an HTTP probe is asked for too.
+        if ready.http.is_none() {
             spec.http_path = None;
         }
-    }
-    if let Some(timeout) =
-        ready.get("timeout").and_then(Value::as_str).and_then(|t| crate::recipe::parse_duration(t).ok())
-    {
-        spec.timeout = timeout;
     }
     spec
 }
 
-fn grace_of(decl: &Decl) -> Duration {
-    Duration::from_millis(decl.u64("grace").unwrap_or(10_000))
-}
-
 /// The simulated twin: this very binary, `anvil sim`, with the `sim { … }` block.
-fn sim_launch(decl: &Decl, name: &str, port: u16, log_path: PathBuf) -> Result<LaunchSpec, String> {
+fn sim_launch(decl: &ServerDecl, name: &str, port: u16, log_path: PathBuf) -> Result<LaunchSpec, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the anvil binary: {e}"))?;
     let mut args = vec!["sim".to_string(), "--port".into(), port.to_string()];
-    if let Some(model) = decl.str("model") {
+    if let Some(model) = &decl.model {
         args.extend(["--set".to_string(), format!("model={model}")]);
     }
-    for (key, value) in flatten_sim_block(decl.get("sim")) {
+    for (key, value) in flatten_sim_block(decl.sim.as_ref()) {
         args.extend(["--set".to_string(), format!("{key}={value}")]);
     }
     Ok(LaunchSpec {
@@ -326,7 +337,7 @@ fn sim_launch(decl: &Decl, name: &str, port: u16, log_path: PathBuf) -> Result<L
 }
 
 /// `sim { decode-step-ms 12; faults { http-500-rate 0.1 } }` → `decode-step-ms=12`, `faults.http-500-rate=0.1`.
-pub fn flatten_sim_block(block: Option<&Value>) -> Vec<(String, String)> {
+fn flatten_sim_block(block: Option<&Value>) -> Vec<(String, String)> {
     fn walk(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
         match value {
             Value::Object(map) => {
@@ -347,7 +358,7 @@ pub fn flatten_sim_block(block: Option<&Value>) -> Vec<(String, String)> {
 }
 
 fn command_launch(
-    decl: &Decl,
+    command: &CommandEngine,
     name: &str,
     port: u16,
     vars: &BTreeMap<&str, String>,
@@ -355,79 +366,27 @@ fn command_launch(
     log_path: PathBuf,
 ) -> Result<LaunchSpec, String> {
     let mut argv: Vec<String> =
-        decl.strings("command").iter().chain(decl.strings("args").iter()).map(|a| render(a, vars)).collect();
+        command.command.iter().chain(&command.args).map(|a| render(a, vars)).collect();
     if argv.is_empty() {
         return Err(format!("server `{name}` has no command"));
     }
     let program = argv.remove(0);
-    let env = decl
-        .props("env")
-        .into_iter()
-        .map(|(k, v)| (k, render(v.as_str().map(str::to_string).as_deref().unwrap_or(&v.to_string()), vars)))
-        .collect();
+    let env = command.env.iter().map(|(k, v)| (k.clone(), render(v, vars))).collect();
     Ok(LaunchSpec {
         name: name.to_string(),
         program,
         args: argv,
         env,
         cwd: Some(
-            decl.str("cwd").map_or_else(|| recipe_dir.to_path_buf(), |c| recipe_dir.join(render(c, vars))),
+            command
+                .cwd
+                .as_ref()
+                .map_or_else(|| recipe_dir.to_path_buf(), |c| recipe_dir.join(render(c, vars))),
         ),
         port,
-        ready: ready_spec(decl, Duration::from_secs(600)),
+        ready: ready_spec(&command.ready, Duration::from_secs(600)),
         log_path,
-        grace: grace_of(decl),
+        grace: command.grace,
         registry_dir: PathBuf::new(),
     })
-}
-
-/// `{{`/`}}` → `{`/`}`, filling no placeholder.
-pub fn unescape(text: &str) -> String {
-    render(text, &BTreeMap::new())
-}
-
-/// Fill run-time placeholders: `{port}`, `{gpus}`, …; `{{` is a literal `{`.
-pub fn render(text: &str, vars: &BTreeMap<&str, String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(pos) = rest.find(['{', '}']) {
-        out.push_str(&rest[..pos]);
-        let tail = &rest[pos..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            out.push_str(&tail[..1]);
-            rest = &tail[2..];
-            continue;
-        }
-        // `{name}` with a known name is filled; anything else is kept as written.
-        let known = tail
-            .strip_prefix('{')
-            .and_then(|inner| inner.find('}').map(|end| (end, &inner[..end])))
-            .filter(|(_, name)| vars.contains_key(name));
-        match known {
-            Some((end, name)) => {
-                out.push_str(&vars[name]);
-                rest = &tail[end + 2..];
-            }
-            None => {
-                out.push_str(&tail[..1]);
-                rest = &tail[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renders_placeholders_and_escapes() {
-        let vars = BTreeMap::from([("port", "8001".to_string())]);
-        assert_eq!(render("--port={port} {{x}} {other}", &vars), "--port=8001 {x} {other}");
-        assert_eq!(render("root ::= \"{marker} \" [^_]*", &vars), "root ::= \"{marker} \" [^_]*");
-        assert_eq!(render("} { {port", &vars), "} { {port");
-        assert_eq!(unescape("{\"a\": {marker}}}"), "{\"a\": {marker}}");
-    }
 }

@@ -10,6 +10,8 @@ use serde_json::Value;
 use super::outcome::{Ending, Failure, Produced, ProducedFile};
 use super::{Context, Finished, Job, cell, check, decision, gate, screen, task};
 use crate::recipe::Kind;
+use crate::recipe::Spec;
+use crate::recipe::decls::FinallyDecl;
 
 pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
     let started = Instant::now();
@@ -50,7 +52,7 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, 
     }
     match produce(ctx, job).await {
         Ok(mut produced) => {
-            let blocking = job.decl.bool("blocking") != Some(false);
+            let blocking = job.decl.spec.blocking();
             let ending = if produced.rejected && blocking { Ending::Rejected } else { Ending::Ran };
             if produced.rejected && !blocking {
                 produced.summary = format!("(non-blocking) {}", produced.summary);
@@ -72,7 +74,7 @@ fn cached_ending(ctx: &Context, job: &Job, how: &str) -> (Ending, String, Option
     let stored = ctx.store.read(&job.fingerprint).ok().flatten();
     let rejected =
         stored.as_ref().is_some_and(|e| e.result.get("status").and_then(Value::as_str) == Some("rejected"));
-    if rejected && job.decl.bool("blocking") != Some(false) {
+    if rejected && job.decl.spec.blocking() {
         let detail = stored
             .as_ref()
             .and_then(|e| e.result.get("detail").and_then(Value::as_str).map(str::to_string))
@@ -83,25 +85,28 @@ fn cached_ending(ctx: &Context, job: &Job, how: &str) -> (Ending, String, Option
 }
 
 async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
-    match job.decl.kind {
-        Kind::Task | Kind::Finally => task::run_task(&job.decl, &ctx.recipe_dir).await,
-        Kind::Gate => gate::evaluate_gate(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
-        Kind::Screen => screen::run_screen(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
-        Kind::Decision => decision::run_decision(&job.decl, job.inputs.as_ref().unwrap_or(&Value::Null)),
-        Kind::Cell => {
+    let inputs = job.inputs.as_ref().unwrap_or(&Value::Null);
+    let name = job.decl.name.as_str();
+    match &job.decl.spec {
+        Spec::Task(task) | Spec::Finally(FinallyDecl { task, .. }) => {
+            task::run_task(task, &ctx.recipe_dir).await
+        }
+        Spec::Gate(gate) => gate::evaluate_gate(gate, inputs),
+        Spec::Screen(screen) => screen::run_screen(screen, inputs),
+        Spec::Decision(decision) => decision::run_decision(decision, inputs),
+        Spec::Cell(cell) => {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
             let _turn = ctx.servers.turn(server).await;
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
-            let result = cell::run_cell(
-                &job.decl,
-                &info,
-                ctx.seed,
-                &job.fingerprint.to_string(),
-                &ctx.run_id,
-                &ctx.recipe_key,
-                &ctx.progress,
-            )
-            .await;
+            let fingerprint = job.fingerprint.to_string();
+            let at = cell::CellRun {
+                seed: ctx.seed,
+                fingerprint: &fingerprint,
+                run_id: &ctx.run_id,
+                recipe: &ctx.recipe_key,
+                progress: &ctx.progress,
+            };
+            let result = cell::run_cell(name, cell, &info, &at).await;
             match ctx.servers.crashed(server).await {
                 Some(crash) => {
                     Err(Failure::new(format!("server `{}` died during the cell", info.name))
@@ -110,13 +115,13 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
                 None => result,
             }
         }
-        Kind::Check => {
+        Spec::Check(check) => {
             let server = job.server.ok_or_else(|| Failure::new("check has no server"))?;
             let _turn = ctx.servers.turn(server).await;
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
-            check::run_check(&job.decl, &info, ctx.seed).await
+            check::run_check(name, check, &info, ctx.seed).await
         }
-        Kind::Server | Kind::Workload => Err(Failure::new("not an executable step")),
+        Spec::Server(_) | Spec::Workload(_) => Err(Failure::new("not an executable step")),
     }
 }
 

@@ -3,24 +3,25 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Map, json};
 use tokio::process::Command;
 
 use super::outcome::{Failure, Produced, ProducedFile};
-use crate::recipe::Decl;
+use crate::recipe::decls::TaskDecl;
+use crate::recipe::placeholders::unescape;
 
 /// How much of stdout/stderr goes into result.json (the full text is a file).
 const RESULT_TAIL: usize = 4000;
 
-pub async fn run_task(step: &Decl, recipe_dir: &Path) -> Result<Produced, Failure> {
+pub async fn run_task(task: &TaskDecl, recipe_dir: &Path) -> Result<Produced, Failure> {
     // `{{`/`}}` in a recipe are literal braces.
-    let argv: Vec<String> = step.strings("run").iter().map(|a| super::servers::unescape(a)).collect();
+    let argv: Vec<String> = task.run.iter().map(|a| unescape(a)).collect();
     let Some((program, args)) = argv.split_first() else {
         return Err(Failure::new("`run` is empty"));
     };
-    let cwd = match step.str("cwd") {
+    let cwd = match &task.cwd {
         Some(dir) => recipe_dir.join(dir),
         None => recipe_dir.to_path_buf(),
     };
@@ -34,16 +35,14 @@ pub async fn run_task(step: &Decl, recipe_dir: &Path) -> Result<Produced, Failur
         .kill_on_drop(true);
     // Its own process group, so a timeout or Ctrl-C takes its children too.
     command.process_group(0);
-    for (key, value) in step.props("env") {
-        command.env(key, value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string()));
-    }
+    command.envs(&task.env);
     let started = Instant::now();
     let child = command
         .spawn()
         .map_err(|err| Failure::new(format!("cannot start `{program}` in {}: {err}", cwd.display())))?;
     let pid = child.id();
-    let waited = match step.u64("timeout") {
-        Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), child.wait_with_output()).await {
+    let waited = match task.timeout {
+        Some(limit) => match tokio::time::timeout(limit, child.wait_with_output()).await {
             Ok(done) => done,
             Err(_) => {
                 if let Some(pid) = pid {
@@ -52,10 +51,7 @@ pub async fn run_task(step: &Decl, recipe_dir: &Path) -> Result<Produced, Failur
                         nix::sys::signal::Signal::SIGKILL,
                     );
                 }
-                return Err(Failure::new(format!(
-                    "timed out after {}",
-                    humantime::format_duration(Duration::from_millis(ms))
-                )));
+                return Err(Failure::new(format!("timed out after {}", humantime::format_duration(limit))));
             }
         },
         None => child.wait_with_output().await,
@@ -77,8 +73,8 @@ pub async fn run_task(step: &Decl, recipe_dir: &Path) -> Result<Produced, Failur
         ProducedFile::Bytes { name: "stdout.txt".into(), bytes: output.stdout.clone() },
         ProducedFile::Bytes { name: "stderr.txt".into(), bytes: output.stderr.clone() },
     ];
-    for declared in step.strings("outputs") {
-        let path = cwd.join(&declared);
+    for declared in &task.outputs {
+        let path = cwd.join(declared);
         match std::fs::read(&path) {
             Ok(bytes) => {
                 outputs.insert(declared.clone(), json!(format!("blake3:{}", blake3::hash(&bytes).to_hex())));

@@ -1,0 +1,96 @@
+//! `decision`: the campaign's verdict. Each `rule` whose condition holds
+//! adds its label and statements; `promote-when` decides promotion.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::super::decl::Draft;
+use super::super::expression::Expression;
+use super::super::problem::Problems;
+use super::super::schema::{FieldSpec, Shape, field, many};
+
+pub const FIELDS: &[FieldSpec] = &[
+    many("rule", Shape::Records),
+    field("promote-when", Shape::Str),
+    many("headline", Shape::Strings),
+    many("limitation", Shape::Strings),
+    many("control", Shape::Strings),
+    many("identity", Shape::Props),
+];
+
+/// What a rule may say besides its label and condition, as the decision
+/// summary names it.
+pub const STATEMENTS: &[&str] =
+    &["winner", "single-card-selection", "alternate-runtime-result", "promotion-boundary", "reason"];
+
+#[derive(Debug, Clone)]
+pub struct DecisionDecl {
+    pub rules: Vec<Rule>,
+    pub promote_when: Option<Expression>,
+    /// Cells whose results head the decision summary.
+    pub headline: Vec<String>,
+    pub limitations: Vec<String>,
+    pub controls: Vec<String>,
+    pub identity: BTreeMap<String, Value>,
+}
+
+/// `rule label="x" when="…" winner="…"`.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Empty for a rule that only adds statements.
+    pub label: String,
+    pub when: Expression,
+    /// Statements kept when the rule holds, keyed the way the decision
+    /// summary names them (`single_card_selection`).
+    pub statements: Vec<(String, Value)>,
+}
+
+pub(super) fn build(draft: &Draft, problems: &mut Problems) -> DecisionDecl {
+    let s = &draft.settings;
+    let what = draft.what();
+    let decl = (&draft.source, draft.span);
+    let mut rules = Vec::new();
+    if let Some(setting) = s.setting("rule") {
+        for record in s.get("rule").and_then(Value::as_array).into_iter().flatten() {
+            let Some(when) = record.get("when").and_then(Value::as_str) else {
+                problems.push(
+                    draft
+                        .problem_at(
+                            "rule",
+                            "a rule needs when=\"…\" (and a label=\"…\" to add a decision label)",
+                        )
+                        .label("incomplete rule"),
+                );
+                continue;
+            };
+            let Ok(when) = Expression::parse(when, setting, decl, &what).map_err(|p| problems.push(p)) else {
+                continue;
+            };
+            let fields = record.as_object().cloned().unwrap_or_default();
+            rules.push(Rule {
+                label: fields.get("label").and_then(Value::as_str).unwrap_or("").to_string(),
+                when,
+                statements: fields
+                    .into_iter()
+                    .filter(|(k, _)| STATEMENTS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.replace('-', "_"), v))
+                    .collect(),
+            });
+        }
+    }
+    let promote_when = match (s.setting("promote-when"), s.str("promote-when")) {
+        (Some(setting), Some(text)) => {
+            Expression::parse(text, setting, decl, &what).map_err(|p| problems.push(p)).ok()
+        }
+        _ => None,
+    };
+    DecisionDecl {
+        rules,
+        promote_when,
+        headline: s.strings("headline"),
+        limitations: s.strings("limitation"),
+        controls: s.strings("control"),
+        identity: s.props("identity"),
+    }
+}

@@ -1,0 +1,123 @@
+//! One typed declaration per kind of step, each in its own file with the
+//! fields it accepts: the field table is what the loader checks and the
+//! docs list, the struct is what the plan and the executors read.
+
+pub mod cell;
+pub mod check;
+pub mod decision;
+pub mod gate;
+pub mod load;
+pub mod screen;
+pub mod server;
+pub mod task;
+
+pub use cell::CellDecl;
+pub use check::CheckDecl;
+pub use decision::{DecisionDecl, Rule};
+pub use gate::GateDecl;
+pub use load::{Arrival, LoadDecl, SloDecl};
+pub use screen::ScreenDecl;
+pub use server::{CommandEngine, Engine, ReadyDecl, ServerDecl, Warmup};
+pub use task::{FinallyDecl, TaskDecl};
+
+use super::decl::Draft;
+use super::expression::Expression;
+use super::kind::Kind;
+use super::problem::Problems;
+use super::schema::{FieldSpec, Shape, field, note};
+
+/// What a step does, by kind.
+#[derive(Debug, Clone)]
+pub enum Spec {
+    Server(ServerDecl),
+    /// A workload: settings that cells take in; not a step of the DAG.
+    Workload(LoadDecl),
+    Cell(CellDecl),
+    Check(CheckDecl),
+    Gate(GateDecl),
+    Task(TaskDecl),
+    Screen(ScreenDecl),
+    Decision(DecisionDecl),
+    Finally(FinallyDecl),
+}
+
+impl Spec {
+    /// Build the typed form of a checked declaration. Problems the field
+    /// checks did not catch (an open loop without a rate, an expression that
+    /// does not parse) are reported here.
+    pub(super) fn build(draft: &Draft, problems: &mut Problems) -> Spec {
+        match draft.kind {
+            Kind::Server => Spec::Server(server::build(draft, problems)),
+            Kind::Workload => Spec::Workload(load::build(draft, problems)),
+            Kind::Cell => Spec::Cell(cell::build(draft, problems)),
+            Kind::Check => Spec::Check(check::build(draft)),
+            Kind::Gate => Spec::Gate(gate::build(draft, problems)),
+            Kind::Task => Spec::Task(task::build(draft)),
+            Kind::Screen => Spec::Screen(screen::build(draft, problems)),
+            Kind::Decision => Spec::Decision(decision::build(draft, problems)),
+            Kind::Finally => Spec::Finally(task::build_finally(draft)),
+        }
+    }
+
+    /// The server a cell or check measures.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Spec::Cell(cell) => Some(&cell.server),
+            Spec::Check(check) => Some(&check.server),
+            _ => None,
+        }
+    }
+
+    /// Files whose content enters the fingerprint.
+    pub fn reads(&self) -> &[String] {
+        match self {
+            Spec::Server(server) => &server.reads,
+            Spec::Task(task) | Spec::Finally(FinallyDecl { task, .. }) => &task.reads,
+            _ => &[],
+        }
+    }
+
+    pub fn expressions(&self) -> Vec<&Expression> {
+        match self {
+            Spec::Gate(gate) => gate.require.iter().collect(),
+            Spec::Screen(screen) => screen.expression.iter().collect(),
+            Spec::Decision(decision) => {
+                decision.rules.iter().map(|r| &r.when).chain(decision.promote_when.as_ref()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether a rejection by this step fails the run (a non-blocking
+    /// verdict is recorded, and read by decisions, without failing it).
+    pub fn blocking(&self) -> bool {
+        match self {
+            Spec::Gate(gate) => gate.blocking,
+            Spec::Check(check) => check.blocking,
+            _ => true,
+        }
+    }
+}
+
+/// Fields every step may carry.
+const COMMON: &[FieldSpec] = &[note("description"), super::schema::many("after", Shape::StepRefs)];
+
+/// Every field a declaration of `kind` accepts.
+pub fn fields_of(kind: Kind) -> Vec<FieldSpec> {
+    let own: &[&[FieldSpec]] = match kind {
+        Kind::Server => &[server::FIELDS],
+        Kind::Workload => &[load::FIELDS, &[note("description")]],
+        Kind::Cell => &[cell::FIELDS, load::FIELDS],
+        Kind::Check => &[check::FIELDS],
+        Kind::Gate => &[gate::FIELDS],
+        Kind::Task => &[task::FIELDS],
+        Kind::Finally => &[task::FIELDS, &[field("always", Shape::Bool)]],
+        Kind::Screen => &[screen::FIELDS],
+        Kind::Decision => &[decision::FIELDS],
+    };
+    let mut all: Vec<FieldSpec> = own.iter().flat_map(|f| f.iter().copied()).collect();
+    if kind.is_step() {
+        all.extend(COMMON.iter().copied());
+    }
+    all
+}
