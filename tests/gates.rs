@@ -140,3 +140,27 @@ fn keep_going_lets_independent_branches_finish() {
     let plan = scratch.plan(&recipe, &["--set", "code=3"]);
     assert_eq!(plan.pending(), ["measure", "measure-ok"]);
 }
+
+#[test]
+fn plan_after_a_complete_run_shows_nothing_that_run_would_execute() {
+    let (scratch, recipe) = setup();
+    let before = scratch.plan(&recipe, &[]).statuses();
+    assert_eq!(before["restore"], "pending", "a first run executes steps, so it restores: {before:?}");
+    scratch.run(&recipe, &[], 0);
+    executed(&scratch);
+
+    let plan = scratch.plan(&recipe, &[]);
+    let statuses = plan.statuses();
+    assert!(
+        statuses.values().all(|s| s == "cached" || s == "idle"),
+        "plan after a complete run: {statuses:?}"
+    );
+    assert_eq!(statuses["restore"], "idle");
+    // And run agrees: nothing executes, the finally step included.
+    scratch.run(&recipe, &[], 0);
+    assert_eq!(executed(&scratch), Vec::<String>::new());
+
+    // A changed input makes a step pending, and with it the finally step.
+    let changed = scratch.plan(&recipe, &["--set", "want=1"]).statuses();
+    assert_eq!(changed["restore"], "pending", "{changed:?}");
+}

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::cli::RecipeArgs;
+use crate::plan::Status;
 
 use super::{Exit, load_plan, open_store};
 
@@ -56,12 +57,13 @@ pub async fn plan(store_root: &Path, args: &RecipeArgs, as_json: bool) -> Result
             node.reason
         );
     }
-    let pending = plan.nodes.iter().filter(|n| n.status == crate::plan::Status::Pending).count();
+    let count = |status: Status| plan.nodes.iter().filter(|n| n.status == status).count();
     println!(
-        "\n{} steps: {} pending, {} cached (~ marks a fingerprint settled only once its inputs exist)",
+        "\n{} steps: {} pending, {} cached, {} idle (~ marks a fingerprint settled only once its inputs exist)",
         plan.nodes.len(),
-        pending,
-        plan.nodes.len() - pending
+        count(Status::Pending),
+        count(Status::Cached),
+        count(Status::Idle),
     );
     Ok(0)
 }

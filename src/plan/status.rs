@@ -5,7 +5,7 @@ use anvil_store::Store;
 
 use super::changes::{describe, diff_values};
 use super::{Plan, PlannedNode};
-use crate::recipe::Kind;
+use crate::recipe::{Kind, Spec};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -13,6 +13,8 @@ pub enum Status {
     Cached,
     /// A run will execute it.
     Pending,
+    /// A `finally` step a run will skip: nothing else runs, so nothing needs restoring.
+    Idle,
 }
 
 impl Status {
@@ -20,6 +22,7 @@ impl Status {
         match self {
             Status::Cached => "cached",
             Status::Pending => "pending",
+            Status::Idle => "idle",
         }
     }
 }
@@ -52,7 +55,7 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
                     })
                     .map(|&d| plan.recipe.steps[d].qualified())
                     .collect();
-                (Status::Pending, format!("reads results this run produces: {}", waiting.join(", ")))
+                (Status::Pending, format!("reads results this run produces: {}", listing(&waiting)))
             }
             _ => (Status::Pending, why_pending(plan, i, store, last_run.as_ref())),
         };
@@ -63,28 +66,46 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
         if plan.nodes[i].kind != Kind::Server {
             continue;
         }
-        let needing: Vec<&str> = plan
+        let needing: Vec<String> = plan
             .nodes
             .iter()
             .filter(|n| n.status == Status::Pending && n.deps.contains(&i) && n.kind != Kind::Finally)
-            .map(|n| n.name.as_str())
+            .map(|n| n.name.clone())
             .collect();
         let (status, reason) = if needing.is_empty() {
             (Status::Cached, "every step that needs it is stored: it will not start".to_string())
         } else {
-            (
-                Status::Pending,
-                format!(
-                    "starts for {} step{}: {}",
-                    needing.len(),
-                    if needing.len() == 1 { "" } else { "s" },
-                    needing.join(", ")
-                ),
-            )
+            let steps = if needing.len() == 1 { "step" } else { "steps" };
+            (Status::Pending, format!("starts for {} {steps}: {}", needing.len(), listing(&needing)))
         };
         plan.nodes[i].status = status;
         plan.nodes[i].reason = reason;
     }
+    // A finally step runs when anything else in the run executes (as the
+    // runner decides), or always when it says so.
+    let anything_runs =
+        plan.nodes.iter().any(|n| n.status == Status::Pending && !matches!(n.kind, Kind::Server | Kind::Finally));
+    for i in 0..plan.nodes.len() {
+        let Spec::Finally(finally) = &plan.recipe.steps[i].spec else { continue };
+        let (status, reason) = match (finally.always, anything_runs) {
+            (true, _) => (Status::Pending, "finally, `always #true`: runs at the end of every run"),
+            (false, true) => (Status::Pending, "finally: runs at the end, since this run executes steps"),
+            (false, false) => {
+                (Status::Idle, "finally: nothing else runs, so nothing to restore (`always #true` runs it anyway)")
+            }
+        };
+        plan.nodes[i].status = status;
+        plan.nodes[i].reason = reason.to_string();
+    }
+}
+
+/// Names for one line: the first few, then how many more.
+fn listing(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    if names.len() <= SHOWN {
+        return names.join(", ");
+    }
+    format!("{}, … (+{} more)", names[..SHOWN].join(", "), names.len() - SHOWN)
 }
 
 fn why_pending(
@@ -137,5 +158,17 @@ fn explain_change(plan: &Plan, old: &serde_json::Value, node: &PlannedNode) -> S
         "upstream changed".to_string()
     } else {
         format!("upstream changed: {}", upstream_names.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listing;
+
+    #[test]
+    fn long_lists_are_summarized() {
+        let names: Vec<String> = (0..2500).map(|i| format!("c-{i}")).collect();
+        assert_eq!(listing(&names), "c-0, c-1, c-2, c-3, c-4, … (+2495 more)");
+        assert_eq!(listing(&names[..2]), "c-0, c-1");
     }
 }
