@@ -87,14 +87,15 @@ fn skip_value(s: &[u8], i: usize) -> Result<usize, ScanError> {
 /// Walks the fields of the JSON object at `obj[start..]` (after whitespace)
 /// in one pass. `on_field(key, value_start)` may consume the value itself
 /// and return where it ends, or return `None` to have it skipped. Returns
-/// the index just past the closing `}`.
+/// the index just past the closing `}`. `key` is the decoded key: a key
+/// written with escapes (`"cont\u0065nt"`) is the key it spells.
 ///
 /// Consuming values in place is what keeps a chunk to one pass: the
 /// `choices` array is read while it is walked, not skipped and re-read.
 pub fn walk_object<'a>(
     obj: &'a [u8],
     start: usize,
-    mut on_field: impl FnMut(&'a [u8], usize) -> Result<Option<usize>, ScanError>,
+    mut on_field: impl FnMut(&[u8], usize) -> Result<Option<usize>, ScanError>,
 ) -> Result<usize, ScanError> {
     let mut i = skip_ws(obj, start);
     if obj.get(i) != Some(&b'{') {
@@ -109,7 +110,14 @@ pub fn walk_object<'a>(
             return err(i, "expected a key");
         }
         let key_end = skip_string(obj, i)?;
-        let key = &obj[i + 1..key_end - 1];
+        let raw_key = &obj[i + 1..key_end - 1];
+        let decoded;
+        let key = if memchr::memchr(b'\\', raw_key).is_some() {
+            decoded = decode_escapes(raw_key).map_err(|e| ScanError { at: i + 1 + e.at, what: e.what })?;
+            decoded.as_bytes()
+        } else {
+            raw_key
+        };
         i = skip_ws(obj, key_end);
         if obj.get(i) != Some(&b':') {
             return err(i, "expected ':'");
@@ -365,6 +373,18 @@ mod tests {
         assert_eq!(end, doc.len());
         assert!(walk_object(br#"{"a":1"#, 0, |_, _| Ok(None)).is_err());
         assert!(walk_object(br#"{"a" 1}"#, 0, |_, _| Ok(None)).is_err());
+    }
+
+    /// Found by the `json_scan` property tests: a key written with escapes
+    /// is the key it spells, as serde_json reads it.
+    #[test]
+    fn escaped_keys_are_decoded() {
+        let doc = br#"{"cont\u0065nt":"yes","\"q\"":1,"a\/b":2}"#;
+        let [content, quoted, slash] = object_fields(doc, [b"content", b"\"q\"", b"a/b"]).unwrap();
+        assert_eq!(content, Some(&br#""yes""#[..]));
+        assert_eq!(quoted, Some(&b"1"[..]));
+        assert_eq!(slash, Some(&b"2"[..]));
+        assert!(object_fields(br#"{"bad\x":1}"#, [b"bad"]).is_err(), "a broken escape in a key");
     }
 
     #[test]
