@@ -11,11 +11,16 @@ mod calibrate;
 mod canary;
 mod chunk;
 mod client;
+#[cfg(test)]
+#[path = "../../../fuzz/harness.rs"]
+mod fuzz_harness;
 mod http;
 mod json_scan;
 mod observe;
 mod pacer;
 mod prompt;
+#[cfg(test)]
+mod proptests;
 mod record;
 mod run;
 mod sender;

@@ -12,6 +12,8 @@
 
 mod chunked;
 mod endpoint;
+#[cfg(test)]
+mod proptests;
 mod response;
 mod socket;
 
