@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use anvil_store::NodeStatus;
 use serde_json::json;
 
 use super::diff::{label_of, resolve_prefix};
@@ -64,15 +65,15 @@ pub fn runs(store_root: &Path, as_json: bool) -> Result<i32, Exit> {
         return Ok(0);
     }
     for run in &runs {
-        let count = |s: &str| run.nodes.iter().filter(|n| n.status == s).count();
+        let count = |s: NodeStatus| run.nodes.iter().filter(|n| n.status == s).count();
         println!(
             "{}  {}  {:<9}  ran {:>3}  cached {:>3}  failed {:>3}  {}",
             run.run_id,
             run.started_at,
-            run.status,
-            count("ran"),
-            count("cached"),
-            count("failed"),
+            run.status.as_str(),
+            count(NodeStatus::Ran),
+            count(NodeStatus::Cached),
+            count(NodeStatus::Failed),
             run.recipe_path
         );
     }

@@ -1,7 +1,7 @@
 //! Will a step run, and why: compares the plan with the store and with the
 //! last run of the same recipe.
 
-use anvil_store::Store;
+use anvil_store::{NodeStatus, Store};
 
 use super::changes::{describe, diff_values};
 use super::{Plan, PlannedNode};
@@ -83,16 +83,19 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
     }
     // A finally step runs when anything else in the run executes (as the
     // runner decides), or always when it says so.
-    let anything_runs =
-        plan.nodes.iter().any(|n| n.status == Status::Pending && !matches!(n.kind, Kind::Server | Kind::Finally));
+    let anything_runs = plan
+        .nodes
+        .iter()
+        .any(|n| n.status == Status::Pending && !matches!(n.kind, Kind::Server | Kind::Finally));
     for i in 0..plan.nodes.len() {
         let Spec::Finally(finally) = &plan.recipe.steps[i].spec else { continue };
         let (status, reason) = match (finally.always, anything_runs) {
             (true, _) => (Status::Pending, "finally, `always #true`: runs at the end of every run"),
             (false, true) => (Status::Pending, "finally: runs at the end, since this run executes steps"),
-            (false, false) => {
-                (Status::Idle, "finally: nothing else runs, so nothing to restore (`always #true` runs it anyway)")
-            }
+            (false, false) => (
+                Status::Idle,
+                "finally: nothing else runs, so nothing to restore (`always #true` runs it anyway)",
+            ),
         };
         plan.nodes[i].status = status;
         plan.nodes[i].reason = reason.to_string();
@@ -118,9 +121,9 @@ fn why_pending(
     let Some(previous) = last_run.and_then(|run| run.nodes.iter().find(|n| n.name == node.name)) else {
         return "new: not in the last run of this recipe".to_string();
     };
-    match previous.status.as_str() {
-        "failed" => return "failed last time (failures are never stored)".to_string(),
-        "skipped" => return "skipped last time".to_string(),
+    match previous.status {
+        NodeStatus::Failed => return "failed last time (failures are never stored)".to_string(),
+        NodeStatus::Skipped => return "skipped last time".to_string(),
         _ if previous.fingerprint == node.fingerprint => {
             return "not in the store (removed by gc?)".to_string();
         }

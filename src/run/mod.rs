@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anvil_store::{Fingerprint, RunNode, RunRecord, Store};
+use anvil_store::{Fingerprint, NodeStatus, RunNode, RunRecord, RunStatus, Store};
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
@@ -166,7 +166,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
         recipe_path: plan.recipe.path.display().to_string(),
         started_at: started_at.clone(),
         finished_at: None,
-        status: "running".into(),
+        status: RunStatus::Running,
         // Listed from the start so that gc keeps what this run stores even
         // if the run is killed before it records how each step ended.
         nodes: plan
@@ -176,7 +176,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
                 name: n.name.clone(),
                 kind: n.kind.to_string(),
                 fingerprint: n.fingerprint,
-                status: "planned".into(),
+                status: NodeStatus::Planned,
                 started_at: None,
                 duration_ms: None,
                 detail: None,
@@ -346,9 +346,9 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
             fingerprint: node.fingerprint,
             // Servers and finally steps are never stored: their statuses say so.
             status: match node.kind {
-                Kind::Server => "server".into(),
-                Kind::Finally => format!("finally-{}", finished.ending.as_str()),
-                _ => finished.ending.record_status().to_string(),
+                Kind::Server => NodeStatus::Server,
+                Kind::Finally => finished.ending.finally_status(),
+                _ => finished.ending.record_status(),
             },
             started_at: None,
             duration_ms: Some(finished.duration.as_millis() as u64),
@@ -379,9 +379,9 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
         )?;
     }
     record.status = match (summary.interrupted, summary.succeeded()) {
-        (Some(_), _) => "interrupted".into(),
-        (None, true) => "succeeded".into(),
-        (None, false) => "failed".into(),
+        (Some(_), _) => RunStatus::Interrupted,
+        (None, true) => RunStatus::Succeeded,
+        (None, false) => RunStatus::Failed,
     };
     if let Value::Object(extra) = &mut record.extra {
         extra.insert("preimages".into(), preimages(&plan)); // gates settled during the run

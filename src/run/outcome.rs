@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use anvil_store::NodeStatus;
 use serde_json::Value;
 
 /// A step finished: its result (stored under its fingerprint) and files.
@@ -62,13 +63,24 @@ impl Ending {
         }
     }
 
-    /// The store's run-record vocabulary (a rejection is a stored result).
-    pub fn record_status(self) -> &'static str {
+    /// The run record's word for how a step ended (a rejection is a stored result).
+    pub fn record_status(self) -> NodeStatus {
         match self {
-            Ending::Ran | Ending::Rejected => anvil_store::node_status::RAN,
-            Ending::Cached => anvil_store::node_status::CACHED,
-            Ending::Failed => anvil_store::node_status::FAILED,
-            Ending::Skipped => anvil_store::node_status::SKIPPED,
+            Ending::Ran | Ending::Rejected => NodeStatus::Ran,
+            Ending::Cached => NodeStatus::Cached,
+            Ending::Failed => NodeStatus::Failed,
+            Ending::Skipped => NodeStatus::Skipped,
+        }
+    }
+
+    /// The same for a `finally` step, which is never stored.
+    pub fn finally_status(self) -> NodeStatus {
+        match self {
+            Ending::Ran => NodeStatus::FinallyRan,
+            Ending::Cached => NodeStatus::FinallyCached,
+            Ending::Failed => NodeStatus::FinallyFailed,
+            Ending::Rejected => NodeStatus::FinallyRejected,
+            Ending::Skipped => NodeStatus::FinallySkipped,
         }
     }
 

@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use anvil_store::{Fingerprint, RunNode, RunRecord, Store, node_status};
+use anvil_store::{Fingerprint, NodeStatus, RunNode, RunRecord, Store};
 use serde_json::json;
 
 const LOOKUPS: usize = 10_000;
@@ -104,7 +104,7 @@ fn main() {
         recipe_path: "bench.kdl".into(),
         started_at: "2025-01-01T00:00:00Z".into(),
         finished_at: None,
-        status: "ok".into(),
+        status: anvil_store::RunStatus::Succeeded,
         nodes: stored
             .iter()
             .step_by(2)
@@ -112,7 +112,7 @@ fn main() {
                 name: fp.short(),
                 kind: "cell".into(),
                 fingerprint: *fp,
-                status: node_status::RAN.into(),
+                status: NodeStatus::Ran,
                 started_at: None,
                 duration_ms: None,
                 detail: None,

@@ -31,7 +31,7 @@ pub use fingerprint::{Fingerprint, ParseFingerprintError};
 pub use gc::GcReport;
 pub use manifest::ManifestFile;
 pub use node_lock::NodeLock;
-pub use runs::{RunNode, RunRecord, node_status};
+pub use runs::{NodeStatus, RunNode, RunRecord, RunStatus};
 pub use staged::Staged;
 pub use store::{MIN_PREFIX_LEN, Store};
 pub use verify::{Problem, ProblemKind, VerifyReport};

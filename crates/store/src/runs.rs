@@ -26,7 +26,7 @@ pub struct RunRecord {
     pub started_at: String,
     #[serde(default)]
     pub finished_at: Option<String>,
-    pub status: String,
+    pub status: RunStatus,
     #[serde(default)]
     pub nodes: Vec<RunNode>,
     #[serde(default)]
@@ -39,8 +39,7 @@ pub struct RunNode {
     pub name: String,
     pub kind: String,
     pub fingerprint: Fingerprint,
-    /// One of [`node_status`]'s values.
-    pub status: String,
+    pub status: NodeStatus,
     #[serde(default)]
     pub started_at: Option<String>,
     #[serde(default)]
@@ -49,12 +48,87 @@ pub struct RunNode {
     pub detail: Option<String>,
 }
 
-/// The values `RunNode::status` takes.
-pub mod node_status {
-    pub const RAN: &str = "ran";
-    pub const CACHED: &str = "cached";
-    pub const FAILED: &str = "failed";
-    pub const SKIPPED: &str = "skipped";
+/// How a run ended (or that it is still going).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    Running,
+    Succeeded,
+    Failed,
+    Interrupted,
+    /// Written by a newer anvil.
+    #[serde(other)]
+    Unknown,
+}
+
+/// What happened to one node in a run. Servers and `finally` steps are
+/// never stored, so their statuses say what they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeStatus {
+    /// Listed when the run starts (so gc keeps what it stores if killed).
+    Planned,
+    Ran,
+    Cached,
+    Failed,
+    Skipped,
+    Server,
+    FinallyRan,
+    FinallyCached,
+    FinallyFailed,
+    FinallyRejected,
+    FinallySkipped,
+    /// Written by a newer anvil.
+    #[serde(other)]
+    Unknown,
+}
+
+impl NodeStatus {
+    /// Whether the node's result is in the store (as of the run).
+    pub fn stored(self) -> bool {
+        matches!(self, NodeStatus::Ran | NodeStatus::Cached)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeStatus::Planned => "planned",
+            NodeStatus::Ran => "ran",
+            NodeStatus::Cached => "cached",
+            NodeStatus::Failed => "failed",
+            NodeStatus::Skipped => "skipped",
+            NodeStatus::Server => "server",
+            NodeStatus::FinallyRan => "finally-ran",
+            NodeStatus::FinallyCached => "finally-cached",
+            NodeStatus::FinallyFailed => "finally-failed",
+            NodeStatus::FinallyRejected => "finally-rejected",
+            NodeStatus::FinallySkipped => "finally-skipped",
+            NodeStatus::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for NodeStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Store {

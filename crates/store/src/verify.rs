@@ -16,7 +16,6 @@ use crate::layout::{LOCK_SUFFIX, Layout, MANIFEST_FILE};
 use crate::manifest::{Manifest, hash_file, walk};
 use crate::node_lock::is_lock_free;
 use crate::report_path::{lossy, lossy_list};
-use crate::runs::node_status;
 use crate::store::{Store, parse_entry_name};
 
 /// Outcome of [`Store::verify`].
@@ -202,7 +201,7 @@ impl Store {
                 }
             };
             for node in &run.nodes {
-                let should_exist = node.status == node_status::RAN || node.status == node_status::CACHED;
+                let should_exist = node.status.stored();
                 if should_exist && !self.contains(&node.fingerprint) {
                     report.problems.push(Problem {
                         path: path.clone(),

@@ -16,7 +16,7 @@ fn keeps_referenced_entries_and_removes_the_rest() {
     }
     t.store.record_run(&run_record("r1", "recipe", "2025-01-01T00:00:00Z", &["a"])).unwrap();
     let mut r2 = run_record("r2", "recipe", "2025-01-02T00:00:00Z", &["b", "never-stored"]);
-    r2.nodes[1].status = anvil_store::node_status::FAILED.to_string(); // failures are never stored
+    r2.nodes[1].status = anvil_store::NodeStatus::Failed; // failures are never stored
     t.store.record_run(&r2).unwrap();
     let c_bytes: u64 = t.store.read(&fp("c")).unwrap().unwrap().files.iter().map(|f| f.bytes).sum();
 

@@ -28,7 +28,7 @@ fn record_list_and_find_runs() {
     // Recording again replaces (a run updates its record as it goes).
     let mut finished = original;
     finished.finished_at = Some("2025-03-01T09:05:00Z".into());
-    finished.status = "failed".into();
+    finished.status = anvil_store::RunStatus::Failed;
     t.store.record_run(&finished).unwrap();
     assert_eq!(t.store.run("run-a").unwrap(), Some(finished));
     assert_eq!(t.store.runs().unwrap().len(), 3);

@@ -1,7 +1,7 @@
 //! Helpers shared by the store's integration tests.
 #![allow(dead_code)]
 
-use anvil_store::{Entry, Fingerprint, RunNode, RunRecord, Store, node_status};
+use anvil_store::{Entry, Fingerprint, NodeStatus, RunNode, RunRecord, Store};
 use serde_json::json;
 
 /// A fresh store in its own temporary directory (removed on drop).
@@ -40,14 +40,14 @@ pub fn run_record(run_id: &str, recipe: &str, started_at: &str, labels: &[&str])
         recipe_path: format!("/recipes/{recipe}.kdl"),
         started_at: started_at.to_string(),
         finished_at: None,
-        status: "ok".to_string(),
+        status: anvil_store::RunStatus::Succeeded,
         nodes: labels
             .iter()
             .map(|label| RunNode {
                 name: label.to_string(),
                 kind: "cell".to_string(),
                 fingerprint: fp(label),
-                status: node_status::RAN.to_string(),
+                status: NodeStatus::Ran,
                 started_at: None,
                 duration_ms: Some(5),
                 detail: None,
