@@ -57,7 +57,7 @@ pub enum Command {
         gpus: Option<String>,
         /// Where campaign outputs (decision summary, workload manifest) go.
         #[arg(long, default_value = "results")]
-        out: std::path::PathBuf,
+        out: PathBuf,
     },
     /// Show the steps, their fingerprints, and what a run would execute and why.
     Plan {
@@ -156,13 +156,9 @@ pub fn main() -> i32 {
     };
     match runtime.block_on(commands::dispatch(cli)) {
         Ok(code) => code,
-        Err(commands::Exit::Input(report)) => {
-            eprintln!("{report:?}");
-            2
-        }
-        Err(commands::Exit::Failed(report)) => {
-            eprintln!("{report:?}");
-            1
+        Err(exit) => {
+            eprintln!("{:?}", exit.report());
+            exit.code()
         }
     }
 }

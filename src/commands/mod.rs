@@ -23,6 +23,30 @@ pub enum Exit {
     Failed(miette::Report),
 }
 
+impl Exit {
+    /// The process exit code: 2 for bad input, 1 for work that failed.
+    pub fn code(&self) -> i32 {
+        match self {
+            Exit::Input(_) => 2,
+            Exit::Failed(_) => 1,
+        }
+    }
+
+    pub fn report(&self) -> &miette::Report {
+        match self {
+            Exit::Input(report) | Exit::Failed(report) => report,
+        }
+    }
+}
+
+impl From<crate::run::RunError> for Exit {
+    fn from(err: crate::run::RunError) -> Exit {
+        let code = err.exit_code();
+        let report = miette::miette!("{err}");
+        if code == 2 { Exit::Input(report) } else { Exit::Failed(report) }
+    }
+}
+
 impl From<anvil_store::StoreError> for Exit {
     fn from(err: anvil_store::StoreError) -> Exit {
         Exit::Failed(miette::miette!("store: {err}"))

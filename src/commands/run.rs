@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::cli::RecipeArgs;
 use crate::run::{Ending, RunOptions, RunSummary, execute};
 
-use super::{Exit, failed, load_plan, open_store};
+use super::{Exit, load_plan, open_store};
 
 pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
@@ -26,12 +26,7 @@ pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> R
         pending,
         store_root.display()
     );
-    let summary =
-        execute(plan, store, options).await.map_err(|e| match e.downcast::<anvil_store::StoreError>() {
-            Ok(store_err) => Exit::from(store_err),
-            Err(other) if other.to_string().starts_with("--") => super::input(other),
-            Err(other) => failed(format!("{other:#}")),
-        })?;
+    let summary = execute(plan, store, options).await?;
     print_summary(&summary);
     Ok(match summary.interrupted {
         Some(code) => code,

@@ -4,10 +4,13 @@
 mod cell;
 mod check;
 mod decision;
+mod error;
 mod gate;
 mod outcome;
 mod progress;
+mod record;
 mod results;
+mod scheduler;
 mod screen;
 mod servers;
 mod step;
@@ -18,14 +21,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anvil_store::{Fingerprint, NodeStatus, RunNode, RunRecord, RunStatus, Store};
-use serde_json::{Map, Value, json};
-use tokio::task::JoinSet;
+use anvil_store::{Fingerprint, RunStatus, Store};
+use serde_json::Value;
 
+pub use error::RunError;
 pub use outcome::Ending;
 pub use servers::registry_dir;
 
 use crate::plan::{Plan, Status};
+use crate::recipe::decls::ServerDecl;
 use crate::recipe::{Decl, Kind, Spec};
 use progress::Progress;
 use servers::ServerPool;
@@ -107,20 +111,100 @@ struct Finished {
     executed: bool,
 }
 
-pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyhow::Result<RunSummary> {
+impl Finished {
+    /// A step that ended without executing (skipped, or a server, which
+    /// starts when its steps ask for it).
+    fn without_work(index: usize, ending: Ending, detail: String) -> Finished {
+        Finished { index, ending, detail, evidence: None, duration: Duration::ZERO, executed: false }
+    }
+}
+
+/// Run a plan: every selected step not in the store, then the campaign
+/// outputs, with a run record from start to end.
+pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<RunSummary, RunError> {
     let started = Instant::now();
     let started_at = now_rfc3339();
     let run_id =
         format!("run-{}-{}", started_at.replace([':', '-'], "").trim_end_matches('Z'), std::process::id());
-    let n = plan.nodes.len();
     let selected = selection(&plan, &options.only)?;
     let forced: BTreeSet<usize> = options
         .force
         .iter()
-        .map(|name| plan.index_of(name).ok_or_else(|| anyhow::anyhow!("--force: no step named `{name}`")))
+        .map(|name| plan.index_of(name).ok_or_else(|| unknown_step("--force", name, &plan)))
         .collect::<Result<_, _>>()?;
 
-    // A server serves the selected steps that will run (cached ones never start it).
+    let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
+    std::fs::create_dir_all(&log_dir).map_err(|source| RunError::Io {
+        what: "creating the log folder",
+        path: log_dir.clone(),
+        source,
+    })?;
+    let gpus = match &options.gpus {
+        Some(list) => anvil_proc::GpuPool::from_list(list),
+        None => anvil_proc::GpuPool::detect(),
+    };
+    let users = server_users(&plan, &selected, &forced);
+    let ctx = Arc::new(Context {
+        store: store.clone(),
+        servers: ServerPool::new(server_decls(&plan), users, plan.mode, log_dir, plan.recipe.dir(), gpus),
+        recipe_dir: plan.recipe.dir(),
+        recipe_key: plan.recipe.key.clone(),
+        seed: plan.recipe.campaign.seed,
+        run_id: run_id.clone(),
+        progress: Arc::new(Progress::new(0)),
+    });
+
+    let mut record = record::started(&plan, &run_id, &started_at);
+    store.record_run(&record)?;
+
+    let setup = scheduler::Setup { selected, forced, jobs: options.jobs, keep_going: options.keep_going };
+    let schedule = scheduler::Scheduler::new(plan, store.clone(), ctx, setup).run().await?;
+    let plan = schedule.plan;
+
+    let unfinished = if schedule.interrupted.is_some() { "interrupted" } else { "never reached" };
+    let steps: Vec<(StepReport, Option<String>)> = schedule
+        .endings
+        .into_iter()
+        .enumerate()
+        .map(|(i, finished)| {
+            let node = &plan.nodes[i];
+            let finished =
+                finished.unwrap_or_else(|| Finished::without_work(i, Ending::Skipped, unfinished.into()));
+            let report = StepReport {
+                name: node.name.clone(),
+                kind: node.kind,
+                fingerprint: node.fingerprint,
+                ending: finished.ending,
+                detail: finished.detail,
+                duration: finished.duration,
+            };
+            (report, finished.evidence)
+        })
+        .collect();
+    let mut summary = RunSummary {
+        run_id,
+        steps: steps.iter().map(|(report, _)| report.clone()).collect(),
+        elapsed: started.elapsed(),
+        outputs: Vec::new(),
+        interrupted: schedule.interrupted,
+    };
+    let finished_at = now_rfc3339();
+    if summary.interrupted.is_none() && plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
+        summary.outputs = write_campaign_outputs(&plan, &store, &summary, &options, finished_at.clone())?;
+    }
+    let status = match (summary.interrupted, summary.succeeded()) {
+        (Some(_), _) => RunStatus::Interrupted,
+        (None, true) => RunStatus::Succeeded,
+        (None, false) => RunStatus::Failed,
+    };
+    record::finish(&mut record, &plan, &steps, status, &finished_at);
+    store.record_run(&record)?;
+    Ok(summary)
+}
+
+/// How many selected steps that will run need each server (cached ones
+/// never start it); the last one to finish stops it.
+fn server_users(plan: &Plan, selected: &[bool], forced: &BTreeSet<usize>) -> BTreeMap<usize, usize> {
     let mut users: BTreeMap<usize, usize> = BTreeMap::new();
     for (i, node) in plan.nodes.iter().enumerate() {
         if selected[i] && node.kind != Kind::Server && (node.status == Status::Pending || forced.contains(&i))
@@ -132,8 +216,11 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
             }
         }
     }
-    let server_decls = plan
-        .recipe
+    users
+}
+
+fn server_decls(plan: &Plan) -> BTreeMap<usize, (String, ServerDecl)> {
+    plan.recipe
         .steps
         .iter()
         .enumerate()
@@ -141,253 +228,7 @@ pub async fn execute(mut plan: Plan, store: Store, options: RunOptions) -> anyho
             Spec::Server(server) => Some((i, (step.name.clone(), server.clone()))),
             _ => None,
         })
-        .collect();
-    let recipe_dir = plan.recipe.dir();
-    let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
-    std::fs::create_dir_all(&log_dir)?;
-    let gpus = match &options.gpus {
-        Some(list) => anvil_proc::GpuPool::from_list(list),
-        None => anvil_proc::GpuPool::detect(),
-    };
-    let ctx = Arc::new(Context {
-        store: store.clone(),
-        servers: ServerPool::new(server_decls, users, plan.mode, log_dir, recipe_dir.clone(), gpus),
-        recipe_dir,
-        recipe_key: plan.recipe.key.clone(),
-        seed: plan.recipe.campaign.seed,
-        run_id: run_id.clone(),
-        progress: Arc::new(Progress::new(0)),
-    });
-
-    // The record exists from the start: it is a gc root while the run goes on.
-    let mut record = RunRecord {
-        run_id: run_id.clone(),
-        recipe: plan.recipe.key.clone(),
-        recipe_path: plan.recipe.path.display().to_string(),
-        started_at: started_at.clone(),
-        finished_at: None,
-        status: RunStatus::Running,
-        // Listed from the start so that gc keeps what this run stores even
-        // if the run is killed before it records how each step ended.
-        nodes: plan
-            .nodes
-            .iter()
-            .map(|n| RunNode {
-                name: n.name.clone(),
-                kind: n.kind.to_string(),
-                fingerprint: n.fingerprint,
-                status: NodeStatus::Planned,
-                started_at: None,
-                duration_ms: None,
-                detail: None,
-            })
-            .collect(),
-        extra: json!({"campaign": plan.recipe.campaign.name, "preimages": preimages(&plan)}),
-    };
-    store.record_run(&record)?;
-
-    let progress = ctx.progress.clone();
-    progress.set_total(
-        plan.nodes.iter().enumerate().filter(|(i, n)| selected[*i] && n.kind != Kind::Server).count(),
-    );
-    let mut endings: Vec<Option<Finished>> = (0..n).map(|_| None).collect();
-    let mut launched = vec![false; n];
-    let mut running = JoinSet::new();
-    let jobs = options.jobs.max(1);
-    let mut stop_reason: Option<String> = None;
-    let mut interrupted: Option<i32> = None;
-    let mut interrupt = Box::pin(interruption());
-
-    loop {
-        // Start every step whose dependencies are settled, up to --jobs at once.
-        for &i in &plan.order.clone() {
-            if launched[i] || running.len() >= jobs {
-                continue;
-            }
-            let node = &plan.nodes[i];
-            let deps_done =
-                node.deps.iter().all(|&d| endings[d].is_some() || (plan.nodes[d].kind == Kind::Finally));
-            if !deps_done {
-                continue;
-            }
-            launched[i] = true;
-            let skip = if !selected[i] {
-                Some("not selected by --only".to_string())
-            } else if node.kind == Kind::Finally {
-                // Restoring is needed only if this run touched anything.
-                let executed = endings.iter().flatten().any(|f| f.executed);
-                let always = matches!(&plan.recipe.steps[i].spec, Spec::Finally(f) if f.always);
-                (!executed && !always).then(|| {
-                    "nothing ran, so nothing to restore (set `always #true` to run it anyway)".to_string()
-                })
-            } else if let Some(reason) = &stop_reason {
-                Some(reason.clone())
-            } else {
-                node.deps
-                    .iter()
-                    .find(|&&d| {
-                        endings[d]
-                            .as_ref()
-                            .is_some_and(|f| matches!(f.ending, Ending::Failed | Ending::Skipped))
-                            && plan.nodes[d].kind != Kind::Server
-                    })
-                    .map(|&d| format!("upstream {} did not succeed", plan.recipe.steps[d].qualified()))
-            };
-            if node.kind == Kind::Server && skip.is_none() {
-                endings[i] = Some(Finished {
-                    index: i,
-                    ending: Ending::Ran,
-                    detail: String::new(),
-                    evidence: None,
-                    duration: Duration::ZERO,
-                    executed: false,
-                });
-                continue;
-            }
-            if let Some(reason) = skip {
-                if let Some(server) = server_of(&plan, i)
-                    && selected[i]
-                    && (node.status == Status::Pending || forced.contains(&i))
-                {
-                    ctx.servers.release(server).await;
-                }
-                if selected[i] || node.kind != Kind::Server {
-                    progress.finished(
-                        &plan.nodes[i].name,
-                        node.kind,
-                        Ending::Skipped,
-                        &reason,
-                        Duration::ZERO,
-                        selected[i],
-                    );
-                }
-                endings[i] = Some(Finished {
-                    index: i,
-                    ending: Ending::Skipped,
-                    detail: reason,
-                    evidence: None,
-                    duration: Duration::ZERO,
-                    executed: false,
-                });
-                continue;
-            }
-            let inputs = if crate::plan::reads_results(node.kind) {
-                plan.settle(i, &store);
-                Some(results::inputs_of(&plan, i, &store))
-            } else {
-                None
-            };
-            let node = &plan.nodes[i];
-            let job = Job {
-                index: i,
-                decl: plan.recipe.steps[i].clone(),
-                fingerprint: node.fingerprint,
-                preimage: node.preimage.clone(),
-                forced: forced.contains(&i),
-                inputs,
-                server: server_of(&plan, i),
-            };
-            progress.started(&node.name, node.kind);
-            let ctx = ctx.clone();
-            running.spawn(async move { step::run_job(ctx, job).await });
-        }
-        let joined = tokio::select! {
-            joined = running.join_next() => joined,
-            code = &mut interrupt => {
-                // Ctrl-C (or SIGTERM/SIGHUP): stop what runs, stop the servers, record it.
-                running.abort_all();
-                interrupted = Some(code);
-                progress.clear();
-                eprintln!("anvil: interrupted; stopping servers");
-                break;
-            }
-        };
-        let Some(joined) = joined else { break };
-        let finished = match joined {
-            Ok(f) => f,
-            Err(err) => anyhow::bail!("a step's task crashed: {err}"),
-        };
-        let i = finished.index;
-        progress.finished(
-            &plan.nodes[i].name,
-            plan.nodes[i].kind,
-            finished.ending,
-            &finished.detail,
-            finished.duration,
-            true,
-        );
-        if finished.ending == Ending::Failed && !options.keep_going && stop_reason.is_none() {
-            stop_reason = Some(format!(
-                "not started: {} failed (use --keep-going to go on past failures)",
-                plan.recipe.steps[i].qualified()
-            ));
-        }
-        endings[i] = Some(finished);
-    }
-    ctx.servers.stop_all().await;
-    progress.clear();
-
-    let mut steps = Vec::new();
-    record.nodes.clear();
-    for (i, finished) in endings.into_iter().enumerate() {
-        let node = &plan.nodes[i];
-        let unfinished = if interrupted.is_some() { "interrupted" } else { "never reached" };
-        let finished = finished.unwrap_or(Finished {
-            index: i,
-            ending: Ending::Skipped,
-            detail: unfinished.into(),
-            evidence: None,
-            duration: Duration::ZERO,
-            executed: false,
-        });
-        record.nodes.push(RunNode {
-            name: node.name.clone(),
-            kind: node.kind.to_string(),
-            fingerprint: node.fingerprint,
-            // Servers and finally steps are never stored: their statuses say so.
-            status: match node.kind {
-                Kind::Server => NodeStatus::Server,
-                Kind::Finally => finished.ending.finally_status(),
-                _ => finished.ending.record_status(),
-            },
-            started_at: None,
-            duration_ms: Some(finished.duration.as_millis() as u64),
-            detail: Some(match &finished.evidence {
-                Some(evidence) => format!("{}\n{evidence}", finished.detail),
-                None => finished.detail.clone(),
-            }),
-        });
-        steps.push(StepReport {
-            name: node.name.clone(),
-            kind: node.kind,
-            fingerprint: node.fingerprint,
-            ending: finished.ending,
-            detail: finished.detail,
-            duration: finished.duration,
-        });
-    }
-    let mut summary =
-        RunSummary { run_id, steps, elapsed: started.elapsed(), outputs: Vec::new(), interrupted };
-    record.finished_at = Some(now_rfc3339());
-    if summary.interrupted.is_none() && plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
-        summary.outputs = write_campaign_outputs(
-            &plan,
-            &store,
-            &summary,
-            &options,
-            record.finished_at.clone().unwrap_or_default(),
-        )?;
-    }
-    record.status = match (summary.interrupted, summary.succeeded()) {
-        (Some(_), _) => RunStatus::Interrupted,
-        (None, true) => RunStatus::Succeeded,
-        (None, false) => RunStatus::Failed,
-    };
-    if let Value::Object(extra) = &mut record.extra {
-        extra.insert("preimages".into(), preimages(&plan)); // gates settled during the run
-    }
-    store.record_run(&record)?;
-    Ok(summary)
+        .collect()
 }
 
 fn write_campaign_outputs(
@@ -396,7 +237,7 @@ fn write_campaign_outputs(
     summary: &RunSummary,
     options: &RunOptions,
     finished_at: String,
-) -> anyhow::Result<Vec<PathBuf>> {
+) -> Result<Vec<PathBuf>, RunError> {
     let endings: Vec<(usize, &'static str, String)> =
         summary.steps.iter().enumerate().map(|(i, s)| (i, s.ending.as_str(), s.detail.clone())).collect();
     let outcomes = crate::report::campaign::Outcomes {
@@ -405,55 +246,39 @@ fn write_campaign_outputs(
         all_succeeded: summary.succeeded(),
     };
     let dir = options.out.join(&plan.recipe.campaign.name);
-    std::fs::create_dir_all(&dir)?;
+    let io = |what: &'static str, path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| RunError::Io { what, path, source }
+    };
+    std::fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
     let manifest = dir.join("workload-manifest.json");
     let decision = dir.join("decision-summary.json");
-    std::fs::write(&manifest, serde_json::to_vec_pretty(&crate::report::campaign::workload_manifest(plan))?)?;
-    std::fs::write(
-        &decision,
-        serde_json::to_vec_pretty(&crate::report::campaign::decision_summary(plan, store, &outcomes))?,
-    )?;
+    let manifest_json = crate::report::campaign::workload_manifest(plan);
+    let decision_json = crate::report::campaign::decision_summary(plan, store, &outcomes);
+    // Serialising a Value cannot fail: its keys are strings.
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&manifest_json).unwrap_or_default())
+        .map_err(io("writing", &manifest))?;
+    std::fs::write(&decision, serde_json::to_vec_pretty(&decision_json).unwrap_or_default())
+        .map_err(io("writing", &decision))?;
     Ok(vec![manifest, decision])
 }
 
-/// Resolves when the user asks anvil to stop: the conventional exit code
-/// (128 + signal number).
-async fn interruption() -> i32 {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
-        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
-    else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => 130,
-        _ = term.recv() => 143,
-        _ = hup.recv() => 129,
-    }
-}
-
-fn server_of(plan: &Plan, i: usize) -> Option<usize> {
-    plan.nodes[i].deps.iter().copied().find(|&d| {
-        plan.nodes[d].kind == Kind::Server
-            && plan.recipe.steps[i].spec.server() == Some(plan.nodes[d].name.as_str())
-    })
+fn unknown_step(flag: &'static str, name: &str, plan: &Plan) -> RunError {
+    let hint = crate::recipe::did_you_mean(name, plan.nodes.iter().map(|n| n.name.as_str()))
+        .map(|h| format!(" ({h})"))
+        .unwrap_or_default();
+    RunError::UnknownStep { flag, name: name.to_string(), hint }
 }
 
 /// `--only a b`: those steps and everything they depend on.
-fn selection(plan: &Plan, only: &[String]) -> anyhow::Result<Vec<bool>> {
+fn selection(plan: &Plan, only: &[String]) -> Result<Vec<bool>, RunError> {
     if only.is_empty() {
         return Ok(vec![true; plan.nodes.len()]);
     }
     let mut selected = vec![false; plan.nodes.len()];
     let mut stack = Vec::new();
     for name in only {
-        let i = plan.index_of(name).ok_or_else(|| {
-            let hint = crate::recipe::did_you_mean(name, plan.nodes.iter().map(|n| n.name.as_str()))
-                .map(|h| format!(" ({h})"))
-                .unwrap_or_default();
-            anyhow::anyhow!("--only: no step named `{name}`{hint}")
-        })?;
-        stack.push(i);
+        stack.push(plan.index_of(name).ok_or_else(|| unknown_step("--only", name, plan))?);
     }
     while let Some(i) = stack.pop() {
         if !std::mem::replace(&mut selected[i], true) {
@@ -461,12 +286,6 @@ fn selection(plan: &Plan, only: &[String]) -> anyhow::Result<Vec<bool>> {
         }
     }
     Ok(selected)
-}
-
-fn preimages(plan: &Plan) -> Value {
-    let map: Map<String, Value> =
-        plan.nodes.iter().map(|n| (n.fingerprint.to_string(), n.preimage.clone())).collect();
-    Value::Object(map)
 }
 
 pub fn now_rfc3339() -> String {

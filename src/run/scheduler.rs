@@ -1,0 +1,253 @@
+//! The scheduler: starts every step whose dependencies are settled, up to
+//! `--jobs` at once; skips what was not selected or follows a failure;
+//! decides whether `finally` steps have anything to restore; and stops
+//! everything on Ctrl-C.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anvil_store::Store;
+use tokio::task::JoinSet;
+
+use super::outcome::Ending;
+use super::progress::Progress;
+use super::{Context, Finished, Job, RunError, results, step};
+use crate::plan::{Plan, Status, reads_results};
+use crate::recipe::{Kind, Spec};
+
+pub(super) struct Scheduler {
+    plan: Plan,
+    store: Store,
+    ctx: Arc<Context>,
+    progress: Arc<Progress>,
+    /// Steps `--only` selected (all without it).
+    selected: Vec<bool>,
+    forced: BTreeSet<usize>,
+    jobs: usize,
+    keep_going: bool,
+    endings: Vec<Option<Finished>>,
+    launched: Vec<bool>,
+    running: JoinSet<Finished>,
+    /// Set by the first failure unless `--keep-going`: why later steps do not start.
+    stop_reason: Option<String>,
+}
+
+/// What a finished schedule leaves: how each step ended (None: never
+/// reached) and the exit code a signal asked for.
+pub(super) struct Schedule {
+    pub plan: Plan,
+    pub endings: Vec<Option<Finished>>,
+    pub interrupted: Option<i32>,
+}
+
+/// How the scheduler is set up for one run.
+pub(super) struct Setup {
+    pub selected: Vec<bool>,
+    pub forced: BTreeSet<usize>,
+    pub jobs: usize,
+    pub keep_going: bool,
+}
+
+impl Scheduler {
+    pub fn new(plan: Plan, store: Store, ctx: Arc<Context>, setup: Setup) -> Scheduler {
+        let n = plan.nodes.len();
+        let progress = ctx.progress.clone();
+        progress.set_total(
+            plan.nodes
+                .iter()
+                .enumerate()
+                .filter(|(i, n)| setup.selected[*i] && n.kind != Kind::Server)
+                .count(),
+        );
+        Scheduler {
+            plan,
+            store,
+            ctx,
+            progress,
+            selected: setup.selected,
+            forced: setup.forced,
+            jobs: setup.jobs.max(1),
+            keep_going: setup.keep_going,
+            endings: (0..n).map(|_| None).collect(),
+            launched: vec![false; n],
+            running: JoinSet::new(),
+            stop_reason: None,
+        }
+    }
+
+    /// Run to the end, or until a signal: the conventional exit code
+    /// (128 + signal number) is then recorded.
+    pub async fn run(mut self) -> Result<Schedule, RunError> {
+        let mut interrupt = Box::pin(interruption());
+        let mut interrupted = None;
+        loop {
+            self.start_ready().await;
+            let joined = tokio::select! {
+                joined = self.running.join_next() => joined,
+                code = &mut interrupt => {
+                    // Ctrl-C (or SIGTERM/SIGHUP): stop what runs, stop the servers, record it.
+                    self.running.abort_all();
+                    interrupted = Some(code);
+                    self.progress.clear();
+                    eprintln!("anvil: interrupted; stopping servers");
+                    break;
+                }
+            };
+            let Some(joined) = joined else { break };
+            let finished = joined.map_err(|err| RunError::Crashed(err.to_string()))?;
+            self.on_finished(finished);
+        }
+        self.ctx.servers.stop_all().await;
+        self.progress.clear();
+        Ok(Schedule { plan: self.plan, endings: self.endings, interrupted })
+    }
+
+    /// Start every step whose dependencies are settled, up to `--jobs` at once.
+    async fn start_ready(&mut self) {
+        for position in 0..self.plan.order.len() {
+            let i = self.plan.order[position];
+            if self.launched[i] || self.running.len() >= self.jobs || !self.dependencies_settled(i) {
+                continue;
+            }
+            self.launched[i] = true;
+            match self.skip_reason(i) {
+                Some(reason) => self.skip(i, reason).await,
+                // A server "runs" when its steps ask for it (lazily, in the pool).
+                None if self.plan.nodes[i].kind == Kind::Server => {
+                    self.endings[i] = Some(Finished::without_work(i, Ending::Ran, String::new()));
+                }
+                None => self.launch(i),
+            }
+        }
+    }
+
+    fn dependencies_settled(&self, i: usize) -> bool {
+        // A finally step waits for everything but another finally step.
+        self.plan.nodes[i]
+            .deps
+            .iter()
+            .all(|&d| self.endings[d].is_some() || self.plan.nodes[d].kind == Kind::Finally)
+    }
+
+    fn skip_reason(&self, i: usize) -> Option<String> {
+        let node = &self.plan.nodes[i];
+        if !self.selected[i] {
+            return Some("not selected by --only".to_string());
+        }
+        if let Spec::Finally(finally) = &self.plan.recipe.steps[i].spec {
+            // Restoring is needed only if this run touched anything.
+            let executed = self.endings.iter().flatten().any(|f| f.executed);
+            return (!executed && !finally.always).then(|| {
+                "nothing ran, so nothing to restore (set `always #true` to run it anyway)".to_string()
+            });
+        }
+        if let Some(reason) = &self.stop_reason {
+            return Some(reason.clone());
+        }
+        node.deps
+            .iter()
+            .find(|&&d| {
+                self.plan.nodes[d].kind != Kind::Server
+                    && self.endings[d]
+                        .as_ref()
+                        .is_some_and(|f| matches!(f.ending, Ending::Failed | Ending::Skipped))
+            })
+            .map(|&d| format!("upstream {} did not succeed", self.plan.recipe.steps[d].qualified()))
+    }
+
+    /// Whether a run will execute step `i` unless something stops it.
+    fn due(&self, i: usize) -> bool {
+        self.selected[i] && (self.plan.nodes[i].status == Status::Pending || self.forced.contains(&i))
+    }
+
+    async fn skip(&mut self, i: usize, reason: String) {
+        let node = &self.plan.nodes[i];
+        // The server was counted for this step: it no longer waits for it.
+        if let Some(server) = server_of(&self.plan, i)
+            && self.due(i)
+        {
+            self.ctx.servers.release(server).await;
+        }
+        if self.selected[i] || node.kind != Kind::Server {
+            self.progress.finished(
+                &node.name,
+                node.kind,
+                Ending::Skipped,
+                &reason,
+                Duration::ZERO,
+                self.selected[i],
+            );
+        }
+        self.endings[i] = Some(Finished::without_work(i, Ending::Skipped, reason));
+    }
+
+    fn launch(&mut self, i: usize) {
+        let inputs = if reads_results(self.plan.nodes[i].kind) {
+            // Its inputs exist now: settle its fingerprint on their results.
+            self.plan.settle(i, &self.store);
+            Some(results::inputs_of(&self.plan, i, &self.store))
+        } else {
+            None
+        };
+        let node = &self.plan.nodes[i];
+        let job = Job {
+            index: i,
+            decl: self.plan.recipe.steps[i].clone(),
+            fingerprint: node.fingerprint,
+            preimage: node.preimage.clone(),
+            forced: self.forced.contains(&i),
+            inputs,
+            server: server_of(&self.plan, i),
+        };
+        self.progress.started(&node.name, node.kind);
+        let ctx = self.ctx.clone();
+        self.running.spawn(async move { step::run_job(ctx, job).await });
+    }
+
+    fn on_finished(&mut self, finished: Finished) {
+        let i = finished.index;
+        let node = &self.plan.nodes[i];
+        self.progress.finished(
+            &node.name,
+            node.kind,
+            finished.ending,
+            &finished.detail,
+            finished.duration,
+            true,
+        );
+        if finished.ending == Ending::Failed && !self.keep_going && self.stop_reason.is_none() {
+            self.stop_reason = Some(format!(
+                "not started: {} failed (use --keep-going to go on past failures)",
+                self.plan.recipe.steps[i].qualified()
+            ));
+        }
+        self.endings[i] = Some(finished);
+    }
+}
+
+/// The server step `i` measures, if any.
+pub(super) fn server_of(plan: &Plan, i: usize) -> Option<usize> {
+    let wanted = plan.recipe.steps[i].spec.server()?;
+    plan.nodes[i]
+        .deps
+        .iter()
+        .copied()
+        .find(|&d| plan.nodes[d].kind == Kind::Server && plan.nodes[d].name == wanted)
+}
+
+/// Resolves when the user asks anvil to stop: the conventional exit code
+/// (128 + signal number).
+async fn interruption() -> i32 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+    else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => 130,
+        _ = term.recv() => 143,
+        _ = hup.recv() => 129,
+    }
+}
