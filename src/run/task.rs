@@ -5,12 +5,12 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
-use serde_json::{Map, json};
 use tokio::process::Command;
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use crate::recipe::decls::TaskDecl;
 use crate::recipe::placeholders::unescape;
+use crate::results::{self, NamedMap, TaskResult};
 
 /// How much of stdout/stderr goes into result.json (the full text is a file).
 const RESULT_TAIL: usize = 4000;
@@ -68,7 +68,7 @@ pub async fn run_task(task: &TaskDecl, recipe_dir: &Path) -> Result<Produced, Fa
         };
         return Err(Failure::new(format!("`{}` {how}", argv.join(" "))).with_detail(tail(&stderr, 1500)));
     }
-    let mut outputs = Map::new();
+    let mut outputs = NamedMap::new();
     let mut files = vec![
         ProducedFile::Bytes { name: "stdout.txt".into(), bytes: output.stdout.clone() },
         ProducedFile::Bytes { name: "stderr.txt".into(), bytes: output.stderr.clone() },
@@ -77,25 +77,23 @@ pub async fn run_task(task: &TaskDecl, recipe_dir: &Path) -> Result<Produced, Fa
         let path = cwd.join(declared);
         match std::fs::read(&path) {
             Ok(bytes) => {
-                outputs.insert(declared.clone(), json!(format!("blake3:{}", blake3::hash(&bytes).to_hex())));
-                files.push(ProducedFile::Copy {
-                    name: format!("outputs/{}", sanitize(&declared)),
-                    from: path,
-                });
+                outputs.insert(declared.clone(), format!("blake3:{}", blake3::hash(&bytes).to_hex()));
+                files
+                    .push(ProducedFile::Copy { name: format!("outputs/{}", sanitize(declared)), from: path });
             }
             Err(err) => {
                 return Err(Failure::new(format!("declared output `{declared}` was not produced: {err}")));
             }
         }
     }
-    let result = json!({
-        "exit_code": exit_code,
-        "stdout": tail(&stdout, RESULT_TAIL),
-        "stderr": tail(&stderr, RESULT_TAIL),
-        "outputs": outputs,
-    });
+    let result = TaskResult {
+        exit_code,
+        stdout: tail(&stdout, RESULT_TAIL),
+        stderr: tail(&stderr, RESULT_TAIL),
+        outputs,
+    };
     Ok(Produced {
-        result,
+        result: results::to_value(&result),
         files,
         rejected: false,
         summary: format!("exit 0 in {:.1}s", duration.as_secs_f64()),

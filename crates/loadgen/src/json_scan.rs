@@ -92,8 +92,8 @@ fn skip_value(s: &[u8], i: usize) -> Result<usize, ScanError> {
 ///
 /// Consuming values in place is what keeps a chunk to one pass: the
 /// `choices` array is read while it is walked, not skipped and re-read.
-pub fn walk_object<'a>(
-    obj: &'a [u8],
+pub fn walk_object(
+    obj: &[u8],
     start: usize,
     mut on_field: impl FnMut(&[u8], usize) -> Result<Option<usize>, ScanError>,
 ) -> Result<usize, ScanError> {
