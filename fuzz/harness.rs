@@ -93,6 +93,8 @@ pub fn check<S>(
         let config = Config {
             cases: n,
             failure_persistence: None,
+            // A failure is worth the time to shrink it well.
+            max_shrink_iters: 16_384,
             rng_seed: RngSeed::Fixed(batch_seed),
             ..Config::default()
         };
