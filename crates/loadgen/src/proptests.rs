@@ -339,7 +339,7 @@ impl Style {
     }
 
     fn one_in(&mut self, n: u64) -> bool {
-        self.next() % n == 0
+        self.next().is_multiple_of(n)
     }
 
     fn whitespace(&mut self, out: &mut Vec<u8>) {
