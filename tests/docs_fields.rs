@@ -1,0 +1,47 @@
+//! The docs follow from the types: every field a declaration accepts (its
+//! table in `src/recipe/decls/`) is documented, in backticks, in the section
+//! of docs/recipes.md about its kind. A new setting without docs fails here.
+
+use anvil::recipe::Kind;
+use anvil::recipe::decls::fields_of;
+
+const DOC: &str = include_str!("../docs/recipes.md");
+
+/// The text of the `## heading` section (up to the next `## `).
+fn section(heading: &str) -> &'static str {
+    let start = DOC.find(&format!("\n## {heading}\n")).unwrap_or_else(|| panic!("no section `## {heading}`"));
+    let body = &DOC[start + 1..];
+    let end = body[3..].find("\n## ").map_or(body.len(), |e| e + 3);
+    &body[..end]
+}
+
+#[test]
+fn every_field_of_every_kind_is_documented_in_its_section() {
+    let sections = [
+        (Kind::Server, &["server"][..]),
+        (Kind::Workload, &["workload and cell"]),
+        (Kind::Cell, &["workload and cell"]),
+        (Kind::Task, &["task"]),
+        (Kind::Gate, &["gate"]),
+        // A finally step takes a task's settings, documented with tasks.
+        (Kind::Finally, &["finally", "task"]),
+        (Kind::Check, &["check, screen, decision"]),
+        (Kind::Screen, &["check, screen, decision"]),
+        (Kind::Decision, &["check, screen, decision"]),
+    ];
+    let mut missing = Vec::new();
+    for (kind, headings) in sections {
+        for field in fields_of(kind) {
+            // `after` and `description` are documented once, for every step.
+            let common = matches!(field.name, "after" | "description");
+            let in_section = headings.iter().any(|h| {
+                let text = section(h);
+                text.contains(&format!("`{}`", field.name)) || text.contains(&format!("`{} ", field.name))
+            });
+            if !in_section && !(common && DOC.contains(&format!("`{}`", field.name))) {
+                missing.push(format!("{kind} `{}` (section `## {}`)", field.name, headings.join("` / `## ")));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "undocumented settings:\n  {}", missing.join("\n  "));
+}
