@@ -140,3 +140,6 @@ impl Plan {
         node.fingerprint
     }
 }
+
+#[cfg(test)]
+mod tests;

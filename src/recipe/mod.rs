@@ -394,3 +394,8 @@ enum PropShape {
     Integer,
     Duration,
 }
+
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
