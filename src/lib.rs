@@ -11,4 +11,5 @@ pub mod history;
 pub mod plan;
 pub mod recipe;
 pub mod report;
+pub mod results;
 pub mod run;

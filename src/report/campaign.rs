@@ -6,12 +6,14 @@
 use std::collections::BTreeSet;
 
 use anvil_store::Store;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::plan::Plan;
 use crate::recipe::decls::{CellDecl, DecisionDecl, LoadDecl, ServerDecl};
 use crate::recipe::words::Thinking;
 use crate::recipe::{Decl, Kind, Spec};
+use crate::results::{self, CellResult, CheckResult, DecisionResult, EvalStatus, GateResult, ScreenResult};
 
 /// How each step ended in this run, by step index (from the runner).
 pub struct Outcomes<'a> {
@@ -89,10 +91,7 @@ pub fn workload_manifest(plan: &Plan) -> Value {
 
 pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> Value {
     let recipe = &plan.recipe;
-    let result_of = |name: &str| -> Option<Value> {
-        let i = plan.index_of(name)?;
-        store.read(&plan.nodes[i].fingerprint).ok().flatten().map(|e| e.result)
-    };
+    let cell_of = |name: &str| stored::<CellResult>(plan, store, name)?.ok();
     let mut identity = Map::new();
     for (step, server) in servers(plan) {
         for (key, value) in &server.identity {
@@ -108,9 +107,7 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         }
     }
     let simulated: Vec<String> = cells(plan)
-        .filter_map(|(c, _)| {
-            result_of(&c.name).filter(|r| r["simulated"] == json!(true)).map(|_| c.name.clone())
-        })
+        .filter_map(|(c, _)| cell_of(&c.name).filter(|r| r.simulated).map(|_| c.name.clone()))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -118,9 +115,9 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
     let headline_results: Vec<Value> = headline_cells(plan)
         .iter()
         .filter_map(|&(step, cell)| {
-            let r = result_of(&step.name)?;
-            let m = &r["metrics"];
-            let block = |prefix: &str, suffix: &str| json!({"mean": m[format!("{prefix}_mean{suffix}")], "p50": m[format!("{prefix}_p50{suffix}")], "p95": m[format!("{prefix}_p95{suffix}")], "p99": m[format!("{prefix}_p99{suffix}")]});
+            let r = cell_of(&step.name)?;
+            let m = |stat: &str, prefix: &str, suffix: &str| r.metric(&format!("{prefix}_{stat}{suffix}")).clone();
+            let block = |prefix: &str, suffix: &str| json!({"mean": m("mean", prefix, suffix), "p50": m("p50", prefix, suffix), "p95": m("p95", prefix, suffix), "p99": m("p99", prefix, suffix)});
             let server = recipe.step(&cell.server);
             let replicas = server.and_then(|s| match &s.spec {
                 Spec::Server(server) => Some(server.replicas),
@@ -131,15 +128,15 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
             Some(json!({
                 "profile": server.and_then(|s| s.description.as_deref()).unwrap_or(&cell.server),
                 "topology": format!("{} replica{}, C{}", replicas, if replicas == 1 { "" } else { "s" }, cell.load.concurrency.unwrap_or(1)),
-                "requests": r["requests"],
-                "canaries_passed": r["canaries_passed"],
-                "aggregate_tok_s": r["aggregate_tok_s"],
+                "requests": r.requests,
+                "canaries_passed": r.canaries_passed,
+                "aggregate_tok_s": r.aggregate_tok_s,
                 "ttft_ms": block("ttft", "_ms"),
                 "effective_prefill_tok_s": block("effective_prefill_tok_s", ""),
                 "decode_tok_s": block("decode_tok_s", ""),
                 "tpot_mean_itl_ms": block("tpot", "_ms"),
                 "e2e_ms": block("e2e", "_ms"),
-                "simulated": r["simulated"],
+                "simulated": r.simulated,
                 "evidence": plan.nodes[i].fingerprint.to_string(),
             }))
         })
@@ -149,46 +146,54 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
     let mut selected = Vec::new();
     let mut reasons = Vec::new();
     for screen in recipe.steps.iter().filter(|s| matches!(s.spec, Spec::Screen(_))) {
-        if let Some(r) = result_of(&screen.name) {
-            optimization.insert(
-                format!("{}_{}", screen.name, r["metric"].as_str().unwrap_or("metric")),
-                r["values"].clone(),
-            );
-            if r["meaningful"] == json!(true) {
-                selected.push(format!("{}: {}", screen.name, r["winner"].as_str().unwrap_or("")));
+        if let Some(Ok(r)) = stored::<ScreenResult>(plan, store, &screen.name) {
+            optimization.insert(format!("{}_{}", screen.name, r.metric), results::to_value(&r.values));
+            if r.meaningful {
+                selected.push(format!("{}: {}", screen.name, r.winner));
             } else {
                 selected.push(format!("{}: no meaningful difference", screen.name));
             }
-            reasons.push(format!("{}: {}", screen.name, r["selection_reason"].as_str().unwrap_or("")));
+            reasons.push(format!("{}: {}", screen.name, r.selection_reason));
         }
     }
     optimization.insert("selected".into(), json!(selected.join("; ")));
     optimization.insert("selection_reason".into(), json!(reasons.join("; ")));
 
     let mut gates = Vec::new();
+    let mut any_rejected = false;
     for step in recipe.steps.iter().filter(|s| matches!(s.kind, Kind::Gate | Kind::Check)) {
-        let (status, detail) = match result_of(&step.name) {
-            Some(r) => (
-                r["status"]
-                    .as_str()
-                    .unwrap_or(if r["passed"] == json!(true) { "passed" } else { "rejected" })
-                    .to_string(),
-                r["detail"].as_str().unwrap_or("").to_string(),
-            ),
+        let verdict = match step.kind {
+            Kind::Check => {
+                stored::<CheckResult>(plan, store, &step.name).map(|r| r.map(|r| (r.status, r.detail)))
+            }
+            _ => stored::<GateResult>(plan, store, &step.name).map(|r| r.map(|r| (r.status, r.detail))),
+        };
+        let (status, detail) = match verdict {
+            Some(Ok((status, detail))) => (status.as_str(), detail),
+            Some(Err(err)) => ("missing", format!("stored result unreadable: {err}")),
             None => (
-                "missing".to_string(),
+                "missing",
                 ending_detail(plan, outcomes, &step.name).unwrap_or_else(|| "no stored result".into()),
             ),
         };
+        any_rejected |= status == "rejected";
         gates.push(json!({"name": format!("{} {}", step.kind, step.name), "status": status, "detail": detail, "description": step.description}));
     }
     let restorations: Vec<&(usize, &str, String)> =
         outcomes.endings.iter().filter(|(i, _, _)| plan.nodes[*i].kind == Kind::Finally).collect();
     if !restorations.is_empty() {
         let all_ran = restorations.iter().all(|(_, e, _)| *e == "ran");
+        let status = if all_ran {
+            "passed"
+        } else if restorations.iter().any(|(_, e, _)| *e == "failed") {
+            "rejected"
+        } else {
+            "missing"
+        };
+        any_rejected |= status == "rejected";
         gates.push(json!({
             "name": "restoration",
-            "status": if all_ran { "passed" } else if restorations.iter().any(|(_, e, _)| *e == "failed") { "rejected" } else { "missing" },
+            "status": status,
             "detail": restorations.iter().map(|(i, e, d)| format!("{} {e}: {d}", plan.nodes[*i].name)).collect::<Vec<_>>().join("; "),
         }));
     }
@@ -198,8 +203,8 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         limitations.push(format!("Simulated engine: {} measured anvil's simulated engine, not real hardware; numbers come from its performance model and prove the campaign's logic, not a deployment.", simulated.join(", ")));
     }
     for (cell, _) in headline_cells(plan) {
-        if let Some(r) = result_of(&cell.name) {
-            let n = r["metrics"]["ttft_samples"].as_u64().unwrap_or(0);
+        if let Some(r) = cell_of(&cell.name) {
+            let n = r.metric("ttft_samples").as_u64().unwrap_or(0);
             if n < 100 {
                 limitations.push(format!(
                     "{}: p99 over {n} samples is descriptive only (nearest rank below 100 samples).",
@@ -213,7 +218,11 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         limitations.push("No GPU telemetry (power, clocks, memory, temperature) was sampled: nvidia-smi was not available.".into());
     }
 
-    let verdict = decision(plan).and_then(|(d, _)| result_of(&d.name)).unwrap_or(Value::Null);
+    let verdict: Option<DecisionResult> =
+        decision(plan).and_then(|(d, _)| stored::<DecisionResult>(plan, store, &d.name)?.ok());
+    // A statement as the rules made it (any JSON value), null when none did.
+    let statement =
+        |key: &str| verdict.as_ref().and_then(|v| v.statements.get(key)).cloned().unwrap_or(Value::Null);
     let mut evidence_labels = Vec::new();
     if recipe.steps.iter().any(|s| s.kind == Kind::Check) {
         evidence_labels.push("functional");
@@ -224,7 +233,7 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
     if recipe.steps.iter().any(|s| s.kind == Kind::Screen) {
         evidence_labels.push("matched-performance");
     }
-    if gates.iter().any(|g| g["status"] == "rejected") {
+    if any_rejected {
         evidence_labels.push("correctness-rejection");
     }
     if !restorations.is_empty() && restorations.iter().all(|(_, e, _)| *e == "ran") {
@@ -252,16 +261,43 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         "limitations": limitations,
         "decision": {
             "evidence_labels": evidence_labels,
-            "decision_labels": verdict["decision_labels"],
-            "promotion_authorized": verdict["promotion_authorized"],
-            "rules": verdict["rules"],
-            "winner": verdict["statements"]["winner"],
-            "single_card_selection": verdict["statements"]["single_card_selection"],
-            "alternate_runtime_result": verdict["statements"]["alternate_runtime_result"],
-            "promotion_boundary": verdict["statements"]["promotion_boundary"],
-            "reason": verdict["statements"]["reason"].as_str().map(str::to_string).or_else(|| verdict["rules"].as_array().map(|rules| rules.iter().filter(|r| r["status"] == "passed" && r["label"] != "").map(|r| format!("{}: {}", r["label"].as_str().unwrap_or(""), r["detail"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("; "))),
+            "decision_labels": verdict.as_ref().map(|v| &v.decision_labels),
+            "promotion_authorized": verdict.as_ref().map(|v| v.promotion_authorized),
+            "rules": verdict.as_ref().map(|v| &v.rules),
+            "winner": statement("winner"),
+            "single_card_selection": statement("single_card_selection"),
+            "alternate_runtime_result": statement("alternate_runtime_result"),
+            "promotion_boundary": statement("promotion_boundary"),
+            "reason": verdict.as_ref().map(decision_reason),
         },
     })
+}
+
+/// A step's stored result as its kind's type: None when nothing is stored,
+/// an error when what is stored does not read as that kind.
+fn stored<T: DeserializeOwned>(
+    plan: &Plan,
+    store: &Store,
+    name: &str,
+) -> Option<Result<T, serde_json::Error>> {
+    let i = plan.index_of(name)?;
+    let entry = store.read(&plan.nodes[i].fingerprint).ok().flatten()?;
+    Some(results::from_value(entry.result))
+}
+
+/// The decision's `reason` statement, or else the labels and details of the
+/// labelled rules that hold.
+fn decision_reason(verdict: &DecisionResult) -> String {
+    if let Some(reason) = verdict.statement("reason") {
+        return reason.to_string();
+    }
+    verdict
+        .rules
+        .iter()
+        .filter(|r| r.status == EvalStatus::Passed && !r.label.is_empty())
+        .map(|r| format!("{}: {}", r.label, r.detail))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn decision(plan: &Plan) -> Option<(&Decl, &DecisionDecl)> {

@@ -13,6 +13,7 @@ use super::servers::ServerInfo;
 use crate::recipe::decls::{self, CellDecl};
 use crate::recipe::placeholders::unescape;
 use crate::recipe::words;
+use crate::results::{self, CELL_RESULT_SCHEMA, CellResult};
 
 /// The load generator's spec for a cell: the recipe's words mapped onto
 /// the load generator's types, its defaults where the recipe is silent.
@@ -125,24 +126,7 @@ pub async fn run_cell(
         return Err(Failure::new(format!("no request completed ({} failed)", summary.failed))
             .with_detail(artifact["failures"].to_string()));
     }
-    let metrics = artifact["metrics"].clone();
-    let result = json!({
-        "schema": "anvil-serving.cell-result/v1",
-        "engine": server.engine,
-        "simulated": server.simulated,
-        "completed": summary.completed,
-        "failed": summary.failed,
-        "aggregate_tok_s": summary.throughput_tok_s,
-        "ttft_p50_ms": summary.ttft_p50_ms,
-        "ttft_p99_ms": summary.ttft_p99_ms,
-        "decode_tok_s_mean": summary.decode_tok_s_mean,
-        "wall_clock_ms": summary.wall_clock_ms,
-        "performance_eligible": artifact["performance_eligible"],
-        "canaries_passed": artifact["metrics"]["request_canary_passed"],
-        "requests": artifact["requests"],
-        "repeats": artifact["repeats"]["across_repeats"],
-        "metrics": metrics,
-    });
+    let result = cell_result(server, summary, &artifact);
     let mut files = vec![ProducedFile::Bytes {
         name: "benchmark.json".into(),
         bytes: serde_json::to_vec_pretty(&artifact).unwrap_or_default(),
@@ -160,7 +144,29 @@ pub async fn run_cell(
         summary.ttft_p50_ms.unwrap_or(0.0),
         if server.simulated { " (simulated)" } else { "" }
     );
-    Ok(Produced { result, files, rejected: false, summary: line })
+    Ok(Produced { result: results::to_value(&result), files, rejected: false, summary: line })
+}
+
+/// The stored result: the summary's figures and the artifact's metrics.
+fn cell_result(server: &ServerInfo, summary: &anvil_loadgen::CellSummary, artifact: &Value) -> CellResult {
+    let metrics = artifact.get("metrics").cloned().unwrap_or_default();
+    CellResult {
+        schema: CELL_RESULT_SCHEMA.into(),
+        engine: server.engine.clone(),
+        simulated: server.simulated,
+        completed: summary.completed.into(),
+        failed: summary.failed.into(),
+        aggregate_tok_s: summary.throughput_tok_s,
+        ttft_p50_ms: summary.ttft_p50_ms,
+        ttft_p99_ms: summary.ttft_p99_ms,
+        decode_tok_s_mean: summary.decode_tok_s_mean,
+        wall_clock_ms: summary.wall_clock_ms,
+        performance_eligible: artifact.get("performance_eligible").and_then(Value::as_bool),
+        canaries_passed: metrics.get("request_canary_passed").and_then(Value::as_u64),
+        requests: artifact.get("requests").and_then(Value::as_u64),
+        repeats: artifact.get("repeats").and_then(|r| r.get("across_repeats")).cloned().unwrap_or_default(),
+        metrics,
+    }
 }
 
 /// Each replica's Prometheus counters (None where `/metrics` is not served).

@@ -2,12 +2,13 @@
 //! Responses API, canary isolation) with their evidence stored.
 
 use anvil_checks::{CheckSpec, CheckType, Target};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
 use crate::recipe::decls::CheckDecl;
 use crate::recipe::words;
+use crate::results::{self, CheckResult, Verdict};
 
 pub async fn run_check(
     name: &str,
@@ -58,18 +59,19 @@ pub async fn run_check(
     let passed = outcomes.iter().all(|o| o.passed);
     let detail = outcomes.iter().map(|o| o.detail.clone()).collect::<Vec<_>>().join(" | ");
     let evidence: Vec<Value> = outcomes.iter().map(|o| o.evidence.clone()).collect();
-    let result = json!({
-        "type": check.check_type.as_str(),
-        "passed": passed,
-        "status": if passed { "passed" } else { "rejected" },
-        "detail": detail,
-        "attempts": outcomes.iter().map(|o| o.attempts).sum::<u32>(),
-        "failures": outcomes.iter().map(|o| o.failures).sum::<u32>(),
-        "simulated": server.simulated,
-    });
+    let summary = format!("{}: {detail}", if passed { "passed" } else { "FAILED" });
+    let result = CheckResult {
+        check_type: check.check_type,
+        passed,
+        status: Verdict::from_passed(passed),
+        detail,
+        attempts: outcomes.iter().map(|o| o.attempts).sum(),
+        failures: outcomes.iter().map(|o| o.failures).sum(),
+        simulated: server.simulated,
+    };
     Ok(Produced {
-        summary: format!("{}: {detail}", if passed { "passed" } else { "FAILED" }),
-        result,
+        summary,
+        result: results::to_value(&result),
         files: vec![ProducedFile::Bytes {
             name: "evidence.json".into(),
             bytes: serde_json::to_vec_pretty(&evidence).unwrap_or_default(),

@@ -1,52 +1,72 @@
 //! `gate` steps: every `require` expression must hold.
 
 use anvil_expr::{Evaluation, JsonResolver};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::outcome::{Failure, Produced};
 use crate::recipe::decls::GateDecl;
+use crate::results::{self, EvalStatus, GateResult, Requirement};
 
 pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);
     let mut requirements = Vec::new();
-    let mut rejected = false;
     let mut missing = Vec::new();
     for requirement in &gate.require {
         let text = &requirement.text;
         let evaluation = requirement.parsed.eval(&resolver);
         match &evaluation {
-            Evaluation::Passed { .. } => {}
-            Evaluation::Rejected { .. } => rejected = true,
+            Evaluation::Passed { .. } | Evaluation::Rejected { .. } => {}
             Evaluation::Missing { missing: m, .. } => missing.extend(m.iter().cloned()),
             Evaluation::Error { detail } => {
                 return Err(Failure::new(format!("require \"{text}\": {detail}")));
             }
         }
-        requirements
-            .push(json!({"require": text, "status": evaluation.status(), "detail": evaluation.detail()}));
+        requirements.push(Requirement {
+            require: text.clone(),
+            status: eval_status(&evaluation),
+            detail: evaluation.detail().to_string(),
+        });
     }
     if !missing.is_empty() {
         // An absent input is not a verdict: never stored, reported as missing.
         missing.sort();
         missing.dedup();
-        return Err(Failure::new(format!("missing inputs: {}", missing.join(", "))).with_detail(
-            requirements
-                .iter()
-                .map(|r| r["detail"].as_str().unwrap_or("").to_string())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ));
+        return Err(Failure::new(format!("missing inputs: {}", missing.join(", ")))
+            .with_detail(requirements.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("\n")));
     }
-    let status = if rejected { "rejected" } else { "passed" };
-    let detail = requirements
-        .iter()
-        .map(|r| r["detail"].as_str().unwrap_or("").to_string())
-        .collect::<Vec<_>>()
-        .join("; ");
+    let result = GateResult::new(requirements);
     Ok(Produced {
-        result: json!({"status": status, "passed": !rejected, "requirements": requirements, "detail": detail}),
+        summary: format!("{}: {}", result.status, result.detail),
+        rejected: !result.passed,
+        result: results::to_value(&result),
         files: Vec::new(),
-        rejected,
-        summary: format!("{status}: {detail}"),
     })
+}
+
+/// An expression's outcome, in the stored vocabulary.
+pub(super) fn eval_status(evaluation: &Evaluation) -> EvalStatus {
+    match evaluation {
+        Evaluation::Passed { .. } => EvalStatus::Passed,
+        Evaluation::Rejected { .. } => EvalStatus::Rejected,
+        Evaluation::Missing { .. } => EvalStatus::Missing,
+        Evaluation::Error { .. } => EvalStatus::Error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_the_expression_language_words() {
+        let cases = [
+            Evaluation::Passed { detail: "p".into() },
+            Evaluation::Rejected { detail: "r".into() },
+            Evaluation::Missing { missing: vec!["cell.x".into()], detail: "m".into() },
+            Evaluation::Error { detail: "e".into() },
+        ];
+        for evaluation in &cases {
+            assert_eq!(eval_status(evaluation).as_str(), evaluation.status());
+        }
+    }
 }

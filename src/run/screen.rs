@@ -2,11 +2,12 @@
 //! why — or that there is no meaningful difference.
 
 use anvil_expr::{JsonResolver, Value as ExprValue};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::outcome::{Failure, Produced};
 use crate::recipe::decls::ScreenDecl;
 use crate::recipe::words::Goal;
+use crate::results::{self, ScreenResult};
 
 pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failure> {
     let expression =
@@ -87,17 +88,18 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
             }
         }
     };
-    let values: Map<String, Value> = scored.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
-    let result = json!({
-        "metric": metric,
-        "goal": screen.goal.as_str(),
-        "values": values,
-        "ranking": ranked.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
-        "winner": winner,
-        "meaningful": meaningful,
-        "selection_reason": reason,
-    });
-    Ok(Produced { summary: format!("winner {winner}: {reason}"), result, files: Vec::new(), rejected: false })
+    let summary = format!("winner {winner}: {reason}");
+    let result = ScreenResult {
+        metric: metric.to_string(),
+        goal: screen.goal,
+        // A value that is not finite is stored as null (as JSON has it).
+        values: scored.iter().map(|(n, v)| (n.clone(), Some(*v))).collect(),
+        ranking: ranked.iter().map(|(n, _)| n.clone()).collect(),
+        winner,
+        meaningful,
+        selection_reason: reason,
+    };
+    Ok(Produced { summary, result: results::to_value(&result), files: Vec::new(), rejected: false })
 }
 
 /// Whether two cells' across-repeat CIs of the metric overlap (None when a

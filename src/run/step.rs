@@ -12,6 +12,7 @@ use super::{Context, Finished, Job, cell, check, decision, gate, screen, task};
 use crate::recipe::Kind;
 use crate::recipe::Spec;
 use crate::recipe::decls::FinallyDecl;
+use crate::results::{StoredVerdict, Verdict};
 
 pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
     let started = Instant::now();
@@ -72,13 +73,10 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, 
 /// A stored verdict still counts: a cached rejection fails the run again.
 fn cached_ending(ctx: &Context, job: &Job, how: &str) -> (Ending, String, Option<String>) {
     let stored = ctx.store.read(&job.fingerprint).ok().flatten();
-    let rejected =
-        stored.as_ref().is_some_and(|e| e.result.get("status").and_then(Value::as_str) == Some("rejected"));
-    if rejected && job.decl.spec.blocking() {
-        let detail = stored
-            .as_ref()
-            .and_then(|e| e.result.get("detail").and_then(Value::as_str).map(str::to_string))
-            .unwrap_or_default();
+    let verdict = stored.as_ref().and_then(|e| StoredVerdict::of(&e.result));
+    if let Some(StoredVerdict { status: Verdict::Rejected, detail }) = verdict
+        && job.decl.spec.blocking()
+    {
         return (Ending::Rejected, format!("{how}: rejected: {detail}"), None);
     }
     (Ending::Cached, how.to_string(), None)

@@ -1,0 +1,190 @@
+//! What each kind of step stores: one serde struct per kind, written by the
+//! executors in `run` and read back by the runner and by `report`.
+//!
+//! These types are the stored format. Their JSON is exactly what earlier
+//! versions wrote with `json!` literals, key for key, value for value and in
+//! the same key order: gates, screens and decisions fingerprint the canonical
+//! bytes of their inputs' results, so a different shape would miss every
+//! stored entry downstream. Each kind's tests build a result both ways and
+//! compare. Deserialising ignores unknown keys; a key that a field needs
+//! must be present (an `Option` stored as `null` is present).
+//!
+//! Plain data: nothing here runs a step or reads the store. The only part of
+//! the crate this module uses is the recipe's words (`crate::recipe::words`).
+//!
+//! | kind                 | type             |
+//! |----------------------|------------------|
+//! | `cell`               | [`CellResult`]     |
+//! | `check`              | [`CheckResult`]    |
+//! | `gate`               | [`GateResult`]     |
+//! | `screen`             | [`ScreenResult`]   |
+//! | `decision`           | [`DecisionResult`] |
+//! | `task`, `finally`    | [`TaskResult`]     |
+
+mod cell;
+mod check;
+mod decision;
+mod gate;
+mod named;
+mod screen;
+mod task;
+
+pub use cell::{CELL_RESULT_SCHEMA, CellResult};
+pub use check::CheckResult;
+pub use decision::{DecisionResult, Promotion, RuleResult};
+pub use gate::{GateResult, Requirement};
+pub use named::NamedMap;
+pub use screen::ScreenResult;
+pub use task::TaskResult;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The verdict of a check or a gate, stored as `"status"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Passed,
+    Rejected,
+}
+
+impl Verdict {
+    pub fn from_passed(passed: bool) -> Verdict {
+        if passed { Verdict::Passed } else { Verdict::Rejected }
+    }
+
+    pub fn passed(self) -> bool {
+        self == Verdict::Passed
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Passed => "passed",
+            Verdict::Rejected => "rejected",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How one expression (a gate's `require`, a decision's rule or
+/// `promote-when`) evaluated: the expression language's four outcomes, plus
+/// `"not declared"` for a decision without `promote-when`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EvalStatus {
+    Passed,
+    Rejected,
+    Missing,
+    Error,
+    #[serde(rename = "not declared")]
+    NotDeclared,
+}
+
+impl EvalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvalStatus::Passed => "passed",
+            EvalStatus::Rejected => "rejected",
+            EvalStatus::Missing => "missing",
+            EvalStatus::Error => "error",
+            EvalStatus::NotDeclared => "not declared",
+        }
+    }
+}
+
+/// What every stored verdict (a check's or a gate's result) carries,
+/// whatever its kind: enough to tell whether a cached step was rejected.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StoredVerdict {
+    pub status: Verdict,
+    #[serde(default)]
+    pub detail: String,
+}
+
+impl StoredVerdict {
+    /// The verdict in a stored result; None for a result that carries none
+    /// (a cell, a task, a screen, a decision).
+    pub fn of(result: &Value) -> Option<StoredVerdict> {
+        StoredVerdict::deserialize(result).ok()
+    }
+}
+
+/// The verdict in a stored result, if it carries one.
+pub fn status_of(result: &Value) -> Option<Verdict> {
+    StoredVerdict::of(result).map(|v| v.status)
+}
+
+/// A result as the store keeps it. Serialising these types cannot fail:
+/// every map they hold has string keys.
+pub fn to_value<T: Serialize>(result: &T) -> Value {
+    serde_json::to_value(result).expect("a step result serialises (its map keys are strings)")
+}
+
+/// A stored result read back as its kind's type.
+pub fn from_value<T: serde::de::DeserializeOwned>(result: Value) -> Result<T, serde_json::Error> {
+    serde_json::from_value(result)
+}
+
+/// Serde for a recipe word (`words!` enums): stored as its word.
+macro_rules! word_serde {
+    ($module:ident, $ty:ty) => {
+        pub(crate) mod $module {
+            use serde::{Deserialize, Deserializer, Serializer};
+
+            pub fn serialize<S: Serializer>(word: &$ty, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(word.as_str())
+            }
+
+            pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
+                let text = String::deserialize(d)?;
+                <$ty>::from_word(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format!("`{text}` is not one of {}", <$ty>::WORDS.join(", ")))
+                })
+            }
+        }
+    };
+}
+
+word_serde!(check_type_word, crate::recipe::words::CheckType);
+word_serde!(goal_word, crate::recipe::words::Goal);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn verdict_words() {
+        assert_eq!(to_value(&Verdict::Passed), json!("passed"));
+        assert_eq!(to_value(&Verdict::Rejected), json!("rejected"));
+        assert_eq!(to_value(&EvalStatus::NotDeclared), json!("not declared"));
+        for status in [
+            EvalStatus::Passed,
+            EvalStatus::Rejected,
+            EvalStatus::Missing,
+            EvalStatus::Error,
+            EvalStatus::NotDeclared,
+        ] {
+            assert_eq!(to_value(&status), json!(status.as_str()));
+        }
+    }
+
+    #[test]
+    fn stored_verdicts() {
+        let rejected = json!({"status": "rejected", "passed": false, "requirements": [], "detail": "x < 1"});
+        assert_eq!(
+            StoredVerdict::of(&rejected),
+            Some(StoredVerdict { status: Verdict::Rejected, detail: "x < 1".into() })
+        );
+        assert_eq!(status_of(&json!({"status": "passed", "detail": ""})), Some(Verdict::Passed));
+        // Results without a verdict, or with a word that is not one.
+        assert_eq!(status_of(&json!({"schema": "anvil-serving.cell-result/v1"})), None);
+        assert_eq!(status_of(&json!({"status": "not declared"})), None);
+        assert_eq!(status_of(&Value::Null), None);
+    }
+}
