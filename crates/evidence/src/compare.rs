@@ -1,0 +1,284 @@
+//! Noise-aware comparison of two measurements of one metric: side A (the
+//! published figure) and side B (the reproduction).
+//!
+//! # Statistics
+//!
+//! The quantity compared is the **ratio** r = stat(B) / stat(A); the
+//! relative delta is r − 1. With threshold t (default 0.10) the equivalence
+//! band is [1 − t, 1 + t]. Each comparison yields a 95% interval [lo, hi] of
+//! r and a verdict:
+//!
+//! - `reproduced`: the whole interval lies inside the band
+//!   (1 − t ≤ lo and hi ≤ 1 + t) — B agrees with A within t, with 95%
+//!   confidence (an equivalence test, two one-sided tests at 2.5% each);
+//! - `differs`: the whole interval lies outside the band (hi < 1 − t or
+//!   lo > 1 + t) — B differs from A by more than t, with 95% confidence;
+//! - `inconclusive`: anything else — too few samples, or an interval that
+//!   straddles a band edge. An interval that excludes 1 but reaches into the
+//!   band is `inconclusive` (a real difference, not shown to exceed t).
+//!
+//! **Per-request samples** ([`compare_samples`]): a seeded percentile
+//! bootstrap ([`crate::bootstrap`]): R resamples (default 2,000) of each side
+//! with replacement, each giving stat(B*)/stat(A*); the interval is the
+//! 2.5th..97.5th nearest-rank percentile of the R ratios. The statistic is
+//! a nearest-rank percentile (the median for p50) or the mean. Minimum
+//! sample size per side: `min_samples` (default 8), and for percentile q at
+//! least `min_tail` (default 2) values beyond it on its narrow side:
+//! n ≥ ⌈min_tail·100 / min(q, 100 − q)⌉ (p95: 40, p99: 200); below that the
+//! verdict is `inconclusive` without an interval. A non-positive stat(A) is
+//! `inconclusive`.
+//!
+//! **Per-repeat aggregates** ([`compare_repeats`], e.g. throughput of each
+//! repeat): with at least 2 positive values per side, a Welch t interval on
+//! logarithms: d = mean(ln B) − mean(ln A), se² = s²(ln A)/n_A + s²(ln B)/n_B,
+//! Welch–Satterthwaite df, interval exp(d ∓ t_{0.975, df} · se) (the ratio of
+//! geometric means; se = 0 gives the point exp(d)). a and b are the
+//! arithmetic means. With one value on either side there is no spread: the
+//! verdict is `differs` when |b/a − 1| > 2t (twice the threshold, leaving t
+//! of room for the run-to-run noise that cannot be seen), otherwise
+//! `inconclusive`; never `reproduced`, and no interval.
+//!
+//! Results are deterministic: the same inputs and seed give the same output.
+
+use serde::Serialize;
+
+use crate::bootstrap::{Statistic, ratio_interval};
+use crate::stats::{mean, sample_sd};
+use crate::tdist::t95;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Reproduced,
+    Differs,
+    Inconclusive,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareOptions {
+    /// Half-width t of the equivalence band [1 − t, 1 + t] of the ratio.
+    pub threshold: f64,
+    pub resamples: usize,
+    pub seed: u64,
+    pub min_samples: usize,
+    /// Values needed beyond a percentile on its narrow side.
+    pub min_tail: usize,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        Self { threshold: 0.10, resamples: 2000, seed: 0x5EED_A4B1, min_samples: 8, min_tail: 2 }
+    }
+}
+
+/// One metric, published (a) against reproduced (b).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub metric: String,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    /// b/a − 1.
+    pub relative_delta: Option<f64>,
+    /// 95% interval of the ratio b/a.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub n_a: usize,
+    pub n_b: usize,
+    pub method: String,
+    pub verdict: Verdict,
+    /// Why the verdict, in words.
+    pub reason: String,
+}
+
+/// The band rule on an interval of the ratio.
+pub fn band_verdict(low: f64, high: f64, threshold: f64) -> (Verdict, String) {
+    let (lo_band, hi_band) = (1.0 - threshold, 1.0 + threshold);
+    let band = format!("[{lo_band:.3}, {hi_band:.3}]");
+    if low >= lo_band && high <= hi_band {
+        (Verdict::Reproduced, format!("ratio CI [{low:.4}, {high:.4}] inside {band}"))
+    } else if high < lo_band || low > hi_band {
+        (Verdict::Differs, format!("ratio CI [{low:.4}, {high:.4}] outside {band}"))
+    } else {
+        (Verdict::Inconclusive, format!("ratio CI [{low:.4}, {high:.4}] straddles {band}"))
+    }
+}
+
+fn finite(v: &[f64]) -> Vec<f64> {
+    v.iter().copied().filter(|x| x.is_finite()).collect()
+}
+
+fn ratio_delta(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    a.zip(b).filter(|(a, _)| *a > 0.0).map(|(a, b)| b / a - 1.0)
+}
+
+/// Samples a side needs for `stat`.
+pub fn samples_needed(stat: Statistic, opts: &CompareOptions) -> usize {
+    match stat {
+        Statistic::Mean => opts.min_samples,
+        Statistic::Percentile(q) => {
+            let narrow = q.min(100 - q.min(100)).max(1) as usize;
+            opts.min_samples.max((opts.min_tail * 100).div_ceil(narrow))
+        }
+    }
+}
+
+/// Compares per-request samples of one metric by a bootstrap of the ratio of `stat`.
+pub fn compare_samples(
+    metric: &str,
+    stat: Statistic,
+    a: &[f64],
+    b: &[f64],
+    opts: &CompareOptions,
+) -> Comparison {
+    let (a, b) = (finite(a), finite(b));
+    let (pa, pb) = (stat.of(&mut a.clone()), stat.of(&mut b.clone()));
+    let method = format!(
+        "seeded percentile bootstrap (SplitMix64 seed {:#x}, {} resamples) of the ratio of {}s, 95% CI; band ±{}",
+        opts.seed,
+        opts.resamples,
+        stat.label(),
+        opts.threshold
+    );
+    let mut row = Comparison {
+        metric: metric.to_string(),
+        a: pa,
+        b: pb,
+        relative_delta: ratio_delta(pa, pb),
+        ci_low: None,
+        ci_high: None,
+        n_a: a.len(),
+        n_b: b.len(),
+        method,
+        verdict: Verdict::Inconclusive,
+        reason: String::new(),
+    };
+    let need = samples_needed(stat, opts);
+    if a.len() < need || b.len() < need {
+        row.reason =
+            format!("{} needs ≥ {need} samples per side; have {} and {}", stat.label(), a.len(), b.len());
+        return row;
+    }
+    if pa.is_none_or(|v| v <= 0.0) {
+        row.reason = "published statistic is not positive; the ratio is undefined".into();
+        return row;
+    }
+    let Some(iv) = ratio_interval(&a, &b, stat, opts.resamples, opts.seed) else {
+        row.reason = "no resample gave a defined ratio".into();
+        return row;
+    };
+    row.ci_low = Some(iv.low);
+    row.ci_high = Some(iv.high);
+    if iv.degenerate * 40 > opts.resamples {
+        row.reason =
+            format!("{} of {} resamples had a non-positive A statistic", iv.degenerate, opts.resamples);
+        return row;
+    }
+    (row.verdict, row.reason) = band_verdict(iv.low, iv.high, opts.threshold);
+    row
+}
+
+/// Compares per-repeat aggregates (one value per measured run).
+pub fn compare_repeats(metric: &str, a: &[f64], b: &[f64], opts: &CompareOptions) -> Comparison {
+    let (a, b) = (finite(a), finite(b));
+    let (ma, mb) = (mean(&a), mean(&b));
+    let t = opts.threshold;
+    let mut row = Comparison {
+        metric: metric.to_string(),
+        a: ma,
+        b: mb,
+        relative_delta: ratio_delta(ma, mb),
+        ci_low: None,
+        ci_high: None,
+        n_a: a.len(),
+        n_b: b.len(),
+        method: String::new(),
+        verdict: Verdict::Inconclusive,
+        reason: String::new(),
+    };
+    if a.is_empty() || b.is_empty() {
+        row.method = "none".into();
+        row.reason = "a side has no value".into();
+        return row;
+    }
+    if a.iter().chain(&b).any(|v| *v <= 0.0) {
+        row.method = "none".into();
+        row.reason = "non-positive values: no ratio".into();
+        return row;
+    }
+    if a.len() < 2 || b.len() < 2 {
+        row.method = format!("single run on a side: no spread; differs iff |b/a − 1| > 2·{t}");
+        let delta = row.relative_delta.unwrap_or(0.0);
+        if delta.abs() > 2.0 * t {
+            row.verdict = Verdict::Differs;
+            row.reason = format!("|Δ| = {:.4} > {:.3}", delta.abs(), 2.0 * t);
+        } else {
+            row.reason = format!(
+                "|Δ| = {:.4} ≤ {:.3}, and one run per side cannot show agreement",
+                delta.abs(),
+                2.0 * t
+            );
+        }
+        return row;
+    }
+    let la: Vec<f64> = a.iter().map(|v| v.ln()).collect();
+    let lb: Vec<f64> = b.iter().map(|v| v.ln()).collect();
+    let (na, nb) = (la.len() as f64, lb.len() as f64);
+    let (va, vb) = (sample_sd(&la).unwrap_or(0.0).powi(2) / na, sample_sd(&lb).unwrap_or(0.0).powi(2) / nb);
+    let d = mean(&lb).unwrap_or(0.0) - mean(&la).unwrap_or(0.0);
+    let se = (va + vb).sqrt();
+    let (low, high, df) = if se > 0.0 {
+        let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+        let tq = t95(df);
+        ((d - tq * se).exp(), (d + tq * se).exp(), df)
+    } else {
+        (d.exp(), d.exp(), f64::INFINITY)
+    };
+    row.method = format!(
+        "Welch t 95% CI (df {df:.2}) of the ratio of geometric means of per-repeat values; band ±{t}"
+    );
+    row.ci_low = Some(low);
+    row.ci_high = Some(high);
+    (row.verdict, row.reason) = band_verdict(low, high, t);
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn band_edges() {
+        assert_eq!(band_verdict(0.95, 1.05, 0.1).0, Verdict::Reproduced);
+        assert_eq!(band_verdict(1.15, 1.3, 0.1).0, Verdict::Differs);
+        assert_eq!(band_verdict(0.5, 0.85, 0.1).0, Verdict::Differs);
+        // Excludes 1 but reaches into the band: not shown to exceed t.
+        assert_eq!(band_verdict(1.02, 1.2, 0.1).0, Verdict::Inconclusive);
+        assert_eq!(band_verdict(0.7, 1.3, 0.1).0, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn sample_requirements() {
+        let o = CompareOptions::default();
+        assert_eq!(samples_needed(Statistic::Percentile(50), &o), 8);
+        assert_eq!(samples_needed(Statistic::Percentile(95), &o), 40);
+        assert_eq!(samples_needed(Statistic::Percentile(99), &o), 200);
+        assert_eq!(samples_needed(Statistic::Mean, &o), 8);
+    }
+
+    #[test]
+    fn repeats_rules() {
+        let o = CompareOptions::default();
+        let r = compare_repeats("tok_s", &[100.0], &[130.0], &o);
+        assert_eq!(r.verdict, Verdict::Differs);
+        let r = compare_repeats("tok_s", &[100.0], &[115.0], &o);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        let r = compare_repeats("tok_s", &[100.0], &[100.0], &o);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        let r = compare_repeats("tok_s", &[100.0, 101.0, 99.0], &[100.5, 99.5, 100.0], &o);
+        assert_eq!(r.verdict, Verdict::Reproduced, "{r:?}");
+        let r = compare_repeats("tok_s", &[100.0, 101.0, 99.0], &[150.0, 152.0, 149.0], &o);
+        assert_eq!(r.verdict, Verdict::Differs, "{r:?}");
+        let r = compare_repeats("tok_s", &[100.0, 100.0], &[100.0, 100.0], &o);
+        assert_eq!((r.verdict, r.ci_low, r.ci_high), (Verdict::Reproduced, Some(1.0), Some(1.0)));
+    }
+}

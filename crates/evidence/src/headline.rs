@@ -1,0 +1,103 @@
+//! The headline comparison of two benchmark/v1 artifacts (published A,
+//! reproduced B): one [`Comparison`] row per headline metric.
+//!
+//! | row | samples | method |
+//! |---|---|---|
+//! | `throughput_tok_s` | `repeats.runs[*].throughput_tok_s`, else the single `metrics.throughput_tok_s` | [`compare_repeats`] |
+//! | `ttft_p50_ms`, `ttft_p95_ms` | eligible `request_timings[*].ttft_ms` | [`compare_samples`], p50 / p95 |
+//! | `tpot_p50_ms`, `tpot_p95_ms` | eligible `tpot_ms` | same |
+//! | `e2e_p50_ms`, `e2e_p95_ms` | eligible `e2e_ms` | same |
+//! | `decode_tok_s_mean` | eligible `decode_tok_s` | [`compare_samples`], mean |
+//! | `request_canary_passed` | `metrics.request_canary_passed` / `_samples` | exact, below |
+//!
+//! Canaries are correctness, not noise: `reproduced` when both sides
+//! judged canaries and every one passed on both; `differs` when every
+//! canary passed on exactly one side; `inconclusive` when neither side
+//! judged any, or both saw failures (a, b: passed counts; n: judged counts;
+//! relative delta: ratio of pass rates − 1).
+
+use serde_json::Value;
+
+use crate::bootstrap::Statistic;
+use crate::compare::{CompareOptions, Comparison, Verdict, compare_repeats, compare_samples};
+use crate::records::{self, Req};
+
+/// Eligible per-request values of `key`; `None` without readable records.
+fn samples(artifact: &Value, key: &str) -> Option<Vec<f64>> {
+    let (reqs, _) = records::read(artifact)?;
+    let eligible: Vec<&Req<'_>> = reqs.iter().filter(|r| r.eligible).collect();
+    Some(records::values(&eligible, key))
+}
+
+fn repeat_values(artifact: &Value, key: &str) -> Vec<f64> {
+    let runs: Vec<f64> = artifact
+        .pointer("/repeats/runs")
+        .and_then(Value::as_array)
+        .map(|runs| runs.iter().filter_map(|r| r.get(key).and_then(Value::as_f64)).collect())
+        .unwrap_or_default();
+    if runs.is_empty() {
+        artifact.pointer(&format!("/metrics/{key}")).and_then(Value::as_f64).into_iter().collect()
+    } else {
+        runs
+    }
+}
+
+/// Compares two sides' canary pass counts.
+pub fn compare_canaries(a: (u64, u64), b: (u64, u64)) -> Comparison {
+    let ((pa, na), (pb, nb)) = (a, b);
+    let rate = |p: u64, n: u64| (n > 0).then(|| p as f64 / n as f64);
+    let (ra, rb) = (rate(pa, na), rate(pb, nb));
+    let clean = |p: u64, n: u64| n > 0 && p == n;
+    let (verdict, reason) = if na == 0 || nb == 0 {
+        (Verdict::Inconclusive, "a side judged no canaries".to_string())
+    } else if clean(pa, na) && clean(pb, nb) {
+        (Verdict::Reproduced, format!("all canaries passed on both sides ({pa}/{na}, {pb}/{nb})"))
+    } else if clean(pa, na) != clean(pb, nb) {
+        (Verdict::Differs, format!("canaries failed on one side only ({pa}/{na} vs {pb}/{nb})"))
+    } else {
+        (Verdict::Inconclusive, format!("canary failures on both sides ({pa}/{na} vs {pb}/{nb})"))
+    };
+    Comparison {
+        metric: "request_canary_passed".into(),
+        a: Some(pa as f64),
+        b: Some(pb as f64),
+        relative_delta: ra.zip(rb).filter(|(a, _)| *a > 0.0).map(|(a, b)| b / a - 1.0),
+        ci_low: None,
+        ci_high: None,
+        n_a: na as usize,
+        n_b: nb as usize,
+        method: "exact: canary pass counts (correctness, not noise)".into(),
+        verdict,
+        reason,
+    }
+}
+
+/// The headline rows for `published` (A) against `reproduced` (B).
+pub fn compare_artifacts(published: &Value, reproduced: &Value, opts: &CompareOptions) -> Vec<Comparison> {
+    let mut rows = vec![compare_repeats(
+        "throughput_tok_s",
+        &repeat_values(published, "throughput_tok_s"),
+        &repeat_values(reproduced, "throughput_tok_s"),
+        opts,
+    )];
+    let latency = [
+        ("ttft_p50_ms", "ttft_ms", Statistic::Percentile(50)),
+        ("ttft_p95_ms", "ttft_ms", Statistic::Percentile(95)),
+        ("tpot_p50_ms", "tpot_ms", Statistic::Percentile(50)),
+        ("tpot_p95_ms", "tpot_ms", Statistic::Percentile(95)),
+        ("e2e_p50_ms", "e2e_ms", Statistic::Percentile(50)),
+        ("e2e_p95_ms", "e2e_ms", Statistic::Percentile(95)),
+        ("decode_tok_s_mean", "decode_tok_s", Statistic::Mean),
+    ];
+    for (metric, key, stat) in latency {
+        let (a, b) =
+            (samples(published, key).unwrap_or_default(), samples(reproduced, key).unwrap_or_default());
+        rows.push(compare_samples(metric, stat, &a, &b, opts));
+    }
+    let canaries = |v: &Value| {
+        let get = |k: &str| v.pointer(&format!("/metrics/{k}")).and_then(Value::as_u64).unwrap_or(0);
+        (get("request_canary_passed"), get("request_canary_samples"))
+    };
+    rows.push(compare_canaries(canaries(published), canaries(reproduced)));
+    rows
+}

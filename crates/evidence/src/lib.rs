@@ -1,0 +1,29 @@
+//! anvil-evidence: the independent checker of `anvil-serving.benchmark/v1`
+//! artifacts. It works on JSON only and shares no code with the load
+//! generator (`anvil-loadgen`), so a bug in one cannot confirm itself.
+//!
+//! - [`rederive`] re-derives every figure of an artifact from its own raw
+//!   request records and lists mismatches, checked and unchecked fields
+//!   (definitions: the module docs of [`rederive`](mod@rederive)).
+//! - [`compare_samples`] and [`compare_repeats`] decide whether a second measurement reproduces a
+//!   published one, with a seeded bootstrap or a Welch interval (definitions: the module docs of
+//!   [`compare`](mod@compare)); [`compare_artifacts`] does it for the
+//!   headline metrics of two artifacts.
+
+pub mod bootstrap;
+pub mod compare;
+pub mod headline;
+pub mod metrics;
+pub mod per_request;
+pub mod records;
+pub mod rederive;
+pub mod repeats;
+pub mod report;
+pub mod stats;
+pub mod tdist;
+
+pub use bootstrap::Statistic;
+pub use compare::{CompareOptions, Comparison, Verdict, compare_repeats, compare_samples};
+pub use headline::{compare_artifacts, compare_canaries};
+pub use rederive::{Options, RederiveError, rederive, rederive_with};
+pub use report::{Mismatch, Report, Unchecked, values_match};
