@@ -63,7 +63,8 @@ impl Report {
 /// (derived as JSON integers) must be equal exactly; other numbers within
 /// `|s − d| ≤ 1e-9 · max(|s|, |d|) + 1e-12`. JSON numbers are printed with
 /// the shortest round-trip form, so the artifact does not round: the
-/// tolerance only absorbs summation order. Arrays and objects compare
+/// tolerance only absorbs summation order and serde_json's default float
+/// parser, which is not always correctly rounded (±1 ulp). Arrays and objects compare
 /// element-wise under the same rule; everything else must be equal.
 pub fn values_match(stored: &Value, derived: &Value) -> bool {
     match (stored, derived) {
