@@ -38,6 +38,11 @@
 //! of room for the run-to-run noise that cannot be seen), otherwise
 //! `inconclusive`; never `reproduced`, and no interval.
 //!
+//! The bootstrap treats a run's requests as independent draws. Under load,
+//! neighbouring requests share queues and are correlated, so the interval
+//! is optimistic for busy cells; repeats (separate runs) are the sounder
+//! evidence for throughput.
+//!
 //! Results are deterministic: the same inputs and seed give the same output.
 
 use serde::Serialize;
