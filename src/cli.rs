@@ -1,12 +1,10 @@
-//! The command line: clap definitions, turned into calls of `commands::*`.
+//! The command line: clap definitions. `commands` turns them into calls.
 //! Exit codes: 0 success, 1 a step failed or a gate rejected (or the store
 //! is damaged), 2 bad input (recipe errors, unknown names, bad flags).
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-
-use crate::commands;
 
 #[derive(Parser, Debug)]
 #[command(name = "anvil", version, about = "Run LLM-serving benchmark campaigns from KDL recipes")]
@@ -93,6 +91,64 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a recipe's latest run (or `--run RUN_ID`) as one bundle file:
+    /// the recipe and what it reads, every stored result, the run record and
+    /// the campaign outputs.
+    Export {
+        /// The recipe whose latest run to export.
+        #[arg(required_unless_present = "run")]
+        recipe: Option<PathBuf>,
+        /// Export this recorded run instead.
+        #[arg(long, conflicts_with = "recipe")]
+        run: Option<String>,
+        /// The bundle file (default `<campaign>.anvil`).
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+        /// Where the run wrote its campaign outputs.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+    /// Check a bundle and add its results to the store; unpack its recipe.
+    Import {
+        bundle: PathBuf,
+        /// Where to unpack the recipe (default `imported/<campaign>`).
+        #[arg(long)]
+        into: Option<PathBuf>,
+    },
+    /// Check a bundle (every hash, every statistic re-derived from the raw
+    /// records, every gate, screen and decision re-evaluated), or a lone
+    /// `anvil-serving.benchmark/v1` artifact.
+    Verify {
+        target: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a bundle's recipe here (its servers as declared, or their
+    /// simulated twins with --sim) and say, noise-aware, which of its
+    /// results reproduce. Exit 0 when every decision label does.
+    Reproduce {
+        bundle: PathBuf,
+        /// Run every server as its simulated twin.
+        #[arg(long)]
+        sim: bool,
+        /// Override a recipe param on top of the bundle's own --set values (repeatable).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        set: Vec<String>,
+        /// Where to unpack the recipe and write campaign outputs (default `reproductions/<campaign>`).
+        #[arg(long)]
+        into: Option<PathBuf>,
+        #[command(flatten)]
+        verdicts: VerdictArgs,
+    },
+    /// Compare two results, noise-aware: each side a bundle (.anvil), a
+    /// benchmark/v1 file (.json), a recipe (.kdl, its latest run), a run id
+    /// or a stored cell's fingerprint prefix.
+    Compare {
+        a: String,
+        b: String,
+        #[command(flatten)]
+        verdicts: VerdictArgs,
+    },
     /// List recorded runs.
     Runs {
         #[arg(long)]
@@ -123,6 +179,16 @@ pub enum Command {
     },
 }
 
+/// How comparisons decide.
+#[derive(clap::Args, Debug, Clone)]
+pub struct VerdictArgs {
+    /// Relative band within which B reproduces A (0.10: ±10%).
+    #[arg(long, default_value_t = 0.10)]
+    pub threshold: f64,
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum StoreAction {
     /// Rehash every stored file and report damage.
@@ -136,29 +202,4 @@ pub enum StoreAction {
 pub enum GraphFormat {
     Dot,
     Mermaid,
-}
-
-/// Parse arguments, run, and return the process exit code.
-pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return if err.use_stderr() { 2 } else { 0 };
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(err) => {
-            eprintln!("error: cannot start the async runtime: {err}");
-            return 1;
-        }
-    };
-    match runtime.block_on(commands::dispatch(cli)) {
-        Ok(code) => code,
-        Err(exit) => {
-            eprintln!("{:?}", exit.report());
-            exit.code()
-        }
-    }
 }

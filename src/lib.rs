@@ -5,11 +5,16 @@
 //! `report` (diff, summaries). The simulated engine and the load generator
 //! live in their own crates (anvil-sim, anvil-loadgen).
 
+pub(crate) mod bundle;
 pub mod cli;
 mod commands;
-pub mod history;
+pub(crate) mod compare;
+pub(crate) mod environment;
+
+pub use commands::main;
+pub(crate) mod history;
 pub mod plan;
 pub mod recipe;
-pub mod report;
+pub(crate) mod report;
 pub mod results;
-pub mod run;
+pub(crate) mod run;

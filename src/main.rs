@@ -6,5 +6,5 @@ fn main() {
         let _ =
             nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
     }
-    std::process::exit(anvil::cli::main());
+    std::process::exit(anvil::main());
 }

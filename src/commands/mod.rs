@@ -1,6 +1,8 @@
 //! One file per subcommand. Each returns an exit code or an `Exit` saying
 //! whether the user's input was at fault (2) or the work failed (1).
 
+mod bundle;
+mod compare;
 mod diff;
 mod graph;
 mod plan;
@@ -12,6 +14,7 @@ mod store;
 use std::path::Path;
 
 use anvil_store::Store;
+use clap::Parser;
 
 use crate::cli::{Cli, Command, RecipeArgs, StoreAction};
 use crate::plan::{EngineMode, Plan};
@@ -67,8 +70,8 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
             if dry_run {
                 return plan::plan(&cli.store, &recipe, false).await;
             }
-            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus, out };
-            run::run(&cli.store, &recipe, options).await
+            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus };
+            run::run(&cli.store, &recipe, options, &out).await
         }
         Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
         Command::Graph { recipe, format } => graph::graph(&recipe, format),
@@ -77,6 +80,15 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Show { fingerprint, json } => show::show(&cli.store, &fingerprint, json),
         Command::Runs { json } => show::runs(&cli.store, json),
+        Command::Export { recipe, run, out, results } => {
+            bundle::export(&cli.store, recipe.as_deref(), run.as_deref(), out, &results)
+        }
+        Command::Import { bundle, into } => bundle::import(&cli.store, &bundle, into),
+        Command::Verify { target, json } => bundle::verify(&cli.store, &target, json),
+        Command::Reproduce { bundle, sim, set, into, verdicts } => {
+            compare::reproduce(&cli.store, &bundle, sim, &set, into, &verdicts).await
+        }
+        Command::Compare { a, b, verdicts } => compare::compare(&cli.store, &a, &b, &verdicts),
         Command::Store { action: StoreAction::Verify { json } } => store::verify(&cli.store, json),
         Command::Gc { dry_run } => store::gc(&cli.store, dry_run),
         Command::Sim { port, host, profile, set } => sim::sim(&host, port, profile.as_deref(), &set).await,
@@ -93,4 +105,29 @@ pub fn load_plan(args: &RecipeArgs, store: Option<&Store>) -> Result<Plan, Exit>
         crate::recipe::load(&args.recipe, &args.set).map_err(|e| Exit::Input(miette::Report::new(e)))?;
     let mode = if args.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
     Plan::build(recipe, store, mode).map_err(|e| Exit::Input(miette::Report::new(e)))
+}
+
+/// Parse arguments, run, and return the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return 1;
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(exit) => {
+            eprintln!("{:?}", exit.report());
+            exit.code()
+        }
+    }
 }

@@ -1,13 +1,15 @@
 //! `anvil run`: execute a recipe and print a one-screen summary.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::cli::RecipeArgs;
 use crate::run::{Ending, RunOptions, RunSummary, execute};
 
-use super::{Exit, load_plan, open_store};
+use super::{Exit, failed, load_plan, open_store};
+use crate::recipe::Kind;
 
-pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> Result<i32, Exit> {
+/// Run a recipe; its campaign outputs go to `out/<campaign>/`.
+pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions, out: &Path) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
     // What a killed run of an earlier anvil left behind.
     for reaped in anvil_proc::reap_orphans(&crate::run::registry_dir()) {
@@ -26,8 +28,15 @@ pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> R
         pending,
         store_root.display()
     );
-    let summary = execute(plan, store, options).await?;
-    print_summary(&summary);
+    let summary = execute(plan, store.clone(), options).await?;
+    let has_decision = summary.plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision);
+    let outputs = if summary.interrupted.is_none() && has_decision {
+        crate::report::campaign::write_outputs(&summary, &store, out)
+            .map_err(|e| failed(format!("writing the campaign outputs in {}: {e}", out.display())))?
+    } else {
+        Vec::new()
+    };
+    print_summary(&summary, &outputs);
     Ok(match summary.interrupted {
         Some(code) => code,
         None if summary.succeeded() => 0,
@@ -35,7 +44,7 @@ pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions) -> R
     })
 }
 
-fn print_summary(summary: &RunSummary) {
+fn print_summary(summary: &RunSummary, outputs: &[PathBuf]) {
     let problems: Vec<_> =
         summary.steps.iter().filter(|s| matches!(s.ending, Ending::Failed | Ending::Rejected)).collect();
     if !problems.is_empty() {
@@ -50,7 +59,7 @@ fn print_summary(summary: &RunSummary) {
             );
         }
     }
-    for output in &summary.outputs {
+    for output in outputs {
         println!("wrote {}", output.display());
     }
     println!();

@@ -13,9 +13,21 @@ use crate::recipe::{Decl, Kind, Recipe, Spec};
 #[derive(Default)]
 pub struct World {
     engines: BTreeMap<String, Value>,
+    gpu_models: Option<Value>,
 }
 
 impl World {
+    /// The GPU models of this machine: a cell measured on one GPU type never
+    /// satisfies a run on another.
+    fn gpu_models(&mut self) -> Value {
+        self.gpu_models
+            .get_or_insert_with(|| match crate::environment::gpu_models() {
+                Some(models) => json!(models),
+                None => json!("unknown: nvidia-smi not found"),
+            })
+            .clone()
+    }
+
     /// Resolved path, content hash and version output of an engine program.
     fn engine(&mut self, program: &str, version_args: &[String]) -> Value {
         let key = format!("{program}\u{0}{}", version_args.join("\u{0}"));
@@ -74,6 +86,10 @@ pub fn preimage_of(
                 && let Some(program) = command.command.first()
             {
                 parts.environment.insert("engine".into(), world.engine(program, &command.version_args));
+                if server.gpus > 0 {
+                    let hardware = json!({"gpu_models": world.gpu_models(), "gpus_per_replica": server.gpus});
+                    parts.environment.insert("hardware".into(), hardware);
+                }
             }
         }
         Spec::Cell(_) | Spec::Check(_) => {

@@ -51,6 +51,8 @@ pub struct Recipe {
     pub campaign: Campaign,
     /// Parameter values after `--set` overrides.
     pub params: BTreeMap<String, serde_json::Value>,
+    /// The `--set` texts as given (a bundle carries them, to reproduce the run).
+    pub overrides: Vec<String>,
     /// Steps in the order they were written (includes in place).
     pub steps: Vec<Decl>,
     pub workloads: Vec<Decl>,
@@ -121,7 +123,16 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
     let params = params.iter().map(|(k, v)| (k.clone(), kdl_to_json(v))).collect();
     problems.into_result(
         &recipe_name,
-        Recipe { path: path.to_path_buf(), key, campaign, params, steps, workloads, files: loaded.files },
+        Recipe {
+            path: path.to_path_buf(),
+            key,
+            campaign,
+            params,
+            overrides: overrides.to_vec(),
+            steps,
+            workloads,
+            files: loaded.files,
+        },
     )
 }
 

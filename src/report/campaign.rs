@@ -4,6 +4,7 @@
 //! this run's stored results.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use anvil_store::Store;
 use serde::de::DeserializeOwned;
@@ -14,6 +15,31 @@ use crate::recipe::decls::{CellDecl, DecisionDecl, LoadDecl, ServerDecl};
 use crate::recipe::words::Thinking;
 use crate::recipe::{Decl, Kind, Spec};
 use crate::results::{self, CellResult, CheckResult, DecisionResult, EvalStatus, GateResult, ScreenResult};
+use crate::run::RunSummary;
+
+/// Write the campaign's outputs for a finished run into `out/<campaign>/`:
+/// the workload manifest and the decision summary.
+pub fn write_outputs(summary: &RunSummary, store: &Store, out: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let plan = &summary.plan;
+    let endings: Vec<(usize, &'static str, String)> =
+        summary.steps.iter().enumerate().map(|(i, s)| (i, s.ending.as_str(), s.detail.clone())).collect();
+    let outcomes = Outcomes {
+        endings: &endings,
+        finished_at: summary.finished_at.clone(),
+        all_succeeded: summary.succeeded(),
+    };
+    let dir = out.join(&plan.recipe.campaign.name);
+    std::fs::create_dir_all(&dir)?;
+    let manifest = dir.join("workload-manifest.json");
+    let decision = dir.join("decision-summary.json");
+    // Serialising a Value cannot fail: its keys are strings.
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&workload_manifest(plan)).unwrap_or_default())?;
+    std::fs::write(
+        &decision,
+        serde_json::to_vec_pretty(&decision_summary(plan, store, &outcomes)).unwrap_or_default(),
+    )?;
+    Ok(vec![manifest, decision])
+}
 
 /// How each step ended in this run, by step index (from the runner).
 pub struct Outcomes<'a> {

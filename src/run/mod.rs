@@ -6,6 +6,7 @@ mod check;
 mod decision;
 mod error;
 mod gate;
+mod launch;
 mod outcome;
 mod progress;
 mod record;
@@ -15,6 +16,7 @@ mod screen;
 mod servers;
 mod step;
 mod task;
+mod warmup;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -42,8 +44,6 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// `--gpus 0,1,…`; detected with nvidia-smi when absent.
     pub gpus: Option<String>,
-    /// Where campaign outputs go (a folder per campaign inside).
-    pub out: PathBuf,
 }
 
 /// How one step ended in this run.
@@ -62,8 +62,10 @@ pub struct RunSummary {
     pub run_id: String,
     pub steps: Vec<StepReport>,
     pub elapsed: Duration,
-    /// Campaign artifacts written at the end (decision summary, manifest).
-    pub outputs: Vec<PathBuf>,
+    /// RFC 3339, when the last step ended.
+    pub finished_at: String,
+    /// The plan as the run left it (result-reading steps settled on their inputs).
+    pub plan: Plan,
     /// The exit code a signal asks for (130 for Ctrl-C), when one stopped the run.
     pub interrupted: Option<i32>,
 }
@@ -181,23 +183,20 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
             (report, finished.evidence)
         })
         .collect();
-    let mut summary = RunSummary {
+    let summary = RunSummary {
         run_id,
         steps: steps.iter().map(|(report, _)| report.clone()).collect(),
         elapsed: started.elapsed(),
-        outputs: Vec::new(),
+        finished_at: now_rfc3339(),
         interrupted: schedule.interrupted,
+        plan,
     };
-    let finished_at = now_rfc3339();
-    if summary.interrupted.is_none() && plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
-        summary.outputs = write_campaign_outputs(&plan, &store, &summary, &options, finished_at.clone())?;
-    }
     let status = match (summary.interrupted, summary.succeeded()) {
         (Some(_), _) => RunStatus::Interrupted,
         (None, true) => RunStatus::Succeeded,
         (None, false) => RunStatus::Failed,
     };
-    record::finish(&mut record, &plan, &steps, status, &finished_at);
+    record::finish(&mut record, &summary.plan, &steps, status, &summary.finished_at);
     store.record_run(&record)?;
     Ok(summary)
 }
@@ -231,38 +230,6 @@ fn server_decls(plan: &Plan) -> BTreeMap<usize, (String, ServerDecl)> {
         .collect()
 }
 
-fn write_campaign_outputs(
-    plan: &Plan,
-    store: &Store,
-    summary: &RunSummary,
-    options: &RunOptions,
-    finished_at: String,
-) -> Result<Vec<PathBuf>, RunError> {
-    let endings: Vec<(usize, &'static str, String)> =
-        summary.steps.iter().enumerate().map(|(i, s)| (i, s.ending.as_str(), s.detail.clone())).collect();
-    let outcomes = crate::report::campaign::Outcomes {
-        endings: &endings,
-        finished_at,
-        all_succeeded: summary.succeeded(),
-    };
-    let dir = options.out.join(&plan.recipe.campaign.name);
-    let io = |what: &'static str, path: &std::path::Path| {
-        let path = path.to_path_buf();
-        move |source| RunError::Io { what, path, source }
-    };
-    std::fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
-    let manifest = dir.join("workload-manifest.json");
-    let decision = dir.join("decision-summary.json");
-    let manifest_json = crate::report::campaign::workload_manifest(plan);
-    let decision_json = crate::report::campaign::decision_summary(plan, store, &outcomes);
-    // Serialising a Value cannot fail: its keys are strings.
-    std::fs::write(&manifest, serde_json::to_vec_pretty(&manifest_json).unwrap_or_default())
-        .map_err(io("writing", &manifest))?;
-    std::fs::write(&decision, serde_json::to_vec_pretty(&decision_json).unwrap_or_default())
-        .map_err(io("writing", &decision))?;
-    Ok(vec![manifest, decision])
-}
-
 fn unknown_step(flag: &'static str, name: &str, plan: &Plan) -> RunError {
     let hint = crate::recipe::did_you_mean(name, plan.nodes.iter().map(|n| n.name.as_str()))
         .map(|h| format!(" ({h})"))
@@ -290,4 +257,18 @@ fn selection(plan: &Plan, only: &[String]) -> Result<Vec<bool>, RunError> {
 
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// Evaluate a result-reading step (gate, screen, decision) of a settled plan
+/// again from the stored results of its inputs, as `anvil verify` does: the
+/// same executor code, no server, nothing stored. None for other kinds.
+pub(crate) fn reevaluate(plan: &Plan, index: usize, store: &Store) -> Option<Result<Value, String>> {
+    let inputs = results::inputs_of(plan, index, store);
+    let produced = match &plan.recipe.steps[index].spec {
+        Spec::Gate(gate) => gate::evaluate_gate(gate, &inputs),
+        Spec::Screen(screen) => screen::run_screen(screen, &inputs),
+        Spec::Decision(decision) => decision::run_decision(decision, &inputs),
+        _ => return None,
+    };
+    Some(produced.map(|p| p.result).map_err(|f| f.reason))
 }

@@ -83,8 +83,4 @@ impl Ending {
             Ending::Skipped => NodeStatus::FinallySkipped,
         }
     }
-
-    pub fn succeeded(self) -> bool {
-        matches!(self, Ending::Ran | Ending::Cached)
-    }
 }

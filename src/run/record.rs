@@ -5,7 +5,7 @@ use anvil_store::{NodeStatus, RunNode, RunRecord, RunStatus};
 use serde_json::{Map, Value, json};
 
 use super::StepReport;
-use crate::plan::Plan;
+use crate::plan::{EngineMode, Plan};
 use crate::recipe::Kind;
 
 /// The record of a run that has just started: every step listed as planned,
@@ -31,7 +31,13 @@ pub fn started(plan: &Plan, run_id: &str, started_at: &str) -> RunRecord {
                 detail: None,
             })
             .collect(),
-        extra: json!({"campaign": plan.recipe.campaign.name, "preimages": preimages(plan)}),
+        extra: json!({
+            "campaign": plan.recipe.campaign.name,
+            "preimages": preimages(plan),
+            // How to run it again: a bundle replays these.
+            "invocation": {"set": plan.recipe.overrides, "sim": plan.mode == EngineMode::SimulatedTwins},
+            "environment": crate::environment::capture(),
+        }),
     }
 }
 

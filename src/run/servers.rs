@@ -5,16 +5,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anvil_loadgen::Target;
-use anvil_proc::{GpuLease, GpuPool, LaunchSpec, ReadySpec, RunningServer};
+use anvil_proc::{GpuLease, GpuPool, LaunchSpec, RunningServer};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
+use super::launch::{command_launch, sim_launch};
+use super::warmup::warm_up;
 use crate::plan::EngineMode;
-use crate::recipe::decls::{CommandEngine, Engine, ReadyDecl, ServerDecl, Warmup};
-use crate::recipe::placeholders::render;
+use crate::recipe::decls::{CommandEngine, Engine, ServerDecl};
 use crate::recipe::words::EngineKind;
 
 /// What a step needs to talk to a running server.
@@ -244,43 +244,6 @@ impl ServerPool {
     }
 }
 
-/// `warmup requests=4 max-tokens=16`: short requests to every replica once,
-/// before the server's first step, so no cell measures a cold engine.
-async fn warm_up(warmup: Warmup, info: &ServerInfo) -> Result<Value, String> {
-    let Warmup { requests, max_tokens } = warmup;
-    if requests == 0 {
-        return Ok(Value::Null);
-    }
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(600))
-        .build()
-        .map_err(|e| e.to_string())?;
-    let started = std::time::Instant::now();
-    for target in &info.targets {
-        for i in 0..requests {
-            let body = json!({
-                "model": info.model,
-                "messages": [{"role": "user", "content": format!("Warm-up request {i}. Reply with one short sentence.")}],
-                "max_tokens": max_tokens,
-                "stream": false,
-            });
-            let mut request = client.post(format!("{}/v1/chat/completions", target.base_url)).json(&body);
-            if let Some(key) = &target.api_key {
-                request = request.bearer_auth(key);
-            }
-            let response =
-                request.send().await.map_err(|e| format!("warm-up of `{}` failed: {e}", target.label))?;
-            if !response.status().is_success() {
-                return Err(format!("warm-up of `{}` got HTTP {}", target.label, response.status()));
-            }
-        }
-    }
-    Ok(
-        json!({"requests_per_replica": requests, "max_tokens": max_tokens, "duration_ms": started.elapsed().as_millis() as u64}),
-    )
-}
-
 fn engine_label(command: &CommandEngine) -> String {
     let program = command.command.first().cloned().unwrap_or_default();
     Path::new(&program).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or(program)
@@ -292,101 +255,4 @@ pub fn registry_dir() -> PathBuf {
     std::env::var_os("ANVIL_SERVER_REGISTRY")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("anvil-servers"))
-}
-
-fn ready_spec(ready: &ReadyDecl, default_timeout: Duration) -> ReadySpec {
-    let mut spec = ReadySpec { timeout: ready.timeout.unwrap_or(default_timeout), ..ReadySpec::default() };
-    if let Some(path) = &ready.http {
-        spec.http_path = Some(path.clone());
-    }
-    if let Some(status) = ready.status {
-        spec.expect_status = status;
-    }
-    if let Some(pattern) = &ready.log {
-        spec.log_pattern = Some(pattern.clone());
-        // A log line alone is the signal unless an HTTP probe is asked for too.
-        if ready.http.is_none() {
-            spec.http_path = None;
-        }
-    }
-    spec
-}
-
-/// The simulated twin: this very binary, `anvil sim`, with the `sim { … }` block.
-fn sim_launch(decl: &ServerDecl, name: &str, port: u16, log_path: PathBuf) -> Result<LaunchSpec, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the anvil binary: {e}"))?;
-    let mut args = vec!["sim".to_string(), "--port".into(), port.to_string()];
-    if let Some(model) = &decl.model {
-        args.extend(["--set".to_string(), format!("model={model}")]);
-    }
-    for (key, value) in flatten_sim_block(decl.sim.as_ref()) {
-        args.extend(["--set".to_string(), format!("{key}={value}")]);
-    }
-    Ok(LaunchSpec {
-        name: name.to_string(),
-        program: exe.display().to_string(),
-        args,
-        env: Vec::new(),
-        cwd: None,
-        port,
-        ready: ReadySpec { timeout: Duration::from_secs(30), ..ReadySpec::default() },
-        log_path,
-        grace: Duration::from_secs(2),
-        registry_dir: PathBuf::new(),
-    })
-}
-
-/// `sim { decode-step-ms 12; faults { http-500-rate 0.1 } }` → `decode-step-ms=12`, `faults.http-500-rate=0.1`.
-fn flatten_sim_block(block: Option<&Value>) -> Vec<(String, String)> {
-    fn walk(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
-        match value {
-            Value::Object(map) => {
-                for (k, v) in map {
-                    let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
-                    walk(&key, v, out);
-                }
-            }
-            Value::String(s) => out.push((prefix.to_string(), s.clone())),
-            other => out.push((prefix.to_string(), other.to_string())),
-        }
-    }
-    let mut out = Vec::new();
-    if let Some(v) = block {
-        walk("", v, &mut out);
-    }
-    out
-}
-
-fn command_launch(
-    command: &CommandEngine,
-    name: &str,
-    port: u16,
-    vars: &BTreeMap<&str, String>,
-    recipe_dir: &Path,
-    log_path: PathBuf,
-) -> Result<LaunchSpec, String> {
-    let mut argv: Vec<String> =
-        command.command.iter().chain(&command.args).map(|a| render(a, vars)).collect();
-    if argv.is_empty() {
-        return Err(format!("server `{name}` has no command"));
-    }
-    let program = argv.remove(0);
-    let env = command.env.iter().map(|(k, v)| (k.clone(), render(v, vars))).collect();
-    Ok(LaunchSpec {
-        name: name.to_string(),
-        program,
-        args: argv,
-        env,
-        cwd: Some(
-            command
-                .cwd
-                .as_ref()
-                .map_or_else(|| recipe_dir.to_path_buf(), |c| recipe_dir.join(render(c, vars))),
-        ),
-        port,
-        ready: ready_spec(&command.ready, Duration::from_secs(600)),
-        log_path,
-        grace: command.grace,
-        registry_dir: PathBuf::new(),
-    })
 }

@@ -8,7 +8,10 @@ use serde_json::{Map, Value};
 pub const PERCENTILES: [u32; 6] = [25, 50, 75, 90, 95, 99];
 /// Below this many samples p99 is descriptive only.
 pub const P99_MIN_SAMPLES: usize = 100;
-const Z95: f64 = 1.959963984540054;
+/// The protocol's normal-approximation factor: the reference defines the
+/// 95% CI of the mean as mean ± 1.96·sd/√n, and published cells re-derive
+/// with exactly 1.96 (not the quantile 1.95996…).
+const Z95: f64 = 1.96;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Distribution {

@@ -1,0 +1,221 @@
+//! `anvil export`: one run's closure written as one bundle, streamed (each
+//! file is hashed, then copied into the archive while hashed again, so a
+//! file that changes under us is caught and memory stays flat).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read};
+use std::path::{Path, PathBuf};
+
+use anvil_store::{RunRecord, Store};
+use flate2::Compression;
+use flate2::write::GzEncoder;
+
+use super::manifest::{BundleManifest, FORMAT, Invocation, MANIFEST_NAME, Member};
+use super::member_path::relative_to;
+use crate::recipe::Recipe;
+
+/// What to export.
+pub struct ExportRequest<'a> {
+    pub store: &'a Store,
+    pub run: RunRecord,
+    /// The recipe as the run read it (with the run's `--set` values).
+    pub recipe: &'a Recipe,
+    pub invocation: Invocation,
+    /// Where the run's campaign outputs are (`results/` by default).
+    pub results_dir: PathBuf,
+    pub out: PathBuf,
+}
+
+#[derive(Debug)]
+pub struct ExportSummary {
+    pub path: PathBuf,
+    pub digest: String,
+    pub members: usize,
+    pub entries: usize,
+    /// Uncompressed bytes of all members, manifest included.
+    pub bytes_in: u64,
+    /// The bundle file's size.
+    pub bytes_out: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{what} {}: {source}", path.display())]
+    Io { what: &'static str, path: PathBuf, source: io::Error },
+    #[error("{} is outside the recipe's folder tree {}: a bundle holds files relative to it", path.display(), base.display())]
+    Outside { path: PathBuf, base: PathBuf },
+    #[error("{} changed while it was exported", path.display())]
+    Changed { path: PathBuf },
+    #[error(transparent)]
+    Store(#[from] anvil_store::StoreError),
+}
+
+fn io_error(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ExportError {
+    let path = path.to_path_buf();
+    move |source| ExportError::Io { what, path, source }
+}
+
+/// Write the bundle; returns its digest and sizes.
+pub fn export(request: &ExportRequest<'_>) -> Result<ExportSummary, ExportError> {
+    let scratch =
+        tempfile::tempdir().map_err(io_error("creating a temporary folder in", &std::env::temp_dir()))?;
+    let (sources, main_recipe) = collect(request, scratch.path())?;
+    let mut members = Vec::with_capacity(sources.len());
+    for (path, source) in &sources {
+        let (bytes, blake3) = hash_file(source)?;
+        members.push(Member { path: path.clone(), bytes, blake3 });
+    }
+    let manifest = BundleManifest {
+        format: FORMAT.to_string(),
+        anvil_version: env!("CARGO_PKG_VERSION").to_string(),
+        created_at: crate::run::now_rfc3339(),
+        campaign: request.recipe.campaign.name.clone(),
+        run_id: request.run.run_id.clone(),
+        recipe: main_recipe,
+        invocation: request.invocation.clone(),
+        exported_on: crate::environment::capture(),
+        members,
+    };
+    let mut manifest_bytes = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
+    manifest_bytes.push(b'\n');
+
+    // Written beside the target and renamed into place: a reader never sees half a bundle.
+    let partial = request.out.with_extension("anvil.partial");
+    let file = File::create(&partial).map_err(io_error("creating", &partial))?;
+    let mut tar = tar::Builder::new(GzEncoder::new(BufWriter::new(file), Compression::fast()));
+    tar.mode(tar::HeaderMode::Deterministic);
+    append(&mut tar, MANIFEST_NAME, manifest_bytes.len() as u64, &manifest_bytes[..], &partial)?;
+    for ((_, source), member) in sources.iter().zip(&manifest.members) {
+        let file = File::open(source).map_err(io_error("reading", source))?;
+        let mut reader = HashingReader { inner: file, hasher: blake3::Hasher::new() };
+        append(&mut tar, &member.path, member.bytes, &mut reader, &partial)?;
+        if reader.hasher.finalize().to_hex().as_str() != member.blake3 {
+            return Err(ExportError::Changed { path: source.clone() });
+        }
+    }
+    let writer = tar.into_inner().map_err(io_error("writing", &partial))?;
+    let file = writer.finish().map_err(io_error("writing", &partial))?;
+    let file = file.into_inner().map_err(|e| ExportError::Io {
+        what: "writing",
+        path: partial.clone(),
+        source: e.into_error(),
+    })?;
+    file.sync_all().map_err(io_error("syncing", &partial))?;
+    std::fs::rename(&partial, &request.out)
+        .map_err(io_error("moving the bundle into place at", &request.out))?;
+    let bytes_out = std::fs::metadata(&request.out).map(|m| m.len()).unwrap_or(0);
+    Ok(ExportSummary {
+        path: request.out.clone(),
+        digest: BundleManifest::digest_of(&manifest_bytes),
+        members: manifest.members.len() + 1,
+        entries: sources
+            .iter()
+            .filter(|(p, _)| p.ends_with("/result.json") && p.starts_with("entries/"))
+            .count(),
+        bytes_in: manifest_bytes.len() as u64 + manifest.members.iter().map(|m| m.bytes).sum::<u64>(),
+        bytes_out,
+    })
+}
+
+/// Every member as (path in the bundle, file here), and the main recipe's member path.
+fn collect(
+    request: &ExportRequest<'_>,
+    scratch: &Path,
+) -> Result<(Vec<(String, PathBuf)>, String), ExportError> {
+    let recipe = request.recipe;
+    let canonical = |p: &Path| p.canonicalize().map_err(io_error("reading", p));
+    // The recipe and every file it includes or reads, relative to their common folder.
+    let mut files: Vec<PathBuf> = recipe.files.clone();
+    let dir = canonical(&recipe.dir())?;
+    for step in &recipe.steps {
+        for read in step.spec.reads() {
+            files.push(canonical(&dir.join(read))?);
+        }
+    }
+    files.sort();
+    files.dedup();
+    let base = common_folder(&files).unwrap_or_else(|| dir.clone());
+    let mut sources = Vec::new();
+    for file in &files {
+        let relative = relative_to(file, &base)
+            .ok_or_else(|| ExportError::Outside { path: file.clone(), base: base.clone() })?;
+        sources.push((format!("recipe/{relative}"), file.clone()));
+    }
+    let main = canonical(&recipe.path)?;
+    let main_recipe = format!("recipe/{}", relative_to(&main, &base).unwrap_or_default());
+
+    // The run record, as stored.
+    let run_json = scratch.join("run.json");
+    let mut bytes = serde_json::to_vec_pretty(&request.run).unwrap_or_default();
+    bytes.push(b'\n');
+    std::fs::write(&run_json, bytes).map_err(io_error("writing", &run_json))?;
+    sources.push(("run.json".to_string(), run_json));
+
+    // Every stored entry the run produced or reused (failures are never stored).
+    let mut seen = std::collections::BTreeSet::new();
+    for node in request.run.nodes.iter().filter(|n| n.status.stored()) {
+        if !seen.insert(node.fingerprint) {
+            continue;
+        }
+        let Some(entry) = request.store.read(&node.fingerprint)? else { continue };
+        for file in &entry.files {
+            sources.push((format!("entries/{}/{}", node.fingerprint, file.name), entry.path_of(&file.name)));
+        }
+    }
+
+    // The campaign outputs of that run, when they are there.
+    let outputs = request.results_dir.join(&recipe.campaign.name);
+    for name in ["decision-summary.json", "workload-manifest.json"] {
+        let path = outputs.join(name);
+        if path.is_file() {
+            sources.push((format!("outputs/{name}"), path));
+        }
+    }
+    Ok((sources, main_recipe))
+}
+
+/// The deepest folder holding every file.
+fn common_folder(files: &[PathBuf]) -> Option<PathBuf> {
+    let mut common = files.first()?.parent()?.to_path_buf();
+    for file in &files[1..] {
+        while !file.starts_with(&common) {
+            common = common.parent()?.to_path_buf();
+        }
+    }
+    Some(common)
+}
+
+fn hash_file(path: &Path) -> Result<(u64, String), ExportError> {
+    let mut file = File::open(path).map_err(io_error("reading", path))?;
+    let mut hasher = blake3::Hasher::new();
+    let bytes = io::copy(&mut file, &mut hasher).map_err(io_error("reading", path))?;
+    Ok((bytes, hasher.finalize().to_hex().to_string()))
+}
+
+fn append<W: io::Write>(
+    tar: &mut tar::Builder<W>,
+    name: &str,
+    size: u64,
+    data: impl Read,
+    bundle: &Path,
+) -> Result<(), ExportError> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_mtime(0);
+    tar.append_data(&mut header, name, data).map_err(io_error("writing", bundle))
+}
+
+/// Hashes what passes through, so the archived bytes are the hashed ones.
+struct HashingReader<R> {
+    inner: R,
+    hasher: blake3::Hasher,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}

@@ -1,0 +1,254 @@
+//! `anvil verify`: what a bundle claims, checked by deriving it again.
+//!
+//! 1. Every member's size and blake3 against the manifest, and every
+//!    entry's preimage against its fingerprint (as `import` does).
+//! 2. Every benchmark artifact's statistics re-derived from its own
+//!    per-request records by `anvil-evidence`, an implementation that shares
+//!    no code with the load generator that computed them; and each cell
+//!    result's metrics against its artifact.
+//! 3. The recipe, planned again from the bundle: every step must plan to
+//!    the fingerprint the run recorded.
+//! 4. Every gate, screen and decision evaluated again from the stored
+//!    results of its inputs, and the decision summary rebuilt.
+//!
+//! Each finding names the member and the field path.
+
+use std::path::Path;
+
+use anvil_store::{NodeStatus, RunStatus, Store};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::import::{ImportError, add_entries, extract_recipe, unpack};
+use crate::plan::changes::diff_values;
+use crate::plan::{EngineMode, Plan, canonical_bytes, reads_results};
+use crate::recipe::Kind;
+
+/// One claim the bundle makes that did not check out.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// The member (`entries/<fp>/benchmark.json`) or step (`gate.ttft-ok`).
+    pub at: String,
+    /// The field path inside it (`metrics.ttft_p50_ms`), empty for the whole.
+    pub path: String,
+    pub claimed: Value,
+    pub derived: Value,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Verification {
+    pub digest: String,
+    pub members: usize,
+    pub entries: usize,
+    pub artifacts: usize,
+    /// Statistics compared across all artifacts.
+    pub fields_checked: usize,
+    /// Fields the re-derivation could not check, with why (first of each kind).
+    pub unchecked: Vec<String>,
+    pub steps_replanned: usize,
+    pub verdicts_reevaluated: usize,
+    pub summary_rebuilt: bool,
+    pub findings: Vec<Finding>,
+}
+
+impl Verification {
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+}
+
+/// Verify the bundle at `bundle`.
+pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
+    let scratch = tempfile::tempdir().map_err(|source| ImportError::Io {
+        what: "creating",
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let unpacked = scratch.path().join("bundle");
+    let imported = unpack(bundle, &unpacked)?;
+    let mut report = Verification {
+        digest: imported.verified.digest.clone(),
+        members: imported.verified.manifest.members.len() + 1,
+        entries: imported.entries.len(),
+        ..Verification::default()
+    };
+
+    // 2. Artifacts, re-derived from their own raw records.
+    for (fp, names) in &imported.entries {
+        if !names.iter().any(|n| n == "benchmark.json") {
+            continue;
+        }
+        let member = format!("entries/{fp}/benchmark.json");
+        let artifact: Value = read_json(&unpacked.join(&member));
+        let derived = match anvil_evidence::rederive(&artifact) {
+            Ok(derived) => derived,
+            Err(err) => {
+                report.findings.push(finding(
+                    &member,
+                    "",
+                    "an anvil-serving.benchmark/v1 artifact",
+                    &err.to_string(),
+                ));
+                continue;
+            }
+        };
+        report.artifacts += 1;
+        report.fields_checked += derived.checked.len();
+        for unchecked in derived.unchecked {
+            if report.unchecked.len() < 20 {
+                report.unchecked.push(format!("{member}: {}: {}", unchecked.path, unchecked.reason));
+            }
+        }
+        for mismatch in derived.mismatches {
+            report.findings.push(Finding {
+                at: member.clone(),
+                path: mismatch.path,
+                claimed: mismatch.stored,
+                derived: mismatch.derived,
+            });
+        }
+        // The cell's stored result repeats the artifact's metrics: they must agree.
+        let result: Value = read_json(&unpacked.join(format!("entries/{fp}/result.json")));
+        if let Some(metrics) = result.get("metrics") {
+            for change in diff_values(metrics, &artifact["metrics"]) {
+                report.findings.push(Finding {
+                    at: format!("entries/{fp}/result.json"),
+                    path: format!("metrics.{}", change.path),
+                    claimed: change.a,
+                    derived: change.b,
+                });
+            }
+        }
+    }
+
+    // 3 and 4. The recipe planned again on a store holding only the bundle.
+    let store_dir = scratch.path().join("store");
+    let store = Store::open(&store_dir)?;
+    add_entries(&imported, &store)?;
+    let recipe_path = extract_recipe(&imported, &scratch.path().join("recipe"))?;
+    let invocation = &imported.verified.manifest.invocation;
+    let recipe = match crate::recipe::load(&recipe_path, &invocation.set) {
+        Ok(recipe) => recipe,
+        Err(err) => {
+            report.findings.push(finding("recipe", "", "loads", &format!("{err}")));
+            return Ok(report);
+        }
+    };
+    let mode = if invocation.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
+    let mut plan = match Plan::build(recipe, Some(&store), mode) {
+        Ok(plan) => plan,
+        Err(err) => {
+            report.findings.push(finding("recipe", "", "plans", &format!("{err}")));
+            return Ok(report);
+        }
+    };
+    let run = &imported.run;
+    for position in 0..plan.order.len() {
+        let i = plan.order[position];
+        let node = &plan.nodes[i];
+        let Some(recorded) = run.nodes.iter().find(|n| n.name == node.name) else {
+            report.findings.push(finding(&qualified(&plan, i), "", "in the run record", "absent"));
+            continue;
+        };
+        if reads_results(node.kind) {
+            plan.settle(i, &store);
+        }
+        let node = &plan.nodes[i];
+        // A launched server's fingerprint hashes this machine's engine binary:
+        // only what the run stored is held to its recorded fingerprint.
+        if !recorded.status.stored() {
+            continue;
+        }
+        report.steps_replanned += 1;
+        if node.fingerprint != recorded.fingerprint {
+            report.findings.push(Finding {
+                at: qualified(&plan, i),
+                path: "fingerprint".into(),
+                claimed: Value::String(recorded.fingerprint.to_string()),
+                derived: Value::String(node.fingerprint.to_string()),
+            });
+            continue;
+        }
+        let Some(again) = crate::run::reevaluate(&plan, i, &store) else { continue };
+        report.verdicts_reevaluated += 1;
+        let stored = store.read(&node.fingerprint).ok().flatten().map(|e| e.result).unwrap_or(Value::Null);
+        match again {
+            Ok(result) if canonical_bytes(&result) == canonical_bytes(&stored) => {}
+            Ok(result) => {
+                for change in diff_values(&stored, &result) {
+                    report.findings.push(Finding {
+                        at: qualified(&plan, i),
+                        path: change.path,
+                        claimed: change.a,
+                        derived: change.b,
+                    });
+                }
+            }
+            Err(why) => report.findings.push(finding(&qualified(&plan, i), "", "evaluates", &why)),
+        }
+    }
+
+    // The decision summary, rebuilt from the same results and endings.
+    let summary_member = unpacked.join("outputs/decision-summary.json");
+    if summary_member.is_file() && plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
+        let claimed: Value = read_json(&summary_member);
+        let endings: Vec<(usize, &'static str, String)> = plan
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                let recorded = run.nodes.iter().find(|n| n.name == node.name);
+                let ending = recorded.map_or("skipped", |n| ending_word(n.status));
+                let detail = recorded.and_then(|n| n.detail.as_deref()).unwrap_or("");
+                (i, ending, detail.split_once('\n').map_or(detail, |(first, _)| first).to_string())
+            })
+            .collect();
+        let outcomes = crate::report::campaign::Outcomes {
+            endings: &endings,
+            finished_at: run.finished_at.clone().unwrap_or_default(),
+            all_succeeded: run.status == RunStatus::Succeeded,
+        };
+        let rebuilt = crate::report::campaign::decision_summary(&plan, &store, &outcomes);
+        report.summary_rebuilt = true;
+        for change in diff_values(&claimed, &rebuilt) {
+            report.findings.push(Finding {
+                at: "outputs/decision-summary.json".into(),
+                path: change.path,
+                claimed: change.a,
+                derived: change.b,
+            });
+        }
+    }
+    Ok(report)
+}
+
+/// How the runner would have called an ending recorded as `status`.
+fn ending_word(status: NodeStatus) -> &'static str {
+    match status {
+        NodeStatus::Ran | NodeStatus::FinallyRan | NodeStatus::Server => "ran",
+        NodeStatus::Cached | NodeStatus::FinallyCached => "cached",
+        NodeStatus::Failed | NodeStatus::FinallyFailed => "failed",
+        NodeStatus::FinallyRejected => "rejected",
+        NodeStatus::Skipped | NodeStatus::FinallySkipped | NodeStatus::Planned | NodeStatus::Unknown => {
+            "skipped"
+        }
+    }
+}
+
+fn qualified(plan: &Plan, i: usize) -> String {
+    plan.recipe.steps[i].qualified()
+}
+
+fn finding(at: &str, path: &str, claimed: &str, derived: &str) -> Finding {
+    Finding {
+        at: at.to_string(),
+        path: path.to_string(),
+        claimed: Value::String(claimed.to_string()),
+        derived: Value::String(derived.to_string()),
+    }
+}
+
+/// Members were hash-checked; one that is not JSON compares as null and is reported.
+fn read_json(path: &Path) -> Value {
+    std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null)
+}

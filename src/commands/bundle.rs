@@ -1,0 +1,183 @@
+//! `anvil export`, `anvil import`, `anvil verify`: campaigns as evidence
+//! that travels.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::bundle::{self, ExportRequest, Invocation};
+
+use super::{Exit, failed, input, open_store};
+
+pub fn export(
+    store_root: &Path,
+    recipe: Option<&Path>,
+    run_id: Option<&str>,
+    out: Option<PathBuf>,
+    results: &Path,
+) -> Result<i32, Exit> {
+    let store = open_store(store_root)?;
+    let run = match (run_id, recipe) {
+        (Some(id), _) => {
+            store.run(id)?.ok_or_else(|| input(format!("no run `{id}` in {}", store_root.display())))?
+        }
+        (None, Some(recipe)) => {
+            let key = recipe.canonicalize().unwrap_or_else(|_| recipe.to_path_buf()).display().to_string();
+            store.last_run_of(&key)?.ok_or_else(|| {
+                input(format!(
+                    "{} has no recorded run in {}: run it first",
+                    recipe.display(),
+                    store_root.display()
+                ))
+            })?
+        }
+        (None, None) => return Err(input("export takes a RECIPE or --run RUN_ID")),
+    };
+    let invocation: Invocation = serde_json::from_value(run.extra["invocation"].clone()).unwrap_or_default();
+    let recipe_path = recipe.map_or_else(|| PathBuf::from(&run.recipe_path), Path::to_path_buf);
+    let recipe = crate::recipe::load(&recipe_path, &invocation.set)
+        .map_err(|e| Exit::Input(miette::Report::new(e)))?;
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("{}.anvil", recipe.campaign.name)));
+    let started = Instant::now();
+    let request = ExportRequest {
+        store: &store,
+        run,
+        recipe: &recipe,
+        invocation,
+        results_dir: results.to_path_buf(),
+        out,
+    };
+    let summary = bundle::export(&request).map_err(|e| failed(format!("export: {e}")))?;
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "wrote {}: {} members ({} stored steps), {:.1} MB → {:.1} MB in {:.2}s",
+        summary.path.display(),
+        summary.members,
+        summary.entries,
+        summary.bytes_in as f64 / 1e6,
+        summary.bytes_out as f64 / 1e6,
+        seconds
+    );
+    println!("bundle {}", summary.digest);
+    Ok(0)
+}
+
+pub fn import(store_root: &Path, bundle_path: &Path, into: Option<PathBuf>) -> Result<i32, Exit> {
+    let store = open_store(store_root)?;
+    let scratch = tempfile::tempdir().map_err(|e| failed(format!("temporary folder: {e}")))?;
+    // The campaign name is known only from inside: unpack the recipe to a scratch place first.
+    let started = Instant::now();
+    let summary =
+        bundle::import(bundle_path, &store, scratch.path()).map_err(|e| failed(format!("import: {e}")))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let into = into.unwrap_or_else(|| PathBuf::from("imported").join(&summary.campaign));
+    copy_tree(scratch.path(), &into)
+        .map_err(|e| failed(format!("unpacking the recipe into {}: {e}", into.display())))?;
+    let recipe = into.join(summary.recipe.strip_prefix(scratch.path()).unwrap_or(&summary.recipe));
+    println!(
+        "imported {} (run {}, {:.1} MB checked in {:.2}s): {} stored steps added, {} already present{}",
+        summary.digest,
+        summary.run_id,
+        summary.bytes as f64 / 1e6,
+        seconds,
+        summary.added,
+        summary.already_present,
+        if summary.run_added { "" } else { "; the run was already recorded" }
+    );
+    println!("recipe unpacked: {}", recipe.display());
+    println!("next: anvil plan {} --store {}", recipe.display(), store_root.display());
+    Ok(0)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::create_dir_all(to)?;
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// `anvil verify FILE`: a bundle, or a lone `anvil-serving.benchmark/v1` artifact.
+pub fn verify(_store_root: &Path, target: &Path, as_json: bool) -> Result<i32, Exit> {
+    if target.extension().is_some_and(|e| e == "json") {
+        return verify_artifact(target, as_json);
+    }
+    let report = bundle::verify_bundle(target).map_err(|e| failed(format!("verify: {e}")))?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        return Ok(if report.is_clean() { 0 } else { 1 });
+    }
+    println!("bundle {}", report.digest);
+    println!("  {} members: sizes and blake3 match the manifest", report.members);
+    println!("  {} stored steps: each preimage hashes to its fingerprint", report.entries);
+    println!(
+        "  {} benchmark artifacts: {} statistics re-derived from their per-request records",
+        report.artifacts, report.fields_checked
+    );
+    println!("  {} stored steps planned again from the bundled recipe", report.steps_replanned);
+    println!("  {} gates, screens and decisions evaluated again", report.verdicts_reevaluated);
+    if report.summary_rebuilt {
+        println!("  the decision summary rebuilt from the stored results");
+    }
+    print_findings(
+        &report
+            .findings
+            .iter()
+            .map(|f| (f.at.as_str(), f.path.as_str(), &f.claimed, &f.derived))
+            .collect::<Vec<_>>(),
+    );
+    if !report.unchecked.is_empty() {
+        println!("not re-derivable ({} shown):", report.unchecked.len());
+        for line in report.unchecked.iter().take(5) {
+            println!("  {line}");
+        }
+    }
+    Ok(if report.is_clean() {
+        println!("verified: clean");
+        0
+    } else {
+        println!("NOT VERIFIED: {} findings", report.findings.len());
+        1
+    })
+}
+
+fn verify_artifact(path: &Path, as_json: bool) -> Result<i32, Exit> {
+    let bytes = std::fs::read(path).map_err(|e| input(format!("cannot read {}: {e}", path.display())))?;
+    let artifact: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| input(format!("{} is not JSON: {e}", path.display())))?;
+    let report =
+        anvil_evidence::rederive(&artifact).map_err(|e| input(format!("{}: {e}", path.display())))?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        println!("{}: {}", path.display(), report.summary());
+        let member = path.display().to_string();
+        print_findings(
+            &report
+                .mismatches
+                .iter()
+                .map(|m| (member.as_str(), m.path.as_str(), &m.stored, &m.derived))
+                .collect::<Vec<_>>(),
+        );
+        for unchecked in report.unchecked.iter().take(5) {
+            println!("  not re-derivable: {}: {}", unchecked.path, unchecked.reason);
+        }
+        println!("{}", if report.is_clean() { "verified: clean" } else { "NOT VERIFIED" });
+    }
+    Ok(if report.is_clean() { 0 } else { 1 })
+}
+
+fn print_findings(findings: &[(&str, &str, &serde_json::Value, &serde_json::Value)]) {
+    for (at, path, claimed, derived) in findings.iter().take(50) {
+        let field = if path.is_empty() { String::new() } else { format!(" {path}") };
+        println!("  MISMATCH {at}{field}: claims {claimed}, derives {derived}");
+    }
+    if findings.len() > 50 {
+        println!("  … and {} more", findings.len() - 50);
+    }
+}

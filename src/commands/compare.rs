@@ -1,0 +1,101 @@
+//! `anvil compare A B` and `anvil reproduce BUNDLE`: noise-aware answers
+//! to "do these numbers agree?".
+
+use std::path::{Path, PathBuf};
+
+use anvil_evidence::CompareOptions;
+
+use crate::bundle::Invocation;
+use crate::cli::VerdictArgs;
+use crate::compare::{self, Side};
+use crate::plan::{EngineMode, Plan};
+use crate::run::{RunOptions, execute};
+
+use super::{Exit, failed, input, open_store};
+
+fn options(verdicts: &VerdictArgs) -> Result<CompareOptions, Exit> {
+    if !(verdicts.threshold > 0.0 && verdicts.threshold < 1.0) {
+        return Err(input(format!(
+            "--threshold takes a fraction between 0 and 1, not {}",
+            verdicts.threshold
+        )));
+    }
+    Ok(CompareOptions { threshold: verdicts.threshold, ..CompareOptions::default() })
+}
+
+fn print(report: &compare::Report, as_json: bool) {
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(report).unwrap_or_default());
+    } else {
+        print!("{}", compare::render(report));
+    }
+}
+
+pub fn compare(store_root: &Path, a: &str, b: &str, verdicts: &VerdictArgs) -> Result<i32, Exit> {
+    let options = options(verdicts)?;
+    let store = open_store(store_root)?;
+    let a = compare::resolve(&store, a).map_err(input)?;
+    let b = compare::resolve(&store, b).map_err(input)?;
+    let report = compare::compare(&a, &b, &options);
+    print(&report, verdicts.json);
+    Ok(0)
+}
+
+pub async fn reproduce(
+    store_root: &Path,
+    bundle: &Path,
+    sim: bool,
+    set: &[String],
+    into: Option<PathBuf>,
+    verdicts: &VerdictArgs,
+) -> Result<i32, Exit> {
+    let options = options(verdicts)?;
+    let store = open_store(store_root)?;
+    let bundle_text = bundle.display().to_string();
+    // The published side, checked like `verify` checks it.
+    let published: Side = compare::resolve(&store, &bundle_text).map_err(failed)?;
+
+    let scratch = tempfile::tempdir().map_err(|e| failed(format!("temporary folder: {e}")))?;
+    let imported =
+        crate::bundle::unpack(bundle, scratch.path()).map_err(|e| failed(format!("reproduce: {e}")))?;
+    let manifest = &imported.verified.manifest;
+    let into = into.unwrap_or_else(|| PathBuf::from("reproductions").join(&manifest.campaign));
+    let recipe_path = crate::bundle::extract_recipe(&imported, &into)
+        .map_err(|e| failed(format!("unpacking the recipe: {e}")))?;
+    let Invocation { set: mut overrides, sim: published_sim } = manifest.invocation.clone();
+    overrides.extend(set.iter().cloned()); // later values win
+    let mode = if sim || published_sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
+    let recipe =
+        crate::recipe::load(&recipe_path, &overrides).map_err(|e| Exit::Input(miette::Report::new(e)))?;
+    let plan = Plan::build(recipe, Some(&store), mode).map_err(|e| Exit::Input(miette::Report::new(e)))?;
+    eprintln!(
+        "anvil: reproducing {} ({}) from {} — servers {}",
+        manifest.campaign,
+        imported.verified.digest,
+        recipe_path.display(),
+        if mode == EngineMode::SimulatedTwins { "as simulated twins" } else { "as declared" }
+    );
+    let summary = execute(plan, store.clone(), RunOptions { jobs: 4, ..RunOptions::default() }).await?;
+    if summary.interrupted.is_some() {
+        return Err(failed("interrupted"));
+    }
+    crate::report::campaign::write_outputs(&summary, &store, &into.join("results"))
+        .map_err(|e| failed(format!("writing the campaign outputs: {e}")))?;
+    let run =
+        store.run(&summary.run_id)?.ok_or_else(|| failed("the reproduction's run record is missing"))?;
+    let reproduced = compare::resolve(&store, &run.run_id).map_err(failed)?;
+    let report = compare::compare(&published, &reproduced, &options);
+    print(&report, verdicts.json);
+    let reproduced = report.labels_reproduced();
+    if !verdicts.json {
+        println!(
+            "\n{}",
+            if reproduced {
+                "every decision label reproduced"
+            } else {
+                "DECISION LABELS DIFFER: the published conclusion did not reproduce here"
+            }
+        );
+    }
+    Ok(if reproduced { 0 } else { 1 })
+}

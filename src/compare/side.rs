@@ -1,0 +1,128 @@
+//! One side of a comparison, read from wherever results are.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anvil_store::{RunRecord, Store};
+use serde_json::Value;
+
+use crate::results::{self, DecisionResult, ScreenResult};
+
+/// A measured cell: its artifact, and the preimages of it and its server.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub artifact: Value,
+    pub preimage: Option<Value>,
+    pub server: Option<Value>,
+}
+
+#[derive(Debug, Default)]
+pub struct Side {
+    pub label: String,
+    pub cells: BTreeMap<String, Cell>,
+    /// Screen name → winner (or "no meaningful difference").
+    pub screens: BTreeMap<String, Value>,
+    /// Gate and check name → status.
+    pub gates: BTreeMap<String, Value>,
+    pub labels: Option<Value>,
+}
+
+/// Read a side: a bundle (`.anvil`), a lone artifact (`.json`), a recipe
+/// (`.kdl`: its latest run), a run id, or a stored cell's fingerprint prefix.
+pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
+    let path = Path::new(text);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => {
+            let bytes = std::fs::read(path).map_err(|e| format!("cannot read {text}: {e}"))?;
+            let artifact: Value =
+                serde_json::from_slice(&bytes).map_err(|e| format!("{text} is not JSON: {e}"))?;
+            let name =
+                path.file_stem().map_or_else(|| text.to_string(), |s| s.to_string_lossy().into_owned());
+            let cell = Cell { artifact, preimage: None, server: None };
+            Ok(Side { label: text.to_string(), cells: BTreeMap::from([(name, cell)]), ..Side::default() })
+        }
+        Some("anvil") => {
+            let scratch = tempfile::tempdir().map_err(|e| format!("temporary folder: {e}"))?;
+            let imported = crate::bundle::unpack(path, scratch.path()).map_err(|e| e.to_string())?;
+            let temp_store = Store::open(&scratch.path().join("store")).map_err(|e| e.to_string())?;
+            crate::bundle::add_entries(&imported, &temp_store).map_err(|e| e.to_string())?;
+            let mut side = from_run(&temp_store, &imported.run);
+            side.label = format!("{text} ({})", imported.verified.digest);
+            Ok(side)
+        }
+        Some("kdl") => {
+            let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();
+            let run = store.last_run_of(&key).map_err(|e| e.to_string())?;
+            let run = run.ok_or_else(|| format!("{text} has no recorded run in this store"))?;
+            let mut side = from_run(store, &run);
+            side.label = format!("{text} (run {})", run.run_id);
+            Ok(side)
+        }
+        _ => {
+            if let Ok(Some(run)) = store.run(text) {
+                let mut side = from_run(store, &run);
+                side.label = format!("run {text}");
+                return Ok(side);
+            }
+            let fp = store
+                .resolve_prefix(text)
+                .map_err(|e| format!("`{text}` is no bundle, JSON file, recipe, run or stored step: {e}"))?;
+            let entry =
+                store.read(&fp).map_err(|e| e.to_string())?.ok_or_else(|| format!("{text}: not stored"))?;
+            let artifact =
+                read_json(&entry.path_of("benchmark.json")).ok_or_else(|| format!("{text} is not a cell"))?;
+            let cell = Cell { artifact, preimage: Some(entry.preimage), server: None };
+            Ok(Side {
+                label: format!("cell {}", fp.short()),
+                cells: BTreeMap::from([(fp.short(), cell)]),
+                ..Side::default()
+            })
+        }
+    }
+}
+
+/// What a run stored, step by step.
+fn from_run(store: &Store, run: &RunRecord) -> Side {
+    let preimage_of = |fp: &anvil_store::Fingerprint| {
+        run.extra.get("preimages").and_then(|p| p.get(fp.to_string())).cloned()
+    };
+    let mut side = Side::default();
+    for node in run.nodes.iter().filter(|n| n.status.stored()) {
+        let Ok(Some(entry)) = store.read(&node.fingerprint) else { continue };
+        let result = &entry.result;
+        match node.kind.as_str() {
+            "cell" => {
+                let Some(artifact) = read_json(&entry.path_of("benchmark.json")) else { continue };
+                // The server it ran on: the upstream fingerprint its preimage names.
+                let server = entry
+                    .preimage
+                    .pointer("/upstream/server")
+                    .and_then(Value::as_str)
+                    .and_then(|fp| run.extra.get("preimages")?.get(fp).cloned());
+                let preimage = preimage_of(&node.fingerprint).or(Some(entry.preimage.clone()));
+                side.cells.insert(node.name.clone(), Cell { artifact, preimage, server });
+            }
+            "screen" => {
+                let Ok(screen) = results::from_value::<ScreenResult>(result.clone()) else { continue };
+                let winner =
+                    if screen.meaningful { screen.winner } else { "no meaningful difference".into() };
+                side.screens.insert(node.name.clone(), Value::String(winner));
+            }
+            "gate" | "check" => {
+                let status =
+                    results::status_of(result).map_or(Value::Null, |v| Value::String(v.as_str().into()));
+                side.gates.insert(format!("{} {}", node.kind, node.name), status);
+            }
+            "decision" => {
+                let Ok(decision) = results::from_value::<DecisionResult>(result.clone()) else { continue };
+                side.labels = Some(Value::from(decision.decision_labels));
+            }
+            _ => {}
+        }
+    }
+    side
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}

@@ -1,0 +1,261 @@
+//! Evidence bundles end to end: a campaign exported, imported into a fresh
+//! store elsewhere (every step then plans as cached), verified by
+//! re-derivation; a damaged bundle refused with the member named; a doctored
+//! figure whose hashes were fixed up still caught; no secret exported.
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use common::Scratch;
+use serde_json::Value;
+
+const QUICKSTART: &str = include_str!("../recipes/quickstart.kdl");
+
+/// A scratch folder with the quickstart run once and exported.
+fn exported() -> (Scratch, PathBuf) {
+    let scratch = Scratch::new();
+    let recipe = scratch.write("recipes/quickstart.kdl", QUICKSTART);
+    scratch.run(&recipe, &[], 0);
+    let outcome = scratch.anvil(&["export", "recipes/quickstart.kdl", "-o", "campaign.anvil"]).expect_code(0);
+    assert!(outcome.stdout.contains("bundle blake3:"), "{}", outcome.transcript());
+    let bundle = scratch_path(&scratch, "campaign.anvil");
+    (scratch, bundle)
+}
+
+fn scratch_path(scratch: &Scratch, name: &str) -> PathBuf {
+    scratch.path().join(name)
+}
+
+/// Every member of a bundle, in order, with its bytes.
+fn members(bundle: &Path) -> Vec<(String, Vec<u8>)> {
+    let file = std::fs::File::open(bundle).expect("open bundle");
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut out = Vec::new();
+    for entry in archive.entries().expect("a tar archive") {
+        let mut entry = entry.expect("an entry");
+        let name = entry.path().expect("a path").to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).expect("read member");
+        out.push((name, bytes));
+    }
+    out
+}
+
+fn repack(members: &[(String, Vec<u8>)], out: &Path) {
+    let file = std::fs::File::create(out).expect("create bundle");
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(file, flate2::Compression::fast()));
+    for (name, bytes) in members {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        builder.append_data(&mut header, name, &bytes[..]).expect("append");
+    }
+    builder.into_inner().expect("finish tar").finish().expect("finish gzip");
+}
+
+#[test]
+fn a_campaign_round_trips_into_a_fresh_store_elsewhere() {
+    let (_scratch, bundle) = exported();
+    let elsewhere = Scratch::new();
+    let bundle_arg = bundle.to_str().expect("utf-8");
+    let imported = elsewhere.anvil(&["import", bundle_arg, "--into", "theirs"]).expect_code(0);
+    assert!(
+        imported.stdout.contains("10 stored steps added, 0 already present"),
+        "{}",
+        imported.transcript()
+    );
+
+    let plan = elsewhere.plan(&elsewhere.path().join("theirs/quickstart.kdl"), &[]);
+    let statuses = plan.statuses();
+    assert!(
+        statuses.values().all(|s| s == "cached" || s == "idle"),
+        "imported steps plan as cached: {statuses:?}"
+    );
+
+    let again = elsewhere.anvil(&["import", bundle_arg, "--into", "theirs"]).expect_code(0);
+    assert!(again.stdout.contains("0 stored steps added, 10 already present"), "{}", again.transcript());
+    assert!(again.stdout.contains("the run was already recorded"), "{}", again.transcript());
+
+    let verified = elsewhere.anvil(&["verify", bundle_arg]).expect_code(0);
+    assert!(verified.stdout.contains("verified: clean"), "{}", verified.transcript());
+    assert!(
+        verified.stdout.contains("5 gates, screens and decisions evaluated again"),
+        "{}",
+        verified.transcript()
+    );
+}
+
+#[test]
+fn a_flipped_byte_in_any_member_is_refused_with_the_member_named() {
+    let (scratch, bundle) = exported();
+    let original = members(&bundle);
+    // One member of each kind: recipe, run record, a stored result, a campaign output.
+    let targets: Vec<usize> = ["recipe/", "run.json", "/result.json", "outputs/"]
+        .iter()
+        .map(|needle| {
+            original.iter().position(|(name, _)| name.contains(needle)).expect("member kind present")
+        })
+        .collect();
+    for index in targets {
+        let mut damaged = original.clone();
+        let name = damaged[index].0.clone();
+        let bytes = &mut damaged[index].1;
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x01;
+        let path = scratch_path(&scratch, "damaged.anvil");
+        repack(&damaged, &path);
+        let elsewhere = Scratch::new();
+        let outcome = elsewhere.anvil(&["import", path.to_str().expect("utf-8")]).expect_code(1);
+        // miette wraps long lines: join them before looking for the name.
+        let said = outcome.stderr.replace("\n  │ ", "");
+        assert!(said.contains(&format!("member `{name}`")), "{name}: {}", outcome.transcript());
+        assert!(
+            !elsewhere.store().join("entries").exists()
+                || std::fs::read_dir(elsewhere.store().join("entries")).map(|d| d.count()).unwrap_or(0) == 0,
+            "nothing becomes visible from a damaged bundle"
+        );
+    }
+}
+
+#[test]
+fn a_doctored_p50_with_fixed_up_hashes_is_caught_by_re_derivation() {
+    let (scratch, bundle) = exported();
+    let mut doctored = members(&bundle);
+    let index = doctored.iter().position(|(name, _)| name.ends_with("/benchmark.json")).expect("an artifact");
+    let mut artifact: Value = serde_json::from_slice(&doctored[index].1).expect("json");
+    let p50 = artifact["metrics"]["ttft_p50_ms"].as_f64().expect("a p50");
+    artifact["metrics"]["ttft_p50_ms"] = serde_json::json!(p50 * 0.9);
+    doctored[index].1 = serde_json::to_vec_pretty(&artifact).expect("json");
+    // Fix up the manifest so every hash matches again.
+    let member = doctored[index].0.clone();
+    let mut manifest: Value = serde_json::from_slice(&doctored[0].1).expect("manifest");
+    for m in manifest["members"].as_array_mut().expect("members") {
+        if m["path"] == member.as_str() {
+            m["bytes"] = serde_json::json!(doctored[index].1.len());
+            m["blake3"] = serde_json::json!(blake3::hash(&doctored[index].1).to_hex().to_string());
+        }
+    }
+    doctored[0].1 = serde_json::to_vec_pretty(&manifest).expect("json");
+    let path = scratch_path(&scratch, "doctored.anvil");
+    repack(&doctored, &path);
+
+    let path = path.to_str().expect("utf-8");
+    Scratch::new().anvil(&["import", path]).expect_code(0); // the hashes are consistent…
+    let outcome = scratch.anvil(&["verify", path]).expect_code(1); // …the figure is not
+    assert!(outcome.stdout.contains(&format!("{member} metrics.ttft_p50_ms")), "{}", outcome.transcript());
+}
+
+#[test]
+fn a_lone_artifact_verifies_and_an_edited_figure_does_not() {
+    let scratch = Scratch::new();
+    let reference = include_str!("fixtures/reference/benchmark-v1.example.json");
+    scratch.write("reference.json", reference);
+    let outcome = scratch.anvil(&["verify", "reference.json"]).expect_code(0);
+    assert!(outcome.stdout.contains("verified: clean"), "{}", outcome.transcript());
+
+    let mut edited: Value = serde_json::from_str(reference).expect("json");
+    let p95 = edited["metrics"]["e2e_p95_ms"].as_f64().expect("a p95");
+    edited["metrics"]["e2e_p95_ms"] = serde_json::json!(p95 + 1.0);
+    scratch.write("edited.json", &serde_json::to_string(&edited).expect("json"));
+    let outcome = scratch.anvil(&["verify", "edited.json"]).expect_code(1);
+    assert!(outcome.stdout.contains("metrics.e2e_p95_ms"), "{}", outcome.transcript());
+}
+
+#[test]
+fn no_secret_enters_a_bundle() {
+    let scratch = Scratch::new();
+    // An external endpoint with an API key from the environment: anvil's own simulated engine.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        listener.local_addr().expect("address").port()
+    };
+    let mut sim = scratch.command();
+    sim.args(["sim", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut sim = KillOnDrop(sim.spawn().expect("start anvil sim"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "anvil sim did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let recipe = scratch.write(
+        "secret.kdl",
+        &format!(
+            "campaign \"secret\"\nserver \"remote\" {{ url \"http://127.0.0.1:{port}\"; api-key-env \"ANVIL_TEST_API_KEY\"; }}\n\
+             cell \"c\" server=\"remote\" {{ requests 4; concurrency 2; max-tokens 16; }}\n"
+        ),
+    );
+    let secret = "sk-do-not-publish-4b1d9e";
+    let mut run = scratch.command();
+    run.args(["run", recipe.to_str().expect("utf-8")]).env("ANVIL_TEST_API_KEY", secret);
+    assert!(run.output().expect("run").status.success());
+    let mut export = scratch.command();
+    export.args(["export", "secret.kdl", "-o", "secret.anvil"]).env("ANVIL_TEST_API_KEY", secret);
+    assert!(export.output().expect("export").status.success());
+    for (name, bytes) in members(&scratch.path().join("secret.anvil")) {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(secret), "the API key leaked into member {name}");
+    }
+    sim.0.kill().ok();
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_bundle_reproduces_on_its_simulated_twins() {
+    let (_scratch, bundle) = exported();
+    let elsewhere = Scratch::new();
+    let outcome = elsewhere.anvil(&["reproduce", bundle.to_str().expect("utf-8"), "--sim"]).expect_code(0);
+    assert!(outcome.stdout.contains("every decision label reproduced"), "{}", outcome.transcript());
+    assert!(outcome.stdout.contains("decode-step                      same"), "{}", outcome.transcript());
+    // Metric verdicts depend on this machine's noise (tests run side by side):
+    // the labels, the screen's winner and the gates are what must hold.
+    assert!(outcome.stdout.contains("gate fast-is-faster              same"), "{}", outcome.transcript());
+}
+
+#[test]
+fn a_slower_twin_differs_where_it_is_slower_and_names_the_changed_setting() {
+    // The published campaign ran on a twin with a 10x slower prefill.
+    let publisher = Scratch::new();
+    let recipe = publisher
+        .write("recipes/quickstart.kdl", &QUICKSTART.replace("prefill-tok-s 20000", "prefill-tok-s 2000"));
+    publisher.run(&recipe, &[], 0);
+    publisher.anvil(&["export", "recipes/quickstart.kdl", "-o", "slow.anvil"]).expect_code(0);
+
+    // Here: the campaign as written, compared with the published one.
+    let here = Scratch::new();
+    let ours = here.write("recipes/quickstart.kdl", QUICKSTART);
+    here.run(&ours, &[], 0);
+    let slow = publisher.path().join("slow.anvil");
+    let outcome = here
+        .anvil(&["compare", slow.to_str().expect("utf-8"), "recipes/quickstart.kdl", "--json"])
+        .expect_code(0);
+    let report = outcome.json();
+    let cells = report["cells"].as_array().expect("cells");
+    let headline = cells.iter().find(|c| c["name"] == "headline").expect("the headline cell");
+    let ttft = headline["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .find(|m| m["metric"] == "ttft_p50_ms")
+        .expect("ttft");
+    assert_eq!(ttft["verdict"], "differs", "prefill 10x faster here: {ttft}");
+    let cause = headline["configuration"]
+        .as_array()
+        .expect("configuration")
+        .iter()
+        .map(|c| c.as_str().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("; ");
+    assert!(cause.contains("prefill-tok-s"), "the changed setting is named: {cause}");
+}
