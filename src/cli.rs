@@ -84,6 +84,9 @@ pub enum Command {
         /// For RECIPE:STEP: override a recipe param (repeatable).
         #[arg(long = "set", value_name = "NAME=VALUE")]
         set: Vec<String>,
+        /// List every differing raw result field, not only the headline comparison.
+        #[arg(long)]
+        all: bool,
     },
     /// Print a stored step.
     Show {

@@ -127,3 +127,24 @@ fn diff_with_an_unknown_prefix_is_bad_input() {
     scratch.anvil(&["diff", "ffffffff", "eeeeeeee"]).expect_code(2);
     scratch.anvil(&["diff", "not-a-fingerprint"]).expect_code(2);
 }
+
+#[test]
+fn two_measured_cells_are_compared_by_their_headline_metrics_first() {
+    let scratch = Scratch::new();
+    let fast = include_str!("fixtures/recipes/cell.kdl");
+    let recipe = scratch.write("recipe.kdl", fast);
+    scratch.run(&recipe, &[], 0);
+    let before = scratch.plan(&recipe, &[]).fingerprint("tiny");
+    // The same cell on a server whose decode step is 20x slower.
+    scratch.write("recipe.kdl", &fast.replace("decode-step-ms 1", "decode-step-ms 20"));
+    scratch.run(&recipe, &[], 0);
+    let after = scratch.plan(&recipe, &[]).fingerprint("tiny");
+
+    let outcome = scratch.anvil(&["diff", &before[..12], &after[..12]]).expect_code(0);
+    let out = &outcome.stdout;
+    assert!(out.contains("measured results:"), "{}", outcome.transcript());
+    assert!(out.contains("tpot_p50_ms") && out.contains("differs"), "a 20x slower decode differs:\n{out}");
+    assert!(out.contains("(--all lists them)"), "raw fields only on request:\n{out}");
+    let all = scratch.anvil(&["diff", &before[..12], &after[..12], "--all"]).expect_code(0);
+    assert!(all.stdout.contains("stored results differ ("), "{}", all.transcript());
+}

@@ -17,6 +17,16 @@ use super::{Exit, input, load_plan, open_store};
 pub struct Resolution {
     pub sim: bool,
     pub set: Vec<String>,
+    /// Every differing raw result field, not only the headline comparison.
+    pub all: bool,
+}
+
+/// The headline comparison of two stored cells (None unless both are cells).
+fn measured_comparison(store: &Store, a: &Fingerprint, b: &Fingerprint) -> Option<String> {
+    let side = |fp: &Fingerprint| crate::compare::resolve(store, &fp.to_string()).ok();
+    let (a, b) = (side(a)?, side(b)?);
+    let report = crate::compare::compare(&a, &b, &anvil_evidence::CompareOptions::default());
+    (!report.cells.is_empty()).then(|| crate::compare::render(&report))
 }
 
 /// Preimages of the steps a recipe resolves to now, which no store holds yet.
@@ -65,15 +75,19 @@ pub fn diff(
         return Ok(0);
     }
     print_explained(&explained, 0);
+    // Two measured cells: the noise-aware comparison of their headline metrics first.
+    if let Some(table) = measured_comparison(&store, &a.fingerprint, &b.fingerprint) {
+        println!("\nmeasured results:\n{table}");
+    }
     match results {
         Some(changes) if changes.is_empty() => println!("\nstored results are identical"),
+        Some(changes) if !resolution.all => {
+            println!("\nstored results differ in {} fields (--all lists them)", changes.len());
+        }
         Some(changes) => {
             println!("\nstored results differ ({} fields):", changes.len());
-            for change in changes.iter().take(40) {
+            for change in &changes {
                 println!("  {}", describe(change));
-            }
-            if changes.len() > 40 {
-                println!("  … {} more (use --json)", changes.len() - 40);
             }
         }
         None => {}

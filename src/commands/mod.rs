@@ -75,8 +75,8 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
         Command::Graph { recipe, format } => graph::graph(&recipe, format),
-        Command::Diff { a, b, json, sim, set } => {
-            diff::diff(&cli.store, &a, b.as_deref(), json, &diff::Resolution { sim, set })
+        Command::Diff { a, b, json, sim, set, all } => {
+            diff::diff(&cli.store, &a, b.as_deref(), json, &diff::Resolution { sim, set, all })
         }
         Command::Show { fingerprint, json } => show::show(&cli.store, &fingerprint, json),
         Command::Runs { json } => show::runs(&cli.store, json),
