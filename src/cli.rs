@@ -110,6 +110,17 @@ pub enum Command {
         /// Where the run wrote its campaign outputs.
         #[arg(long, default_value = "results")]
         results: PathBuf,
+        /// Sign the bundle with this minisign secret key (`<bundle>.minisig`).
+        #[arg(long, value_name = "SECRET_KEY")]
+        sign: Option<PathBuf>,
+        /// The environment variable holding the secret key's password, if it has one.
+        #[arg(long, value_name = "VAR", requires = "sign")]
+        sign_password_env: Option<String>,
+    },
+    /// Make an unencrypted minisign key pair for signing bundles (KEY and KEY.pub).
+    Keygen {
+        #[arg(default_value = "anvil-signing.key")]
+        key: PathBuf,
     },
     /// Check a bundle and add its results to the store; unpack its recipe.
     Import {
@@ -125,6 +136,9 @@ pub enum Command {
         target: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Check the bundle's signature (`<bundle>.minisig`) against this minisign public key.
+        #[arg(long, value_name = "PUBLIC_KEY")]
+        pubkey: Option<PathBuf>,
     },
     /// Run a bundle's recipe here (its servers as declared, or their
     /// simulated twins with --sim) and say, noise-aware, which of its

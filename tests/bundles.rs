@@ -259,3 +259,29 @@ fn a_slower_twin_differs_where_it_is_slower_and_names_the_changed_setting() {
         .join("; ");
     assert!(cause.contains("prefill-tok-s"), "the changed setting is named: {cause}");
 }
+
+#[test]
+fn a_signed_bundle_names_its_signer_and_a_wrong_key_fails() {
+    let scratch = Scratch::new();
+    let recipe = scratch.write("recipe.kdl", "campaign \"signed\"\ntask \"t\" { run \"true\"; }\n");
+    scratch.run(&recipe, &[], 0);
+    let made = scratch.anvil(&["keygen", "publisher.key"]).expect_code(0);
+    assert!(made.stdout.contains("key id"), "{}", made.transcript());
+    scratch.anvil(&["keygen", "someone-else.key"]).expect_code(0);
+    let exported = scratch
+        .anvil(&["export", "recipe.kdl", "-o", "signed.anvil", "--sign", "publisher.key"])
+        .expect_code(0);
+    assert!(exported.stdout.contains("signed by key"), "{}", exported.transcript());
+
+    let good = scratch.anvil(&["verify", "signed.anvil", "--pubkey", "publisher.key.pub"]).expect_code(0);
+    assert!(good.stdout.contains("signature: good, by key"), "{}", good.transcript());
+    assert!(
+        good.stdout.contains("campaign signed"),
+        "the trusted comment names the campaign: {}",
+        good.transcript()
+    );
+    let unchecked = scratch.anvil(&["verify", "signed.anvil"]).expect_code(0);
+    assert!(unchecked.stdout.contains("not checked: give --pubkey"), "{}", unchecked.transcript());
+    let wrong = scratch.anvil(&["verify", "signed.anvil", "--pubkey", "someone-else.key.pub"]).expect_code(1);
+    assert!(wrong.stdout.contains("SIGNATURE"), "{}", wrong.transcript());
+}

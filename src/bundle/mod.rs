@@ -12,6 +12,7 @@ mod import;
 mod manifest;
 mod member_path;
 mod reader;
+pub mod signature;
 mod verify;
 
 pub use export::{ExportRequest, export};

@@ -4,9 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::{self, ExportRequest, Invocation};
+use crate::bundle::{self, ExportRequest, Invocation, signature};
 
 use super::{Exit, failed, input, open_store};
+
+/// `--sign KEY [--sign-password-env VAR]`.
+pub struct Signing {
+    pub key: PathBuf,
+    pub password_env: Option<String>,
+}
 
 pub fn export(
     store_root: &Path,
@@ -14,6 +20,7 @@ pub fn export(
     run_id: Option<&str>,
     out: Option<PathBuf>,
     results: &Path,
+    signing: Option<Signing>,
 ) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
     let run = match (run_id, recipe) {
@@ -58,6 +65,27 @@ pub fn export(
         seconds
     );
     println!("bundle {}", summary.digest);
+    if let Some(signing) = signing {
+        let password = match &signing.password_env {
+            Some(var) => Some(
+                std::env::var(var).map_err(|_| input(format!("--sign-password-env: ${var} is not set")))?,
+            ),
+            None => None,
+        };
+        let comment = format!("anvil bundle {} campaign {}", summary.digest, recipe.campaign.name);
+        let signer = signature::sign(&summary.path, &signing.key, password, &comment)
+            .map_err(|e| failed(format!("{e}")))?;
+        println!("signed by key {} ({})", signer.key_id, signature::signature_path(&summary.path).display());
+    }
+    Ok(0)
+}
+
+pub fn keygen(key: &Path) -> Result<i32, Exit> {
+    if key.exists() {
+        return Err(input(format!("{} exists: choose another name", key.display())));
+    }
+    let id = signature::keygen(key).map_err(|e| failed(format!("{e}")))?;
+    println!("wrote {} (secret) and {}.pub (public), key id {id}", key.display(), key.display());
     Ok(0)
 }
 
@@ -103,16 +131,35 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// `anvil verify FILE`: a bundle, or a lone `anvil-serving.benchmark/v1` artifact.
-pub fn verify(_store_root: &Path, target: &Path, as_json: bool) -> Result<i32, Exit> {
+pub fn verify(target: &Path, as_json: bool, pubkey: Option<&Path>) -> Result<i32, Exit> {
     if target.extension().is_some_and(|e| e == "json") {
         return verify_artifact(target, as_json);
     }
+    // Who signed it: a bad signature (or none, when a key is given) fails verification.
+    let signer = signature::check(target, pubkey);
     let report = bundle::verify_bundle(target).map_err(|e| failed(format!("verify: {e}")))?;
+    let signature_ok = signer.is_ok();
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
-        return Ok(if report.is_clean() { 0 } else { 1 });
+        let signature = match &signer {
+            Ok(signer) => serde_json::json!(signer),
+            Err(err) => serde_json::json!({"error": err.to_string()}),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"bundle": report, "signature": signature}))
+                .unwrap_or_default()
+        );
+        return Ok(if report.is_clean() && signature_ok { 0 } else { 1 });
     }
     println!("bundle {}", report.digest);
+    match &signer {
+        Ok(Some(s)) if s.checked => {
+            println!("  signature: good, by key {} (\"{}\")", s.key_id, s.trusted_comment)
+        }
+        Ok(Some(s)) => println!("  signature: by key {} (not checked: give --pubkey)", s.key_id),
+        Ok(None) => println!("  signature: none"),
+        Err(err) => println!("  SIGNATURE: {err}"),
+    }
     println!("  {} members: sizes and blake3 match the manifest", report.members);
     println!("  {} stored steps: each preimage hashes to its fingerprint", report.entries);
     println!(
@@ -137,9 +184,12 @@ pub fn verify(_store_root: &Path, target: &Path, as_json: bool) -> Result<i32, E
             println!("  {line}");
         }
     }
-    Ok(if report.is_clean() {
+    Ok(if report.is_clean() && signature_ok {
         println!("verified: clean");
         0
+    } else if report.is_clean() {
+        println!("NOT VERIFIED: the signature does not check out");
+        1
     } else {
         println!("NOT VERIFIED: {} findings", report.findings.len());
         1

@@ -80,11 +80,13 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Show { fingerprint, json } => show::show(&cli.store, &fingerprint, json),
         Command::Runs { json } => show::runs(&cli.store, json),
-        Command::Export { recipe, run, out, results } => {
-            bundle::export(&cli.store, recipe.as_deref(), run.as_deref(), out, &results)
+        Command::Export { recipe, run, out, results, sign, sign_password_env } => {
+            let signing = sign.map(|key| bundle::Signing { key, password_env: sign_password_env });
+            bundle::export(&cli.store, recipe.as_deref(), run.as_deref(), out, &results, signing)
         }
+        Command::Keygen { key } => bundle::keygen(&key),
         Command::Import { bundle, into } => bundle::import(&cli.store, &bundle, into),
-        Command::Verify { target, json } => bundle::verify(&cli.store, &target, json),
+        Command::Verify { target, json, pubkey } => bundle::verify(&target, json, pubkey.as_deref()),
         Command::Reproduce { bundle, sim, set, into, verdicts } => {
             compare::reproduce(&cli.store, &bundle, sim, &set, into, &verdicts).await
         }
