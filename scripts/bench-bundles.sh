@@ -11,7 +11,7 @@ recipe="${1:-recipes/qwen38-possibility.kdl}"
 cargo build --release --quiet
 anvil="$PWD/target/release/anvil"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+[ -n "${KEEP:-}" ] && echo "keeping $work" >&2 || trap 'rm -rf "$work"' EXIT
 cp -r recipes "$work/"
 cd "$work"
 
@@ -31,6 +31,9 @@ raw_mb=$(grep -Eo '[0-9.]+ MB →' export.log | grep -Eo '[0-9.]+')
 read -r verify_s verify_mb < <(measure verify.log "$anvil" verify campaign.anvil)
 read -r import_s import_mb < <(measure import.log "$anvil" import campaign.anvil --store b --into theirs)
 read -r plan_s plan_mb < <(measure plan.log "$anvil" plan "theirs/$(basename "$recipe")" --store b --sim)
+# Reproduce: the campaign run again here on its twins into a third store, compared with the bundle.
+mkdir -p elsewhere
+read -r repro_s repro_mb < <(cd elsewhere && measure ../reproduce.log "$anvil" reproduce ../campaign.anvil --sim --store c)
 
 rate() { awk "BEGIN {printf \"%.1f\", $1 / ($2 > 0.005 ? $2 : 0.005)}"; }
 echo
@@ -41,5 +44,7 @@ printf '%-28s %9s %12s %10s\n' "export" "$export_s" "$(rate "$raw_mb" "$export_s
 printf '%-28s %9s %12s %10s\n' "verify (hash + re-derive)" "$verify_s" "$(rate "$raw_mb" "$verify_s")" "$verify_mb"
 printf '%-28s %9s %12s %10s\n' "import" "$import_s" "$(rate "$raw_mb" "$import_s")" "$import_mb"
 printf '%-28s %9s %12s %10s\n' "plan after import" "$plan_s" "—" "$plan_mb"
+printf '%-28s %9s %12s %10s\n' "reproduce --sim" "$repro_s" "—" "$repro_mb"
 grep -E "verified|NOT VERIFIED" verify.log
 grep -Eo '[0-9]+ pending, [0-9]+ cached' plan.log
+tail -n 1 reproduce.log
