@@ -116,13 +116,20 @@ struct TruthChunk {
 }
 
 #[derive(Deserialize)]
+struct TruthStamp {
+    unix_ns: u64,
+}
+
+#[derive(Deserialize)]
 struct TruthRecord {
     canary: Option<String>,
+    received: TruthStamp,
     chunks: Vec<TruthChunk>,
 }
 
-/// canary marker → the sim's write time of the first token-bearing chunk.
-async fn first_content_writes(url: &str) -> HashMap<String, u64> {
+/// canary marker → (the sim's receipt of the request, its write of the
+/// first token-bearing chunk), both from the sim's own log.
+async fn first_content_writes(url: &str) -> HashMap<String, (u64, u64)> {
     let body = reqwest::get(format!("{url}/debug/ground-truth?clear=1"))
         .await
         .expect("ground truth")
@@ -132,7 +139,9 @@ async fn first_content_writes(url: &str) -> HashMap<String, u64> {
     let records: Vec<TruthRecord> = serde_json::from_slice(&body).expect("ground truth JSON");
     records
         .into_iter()
-        .filter_map(|r| Some((r.canary?, r.chunks.iter().find(|c| c.tokens > 0)?.unix_ns)))
+        .filter_map(|r| {
+            Some((r.canary?, (r.received.unix_ns, r.chunks.iter().find(|c| c.tokens > 0)?.unix_ns)))
+        })
         .collect()
 }
 
@@ -154,57 +163,83 @@ fn wanted(table: &str) -> bool {
     std::env::var("FIDELITY_ONLY").map_or(true, |only| only == table)
 }
 
+/// TTFT rows: (C, measured requests, target p99 of the TTFT error in ms).
+const TTFT_ROWS: [(u32, u32, &str); 3] = [(1, 200, "0.15"), (64, 640, "0.5"), (256, 1024, "1.0")];
+
 fn ttft_table(rt: &tokio::runtime::Runtime) {
-    println!("(1) TTFT error = client first-content arrival - sim first-content write (wall clock), ms");
-    println!("    sim: decode-step-ms 5 (fixed), 64 output tokens, ~64-token prompts; closed loop");
-    println!("    kernel: reads stamped with the kernel's receive time (what anvil records);");
-    println!("    read: the same requests stamped when the client read the bytes (a user-space client)");
     println!(
-        "{:>5} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  load",
-        "C", "samples", "clock", "min", "p50", "p99", "max", "target", "kernel%"
+        "(1) TTFT error against the sim's own log (its wall clock), ms; closed loop, no warmup requests"
+    );
+    println!("    sim: decode-step-ms 5 (fixed), 64 output tokens, ~64-token prompts");
+    println!("    ttft err = client ttft - sim ttft (sim: first-content write - request received):");
+    println!("      what the client adds to what the server spent (connects, stalls, late sends)");
+    println!("    arrival err = client first-content arrival - sim first-content write (kernel clock)");
+    println!("    read p99 = the same with each read stamped when the client read it (a user-space client)");
+    println!(
+        "{:>5} {:>10} {:>7} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>9}  load",
+        "C",
+        "connect",
+        "samples",
+        "ttft p50",
+        "ttft p99",
+        "ttft max",
+        "target",
+        "arr p50",
+        "arr p99",
+        "read p99"
     );
     let sim = spawn_sim(&sim_settings(5.0, 64));
-    for (c, requests, target) in [(1u32, 200u32, "0.5"), (64, 640, "1.0"), (256, 1024, "-")] {
-        let seed = 100 + u64::from(c);
-        rt.block_on(first_content_writes(&sim.url)); // clear
-        let report = run(rt, &spec(seed, c, requests, c.min(64)), &sim.url);
-        let truth = rt.block_on(first_content_writes(&sim.url));
-        let kernel_share = report.records.iter().filter(|r| r.receive_clock == "kernel").count() as f64
-            * 100.0
-            / report.records.len().max(1) as f64;
-        // (kernel-clock error, read-clock error) per matched request.
-        let pairs: Vec<(f64, f64)> = report
-            .records
-            .iter()
-            .filter_map(|r| {
-                let client_ns = r.request_start_unix_ns as f64 + r.ttft_ms? * 1e6;
-                let server_ns = *truth.get(&marker(seed, r.request_index))? as f64;
-                let error = (client_ns - server_ns) / 1e6;
-                Some((error, error + f64::from(r.first_content_read_delay_us?) / 1e3))
-            })
-            .collect();
-        if pairs.is_empty() {
-            println!("{c:>5} no matched samples");
-            continue;
-        }
-        for (clock, pick) in [("kernel", 0usize), ("read", 1)] {
-            let mut errors: Vec<f64> = pairs.iter().map(|p| if pick == 0 { p.0 } else { p.1 }).collect();
-            errors.sort_by(f64::total_cmp);
-            println!(
-                "{:>5} {:>8} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.0}  {}",
-                c,
-                errors.len(),
-                clock,
-                errors[0],
-                nearest_rank(&errors, 50),
-                nearest_rank(&errors, 99),
-                errors[errors.len() - 1],
-                target,
-                kernel_share,
-                load_average()
-            );
+    let rounds: u32 = std::env::var("FIDELITY_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    for _ in 0..rounds {
+        for (c, requests, target) in TTFT_ROWS {
+            for connect in CONNECT_MODES {
+                ttft_row(rt, &sim.url, c, requests, target, connect);
+            }
         }
     }
+}
+
+fn ttft_row(rt: &tokio::runtime::Runtime, url: &str, c: u32, requests: u32, target: &str, connect: &str) {
+    let seed = 100 + u64::from(c);
+    rt.block_on(first_content_writes(url)); // clear
+    let report = run(rt, &ttft_spec(spec(seed, c, requests, 0), connect), url);
+    let truth = rt.block_on(first_content_writes(url));
+    // (ttft error, arrival error, read-clock arrival error) per matched request.
+    let rows: Vec<(f64, f64, f64)> = report_records(&report)
+        .iter()
+        .filter_map(|r| {
+            let ttft = r.ttft_ms?;
+            let (received, written) = *truth.get(&marker(seed, r.request_index))?;
+            let server_ttft = (written as f64 - received as f64) / 1e6;
+            let arrival = (r.request_start_unix_ns as f64 + ttft * 1e6 - written as f64) / 1e6;
+            let read = arrival + f64::from(r.first_content_read_delay_us?) / 1e3;
+            Some((ttft - server_ttft, arrival, read))
+        })
+        .collect();
+    if rows.is_empty() {
+        println!("{c:>5} no matched samples");
+        return;
+    }
+    let sorted = |pick: fn(&(f64, f64, f64)) -> f64| {
+        let mut v: Vec<f64> = rows.iter().map(pick).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (ttft, arrival, read) = (sorted(|r| r.0), sorted(|r| r.1), sorted(|r| r.2));
+    println!(
+        "{:>5} {:>10} {:>7} {:>9.3} {:>9.3} {:>9.3} {:>7} {:>9.3} {:>9.3} {:>9.3}  {}",
+        c,
+        connect,
+        ttft.len(),
+        nearest_rank(&ttft, 50),
+        nearest_rank(&ttft, 99),
+        ttft[ttft.len() - 1],
+        target,
+        nearest_rank(&arrival, 50),
+        nearest_rank(&arrival, 99),
+        nearest_rank(&read, 99),
+        load_average()
+    );
 }
 
 fn cpu_table(rt: &tokio::runtime::Runtime) {
@@ -318,13 +353,103 @@ fn sweep_row(rt: &tokio::runtime::Runtime, args: &str) {
     );
 }
 
+// --- what differs between client versions ---
+
+const CONNECT_MODES: [&str; 1] = ["-"];
+
+fn ttft_spec(spec: CellSpec, _connect: &str) -> CellSpec {
+    spec
+}
+
+fn report_records(report: &CellReport) -> Vec<anvil_loadgen::RequestRecord> {
+    report.records.clone()
+}
+
+/// Runs the cell and writes its artifact into `dir`: (chunks, artifact bytes).
+fn run_and_write(
+    rt: &tokio::runtime::Runtime,
+    spec: &CellSpec,
+    url: &str,
+    dir: &std::path::Path,
+) -> (u64, u64) {
+    let report = run(rt, spec, url);
+    let chunks = report.records.iter().map(|r| u64::from(r.content_chunks)).sum();
+    let bytes = serde_json::to_vec_pretty(&report.artifact).expect("artifact");
+    std::fs::write(dir.join("benchmark.json"), &bytes).expect("write");
+    (chunks, bytes.len() as u64)
+}
+
 const ROW_ENV: &str = "FIDELITY_SWEEP_ROW";
+const RSS_ENV: &str = "FIDELITY_RSS_ROW";
+
+/// Peak resident memory of this process (VmHWM), in MiB.
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+fn rss_table() {
+    println!(
+        "(4) peak RSS of a process that runs one cell and writes its benchmark.json (as `anvil run` does)"
+    );
+    println!(
+        "    sim: decode-step-ms 1 (fixed), 256 output tokens; C=64 closed loop; one child process per row"
+    );
+    println!(
+        "{:>9} {:>9} {:>12} {:>12} {:>14}  load",
+        "requests", "chunks", "start MiB", "peak MiB", "artifact MiB"
+    );
+    let sim = spawn_sim(&sim_settings(1.0, 256));
+    let exe = std::env::current_exe().expect("own path");
+    let counts: Vec<u32> = std::env::var("FIDELITY_RSS_REQUESTS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|r| r.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![2000]);
+    for requests in counts {
+        let status = Command::new(&exe)
+            .env(RSS_ENV, format!("{requests},{}", sim.url))
+            .status()
+            .expect("rss row child");
+        assert!(status.success(), "rss row {requests} failed");
+    }
+}
+
+/// One RSS row: `requests,url` in [`RSS_ENV`].
+fn rss_row(rt: &tokio::runtime::Runtime, args: &str) {
+    let (requests, url) = args.split_once(',').expect("requests,url");
+    let requests: u32 = requests.parse().expect("requests");
+    let start = peak_rss_mib();
+    let spec = CellSpec { context_tokens: 0, ..spec(400, 64, requests, 0) };
+    let dir = std::env::temp_dir().join(format!("anvil-fidelity-rss-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let (chunks, bytes) = run_and_write(rt, &spec, url, &dir);
+    let peak = peak_rss_mib();
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "{:>9} {:>9} {:>12.1} {:>12.1} {:>14.1}  {}",
+        requests,
+        chunks,
+        start,
+        peak,
+        bytes as f64 / (1024.0 * 1024.0),
+        load_average()
+    );
+}
 
 fn main() {
     // The caller's runtime only waits for run_cell; the client runs on its own.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     if let Ok(args) = std::env::var(ROW_ENV) {
         sweep_row(&rt, &args);
+        return;
+    }
+    if let Ok(args) = std::env::var(RSS_ENV) {
+        rss_row(&rt, &args);
         return;
     }
     println!("load average at start: {}", load_average());
@@ -338,5 +463,9 @@ fn main() {
     }
     if wanted("sweep") {
         sweep_table();
+        println!();
+    }
+    if wanted("rss") {
+        rss_table();
     }
 }

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use crate::record::RequestRecord;
+use crate::record_log::{FAILURE_CLASSES, GapCounts, Row, Stored, col, element_bytes, get, is};
 use crate::run::RunOutput;
 use crate::spec::{Arrival, CellContext, CellSpec, PromptCacheMode, Target, ThinkingMode};
 use crate::stats::{Distribution, KeyStyle, P99_MIN_SAMPLES, t95, write_distribution};
@@ -15,69 +15,137 @@ pub const SCHEMA: &str = "anvil-serving.benchmark/v1";
 pub const PROTOCOL: &str = "capacity-v4-reasoning";
 const FAILURE_POLICY: &str = "failed or contract-invalid responses retain sanitized timing and metadata but are excluded from performance distributions";
 
-/// A distribution metric: artifact name, key style, and how to read it off a record.
+/// A distribution metric: artifact name, key style, and its column in the stored rows.
 struct MetricDef {
     name: &'static str,
     style: KeyStyle,
-    value: fn(&RequestRecord) -> Option<f64>,
+    column: usize,
 }
 
 /// Per-request distributions, over performance-eligible requests.
 const REQUEST_METRICS: &[MetricDef] = &[
-    MetricDef {
-        name: "completion_tokens",
-        style: KeyStyle::Plain,
-        value: |r| r.output_tokens.map(|v| v as f64),
-    },
-    MetricDef { name: "decode_tok_s", style: KeyStyle::Plain, value: |r| r.decode_tok_s },
-    MetricDef { name: "e2e", style: KeyStyle::Millis, value: |r| r.e2e_ms },
-    MetricDef {
-        name: "effective_prefill_tok_s",
-        style: KeyStyle::Plain,
-        value: |r| r.effective_prefill_tok_s,
-    },
-    MetricDef { name: "generation", style: KeyStyle::Millis, value: |r| r.generation_ms },
-    MetricDef {
-        name: "mean_inter_token_latency_ms",
-        style: KeyStyle::Plain,
-        value: |r| r.mean_inter_token_latency_ms,
-    },
-    MetricDef {
-        name: "mean_time_per_output_token",
-        style: KeyStyle::Millis,
-        value: |r| r.mean_time_per_output_token_ms,
-    },
-    MetricDef { name: "prompt_tokens", style: KeyStyle::Plain, value: |r| r.prompt_tokens.map(|v| v as f64) },
-    MetricDef { name: "time_to_first_output", style: KeyStyle::Millis, value: |r| r.time_to_first_output_ms },
-    MetricDef { name: "tpot", style: KeyStyle::Millis, value: |r| r.tpot_ms },
-    MetricDef { name: "ttft", style: KeyStyle::Millis, value: |r| r.ttft_ms },
-    MetricDef { name: "visible_generation", style: KeyStyle::Millis, value: |r| r.visible_generation_ms },
-    MetricDef { name: "tokens_per_chunk", style: KeyStyle::Plain, value: |r| r.tokens_per_chunk },
+    MetricDef { name: "completion_tokens", style: KeyStyle::Plain, column: col::OUTPUT_TOKENS },
+    MetricDef { name: "decode_tok_s", style: KeyStyle::Plain, column: col::DECODE },
+    MetricDef { name: "e2e", style: KeyStyle::Millis, column: col::E2E },
+    MetricDef { name: "effective_prefill_tok_s", style: KeyStyle::Plain, column: col::PREFILL },
+    MetricDef { name: "generation", style: KeyStyle::Millis, column: col::GENERATION },
+    MetricDef { name: "mean_inter_token_latency_ms", style: KeyStyle::Plain, column: col::MEAN_ITL },
+    MetricDef { name: "mean_time_per_output_token", style: KeyStyle::Millis, column: col::MEAN_TPOT },
+    MetricDef { name: "prompt_tokens", style: KeyStyle::Plain, column: col::PROMPT_TOKENS },
+    MetricDef { name: "time_to_first_output", style: KeyStyle::Millis, column: col::TFO },
+    MetricDef { name: "tpot", style: KeyStyle::Millis, column: col::TPOT },
+    MetricDef { name: "ttft", style: KeyStyle::Millis, column: col::TTFT },
+    MetricDef { name: "visible_generation", style: KeyStyle::Millis, column: col::VISIBLE_GENERATION },
+    MetricDef { name: "tokens_per_chunk", style: KeyStyle::Plain, column: col::TOKENS_PER_CHUNK },
 ];
 
-fn values(records: &[&RequestRecord], f: impl Fn(&RequestRecord) -> Option<f64>) -> Vec<f64> {
-    records.iter().filter_map(|r| f(r)).collect()
+/// Which stored rows a computation covers.
+#[derive(Clone, Copy)]
+enum Subset {
+    All,
+    Repeat(u32),
+    Target(usize),
 }
 
-/// Wall-clock span of one measured run: first send to last response end.
-pub fn wall_span_ms(records: &[&RequestRecord]) -> f64 {
-    let first = records.iter().map(|r| r.actual_send_ms).fold(f64::INFINITY, f64::min);
-    let last = records.iter().map(|r| r.finished_ms).fold(f64::NEG_INFINITY, f64::max);
-    if records.is_empty() { 0.0 } else { (last - first).max(0.0) }
+impl Subset {
+    fn keeps(self, row: &Row) -> bool {
+        match self {
+            Self::All => true,
+            Self::Repeat(r) => row[col::REPEAT] == f64::from(r),
+            Self::Target(t) => row[col::TARGET] == t as f64,
+        }
+    }
+}
+
+/// Counts and sums over one subset, gathered in one pass.
+#[derive(Default)]
+struct Tally {
+    attempted: usize,
+    eligible: usize,
+    successful: usize,
+    responses: usize,
+    output_tokens: u64,
+    prompt_tokens: u64,
+    prompt_token_samples: usize,
+    content_chunks: u64,
+    reasoning_chunks: u64,
+    sources: BTreeMap<&'static str, u64>,
+    controlled: usize,
+    controlled_exact: usize,
+    controlled_unobservable: usize,
+    canaries: usize,
+    canaries_passed: usize,
+    hit_sum: f64,
+    hits: usize,
+    good: usize,
+    good_tokens: u64,
+    first_send: f64,
+    last_end: f64,
+}
+
+fn tally(store: &Stored, subset: Subset) -> std::io::Result<Tally> {
+    let mut t = Tally { first_send: f64::INFINITY, last_end: f64::NEG_INFINITY, ..Tally::default() };
+    store.scan(|row| {
+        if !subset.keeps(row) {
+            return;
+        }
+        t.attempted += 1;
+        t.first_send = t.first_send.min(row[col::ACTUAL_SEND]);
+        t.last_end = t.last_end.max(row[col::FINISHED]);
+        t.successful += usize::from(is(row, col::SUCCESSFUL));
+        t.responses += usize::from(is(row, col::HTTP_2XX));
+        if is(row, col::CONTROLLED) {
+            t.controlled += 1;
+            t.controlled_exact += usize::from(is(row, col::CONTROLLED_EXACT));
+            t.controlled_unobservable += usize::from(!is(row, col::CONTROLLED_OBSERVABLE));
+        }
+        if is(row, col::CANARY) {
+            t.canaries += 1;
+            t.canaries_passed += usize::from(is(row, col::CANARY_PASSED));
+        }
+        let output_tokens = get(row, col::OUTPUT_TOKENS).map(|v| v as u64);
+        if is(row, col::SLO_MET) {
+            t.good += 1;
+            t.good_tokens += output_tokens.unwrap_or(0);
+        }
+        if !is(row, col::ELIGIBLE) {
+            return;
+        }
+        t.eligible += 1;
+        t.output_tokens += output_tokens.unwrap_or(0);
+        let prompt = get(row, col::PROMPT_TOKENS).map(|v| v as u64);
+        t.prompt_tokens += prompt.unwrap_or(0);
+        t.prompt_token_samples += usize::from(prompt.is_some());
+        t.content_chunks += row[col::CONTENT_CHUNKS] as u64;
+        t.reasoning_chunks += row[col::REASONING_CHUNKS] as u64;
+        *t.sources.entry(if output_tokens.is_some() { "usage" } else { "none" }).or_default() += 1;
+        // Summed in request order, as the records are.
+        if let (Some(cached), Some(p)) = (get(row, col::CACHED_PROMPT_TOKENS), prompt.filter(|p| *p > 0)) {
+            t.hit_sum += cached / p as f64;
+            t.hits += 1;
+        }
+    })?;
+    Ok(t)
+}
+
+impl Tally {
+    /// Wall-clock span: first send to last response end.
+    fn wall_ms(&self) -> f64 {
+        if self.attempted == 0 { 0.0 } else { (self.last_end - self.first_send).max(0.0) }
+    }
 }
 
 /// Sum of the wall spans of each repeat (repeats are separate runs; the
 /// pauses between them are not part of any run).
-pub fn total_wall_ms(records: &[RequestRecord]) -> f64 {
-    let mut by_repeat: BTreeMap<u32, Vec<&RequestRecord>> = BTreeMap::new();
-    for r in records {
-        by_repeat.entry(r.repeat).or_default().push(r);
-    }
-    by_repeat.values().map(|rs| wall_span_ms(rs)).sum()
-}
-
-fn tokens(records: &[&RequestRecord]) -> u64 {
-    records.iter().filter_map(|r| r.output_tokens).sum()
+fn total_wall_ms(store: &Stored, repeats: u32) -> std::io::Result<f64> {
+    let mut spans: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
+    store.scan(|row| {
+        let span = spans.entry(row[col::REPEAT] as u32).or_insert((f64::INFINITY, f64::NEG_INFINITY));
+        span.0 = span.0.min(row[col::ACTUAL_SEND]);
+        span.1 = span.1.max(row[col::FINISHED]);
+    })?;
+    let _ = repeats;
+    Ok(spans.values().map(|(first, last)| (last - first).max(0.0)).sum())
 }
 
 fn per_second(count: f64, wall_ms: f64) -> Value {
@@ -92,28 +160,34 @@ fn unix_ns(t: SystemTime) -> u128 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
-/// The `metrics` block over `all` attempted requests of a run spanning `wall_ms`.
-pub fn metrics(all: &[&RequestRecord], wall_ms: f64, spec: &CellSpec) -> Map<String, Value> {
-    let eligible: Vec<&RequestRecord> = all.iter().copied().filter(|r| r.performance_eligible).collect();
+fn eligible_in(subset: Subset) -> impl Fn(&Row) -> bool {
+    move |row| subset.keeps(row) && is(row, col::ELIGIBLE)
+}
+
+/// The `metrics` block over a subset of the attempted requests spanning `wall_ms`.
+fn metrics(
+    store: &Stored,
+    subset: Subset,
+    t: &Tally,
+    gaps: &GapCounts,
+    wall_ms: f64,
+    spec: &CellSpec,
+) -> std::io::Result<Map<String, Value>> {
     let mut m = Map::new();
+    // One metric's values in memory at a time.
     for def in REQUEST_METRICS {
-        let d = Distribution::of(&values(&eligible, def.value));
+        let d = Distribution::of(&store.column(def.column, eligible_in(subset))?);
         write_distribution(&mut m, def.name, def.style, d.as_ref());
     }
     // Raw chunk gaps, pooled over every eligible request (real inter-chunk latency).
-    let gaps: Vec<f64> =
-        eligible.iter().flat_map(|r| r.chunk_gaps_us.iter().map(|g| f64::from(*g) / 1000.0)).collect();
-    write_distribution(&mut m, "chunk_gap", KeyStyle::Millis, Distribution::of(&gaps).as_ref());
+    let gaps: Vec<(f64, u64)> = gaps.sorted().into_iter().map(|(g, n)| (f64::from(g) / 1000.0, n)).collect();
+    write_distribution(&mut m, "chunk_gap", KeyStyle::Millis, Distribution::of_sorted_counts(&gaps).as_ref());
     // Client schedule lag covers every attempted request: it is about the client.
-    write_distribution(
-        &mut m,
-        "send_lag",
-        KeyStyle::Millis,
-        Distribution::of(&values(all, |r| Some(r.send_lag_ms))).as_ref(),
-    );
+    let lags = store.column(col::SEND_LAG, |row| subset.keeps(row))?;
+    write_distribution(&mut m, "send_lag", KeyStyle::Millis, Distribution::of(&lags).as_ref());
     // How long the first content sat in the socket before the client read
     // it: also about the client (did it keep up?), not the engine.
-    let read_delays = values(&eligible, |r| r.first_content_read_delay_us.map(|us| f64::from(us) / 1000.0));
+    let read_delays = store.column(col::READ_DELAY, eligible_in(subset))?;
     write_distribution(
         &mut m,
         "first_content_read_delay",
@@ -121,77 +195,49 @@ pub fn metrics(all: &[&RequestRecord], wall_ms: f64, spec: &CellSpec) -> Map<Str
         Distribution::of(&read_delays).as_ref(),
     );
 
-    let output_tokens = tokens(&eligible);
-    m.insert("output_tokens".into(), json!(output_tokens));
-    m.insert("prompt_tokens".into(), json!(eligible.iter().filter_map(|r| r.prompt_tokens).sum::<u64>()));
-    m.insert(
-        "prompt_token_samples".into(),
-        json!(eligible.iter().filter(|r| r.prompt_tokens.is_some()).count()),
-    );
-    m.insert(
-        "content_chunks".into(),
-        json!(eligible.iter().map(|r| u64::from(r.content_chunks)).sum::<u64>()),
-    );
-    m.insert(
-        "reasoning_chunks".into(),
-        json!(eligible.iter().map(|r| u64::from(r.reasoning_chunks)).sum::<u64>()),
-    );
+    m.insert("output_tokens".into(), json!(t.output_tokens));
+    m.insert("prompt_tokens".into(), json!(t.prompt_tokens));
+    m.insert("prompt_token_samples".into(), json!(t.prompt_token_samples));
+    m.insert("content_chunks".into(), json!(t.content_chunks));
+    m.insert("reasoning_chunks".into(), json!(t.reasoning_chunks));
     // Present in the reference as null; its meaning is not defined there, so we do not guess one.
     m.insert("content_chunks_s".into(), Value::Null);
-    let mut sources: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in &eligible {
-        *sources.entry(r.output_token_source.as_str()).or_default() += 1;
-    }
-    m.insert("output_token_sources".into(), json!(sources));
+    m.insert("output_token_sources".into(), json!(t.sources));
 
-    let controlled: Vec<_> = all.iter().filter_map(|r| r.controlled_output.as_ref()).collect();
-    let exact = controlled.iter().filter(|c| c.exact).count();
-    m.insert("controlled_output_samples".into(), json!(controlled.len()));
-    m.insert("controlled_output_exact_adherence".into(), json!(exact));
+    m.insert("controlled_output_samples".into(), json!(t.controlled));
+    m.insert("controlled_output_exact_adherence".into(), json!(t.controlled_exact));
     m.insert(
         "controlled_output_exact_adherence_rate".into(),
-        if controlled.is_empty() { Value::Null } else { json!(exact as f64 / controlled.len() as f64) },
+        if t.controlled == 0 { Value::Null } else { json!(t.controlled_exact as f64 / t.controlled as f64) },
     );
-    m.insert(
-        "controlled_output_unobservable".into(),
-        json!(controlled.iter().filter(|c| !c.observable).count()),
-    );
+    m.insert("controlled_output_unobservable".into(), json!(t.controlled_unobservable));
 
-    let canaries: Vec<_> = all.iter().filter_map(|r| r.request_canary.as_ref()).collect();
-    m.insert("request_canary_samples".into(), json!(canaries.len()));
-    m.insert("request_canary_passed".into(), json!(canaries.iter().filter(|c| c.passed).count()));
+    m.insert("request_canary_samples".into(), json!(t.canaries));
+    m.insert("request_canary_passed".into(), json!(t.canaries_passed));
 
-    let hits: Vec<f64> = eligible
-        .iter()
-        .filter_map(|r| Some(r.cached_prompt_tokens? as f64 / r.prompt_tokens.filter(|p| *p > 0)? as f64))
-        .collect();
-    let hit_avg =
-        if hits.is_empty() { Value::Null } else { json!(hits.iter().sum::<f64>() / hits.len() as f64) };
+    let hit_avg = if t.hits == 0 { Value::Null } else { json!(t.hit_sum / t.hits as f64) };
     m.insert("prefix_cache_hit_avg".into(), hit_avg);
-    m.insert("prefix_cache_hit_samples".into(), json!(hits.len()));
+    m.insert("prefix_cache_hit_samples".into(), json!(t.hits));
 
-    let throughput_eligible = !eligible.is_empty() && eligible.len() == all.len();
-    m.insert("throughput_tok_s".into(), per_second(output_tokens as f64, wall_ms));
+    let throughput_eligible = t.eligible > 0 && t.eligible == t.attempted;
+    m.insert("throughput_tok_s".into(), per_second(t.output_tokens as f64, wall_ms));
     m.insert("throughput_performance_eligible".into(), json!(throughput_eligible));
-    m.insert("request_throughput_req_s".into(), per_second(eligible.len() as f64, wall_ms));
+    m.insert("request_throughput_req_s".into(), per_second(t.eligible as f64, wall_ms));
 
     if spec.slo.is_some() {
-        let good: Vec<&RequestRecord> = all.iter().copied().filter(|r| r.slo_met == Some(true)).collect();
-        m.insert("goodput_requests".into(), json!(good.len()));
+        m.insert("goodput_requests".into(), json!(t.good));
         m.insert(
             "goodput_rate".into(),
-            if all.is_empty() { Value::Null } else { json!(good.len() as f64 / all.len() as f64) },
+            if t.attempted == 0 { Value::Null } else { json!(t.good as f64 / t.attempted as f64) },
         );
-        m.insert("goodput_req_s".into(), per_second(good.len() as f64, wall_ms));
-        m.insert("goodput_tok_s".into(), per_second(tokens(&good) as f64, wall_ms));
+        m.insert("goodput_req_s".into(), per_second(t.good as f64, wall_ms));
+        m.insert("goodput_tok_s".into(), per_second(t.good_tokens as f64, wall_ms));
     }
-    m
+    Ok(m)
 }
 
-fn metric_population(all: &[&RequestRecord], metrics: &Map<String, Value>) -> Value {
-    let eligible = all.iter().filter(|r| r.performance_eligible).count();
-    let successful =
-        all.iter().filter(|r| r.failure.as_ref().is_none_or(|f| f.class.is_contract_violation())).count();
+fn metric_population(t: &Tally, metrics: &Map<String, Value>) -> Value {
+    let (eligible, successful, attempted) = (t.eligible, t.successful, t.attempted);
     let mut samples = Map::new();
     let mut interpretation = Map::new();
     let names =
@@ -203,9 +249,9 @@ fn metric_population(all: &[&RequestRecord], metrics: &Map<String, Value>) -> Va
     }
     let min_samples = samples.values().filter_map(Value::as_u64).min().unwrap_or(0);
     json!({
-        "aggregate_throughput_eligible": eligible > 0 && eligible == all.len(),
-        "attempted_requests": all.len(),
-        "excluded_requests": all.len() - eligible,
+        "aggregate_throughput_eligible": eligible > 0 && eligible == attempted,
+        "attempted_requests": attempted,
+        "excluded_requests": attempted - eligible,
         "failure_policy": FAILURE_POLICY,
         "p99_interpretation": p99_label(min_samples as usize),
         "p99_interpretation_by_metric": interpretation,
@@ -295,7 +341,7 @@ fn across(values: &[f64]) -> Value {
     })
 }
 
-fn repeats(spec: &CellSpec, records: &[RequestRecord]) -> Value {
+fn repeats(spec: &CellSpec, store: &Stored) -> std::io::Result<Value> {
     const KEYS: [&str; 8] = [
         "throughput_tok_s",
         "ttft_p50_ms",
@@ -308,14 +354,16 @@ fn repeats(spec: &CellSpec, records: &[RequestRecord]) -> Value {
     ];
     let mut runs = Vec::new();
     let mut per_key: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let no_gaps = GapCounts::default();
     for repeat in 0..spec.repeat {
-        let rs: Vec<&RequestRecord> = records.iter().filter(|r| r.repeat == repeat).collect();
-        let wall = wall_span_ms(&rs);
-        let m = metrics(&rs, wall, spec);
+        let subset = Subset::Repeat(repeat);
+        let t = tally(store, subset)?;
+        let wall = t.wall_ms();
+        let m = metrics(store, subset, &t, store.gaps.get(&repeat).unwrap_or(&no_gaps), wall, spec)?;
         let mut run = Map::new();
         run.insert("repeat".into(), json!(repeat));
-        run.insert("attempted".into(), json!(rs.len()));
-        run.insert("completed".into(), json!(rs.iter().filter(|r| r.performance_eligible).count()));
+        run.insert("attempted".into(), json!(t.attempted));
+        run.insert("completed".into(), json!(t.eligible));
         run.insert("wall_clock_ms".into(), json!(wall));
         run.insert("output_tokens".into(), m["output_tokens"].clone());
         for key in KEYS {
@@ -329,70 +377,75 @@ fn repeats(spec: &CellSpec, records: &[RequestRecord]) -> Value {
     }
     let across_repeats: Map<String, Value> =
         KEYS.iter().map(|k| (k.to_string(), across(per_key.get(k).map_or(&[][..], |v| v)))).collect();
-    json!({"count": spec.repeat, "runs": runs, "across_repeats": across_repeats})
+    Ok(json!({"count": spec.repeat, "runs": runs, "across_repeats": across_repeats}))
 }
 
-fn per_target(targets: &[Target], records: &[RequestRecord], wall_ms: f64) -> Value {
-    let rows: Vec<Value> = targets
-        .iter()
-        .map(|t| {
-            let rs: Vec<&RequestRecord> = records.iter().filter(|r| r.target == t.label).collect();
-            let eligible: Vec<&RequestRecord> =
-                rs.iter().copied().filter(|r| r.performance_eligible).collect();
-            let ttft = Distribution::of(&values(&eligible, |r| r.ttft_ms));
-            let tpot = Distribution::of(&values(&eligible, |r| r.tpot_ms));
-            let e2e = Distribution::of(&values(&eligible, |r| r.e2e_ms));
-            json!({
-                "label": t.label,
-                "attempted": rs.len(),
-                "completed": eligible.len(),
-                "failed": rs.len() - eligible.len(),
-                "output_tokens": tokens(&eligible),
-                // Same denominator as the cell: per-target rates add up to the cell's exactly.
-                "throughput_tok_s": per_second(tokens(&eligible) as f64, wall_ms),
-                "ttft_p50_ms": ttft.as_ref().map(|d| d.percentiles[1]),
-                "ttft_p99_ms": ttft.as_ref().map(|d| d.percentiles[5]),
-                "ttft_mean_ms": ttft.as_ref().map(|d| d.mean),
-                "tpot_mean_ms": tpot.as_ref().map(|d| d.mean),
-                "e2e_p50_ms": e2e.as_ref().map(|d| d.percentiles[1]),
-            })
-        })
-        .collect();
-    Value::Array(rows)
+fn per_target(targets: &[Target], store: &Stored, wall_ms: f64) -> std::io::Result<Value> {
+    let mut rows = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let subset = Subset::Target(i);
+        let tl = tally(store, subset)?;
+        let ttft = Distribution::of(&store.column(col::TTFT, eligible_in(subset))?);
+        let tpot = Distribution::of(&store.column(col::TPOT, eligible_in(subset))?);
+        let e2e = Distribution::of(&store.column(col::E2E, eligible_in(subset))?);
+        rows.push(json!({
+            "label": t.label,
+            "attempted": tl.attempted,
+            "completed": tl.eligible,
+            "failed": tl.attempted - tl.eligible,
+            "output_tokens": tl.output_tokens,
+            // Same denominator as the cell: per-target rates add up to the cell's exactly.
+            "throughput_tok_s": per_second(tl.output_tokens as f64, wall_ms),
+            "ttft_p50_ms": ttft.as_ref().map(|d| d.percentiles[1]),
+            "ttft_p99_ms": ttft.as_ref().map(|d| d.percentiles[5]),
+            "ttft_mean_ms": ttft.as_ref().map(|d| d.mean),
+            "tpot_mean_ms": tpot.as_ref().map(|d| d.mean),
+            "e2e_p50_ms": e2e.as_ref().map(|d| d.percentiles[1]),
+        }));
+    }
+    Ok(Value::Array(rows))
 }
 
-/// Builds the full artifact.
-pub fn build(spec: &CellSpec, targets: &[Target], ctx: &CellContext, out: &RunOutput) -> Value {
-    let records = &out.records;
-    let all: Vec<&RequestRecord> = records.iter().collect();
-    let wall_ms = total_wall_ms(records);
-    let metrics = metrics(&all, wall_ms, spec);
-    let population = metric_population(&all, &metrics);
-    let completed = all.iter().filter(|r| r.performance_eligible).count();
-    let failures: Vec<Value> = records
-        .iter()
-        .filter_map(|r| {
-            let f = r.failure.as_ref()?;
-            Some(json!({
-                "request_index": r.request_index,
-                "repeat": r.repeat,
-                "target": r.target,
-                "class": f.class,
-                "detail": f.detail,
-                "http_status": r.http_status,
-            }))
-        })
-        .collect();
+/// The connections a cell opened before its clocks started.
+fn connections(spec: &CellSpec, out: &RunOutput) -> Value {
+    json!({
+        "connect": spec.connect.as_str(),
+        "fd_table_slots": out.preparation.fd_table_slots,
+        "opened_ahead": out.preparation.ahead.iter().map(|c| json!({
+            "repeat": c.repeat,
+            "target": c.target,
+            "connection_id": c.connection_id,
+            "connect_ms": c.connect_ms,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Builds the artifact with empty `request_timings` and `failures`
+/// (written from the stored records by [`write_pretty`]).
+pub fn build(
+    spec: &CellSpec,
+    targets: &[Target],
+    ctx: &CellContext,
+    out: &RunOutput,
+) -> std::io::Result<Value> {
+    let store = &out.store;
+    let mut all_gaps = GapCounts::default();
+    for g in store.gaps.values() {
+        all_gaps.merge(g);
+    }
+    let t = tally(store, Subset::All)?;
+    let wall_ms = total_wall_ms(store, spec.repeat)?;
+    let metrics = metrics(store, Subset::All, &t, &all_gaps, wall_ms, spec)?;
+    let population = metric_population(&t, &metrics);
+    let completed = t.eligible;
     let mut failure_counts: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in records {
-        if let Some(f) = &r.failure {
-            *failure_counts.entry(f.class.as_str()).or_default() += 1;
-        }
-    }
     let mut context_distribution: BTreeMap<String, u64> = BTreeMap::new();
-    for r in records {
-        *context_distribution.entry(r.planned_context_tokens.to_string()).or_default() += 1;
-    }
+    store.scan(|row| {
+        if let Some(code) = get(row, col::FAILURE_CLASS) {
+            *failure_counts.entry(FAILURE_CLASSES[code as usize].as_str()).or_default() += 1;
+        }
+        *context_distribution.entry((row[col::PLANNED_CONTEXT] as u64).to_string()).or_default() += 1;
+    })?;
     let (cache_mode, shared_prefix_tokens) = match spec.prompt_cache_mode {
         PromptCacheMode::Unique => ("unique", 0),
         PromptCacheMode::SharedPrefix { prefix_tokens } => ("shared-prefix", prefix_tokens),
@@ -406,9 +459,7 @@ pub fn build(spec: &CellSpec, targets: &[Target], ctx: &CellContext, out: &RunOu
         crate::spec::OutputPolicy::Observe => "observe",
         crate::spec::OutputPolicy::Strict => "strict",
     };
-    let timings: Vec<Value> =
-        records.iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect();
-    json!({
+    Ok(json!({
         "schema": SCHEMA,
         "measurement_protocol": PROTOCOL,
         "base_url": "[redacted]",
@@ -421,8 +472,8 @@ pub fn build(spec: &CellSpec, targets: &[Target], ctx: &CellContext, out: &RunOu
         "context_tokens": spec.context_tokens,
         "controlled_output_policy": policy,
         "engine": ctx.engine,
-        "failed": records.len() - completed,
-        "failures": failures,
+        "failed": t.attempted - completed,
+        "failures": [],
         "finished_at": iso_seconds(out.finished_at),
         "finished_at_unix_ns": unix_ns(out.finished_at),
         "gpu": ctx.gpu,
@@ -432,13 +483,13 @@ pub fn build(spec: &CellSpec, targets: &[Target], ctx: &CellContext, out: &RunOu
         "metric_population": population,
         "metrics": metrics,
         "model": spec.model,
-        "performance_eligible": completed > 0 && completed == records.len(),
+        "performance_eligible": completed > 0 && completed == t.attempted,
         "prompt_cache_mode": cache_mode,
         "request_canaries": spec.canaries,
-        "request_timings": timings,
-        "requests": records.len(),
+        "request_timings": [],
+        "requests": t.attempted,
         "response_words": spec.response_words,
-        "responses_received": records.iter().filter(|r| r.http_status.is_some_and(|s| (200..300).contains(&s))).count(),
+        "responses_received": t.responses,
         "run_id": ctx.run_id,
         "sampling": sampling(spec),
         "serve_flags": serve_flags(spec, ctx),
@@ -457,10 +508,10 @@ pub fn build(spec: &CellSpec, targets: &[Target], ctx: &CellContext, out: &RunOu
         "simulated": ctx.simulated,
         "balance": ctx.balance,
         "targets": targets.iter().map(|t| json!({"label": t.label})).collect::<Vec<_>>(),
-        "per_target": per_target(targets, records, wall_ms),
+        "per_target": per_target(targets, store, wall_ms)?,
         "requests_per_repeat": spec.requests,
         "repeat": spec.repeat,
-        "repeats": repeats(spec, records),
+        "repeats": repeats(spec, store)?,
         "failure_counts": failure_counts,
         "slo": spec.slo,
         "calibration": out.calibration,
@@ -468,5 +519,56 @@ pub fn build(spec: &CellSpec, targets: &[Target], ctx: &CellContext, out: &RunOu
         "thinking_mode": spec.thinking,
         "request_timeout_ms": spec.request_timeout_ms,
         "loadgen_version": env!("CARGO_PKG_VERSION"),
-    })
+        "connections": connections(spec, out),
+    }))
+}
+
+/// Top-level keys whose values are the stored per-request arrays.
+const STREAMED_KEYS: [&str; 2] = ["request_timings", "failures"];
+
+/// Writes `artifact` as `serde_json::to_writer_pretty` would, with the
+/// stored `request_timings` and `failures` in place of the placeholders
+/// (copied from the record log, never all in memory).
+pub fn write_pretty(artifact: &Value, store: &Stored, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    let Value::Object(map) = artifact else {
+        return serde_json::to_writer_pretty(out, artifact).map_err(std::io::Error::from);
+    };
+    if map.is_empty() {
+        return out.write_all(b"{}");
+    }
+    out.write_all(b"{\n")?;
+    for (i, (key, value)) in map.iter().enumerate() {
+        out.write_all(b"  ")?;
+        serde_json::to_writer(&mut *out, key)?;
+        out.write_all(b": ")?;
+        match key.as_str() {
+            k if STREAMED_KEYS.contains(&k) => store.write_array(k == "failures", out)?,
+            _ => out.write_all(&element_bytes(value, 2)?)?,
+        }
+        out.write_all(if i + 1 < map.len() { b",\n" } else { b"\n" })?;
+    }
+    out.write_all(b"}")
+}
+
+/// The full artifact as one value (every record in memory).
+pub fn materialize(mut artifact: Value, store: &Stored) -> std::io::Result<Value> {
+    let records = if store.kept.is_empty() { store.records()? } else { store.kept.clone() };
+    let mut failures = Vec::new();
+    for r in &records {
+        if let Some(f) = &r.failure {
+            failures.push(json!({
+                "request_index": r.request_index,
+                "repeat": r.repeat,
+                "target": r.target,
+                "class": f.class,
+                "detail": f.detail,
+                "http_status": r.http_status,
+            }));
+        }
+    }
+    let timings: Vec<Value> =
+        records.iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect();
+    artifact["failures"] = Value::Array(failures);
+    artifact["request_timings"] = Value::Array(timings);
+    Ok(artifact)
 }

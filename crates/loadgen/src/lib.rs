@@ -18,10 +18,12 @@ mod http;
 mod json_scan;
 mod observe;
 mod pacer;
+mod prepare;
 mod prompt;
 #[cfg(test)]
 mod proptests;
 mod record;
+mod record_log;
 mod run;
 mod sender;
 mod spec;
@@ -29,6 +31,7 @@ pub mod sse;
 mod stats;
 mod table;
 
+use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 pub use artifact::{PROTOCOL, SCHEMA};
@@ -37,8 +40,8 @@ pub use canary::CanaryResult;
 pub use prompt::marker;
 pub use record::{ControlledOutput, Failure, FailureClass, RequestRecord};
 pub use spec::{
-    Api, Arrival, Balance, CellContext, CellSpec, OutputPolicy, Progress, PromptCacheMode, Slo, Target,
-    ThinkingMode,
+    Api, Arrival, Balance, CellContext, CellSpec, Connect, OutputPolicy, Progress, PromptCacheMode, Slo,
+    Target, ThinkingMode,
 };
 pub use stats::{Distribution, nearest_rank};
 pub use table::render_table;
@@ -87,17 +90,113 @@ fn client_threads() -> usize {
     std::env::var("ANVIL_LOADGEN_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
 }
 
-/// Measures one cell against `targets` (several targets = replicas).
-///
-/// The measurement runs on a dedicated thread with its own tokio runtime;
-/// `progress` is called on the caller's task after each measured request.
-/// Dropping the returned future cancels the measurement.
+/// A measured cell whose records live in its record log (unlinked
+/// temporary files), not in memory: [`StreamedCell::write_artifact`]
+/// writes the benchmark/v1 document from them.
+pub struct StreamedCell {
+    /// The benchmark/v1 document, except that `request_timings` and
+    /// `failures` are empty: they are written from the record log. Add or
+    /// change other top-level keys freely before writing.
+    pub artifact: serde_json::Value,
+    pub summary: CellSummary,
+    store: record_log::Stored,
+}
+
+impl StreamedCell {
+    /// Writes `artifact` (this cell's, with any keys added) as pretty JSON,
+    /// exactly as `serde_json::to_writer_pretty` of the whole document
+    /// would, streaming `request_timings` and `failures` from the records.
+    pub fn write_artifact(
+        &self,
+        artifact: &serde_json::Value,
+        out: &mut impl std::io::Write,
+    ) -> std::io::Result<()> {
+        artifact::write_pretty(artifact, &self.store, out)
+    }
+
+    /// [`StreamedCell::write_artifact`] into a new file at `path`; returns its size.
+    pub fn write_artifact_file(
+        &self,
+        artifact: &serde_json::Value,
+        path: &std::path::Path,
+    ) -> std::io::Result<u64> {
+        let file = std::fs::File::create(path)?;
+        let mut out = std::io::BufWriter::with_capacity(256 * 1024, file);
+        self.write_artifact(artifact, &mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_data()?;
+        Ok(file.metadata()?.len())
+    }
+
+    /// The per-request records, read back one at a time would be cheaper;
+    /// this parses them all (for tests and benches).
+    pub fn records(&self) -> std::io::Result<Vec<RequestRecord>> {
+        self.store.records()
+    }
+
+    /// The `failures` entries, at most `limit` of them (for error details).
+    pub fn failures(&self, limit: usize) -> std::io::Result<Vec<serde_json::Value>> {
+        let mut out = Vec::new();
+        for r in self.store.records()? {
+            if out.len() >= limit {
+                break;
+            }
+            if let Some(f) = &r.failure {
+                out.push(serde_json::json!({
+                    "request_index": r.request_index, "repeat": r.repeat, "target": r.target,
+                    "class": f.class, "detail": f.detail, "http_status": r.http_status,
+                }));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The whole artifact as one value, every record in memory.
+    pub fn into_report(self) -> anyhow::Result<CellReport> {
+        let records =
+            if self.store.kept.is_empty() { self.store.records()? } else { self.store.kept.clone() };
+        let artifact = artifact::materialize(self.artifact, &self.store)?;
+        Ok(CellReport { artifact, records, summary: self.summary })
+    }
+}
+
+/// Measures one cell against `targets` (several targets = replicas) and
+/// returns the whole artifact in memory; [`run_cell_streamed`] keeps the
+/// records on disk instead, so memory does not grow with the request count.
 pub async fn run_cell(
     spec: &CellSpec,
     targets: &[Target],
     ctx: &CellContext,
     progress: &(dyn Fn(&Progress) + Send + Sync),
 ) -> anyhow::Result<CellReport> {
+    run_cell_inner(spec, targets, ctx, progress, std::env::temp_dir(), true).await?.into_report()
+}
+
+/// Measures one cell against `targets` (several targets = replicas),
+/// streaming each finished record into unlinked temporary files in
+/// `scratch_dir` (best: the directory the artifact will be written to).
+///
+/// The measurement runs on a dedicated thread with its own tokio runtime;
+/// `progress` is called on the caller's task after each measured request.
+/// Dropping the returned future cancels the measurement.
+pub async fn run_cell_streamed(
+    spec: &CellSpec,
+    targets: &[Target],
+    ctx: &CellContext,
+    progress: &(dyn Fn(&Progress) + Send + Sync),
+    scratch_dir: &std::path::Path,
+) -> anyhow::Result<StreamedCell> {
+    run_cell_inner(spec, targets, ctx, progress, scratch_dir.to_path_buf(), false).await
+}
+
+async fn run_cell_inner(
+    spec: &CellSpec,
+    targets: &[Target],
+    ctx: &CellContext,
+    progress: &(dyn Fn(&Progress) + Send + Sync),
+    scratch_dir: std::path::PathBuf,
+    keep_records: bool,
+) -> anyhow::Result<StreamedCell> {
     run::validate(spec, targets)?;
     let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
     let (result_tx, mut result_rx) = tokio::sync::oneshot::channel();
@@ -115,7 +214,7 @@ pub async fn run_cell(
         let result = match runtime {
             Ok(rt) => rt.block_on(async {
                 tokio::select! {
-                    r = run::measure(spec_owned, targets_owned, ctx_owned, progress_tx) => Some(r),
+                    r = run::measure(spec_owned, targets_owned, ctx_owned, progress_tx, scratch_dir, keep_records) => Some(r),
                     () = result_tx.closed() => None, // the caller went away
                 }
             }),
@@ -134,7 +233,7 @@ pub async fn run_cell(
     while let Ok(p) = progress_rx.try_recv() {
         progress(&p);
     }
-    let artifact = artifact::build(spec, targets, ctx, &output);
+    let artifact = artifact::build(spec, targets, ctx, &output).context("reading the request records")?;
     let summary = CellSummary::from_artifact(&artifact);
-    Ok(CellReport { artifact, records: output.records, summary })
+    Ok(StreamedCell { artifact, summary, store: output.store })
 }

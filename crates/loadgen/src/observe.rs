@@ -50,6 +50,11 @@ pub struct StreamObservation {
     /// Reads of the response, and how many of them the kernel timestamped.
     pub reads: u32,
     pub kernel_stamped_reads: u32,
+    /// The connection that carried the request (its endpoint's id for it).
+    pub connection_id: u64,
+    /// How long opening the connection took, when it was opened for this
+    /// request (`None`: an open connection was reused).
+    pub connect_time: Option<std::time::Duration>,
 }
 
 impl StreamObservation {
@@ -78,6 +83,8 @@ impl StreamObservation {
             stale_connection_retries: 0,
             reads: 0,
             kernel_stamped_reads: 0,
+            connection_id: 0,
+            connect_time: None,
         }
     }
 

@@ -148,6 +148,16 @@ pub struct RequestRecord {
     /// them up with a server's own records).
     #[serde(default)]
     pub request_start_unix_ns: u64,
+    /// The connection that carried it: its id among its target's
+    /// connections (1, 2, ... in opening order; 0 when none was open).
+    #[serde(default)]
+    pub connection_id: u64,
+    /// When the connection was opened for this request: how long the
+    /// connect took, ms (`None`: it reused an open connection). Inside
+    /// `ttft_ms`/`e2e_ms` when the request started before it (closed loop,
+    /// or open loop with connect `on-demand`); see `timing_methodology`.
+    #[serde(default)]
+    pub connect_ms: Option<f64>,
 }
 
 /// Per-request facts that the observation does not hold.
@@ -289,6 +299,8 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         slo_met,
         finished_ms: ms(end.saturating_duration_since(inputs.run_start)),
         request_start_unix_ns: obs.start_unix_ns,
+        connection_id: obs.connection_id,
+        connect_ms: obs.connect_time.map(ms),
     }
 }
 

@@ -13,16 +13,18 @@ use crate::calibrate::{Calibration, calibrate};
 use crate::client::{endpoint, request_body};
 use crate::http::{Endpoint, execute, execute_at};
 use crate::pacer;
+use crate::prepare::presize_fd_table;
 use crate::prompt::{PromptBuilder, SplitMix64, marker, streams};
 use crate::record::{RecordInputs, RequestRecord, derive};
+use crate::record_log::{RecordLog, Stored};
 use crate::sender::{self, SendJob};
-use crate::spec::{Arrival, Balance, CellContext, CellSpec, Progress, Target};
+use crate::spec::{Arrival, Balance, CellContext, CellSpec, Connect, Progress, Target};
 
 /// Everything a finished cell run produced, before it becomes an artifact.
-#[derive(Debug, Clone)]
 pub struct RunOutput {
-    /// Measured requests of all repeats, ordered by request index.
-    pub records: Vec<RequestRecord>,
+    /// Measured requests of all repeats, stored in request order.
+    pub store: Stored,
+    pub preparation: Preparation,
     pub calibration: Option<Calibration>,
     pub warmup_completed: u32,
     pub warmup_failed: u32,
@@ -58,6 +60,28 @@ pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
 /// body built, connection taken) for the sender thread. It holds its
 /// concurrency slot from then.
 const PREPARE_AHEAD: Duration = Duration::from_millis(5);
+
+/// At most this many connections per target are opened ahead for an
+/// open-loop cell (its cap may be far above what it ever has in flight);
+/// beyond them the sender path opens each one before its request is due.
+const OPEN_LOOP_AHEAD: u32 = 256;
+
+/// What was made ready before the clocks started.
+#[derive(Debug, Default)]
+pub struct Preparation {
+    /// Descriptor slots the process's table holds (see [`crate::prepare`]).
+    pub fd_table_slots: usize,
+    pub ahead: Vec<AheadConnection>,
+}
+
+/// A connection opened before a measured run's clock started.
+#[derive(Debug)]
+pub struct AheadConnection {
+    pub repeat: u32,
+    pub target: String,
+    pub connection_id: u64,
+    pub connect_ms: f64,
+}
 
 /// Shared state of the requests in flight.
 struct Runner {
@@ -102,7 +126,9 @@ impl Runner {
         let body = serde_json::to_vec(&body).unwrap_or_default();
         let (obs, finished) = match queue {
             Some(queue) => {
-                execute_at(&self.endpoints[t], self.spec.api, &body, self.timeout, queue, intended).await
+                let on_demand = self.spec.connect == Connect::OnDemand;
+                execute_at(&self.endpoints[t], self.spec.api, &body, self.timeout, queue, intended, on_demand)
+                    .await
             }
             None => execute(&self.endpoints[t], self.spec.api, &body, self.timeout).await,
         };
@@ -146,6 +172,33 @@ impl ProgressCounter {
     }
 }
 
+/// Where a phase's finished records go.
+struct Sink {
+    log: Option<Arc<RecordLog>>,
+    progress: Option<Arc<ProgressCounter>>,
+    completed: AtomicU32,
+    failed: AtomicU32,
+}
+
+impl Sink {
+    fn new(log: Option<Arc<RecordLog>>, progress: Option<Arc<ProgressCounter>>) -> Arc<Self> {
+        Arc::new(Self { log, progress, completed: AtomicU32::new(0), failed: AtomicU32::new(0) })
+    }
+
+    /// Counts the record and hands it to the writer thread: nothing of it
+    /// stays here once the request is over.
+    fn finished(&self, rec: RequestRecord) {
+        let counter = if rec.performance_eligible { &self.completed } else { &self.failed };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if let Some(p) = &self.progress {
+            p.record(&rec);
+        }
+        if let Some(log) = &self.log {
+            log.push(rec);
+        }
+    }
+}
+
 /// Sends `count` requests starting at index `first` on the given schedule.
 async fn run_phase(
     runner: &Arc<Runner>,
@@ -153,30 +206,30 @@ async fn run_phase(
     count: u32,
     repeat: u32,
     arrival: Arrival,
-    progress: Option<&Arc<ProgressCounter>>,
-) -> anyhow::Result<Vec<RequestRecord>> {
+    sink: &Arc<Sink>,
+) -> anyhow::Result<()> {
+    let open_loop = !matches!(arrival, Arrival::ClosedLoop);
+    // Threads and timetables are ready before the run's clock starts.
+    let mode = pacer::mode();
+    let queue = if open_loop && mode == pacer::Mode::Sender { sender::spawn() } else { None };
     let run_start = Instant::now();
-    let mut tasks: JoinSet<Vec<RequestRecord>> = JoinSet::new();
+    let mut tasks: JoinSet<()> = JoinSet::new();
     match arrival {
         Arrival::ClosedLoop => {
             let next = Arc::new(AtomicU64::new(0));
             for _ in 0..runner.spec.concurrency.min(count) {
-                let (runner, next, progress) = (runner.clone(), next.clone(), progress.cloned());
+                let (runner, next, sink) = (runner.clone(), next.clone(), sink.clone());
                 tasks.spawn(async move {
-                    let mut mine = Vec::new();
                     // A closed-loop worker means to send as soon as its previous request ends.
                     let mut intended = run_start;
                     loop {
                         let k = next.fetch_add(1, Ordering::Relaxed);
                         if k >= u64::from(count) {
-                            break mine;
+                            break;
                         }
                         let (rec, finished) = runner.send(first + k, repeat, run_start, intended, None).await;
                         intended = finished;
-                        if let Some(p) = &progress {
-                            p.record(&rec);
-                        }
-                        mine.push(rec);
+                        sink.finished(rec);
                     }
                 });
             }
@@ -184,8 +237,6 @@ async fn run_phase(
         Arrival::Poisson { .. } | Arrival::Constant { .. } => {
             let cap = Arc::new(Semaphore::new(runner.spec.concurrency as usize));
             let arrivals = arrival_times(run_start, count, arrival, runner.spec.seed, repeat);
-            let mode = pacer::mode();
-            let queue = if mode == pacer::Mode::Sender { sender::spawn() } else { None };
             let mut paced = if mode == pacer::Mode::Thread { pacer::spawn(arrivals.clone()) } else { None };
             for (k, intended) in (0u32..).zip(arrivals) {
                 match (&queue, &mut paced) {
@@ -201,25 +252,85 @@ async fn run_phase(
                 }
                 // The cap may hold the request back; that lag is recorded, not hidden.
                 let permit = cap.clone().acquire_owned().await.context("concurrency cap closed")?;
-                let (runner, progress, queue) = (runner.clone(), progress.cloned(), queue.clone());
+                let (runner, sink, queue) = (runner.clone(), sink.clone(), queue.clone());
                 tasks.spawn(async move {
                     let (rec, _) =
                         runner.send(first + u64::from(k), repeat, run_start, intended, queue.as_ref()).await;
                     drop(permit);
-                    if let Some(p) = &progress {
-                        p.record(&rec);
-                    }
-                    vec![rec]
+                    sink.finished(rec);
                 });
             }
         }
     }
-    let mut records = Vec::with_capacity(count as usize);
     while let Some(done) = tasks.join_next().await {
-        records.extend(done.context("a request task panicked")?);
+        done.context("a request task panicked")?;
     }
-    records.sort_by_key(|r| r.request_index);
-    Ok(records)
+    Ok(())
+}
+
+/// Connections per target the run can use at once.
+fn connections_wanted(spec: &CellSpec, count: u32, targets: usize, balance: Balance) -> usize {
+    let at_once = match spec.arrival {
+        Arrival::ClosedLoop => spec.concurrency.min(count),
+        Arrival::Poisson { .. } | Arrival::Constant { .. } => {
+            spec.concurrency.min(count).min(OPEN_LOOP_AHEAD)
+        }
+    } as usize;
+    let share = at_once.div_ceil(targets.max(1));
+    match balance {
+        Balance::RoundRobin => share,
+        // Least-outstanding can lean on one replica for a while.
+        Balance::LeastOutstanding => share.saturating_mul(2).min(at_once),
+    }
+}
+
+/// Before a measured run: with `connect ahead`, opens (concurrently, up to
+/// 64 at a time) the connections it can use at once, so no measured
+/// request waits for a connect; with `on-demand`, closes the idle ones, so
+/// the run measures its connection setup whatever warmup left open.
+async fn prepare_connections(runner: &Arc<Runner>, repeat: u32, count: u32) -> Vec<AheadConnection> {
+    let mut opened = Vec::new();
+    if runner.spec.connect == Connect::OnDemand {
+        for endpoint in &runner.endpoints {
+            endpoint.close_idle();
+        }
+        return opened;
+    }
+    let wanted = connections_wanted(&runner.spec, count, runner.endpoints.len(), runner.balance);
+    for (t, endpoint) in runner.endpoints.iter().enumerate() {
+        let mut missing = wanted.saturating_sub(endpoint.idle_count());
+        while missing > 0 {
+            let batch = missing.min(64);
+            let mut set = JoinSet::new();
+            for _ in 0..batch {
+                let runner = runner.clone();
+                set.spawn(async move {
+                    tokio::time::timeout(runner.timeout, runner.endpoints[t].connect()).await
+                });
+            }
+            let mut failed = false;
+            while let Some(done) = set.join_next().await {
+                match done {
+                    Ok(Ok(Ok(socket))) => {
+                        opened.push(AheadConnection {
+                            repeat,
+                            target: runner.targets[t].label.clone(),
+                            connection_id: socket.id,
+                            connect_ms: socket.connect_time.as_secs_f64() * 1000.0,
+                        });
+                        endpoint.keep_idle(socket);
+                    }
+                    // The measured requests will meet (and record) the failure.
+                    _ => failed = true,
+                }
+            }
+            if failed {
+                break;
+            }
+            missing -= batch;
+        }
+    }
+    opened
 }
 
 /// When each of `count` open-loop requests is due: seeded exponential gaps
@@ -265,7 +376,14 @@ pub async fn measure(
     targets: Vec<Target>,
     ctx: CellContext,
     progress_tx: mpsc::UnboundedSender<Progress>,
+    scratch_dir: std::path::PathBuf,
+    keep_records: bool,
 ) -> anyhow::Result<RunOutput> {
+    // The descriptor table's final size, before any socket is opened: every
+    // connection the cell may hold at once, their duplicates for the sender
+    // thread, and room for the rest of the process.
+    let at_once = (spec.concurrency.min(spec.requests.max(spec.warmup_requests)) as usize).max(1);
+    let fd_table_slots = presize_fd_table(at_once.saturating_mul(targets.len()).saturating_mul(2) + 256);
     let endpoints = targets
         .iter()
         .map(|t| {
@@ -273,6 +391,11 @@ pub async fn measure(
                 .with_context(|| format!("target {}", t.label))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    for (endpoint, target) in endpoints.iter().zip(&targets) {
+        // Resolved once here; no connect inside a measurement waits on it.
+        // A failure shows up as the requests' connect failures.
+        let _ = endpoint.resolve().await.map_err(|e| anyhow::anyhow!("resolving {}: {e}", target.label));
+    }
     let measured_total = u64::from(spec.requests) * u64::from(spec.repeat);
     let mut prompts = PromptBuilder {
         seed: spec.seed,
@@ -310,10 +433,15 @@ pub async fn measure(
         spec,
     });
 
-    let warmup =
-        run_phase(&runner, measured_total, runner.spec.warmup_requests, 0, Arrival::ClosedLoop, None).await?;
-    let warmup_failed = warmup.iter().filter(|r| !r.performance_eligible).count() as u32;
+    let warmup = Sink::new(None, None);
+    run_phase(&runner, measured_total, runner.spec.warmup_requests, 0, Arrival::ClosedLoop, &warmup).await?;
 
+    let dir = scratch_dir;
+    let labels = runner.targets.iter().map(|t| t.label.clone()).collect();
+    let log = Arc::new(
+        RecordLog::create(&dir, labels, keep_records)
+            .with_context(|| format!("creating the record log in {}", dir.display()))?,
+    );
     let started_at = SystemTime::now();
     let counter = Arc::new(ProgressCounter {
         tx: progress_tx,
@@ -323,17 +451,23 @@ pub async fn measure(
         tokens: AtomicU64::new(0),
         since: Instant::now(),
     });
-    let mut records = Vec::with_capacity(measured_total as usize);
+    let measured = Sink::new(Some(log.clone()), Some(counter));
+    let mut preparation = Preparation { fd_table_slots, ahead: Vec::new() };
     for repeat in 0..runner.spec.repeat {
         let first = u64::from(repeat) * u64::from(runner.spec.requests);
         let arrival = runner.spec.arrival;
-        records
-            .extend(run_phase(&runner, first, runner.spec.requests, repeat, arrival, Some(&counter)).await?);
+        preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
+        run_phase(&runner, first, runner.spec.requests, repeat, arrival, &measured).await?;
     }
+    drop(measured);
+    let log = Arc::try_unwrap(log).map_err(|_| anyhow::anyhow!("the record log is still in use"))?;
+    let store = log.finish().context("writing the request records")?;
+    let warmup_failed = warmup.failed.load(Ordering::Relaxed);
     Ok(RunOutput {
-        records,
+        store,
+        preparation,
         calibration,
-        warmup_completed: warmup.len() as u32 - warmup_failed,
+        warmup_completed: warmup.completed.load(Ordering::Relaxed),
         warmup_failed,
         started_at,
         finished_at: SystemTime::now(),

@@ -40,6 +40,8 @@ pub struct CellSpec {
     pub slo: Option<Slo>,
     /// Number of measured runs (>= 1); several give CIs across repeats.
     pub repeat: u32,
+    /// When the cell's connections are opened.
+    pub connect: Connect,
 }
 
 impl Default for CellSpec {
@@ -67,6 +69,29 @@ impl Default for CellSpec {
             extra_body: serde_json::Value::Null,
             slo: None,
             repeat: 1,
+            connect: Connect::Ahead,
+        }
+    }
+}
+
+/// When a cell opens its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Connect {
+    /// Before each measured run's clock starts, as many as it can use at
+    /// once, so no request's timings hold a connect.
+    #[default]
+    Ahead,
+    /// When a request finds no open connection: connection setup is part
+    /// of the measured timings, on purpose.
+    OnDemand,
+}
+
+impl Connect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ahead => "ahead",
+            Self::OnDemand => "on-demand",
         }
     }
 }

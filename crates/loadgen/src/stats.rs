@@ -54,6 +54,57 @@ impl Distribution {
         })
     }
 
+    /// [`Distribution::of`] the sample that holds each `(value, count)`
+    /// `count` times, given in ascending order of value: the same sums in
+    /// the same order, so the same result bit for bit, without the sample.
+    pub fn of_sorted_counts(counts: &[(f64, u64)]) -> Option<Self> {
+        let finite: Vec<(f64, u64)> =
+            counts.iter().copied().filter(|(v, c)| v.is_finite() && *c > 0).collect();
+        let n: u64 = finite.iter().map(|(_, c)| c).sum();
+        if n == 0 {
+            return None;
+        }
+        let mut sum = 0.0;
+        for (v, c) in &finite {
+            for _ in 0..*c {
+                sum += v;
+            }
+        }
+        let mean = sum / n as f64;
+        let stddev = (n >= 2).then(|| {
+            let mut ss = 0.0;
+            for (v, c) in &finite {
+                let d = (v - mean).powi(2);
+                for _ in 0..*c {
+                    ss += d;
+                }
+            }
+            (ss / (n - 1) as f64).sqrt()
+        });
+        let half_width = stddev.map(|s| Z95 * s / (n as f64).sqrt());
+        // The value at rank k (1-based) of the expanded sample.
+        let at_rank = |rank: u64| {
+            let mut seen = 0;
+            for (v, c) in &finite {
+                seen += c;
+                if seen >= rank {
+                    return *v;
+                }
+            }
+            finite[finite.len() - 1].0
+        };
+        Some(Self {
+            samples: n as usize,
+            mean,
+            stddev,
+            ci95_low: half_width.map(|h| mean - h),
+            ci95_high: half_width.map(|h| mean + h),
+            min: finite[0].0,
+            max: finite[finite.len() - 1].0,
+            percentiles: PERCENTILES.map(|p| at_rank((u64::from(p) * n).div_ceil(100).clamp(1, n))),
+        })
+    }
+
     pub fn percentile(&self, p: u32) -> Option<f64> {
         PERCENTILES.iter().position(|q| *q == p).map(|i| self.percentiles[i])
     }
@@ -147,6 +198,22 @@ mod tests {
         assert_eq!(nearest_rank(&[7.], 50), 7.);
         let v: Vec<f64> = (1..=200).map(f64::from).collect();
         assert_eq!(nearest_rank(&v, 99), 198.);
+    }
+
+    #[test]
+    fn counts_give_the_same_distribution_bit_for_bit() {
+        let mut sample = Vec::new();
+        let mut counts = Vec::new();
+        for (i, g) in [3u32, 17, 250, 251, 999, 5000, 12_345].iter().enumerate() {
+            let v = f64::from(*g) / 1000.0;
+            let c = (i as u64 * 37) % 11 + 1;
+            counts.push((v, c));
+            sample.extend(std::iter::repeat_n(v, c as usize));
+        }
+        sample.reverse();
+        assert_eq!(Distribution::of_sorted_counts(&counts), Distribution::of(&sample));
+        assert_eq!(Distribution::of_sorted_counts(&counts[..1]), Distribution::of(&[0.003; 1]));
+        assert!(Distribution::of_sorted_counts(&[]).is_none());
     }
 
     #[test]

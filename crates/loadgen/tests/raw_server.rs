@@ -302,3 +302,93 @@ async fn connections_closed_after_each_response_are_not_reused() {
     let requests = server.requests.load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(server.connections.load(std::sync::atomic::Ordering::Relaxed), requests);
 }
+
+/// `a` and `b` are the same JSON, floats within a few ulps (the records are
+/// parsed back from the record log, and serde_json's parser may be 1 ulp off).
+fn same_json(a: &Value, b: &Value, path: &str) {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!((x - y).abs() <= 1e-12 * x.abs().max(y.abs()), "{path}: {x} vs {y}");
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{path}: lengths");
+            for (i, (x, y)) in x.iter().zip(y).enumerate() {
+                same_json(x, y, &format!("{path}[{i}]"));
+            }
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            assert_eq!(x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>(), "{path}: keys");
+            for (k, v) in x {
+                same_json(v, &y[k], &format!("{path}.{k}"));
+            }
+        }
+        _ => assert_eq!(a, b, "{path}"),
+    }
+}
+
+#[tokio::test]
+async fn the_streamed_artifact_is_the_in_memory_one() {
+    let faults = HashMap::from([(1, Fault::Http500), (4, Fault::MissingUsage)]);
+    let server = support::spawn(ServerConfig { faults, ..ServerConfig::default() }).await;
+    let spec = CellSpec {
+        context_tokens: 0,
+        repeat: 2,
+        slo: Some(Slo { ttft_ms: Some(500.0), ..Slo::default() }),
+        ..spec(6, 3)
+    };
+    let targets = [target(&server, "a"), target(&server, "b")];
+    let ctx = CellContext { balance: Balance::RoundRobin, ..CellContext::default() };
+    let dir = std::env::temp_dir().join(format!("anvil-loadgen-streamed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let no_progress = |_: &Progress| {};
+    let cell =
+        anvil_loadgen::run_cell_streamed(&spec, &targets, &ctx, &no_progress, &dir).await.expect("cell runs");
+    // The record log's files are unlinked: nothing is left in the directory.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    let mut artifact = cell.artifact.clone();
+    artifact["added_by_caller"] = serde_json::json!({"k": [1, 2]});
+    let mut streamed = Vec::new();
+    cell.write_artifact(&artifact, &mut streamed).unwrap();
+    let streamed: Value = serde_json::from_slice(&streamed).expect("valid JSON");
+    assert_eq!(streamed["request_timings"].as_array().unwrap().len(), 12);
+    assert_eq!(streamed["failures"].as_array().unwrap().len(), 2);
+    assert_eq!(cell.failures(1).unwrap().len(), 1);
+    let report = cell.into_report().unwrap();
+    let mut whole = report.artifact.clone();
+    whole["added_by_caller"] = serde_json::json!({"k": [1, 2]});
+    same_json(&streamed, &whole, "");
+    // Pretty output is the serde_json layout.
+    let mut again = Vec::new();
+    serde_json::to_writer_pretty(&mut again, &streamed).unwrap();
+    let indices: Vec<u64> = report.records.iter().map(|r| r.request_index).collect();
+    assert_eq!(indices, (0..12).collect::<Vec<_>>());
+    for r in &report.records {
+        assert!(r.connection_id > 0, "{r:?}");
+        // Connections were opened ahead: no request of the fault-free repeat
+        // connected (in the first, an HTTP 500 closes its connection).
+        if r.repeat == 1 {
+            assert_eq!(r.connect_ms, None, "request {}", r.request_index);
+        }
+    }
+    let ahead = streamed["connections"]["opened_ahead"].as_array().unwrap();
+    assert_eq!(streamed["connections"]["connect"], "ahead");
+    assert!(!ahead.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn on_demand_connects_inside_the_measurement() {
+    let server = support::spawn(ServerConfig::default()).await;
+    let spec = CellSpec {
+        context_tokens: 0,
+        warmup_requests: 4,
+        connect: anvil_loadgen::Connect::OnDemand,
+        ..spec(8, 4)
+    };
+    let report = run(&spec, &[target(&server, "a")], &CellContext::default()).await;
+    let connected = report.records.iter().filter(|r| r.connect_ms.is_some()).count();
+    // Warmup's connections were closed: the first wave connects, the rest reuse.
+    assert_eq!(connected, 4, "{:?}", report.records.iter().map(|r| r.connect_ms).collect::<Vec<_>>());
+    assert_eq!(report.artifact["connections"]["connect"], "on-demand");
+}

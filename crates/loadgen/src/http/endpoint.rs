@@ -1,7 +1,9 @@
 //! One server's streaming endpoint: where to connect, the request head,
 //! and the idle keep-alive connections.
 
+use std::net::SocketAddr;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, bail};
 use url::{Host, Url};
@@ -15,6 +17,12 @@ pub struct Endpoint {
     /// The request head up to (not including) `Content-Length`.
     head_prefix: String,
     idle: Mutex<Vec<StampedSocket>>,
+    /// The host's addresses, resolved once ([`Endpoint::resolve`]) so that
+    /// no connect waits on a resolver (tokio resolves names on its
+    /// blocking pool, a thread started on first use).
+    addrs: Mutex<Vec<SocketAddr>>,
+    /// Connections opened so far (the next one's id is this + 1).
+    opened: AtomicU64,
 }
 
 impl Endpoint {
@@ -49,7 +57,14 @@ impl Endpoint {
             }
             head_prefix.push_str(&format!("Authorization: Bearer {key}\r\n"));
         }
-        Ok(Self { host, port, head_prefix, idle: Mutex::new(Vec::new()) })
+        Ok(Self {
+            host,
+            port,
+            head_prefix,
+            idle: Mutex::new(Vec::new()),
+            addrs: Mutex::new(Vec::new()),
+            opened: AtomicU64::new(0),
+        })
     }
 
     pub(super) fn request(&self, body: &[u8]) -> Vec<u8> {
@@ -71,15 +86,44 @@ impl Endpoint {
         None
     }
 
-    pub(super) async fn connect(&self) -> std::io::Result<StampedSocket> {
-        StampedSocket::connect(&self.host, self.port).await
+    /// Resolves the host now (again, if it was resolved before).
+    pub async fn resolve(&self) -> std::io::Result<()> {
+        let addrs: Vec<SocketAddr> =
+            tokio::net::lookup_host((self.host.as_str(), self.port)).await?.collect();
+        if addrs.is_empty() {
+            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "the host has no address"));
+        }
+        *self.addrs.lock().unwrap_or_else(|e| e.into_inner()) = addrs;
+        Ok(())
     }
 
-    pub(super) fn connect_failure(&self, e: &std::io::Error) -> String {
+    pub async fn connect(&self) -> std::io::Result<StampedSocket> {
+        let mut addrs = self.addrs.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if addrs.is_empty() {
+            self.resolve().await?;
+            addrs = self.addrs.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        }
+        let id = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
+        StampedSocket::connect(&addrs, id).await
+    }
+
+    /// Closes every idle connection.
+    pub fn close_idle(&self) {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Idle connections the server has not closed (dropping those it has).
+    pub fn idle_count(&self) -> usize {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        idle.retain(|socket| !socket.closed_while_idle());
+        idle.len()
+    }
+
+    pub fn connect_failure(&self, e: &std::io::Error) -> String {
         format!("connecting to {}:{}: {e}", self.host, self.port)
     }
 
-    pub(super) fn keep_idle(&self, socket: StampedSocket) {
+    pub fn keep_idle(&self, socket: StampedSocket) {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(socket);
     }
 }

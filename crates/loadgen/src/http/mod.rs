@@ -62,7 +62,9 @@ pub async fn execute(
 
 /// [`execute`], sent at `due` by the sender thread: the connection is taken
 /// or opened first, so only the write happens at the due moment. Falls back
-/// to sending from here if the thread is gone.
+/// to sending from here if the thread is gone. With `connect_in_timing`, a
+/// request that finds no idle connection waits for `due` and connects then,
+/// inside its timings (connection setup measured on purpose).
 pub async fn execute_at(
     endpoint: &Endpoint,
     api: Api,
@@ -70,10 +72,15 @@ pub async fn execute_at(
     timeout: Duration,
     queue: &std::sync::mpsc::Sender<SendJob>,
     due: Instant,
+    connect_in_timing: bool,
 ) -> (StreamObservation, Instant) {
     let request: Arc<[u8]> = Arc::from(endpoint.request(body));
     let pooled = endpoint.take_idle();
     let reused = pooled.is_some();
+    if !reused && connect_in_timing {
+        tokio::time::sleep_until(due.into()).await;
+        return send_now(endpoint, api, &request, timeout, false).await;
+    }
     let socket = match pooled {
         Some(socket) => socket,
         None => {
@@ -203,6 +210,8 @@ async fn converse(
     obs: &mut StreamObservation,
 ) -> Ending {
     let broken_before_response = if reused { Ending::Stale } else { Ending::Closed };
+    obs.connection_id = socket.id;
+    obs.connect_time = (!reused).then_some(socket.connect_time);
     if let Err(e) = socket.write_all(unsent).await {
         obs.fail(FailureClass::Disconnect, format!("sending the request: {e}"));
         return broken_before_response;

@@ -21,6 +21,8 @@ use tokio::io::unix::AsyncFd;
 /// Per-connection read buffer. Large, so a long-context reply or a burst of
 /// chunks is taken in one read rather than throttled by the client.
 const READ_BUFFER: usize = 256 * 1024;
+/// How much of it is touched when the connection opens.
+const PREFAULT: usize = 16 * 1024;
 
 /// A kernel timestamp older than this (relative to the wall clock at the
 /// read) is taken for a clock step, not a real delay, and ignored.
@@ -36,6 +38,10 @@ pub enum Stamp {
 }
 
 pub struct StampedSocket {
+    /// Which of its endpoint's connections this is (1, 2, ... in opening order).
+    pub id: u64,
+    /// How long opening it took (TCP handshake and setup).
+    pub connect_time: Duration,
     fd: AsyncFd<TcpStream>,
     control: Vec<u8>,
     /// Bytes of the current read; valid up to the count `read` returned.
@@ -43,8 +49,9 @@ pub struct StampedSocket {
 }
 
 impl StampedSocket {
-    pub async fn connect(host: &str, port: u16) -> io::Result<Self> {
-        let stream = tokio::net::TcpStream::connect((host, port)).await?;
+    pub async fn connect(addrs: &[std::net::SocketAddr], id: u64) -> io::Result<Self> {
+        let began = Instant::now();
+        let stream = tokio::net::TcpStream::connect(addrs).await?;
         stream.set_nodelay(true)?;
         let stream = stream.into_std()?;
         // Without timestamps the reads are stamped in user space instead.
@@ -52,7 +59,15 @@ impl StampedSocket {
         // SAFETY: the TcpStream owns a valid, non-blocking descriptor, and
         // the AsyncFd owns the stream until the descriptor is closed with it.
         let fd = unsafe { AsyncFd::register_with_interest(stream, Interest::READABLE | Interest::WRITABLE)? };
-        Ok(Self { fd, control: nix::cmsg_space!(TimeSpec), buffer: vec![0; READ_BUFFER] })
+        let mut buffer = vec![0u8; READ_BUFFER];
+        // Fault the buffer's first pages in now (those every response
+        // uses), not on the reads of a measurement; the rest stay unbacked
+        // until a large read needs them, so idle memory stays small.
+        for page in buffer[..PREFAULT].chunks_mut(4096) {
+            // SAFETY: a volatile write to an element of a live, owned slice.
+            unsafe { std::ptr::write_volatile(page.as_mut_ptr(), 0) };
+        }
+        Ok(Self { id, connect_time: began.elapsed(), fd, control: nix::cmsg_space!(TimeSpec), buffer })
     }
 
     /// A duplicate of the descriptor, for a thread to write on.
@@ -88,7 +103,7 @@ impl StampedSocket {
     /// Reads what has arrived into `buffer[from..]`: the count (0 at end of
     /// stream) and when the bytes arrived and were read.
     pub async fn read(&mut self, from: usize) -> io::Result<(usize, ReadTimes)> {
-        let Self { fd, control, buffer } = self;
+        let Self { fd, control, buffer, .. } = self;
         let room = buffer.len() - from;
         loop {
             let mut guard = fd.readable().await?;
