@@ -70,6 +70,10 @@ pub fn cell_spec(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpe
             e2e_ms: slo.e2e.map(ms),
         }),
         repeat: count(load.repeat, 1).max(1),
+        connect: match load.connect {
+            decls::load::ConnectWord::Ahead => anvil_loadgen::Connect::Ahead,
+            decls::load::ConnectWord::OnDemand => anvil_loadgen::Connect::OnDemand,
+        },
     }
 }
 

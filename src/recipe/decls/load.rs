@@ -33,7 +33,21 @@ pub const FIELDS: &[FieldSpec] = &[
     field("slo", Shape::Props),
     many("extra-body", Shape::Block),
     field("balance", Shape::OneOf(Balance::WORDS)),
+    field("connect", Shape::OneOf(CONNECT_WORDS)),
 ];
+
+/// `connect`: when a cell opens its connections.
+pub const CONNECT_WORDS: &[&str] = &["ahead", "on-demand"];
+
+/// When a cell's connections are opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConnectWord {
+    /// Before each measured run's clock starts (the default).
+    #[default]
+    Ahead,
+    /// When a request finds none open: connection setup is measured.
+    OnDemand,
+}
 
 /// Unset settings stay `None`: the load generator's defaults apply, and the
 /// campaign report says what was set.
@@ -62,6 +76,8 @@ pub struct LoadDecl {
     /// `{marker}`, `{index}`, `{seed}`, filled per request).
     pub extra_body: Option<Value>,
     pub balance: Balance,
+    /// Unset: `ahead`.
+    pub connect: ConnectWord,
 }
 
 /// When requests are sent.
@@ -140,5 +156,9 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         slo,
         extra_body: s.get("extra-body").cloned(),
         balance: word("balance").and_then(Balance::from_word).unwrap_or(Balance::RoundRobin),
+        connect: match word("connect") {
+            Some("on-demand") => ConnectWord::OnDemand,
+            _ => ConnectWord::Ahead,
+        },
     }
 }
