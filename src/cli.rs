@@ -13,6 +13,10 @@ pub struct Cli {
     #[arg(long, global = true, env = "ANVIL_STORE", default_value = "store")]
     pub store: PathBuf,
 
+    /// Colour in terminal output: auto (a terminal, and NO_COLOR unset), always or never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -56,6 +60,13 @@ pub enum Command {
         /// Where campaign outputs (decision summary, workload manifest) go.
         #[arg(long, default_value = "results")]
         out: PathBuf,
+        /// Also write the HTML report (`<out>/<campaign>/report.html`).
+        #[arg(long)]
+        report: bool,
+        /// Print a machine-readable summary (steps, statuses, fingerprints,
+        /// durations, outputs, report path) on stdout instead of the text one.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the steps, their fingerprints, and what a run would execute and why.
     Plan {
@@ -166,6 +177,32 @@ pub enum Command {
         #[command(flatten)]
         verdicts: VerdictArgs,
     },
+    /// Render a run as one self-contained HTML page with plots (or
+    /// markdown, or CSV): a recipe's latest run, `--run RUN_ID`, or a bundle.
+    Report {
+        /// A recipe (.kdl: its latest run) or a bundle (.anvil).
+        #[arg(required_unless_present = "run")]
+        target: Option<PathBuf>,
+        /// Report this recorded run instead.
+        #[arg(long, conflicts_with = "target")]
+        run: Option<String>,
+        /// The file to write (`-`: stdout). Default: html to
+        /// `<results>/<campaign>/report.html`, md and csv to stdout.
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+        format: ReportFormat,
+        /// Where the run wrote its campaign outputs (the decision summary).
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+    /// Print a shell completion script: `anvil completions bash > /etc/bash_completion.d/anvil`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `anvil man | man -l -`.
+    Man,
     /// List recorded runs.
     Runs {
         #[arg(long)]
@@ -213,6 +250,43 @@ pub enum StoreAction {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// One self-contained HTML page with plots.
+    Html,
+    /// Markdown, for a pull request or an issue.
+    Md,
+    /// One row per cell with the headline metrics.
+    Csv,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+static COLOR: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
+
+/// Record `--color` for the whole process (the first call wins).
+pub fn set_color(choice: ColorChoice) {
+    let _ = COLOR.set(choice);
+}
+
+/// Whether terminal output may carry colour: `--color always`, or `auto`
+/// with stderr a terminal and `NO_COLOR` unset or empty (no-color.org).
+pub fn color_enabled() -> bool {
+    use std::io::IsTerminal;
+    match COLOR.get().copied().unwrap_or(ColorChoice::Auto) {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
+        }
+    }
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]

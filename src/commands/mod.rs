@@ -6,6 +6,7 @@ mod compare;
 mod diff;
 mod graph;
 mod plan;
+mod report;
 mod run;
 mod show;
 mod sim;
@@ -66,13 +67,25 @@ pub fn failed(message: impl std::fmt::Display) -> Exit {
 
 pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
     match cli.command {
-        Command::Run { recipe, jobs, force, only, keep_going, dry_run, gpus, out } => {
+        Command::Run { recipe, jobs, force, only, keep_going, dry_run, gpus, out, report, json } => {
             if dry_run {
-                return plan::plan(&cli.store, &recipe, false).await;
+                return plan::plan(&cli.store, &recipe, json).await;
             }
             let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus };
-            run::run(&cli.store, &recipe, options, &out).await
+            run::run(&cli.store, &recipe, options, &run::Outputs { dir: &out, report, json }).await
         }
+        Command::Report { target, run, out, format, results } => {
+            let args = report::ReportArgs {
+                target: target.as_deref(),
+                run: run.as_deref(),
+                out,
+                format,
+                results: &results,
+            };
+            report::report(&cli.store, &args)
+        }
+        Command::Completions { shell } => report::completions(shell),
+        Command::Man => report::man(),
         Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
         Command::Graph { recipe, format } => graph::graph(&recipe, format),
         Command::Diff { a, b, json, sim, set, all } => {
@@ -118,6 +131,12 @@ pub fn main() -> i32 {
             return if err.use_stderr() { 2 } else { 0 };
         }
     };
+    crate::cli::set_color(cli.color);
+    if !crate::cli::color_enabled() {
+        let _ = miette::set_hook(Box::new(|_| {
+            Box::new(miette::MietteHandlerOpts::new().color(false).unicode(false).build())
+        }));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {

@@ -8,8 +8,23 @@ use crate::run::{Ending, RunOptions, RunSummary, execute};
 use super::{Exit, failed, load_plan, open_store};
 use crate::recipe::Kind;
 
-/// Run a recipe; its campaign outputs go to `out/<campaign>/`.
-pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions, out: &Path) -> Result<i32, Exit> {
+/// Where a run's outputs go and how its summary is printed.
+pub struct Outputs<'a> {
+    /// Campaign outputs go to `dir/<campaign>/`.
+    pub dir: &'a Path,
+    /// Write the HTML report there too.
+    pub report: bool,
+    /// Print the summary as JSON on stdout.
+    pub json: bool,
+}
+
+/// Run a recipe; its campaign outputs go to `out.dir/<campaign>/`.
+pub async fn run(
+    store_root: &Path,
+    args: &RecipeArgs,
+    options: RunOptions,
+    out: &Outputs<'_>,
+) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
     // What a killed run of an earlier anvil left behind.
     for reaped in anvil_proc::reap_orphans(&crate::run::registry_dir()) {
@@ -31,12 +46,29 @@ pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions, out:
     let summary = execute(plan, store.clone(), options).await?;
     let has_decision = summary.plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision);
     let outputs = if summary.interrupted.is_none() && has_decision {
-        crate::report::campaign::write_outputs(&summary, &store, out)
-            .map_err(|e| failed(format!("writing the campaign outputs in {}: {e}", out.display())))?
+        crate::report::campaign::write_outputs(&summary, &store, out.dir)
+            .map_err(|e| failed(format!("writing the campaign outputs in {}: {e}", out.dir.display())))?
     } else {
         Vec::new()
     };
-    print_summary(&summary, &outputs);
+    let campaign = &summary.plan.recipe.campaign.name;
+    let report_path = out.dir.join(campaign).join("report.html");
+    let report = if out.report && summary.interrupted.is_none() {
+        match super::report::write_html(&store, &summary.run_id, &args.recipe, out.dir) {
+            Ok(path) => Report::Written(path),
+            Err(err) => {
+                eprintln!("warning: the report could not be written: {err}");
+                Report::Failed
+            }
+        }
+    } else {
+        Report::Available(report_path)
+    };
+    if out.json {
+        print_json(&summary, &outputs, &report);
+    } else {
+        print_summary(&summary, &outputs, &report, &args.recipe);
+    }
     Ok(match summary.interrupted {
         Some(code) => code,
         None if summary.succeeded() => 0,
@@ -44,7 +76,62 @@ pub async fn run(store_root: &Path, args: &RecipeArgs, options: RunOptions, out:
     })
 }
 
-fn print_summary(summary: &RunSummary, outputs: &[PathBuf]) {
+/// The HTML report after a run: written, or where `anvil report` would write it.
+enum Report {
+    Written(PathBuf),
+    Available(PathBuf),
+    Failed,
+}
+
+/// `run --json`: one object on stdout, like `plan --json`.
+fn print_json(summary: &RunSummary, outputs: &[PathBuf], report: &Report) {
+    let steps: Vec<serde_json::Value> = summary
+        .steps
+        .iter()
+        .filter(|s| s.kind != Kind::Server)
+        .map(|s| {
+            serde_json::json!({
+                "name": s.name,
+                "kind": s.kind.as_str(),
+                "fingerprint": s.fingerprint.to_string(),
+                "status": s.ending.as_str(),
+                "duration_ms": s.duration.as_millis() as u64,
+                "detail": s.detail,
+            })
+        })
+        .collect();
+    let status = if summary.interrupted.is_some() {
+        "interrupted"
+    } else if summary.succeeded() {
+        "succeeded"
+    } else {
+        "failed"
+    };
+    let counts = serde_json::json!({
+        "ran": summary.count(Ending::Ran),
+        "cached": summary.count(Ending::Cached),
+        "failed": summary.count(Ending::Failed),
+        "rejected": summary.count(Ending::Rejected),
+        "skipped": summary.count(Ending::Skipped),
+    });
+    let value = serde_json::json!({
+        "run_id": summary.run_id,
+        "campaign": summary.plan.recipe.campaign.name,
+        "status": status,
+        "finished_at": summary.finished_at,
+        "elapsed_s": summary.elapsed.as_secs_f64(),
+        "counts": counts,
+        "steps": steps,
+        "outputs": outputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        "report": match report {
+            Report::Written(p) => serde_json::Value::String(p.display().to_string()),
+            _ => serde_json::Value::Null,
+        },
+    });
+    println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+}
+
+fn print_summary(summary: &RunSummary, outputs: &[PathBuf], report: &Report, recipe: &Path) {
     let problems: Vec<_> =
         summary.steps.iter().filter(|s| matches!(s.ending, Ending::Failed | Ending::Rejected)).collect();
     if !problems.is_empty() {
@@ -61,6 +148,17 @@ fn print_summary(summary: &RunSummary, outputs: &[PathBuf]) {
     }
     for output in outputs {
         println!("wrote {}", output.display());
+    }
+    match report {
+        Report::Written(path) => println!("report: {}", path.display()),
+        Report::Available(path) if summary.interrupted.is_none() => {
+            println!(
+                "report: anvil report {} (writes {}; or run with --report)",
+                recipe.display(),
+                path.display()
+            )
+        }
+        _ => {}
     }
     println!();
     println!(

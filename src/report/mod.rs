@@ -1,3 +1,7 @@
 //! What anvil tells people: differences, summaries, rendered results.
 
 pub mod campaign;
+pub mod export;
+pub mod html;
+pub mod model;
+pub mod plot;

@@ -1,5 +1,7 @@
 //! What the terminal shows while a run goes on: a line per finished step,
-//! and a live line of what is running (only on a terminal).
+//! and a live line of what is running (only when both stdout and stderr are
+//! a terminal, so CI logs and pipes get plain lines). The ending word is
+//! coloured when `crate::cli::color_enabled()` says so (`--color`, `NO_COLOR`).
 
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
@@ -20,7 +22,8 @@ pub struct Progress {
 
 impl Progress {
     pub fn new(total: usize) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
+        let animate = std::io::stderr().is_terminal() && std::io::stdout().is_terminal();
+        let bar = animate.then(|| {
             let bar = ProgressBar::new(total as u64);
             bar.set_style(
                 ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed} {wide_msg}")
@@ -69,8 +72,8 @@ impl Progress {
         self.cells.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
         let first_line = detail.lines().next().unwrap_or("");
         let line = format!(
-            "  {:<8} {:<8} {:<28} {:>7}  {}",
-            ending.as_str(),
+            "  {} {:<8} {:<28} {:>7}  {}",
+            paint(ending, &format!("{:<8}", ending.as_str())),
             kind.as_str(),
             name,
             format_duration(duration),
@@ -107,6 +110,20 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// The ending word in its colour (green ran, red failed or rejected, dim
+/// cached or skipped), or as it is when colour is off.
+fn paint(ending: Ending, word: &str) -> String {
+    if !crate::cli::color_enabled() {
+        return word.to_string();
+    }
+    let code = match ending {
+        Ending::Ran => "32",
+        Ending::Failed | Ending::Rejected => "31;1",
+        _ => "2",
+    };
+    format!("\x1b[{code}m{word}\x1b[0m")
 }
 
 pub fn format_duration(d: Duration) -> String {

@@ -1,0 +1,215 @@
+//! `anvil report --format md` (for a pull request or an issue) and
+//! `--format csv` (one row per cell with the headline metrics).
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::html::{count, num};
+use super::model::{Body, Report};
+
+/// The CSV columns: identity of the cell, then its headline metrics as stored.
+pub const CSV_COLUMNS: [&str; 19] = [
+    "cell",
+    "status",
+    "fingerprint",
+    "server",
+    "engine",
+    "simulated",
+    "concurrency",
+    "requests",
+    "completed",
+    "failed",
+    "aggregate_tok_s",
+    "ttft_p50_ms",
+    "ttft_p95_ms",
+    "ttft_p99_ms",
+    "e2e_p50_ms",
+    "e2e_p99_ms",
+    "tpot_mean_ms",
+    "decode_tok_s_mean",
+    "canaries_passed",
+];
+
+pub fn csv(report: &Report) -> String {
+    let mut out = CSV_COLUMNS.join(",");
+    out.push('\n');
+    for step in report.steps.iter().filter(|s| s.kind == "cell") {
+        let mut row: Vec<String> = vec![step.name.clone(), step.status.clone(), step.fingerprint.clone()];
+        match &step.body {
+            Body::Cell(cell) => {
+                let r = &cell.result;
+                let f = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+                let u = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+                row.extend([
+                    cell.server(),
+                    r.engine.clone(),
+                    r.simulated.to_string(),
+                    f(cell.artifact.concurrency),
+                    u(r.requests),
+                    r.completed.to_string(),
+                    r.failed.to_string(),
+                    f(r.aggregate_tok_s),
+                    f(r.ttft_p50_ms),
+                    f(cell.metric("ttft_p95_ms")),
+                    f(r.ttft_p99_ms),
+                    f(cell.metric("e2e_p50_ms")),
+                    f(cell.metric("e2e_p99_ms")),
+                    f(cell.metric("tpot_mean_ms")),
+                    f(r.decode_tok_s_mean),
+                    u(r.canaries_passed),
+                ]);
+            }
+            _ => row.resize(CSV_COLUMNS.len(), String::new()),
+        }
+        let line: Vec<String> = row.iter().map(|v| csv_field(v)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n', '\r']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_string() }
+}
+
+pub fn markdown(report: &Report) -> String {
+    let mut out = String::new();
+    let run = &report.run;
+    let _ = writeln!(out, "## {}\n", report.campaign);
+    if let Some(d) = &report.description {
+        let _ = writeln!(out, "{d}\n");
+    }
+    let simulated = report.simulated_cells();
+    if !simulated.is_empty() {
+        let _ = writeln!(
+            out,
+            "> **⚠ SIMULATED SERVERS.** {} measured anvil's simulated engine, not real hardware.\n",
+            simulated.join(", ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Run `{}` · {} · finished {} · anvil {} · `{}`\n",
+        run.run_id,
+        run.status.as_str(),
+        run.finished_at.as_deref().unwrap_or("—"),
+        report.anvil_version(),
+        run.recipe_path
+    );
+    for step in &report.steps {
+        if let Body::Decision(d) = &step.body {
+            let _ = writeln!(out, "### Decision `{}`\n", step.name);
+            let labels: Vec<String> = d.decision_labels.iter().map(|l| format!("`{l}`")).collect();
+            let _ = writeln!(
+                out,
+                "Labels: {}; promotion {}.\n",
+                labels.join(", "),
+                if d.promotion_authorized { "authorized" } else { "not authorized" }
+            );
+            for (key, value) in d.statements.iter() {
+                let _ = writeln!(out, "- **{key}**: {}", md(&plain(value)));
+            }
+            if !d.statements.is_empty() {
+                out.push('\n');
+            }
+        }
+    }
+    let gates: Vec<(String, String, String)> =
+        match report.summary.as_ref().and_then(|s| s.get("gates")?.as_array().cloned()) {
+            Some(gates) => gates
+                .iter()
+                .map(|g| {
+                    let s = |k: &str| g.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    (s("name"), s("status"), s("detail"))
+                })
+                .collect(),
+            None => report
+                .steps
+                .iter()
+                .filter_map(|s| match &s.body {
+                    Body::Gate(g) => {
+                        Some((format!("gate {}", s.name), g.status.as_str().to_string(), g.detail.clone()))
+                    }
+                    Body::Check(c) => {
+                        Some((format!("check {}", s.name), c.status.as_str().to_string(), c.detail.clone()))
+                    }
+                    _ => None,
+                })
+                .collect(),
+        };
+    if !gates.is_empty() {
+        out.push_str("### Gates\n\n| gate | status | detail |\n|---|---|---|\n");
+        for (name, status, detail) in gates {
+            let _ = writeln!(out, "| {} | **{}** | {} |", md(&name), status, md(&detail));
+        }
+        out.push('\n');
+    }
+    let screens: Vec<_> = report
+        .steps
+        .iter()
+        .filter_map(|s| match &s.body {
+            Body::Screen(r) => Some((s, r)),
+            _ => None,
+        })
+        .collect();
+    if !screens.is_empty() {
+        out.push_str("### Screens\n\n| screen | metric | winner | reason |\n|---|---|---|---|\n");
+        for (step, r) in screens {
+            let winner =
+                if r.meaningful { format!("`{}`", r.winner) } else { "no meaningful difference".into() };
+            let _ =
+                writeln!(out, "| {} | {} | {} | {} |", step.name, r.metric, winner, md(&r.selection_reason));
+        }
+        out.push('\n');
+    }
+    out.push_str("### Cells\n\n| cell | server | C | ok/failed | tok/s | TTFT p50 ms | TTFT p99 ms | E2E p50 ms | TPOT mean ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    let headline = report.headline_names();
+    for (step, cell) in report.cells() {
+        let r = &cell.result;
+        let name = if headline.contains(&step.name) {
+            format!("**{}** (headline)", step.name)
+        } else {
+            step.name.clone()
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {}{} | {} | {}/{} | {} | {} | {} | {} | {} |",
+            name,
+            md(&cell.server()),
+            if r.simulated { " (sim)" } else { "" },
+            cell.artifact.concurrency.map(count).unwrap_or_default(),
+            r.completed,
+            r.failed,
+            num(r.aggregate_tok_s),
+            num(r.ttft_p50_ms),
+            num(r.ttft_p99_ms),
+            num(cell.metric("e2e_p50_ms")),
+            num(cell.metric("tpot_mean_ms")),
+        );
+    }
+    if let Some(limitations) = report.summary.as_ref().and_then(|s| s.get("limitations")?.as_array().cloned())
+        && !limitations.is_empty()
+    {
+        out.push_str("\n### Limitations\n\n");
+        for l in limitations {
+            let _ = writeln!(out, "- {}", md(&plain(&l)));
+        }
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Table-safe markdown text: pipes escaped, one line.
+fn md(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}

@@ -1,0 +1,309 @@
+//! What a report shows, read once from a store: the run record, every
+//! step's stored result as its kind's type, each cell's per-request timings
+//! (only the fields the plots use) and the campaign's decision summary.
+//!
+//! Nothing here renders; `html` and `export` read a [`Report`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anvil_store::{RunRecord, Store};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::results::{self, CellResult, CheckResult, DecisionResult, GateResult, ScreenResult, TaskResult};
+
+/// A campaign's run, ready to render.
+pub struct Report {
+    pub campaign: String,
+    pub description: Option<String>,
+    /// Where the run came from: "recipe … (run …)", "bundle … (digest)".
+    pub source: String,
+    pub run: RunRecord,
+    /// Whether the stored files can be linked (`file://`): false for a
+    /// bundle, whose temporary store is gone once the page is written.
+    pub link_files: bool,
+    /// `anvil-serving.benchmark-decision-summary/v1` of this run, when found.
+    pub summary: Option<Value>,
+    /// Steps in the run record's order (servers left out).
+    pub steps: Vec<Step>,
+}
+
+pub struct Step {
+    pub name: String,
+    pub kind: String,
+    pub fingerprint: String,
+    /// The run record's word for how it ended (ran, cached, failed, …).
+    pub status: String,
+    pub duration_ms: u64,
+    pub detail: String,
+    pub description: Option<String>,
+    /// The stored entry's folder and file names, when stored.
+    pub dir: Option<PathBuf>,
+    pub files: Vec<String>,
+    pub body: Body,
+}
+
+pub enum Body {
+    Cell(Box<Cell>),
+    Screen(ScreenResult),
+    Gate(GateResult),
+    Check(CheckResult),
+    Decision(DecisionResult),
+    Task(TaskResult),
+    /// A kind this anvil has no section for (searches, stages…): shown as JSON.
+    Other(Value),
+    /// Nothing stored (failed or skipped), or what is stored does not read.
+    Missing(String),
+}
+
+/// A measured cell: its typed result and the parts of its artifact the page draws.
+pub struct Cell {
+    pub result: CellResult,
+    pub artifact: Artifact,
+}
+
+/// The fields of an `anvil-serving.benchmark/v1` artifact the report uses.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Artifact {
+    pub engine: Option<String>,
+    pub model: Option<String>,
+    pub concurrency: Option<f64>,
+    pub arrival: Value,
+    pub requests: Option<u64>,
+    pub completed: Option<u64>,
+    pub failed: Option<u64>,
+    pub context_tokens: Option<u64>,
+    pub metrics: Value,
+    pub failure_counts: BTreeMap<String, u64>,
+    pub repeats: Value,
+    pub telemetry: Value,
+    pub targets: Value,
+    pub wall_clock_ms: Option<f64>,
+    pub simulated: Option<bool>,
+    pub request_timings: Vec<Timing>,
+}
+
+/// One request, as the plots need it (ms after the run started, or durations in ms).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Timing {
+    pub request_index: u64,
+    pub repeat: u32,
+    pub actual_send_ms: f64,
+    pub finished_ms: f64,
+    pub ttft_ms: Option<f64>,
+    pub time_to_first_output_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    pub decode_tok_s: Option<f64>,
+    pub output_tokens: Option<u64>,
+    pub chunk_gaps_us: Vec<u32>,
+    pub performance_eligible: bool,
+    pub failure: Option<FailureView>,
+    pub request_canary: Option<CanaryView>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct FailureView {
+    pub class: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct CanaryView {
+    pub passed: bool,
+}
+
+impl Cell {
+    /// The concurrency, or for an open loop its arrival rate, as the x of a sweep.
+    pub fn load_axis(&self) -> Option<(&'static str, f64)> {
+        match self.artifact.arrival.get("rate_per_s").and_then(Value::as_f64) {
+            Some(rate) => Some(("arrival rate (req/s)", rate)),
+            None => self.artifact.concurrency.map(|c| ("concurrency", c)),
+        }
+    }
+
+    /// The server (replica label) the cell measured.
+    pub fn server(&self) -> String {
+        let labels: Vec<&str> = self
+            .artifact
+            .targets
+            .as_array()
+            .map(|t| t.iter().filter_map(|t| t.get("label").and_then(Value::as_str)).collect())
+            .unwrap_or_default();
+        if labels.is_empty() { self.result.engine.clone() } else { labels.join("+") }
+    }
+
+    pub fn metric(&self, key: &str) -> Option<f64> {
+        self.result.metric(key).as_f64()
+    }
+}
+
+impl Report {
+    pub fn cells(&self) -> impl Iterator<Item = (&Step, &Cell)> {
+        self.steps.iter().filter_map(|s| match &s.body {
+            Body::Cell(c) => Some((s, c.as_ref())),
+            _ => None,
+        })
+    }
+
+    /// Names of the cells measured on a simulated engine.
+    pub fn simulated_cells(&self) -> Vec<&str> {
+        self.cells().filter(|(_, c)| c.result.simulated).map(|(s, _)| s.name.as_str()).collect()
+    }
+
+    /// The decision summary's headline cells (by evidence fingerprint), in its order.
+    pub fn headline_names(&self) -> Vec<String> {
+        let Some(rows) = self.summary.as_ref().and_then(|s| s.get("headline_results")?.as_array().cloned())
+        else {
+            return Vec::new();
+        };
+        rows.iter()
+            .filter_map(|row| {
+                let fp = row.get("evidence")?.as_str()?;
+                self.steps.iter().find(|s| s.fingerprint == fp).map(|s| s.name.clone())
+            })
+            .collect()
+    }
+
+    pub fn environment(&self) -> &Value {
+        self.run.extra.get("environment").unwrap_or(&Value::Null)
+    }
+
+    pub fn invocation(&self) -> &Value {
+        self.run.extra.get("invocation").unwrap_or(&Value::Null)
+    }
+
+    pub fn anvil_version(&self) -> String {
+        self.environment()
+            .get("anvil_version")
+            .and_then(Value::as_str)
+            .map_or_else(|| env!("CARGO_PKG_VERSION").to_string(), str::to_string)
+    }
+}
+
+/// Where to look for what the run did not store itself.
+pub struct Sources<'a> {
+    /// The run's campaign outputs folder (`results/<campaign>/`, or a bundle's `outputs/`).
+    pub outputs: Option<PathBuf>,
+    /// The recipe, for descriptions (best effort: it may have changed since).
+    pub recipe: Option<&'a Path>,
+    pub label: String,
+    pub link_files: bool,
+}
+
+/// Read a run and everything it stored.
+pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
+    let recipe = sources.recipe.and_then(|path| {
+        let set: Vec<String> = run
+            .extra
+            .pointer("/invocation/set")
+            .and_then(Value::as_array)
+            .map(|s| s.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        crate::recipe::load(path, &set).ok()
+    });
+    let description_of =
+        |name: &str| recipe.as_ref().and_then(|r| r.step(name)).and_then(|d| d.description.clone());
+    let steps = run
+        .nodes
+        .iter()
+        .filter(|n| n.kind != "server")
+        .map(|node| {
+            let entry =
+                if node.status.stored() { store.read(&node.fingerprint).ok().flatten() } else { None };
+            let body = match &entry {
+                Some(entry) => body_of(&node.kind, entry),
+                None => Body::Missing(format!(
+                    "nothing stored: {} {}",
+                    node.status.as_str(),
+                    node.detail.as_deref().unwrap_or("")
+                )),
+            };
+            Step {
+                name: node.name.clone(),
+                kind: node.kind.clone(),
+                fingerprint: node.fingerprint.to_string(),
+                status: node.status.as_str().to_string(),
+                duration_ms: node.duration_ms.unwrap_or(0),
+                detail: node.detail.clone().unwrap_or_default(),
+                description: description_of(&node.name),
+                dir: entry.as_ref().map(|e| e.dir.clone()),
+                files: entry.map(|e| e.files.into_iter().map(|f| f.name).collect()).unwrap_or_default(),
+                body,
+            }
+        })
+        .collect();
+    let campaign = run
+        .extra
+        .get("campaign")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| recipe.as_ref().map(|r| r.campaign.name.clone()))
+        .unwrap_or_else(|| run.recipe_path.clone());
+    let summary = sources
+        .outputs
+        .as_deref()
+        .and_then(|dir| read_json(&dir.join("decision-summary.json")))
+        .filter(|s| summary_is_of(s, &run));
+    Report {
+        campaign,
+        description: recipe.as_ref().and_then(|r| r.campaign.description.clone()),
+        source: sources.label,
+        run,
+        link_files: sources.link_files,
+        summary,
+        steps,
+    }
+}
+
+/// A decision summary belongs to a run when it was cut when the run
+/// finished and its headline evidence is among the run's steps.
+fn summary_is_of(summary: &Value, run: &RunRecord) -> bool {
+    let cutoff = summary.get("evidence_cutoff").and_then(Value::as_str);
+    if cutoff.is_none() || cutoff != run.finished_at.as_deref() {
+        return false;
+    }
+    let fingerprints: Vec<String> = run.nodes.iter().map(|n| n.fingerprint.to_string()).collect();
+    summary.get("headline_results").and_then(Value::as_array).is_none_or(|rows| {
+        rows.iter().all(|r| {
+            r.get("evidence").and_then(Value::as_str).is_some_and(|fp| fingerprints.iter().any(|f| f == fp))
+        })
+    })
+}
+
+fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
+    let result = entry.result.clone();
+    let unreadable =
+        |e: serde_json::Error| Body::Missing(format!("stored result does not read as a {kind}: {e}"));
+    match kind {
+        "cell" => {
+            let result: CellResult = match results::from_value(result) {
+                Ok(r) => r,
+                Err(e) => return unreadable(e),
+            };
+            let artifact = std::fs::read(entry.path_of("benchmark.json"))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<Artifact>(&bytes).ok())
+                .unwrap_or_default();
+            Body::Cell(Box::new(Cell { result, artifact }))
+        }
+        "screen" => results::from_value(result).map_or_else(unreadable, Body::Screen),
+        "gate" => results::from_value(result).map_or_else(unreadable, Body::Gate),
+        "check" => results::from_value(result).map_or_else(unreadable, Body::Check),
+        "decision" => results::from_value(result).map_or_else(unreadable, Body::Decision),
+        "task" | "finally" => match results::from_value(result.clone()) {
+            Ok(task) => Body::Task(task),
+            Err(_) => Body::Other(result),
+        },
+        _ => Body::Other(result),
+    }
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
