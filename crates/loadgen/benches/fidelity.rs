@@ -355,28 +355,35 @@ fn sweep_row(rt: &tokio::runtime::Runtime, args: &str) {
 
 // --- what differs between client versions ---
 
-const CONNECT_MODES: [&str; 1] = ["-"];
+const CONNECT_MODES: [&str; 2] = ["ahead", "on-demand"];
 
-fn ttft_spec(spec: CellSpec, _connect: &str) -> CellSpec {
-    spec
+fn ttft_spec(spec: CellSpec, connect: &str) -> CellSpec {
+    let connect =
+        if connect == "on-demand" { anvil_loadgen::Connect::OnDemand } else { anvil_loadgen::Connect::Ahead };
+    CellSpec { connect, ..spec }
 }
 
 fn report_records(report: &CellReport) -> Vec<anvil_loadgen::RequestRecord> {
     report.records.clone()
 }
 
-/// Runs the cell and writes its artifact into `dir`: (chunks, artifact bytes).
+/// Runs the cell and writes its artifact into `dir` as `anvil run` does,
+/// records streamed through the record log: (chunks, artifact bytes).
 fn run_and_write(
     rt: &tokio::runtime::Runtime,
     spec: &CellSpec,
     url: &str,
     dir: &std::path::Path,
 ) -> (u64, u64) {
-    let report = run(rt, spec, url);
-    let chunks = report.records.iter().map(|r| u64::from(r.content_chunks)).sum();
-    let bytes = serde_json::to_vec_pretty(&report.artifact).expect("artifact");
-    std::fs::write(dir.join("benchmark.json"), &bytes).expect("write");
-    (chunks, bytes.len() as u64)
+    let target = [Target { base_url: url.to_string(), api_key: None, label: "sim".into() }];
+    let quiet = |_: &Progress| {};
+    let cell = rt
+        .block_on(anvil_loadgen::run_cell_streamed(spec, &target, &CellContext::default(), &quiet, dir))
+        .expect("cell");
+    assert_eq!(cell.summary.failed, 0);
+    let chunks = cell.artifact["metrics"]["content_chunks"].as_u64().unwrap_or(0);
+    let bytes = cell.write_artifact_file(&cell.artifact, &dir.join("benchmark.json")).expect("write");
+    (chunks, bytes)
 }
 
 const ROW_ENV: &str = "FIDELITY_SWEEP_ROW";

@@ -313,6 +313,8 @@ fn timing_methodology() -> Value {
         "time_to_first_output": "request start through the first non-empty streamed reasoning or content delta",
         "tpot": "client-observed mean time per output token after the first output; identical to the legacy mean_inter_token_latency key",
         "ttft": "request start through the first non-empty streamed content delta",
+        "request_start": "closed loop: just before the client takes an open keep-alive connection (or opens one, when none is open: then request_timings[].connect_ms is inside every timing) and writes the request; open loop: when the sender thread writes the request on an already open connection (with connect on-demand, a request finding none open starts at its due time, before its connect)",
+        "connections": "connect ahead (default): before each measured run's clock starts, the descriptor table is pre-sized and the connections the run can use at once are opened (connections.opened_ahead), so no connect or descriptor-table growth lands inside a timing; connect on-demand: idle connections are closed first and each is opened when a request needs it, so connection setup is measured",
         "e2e": "request start through arrival of the stream's end marker ([DONE] or response.completed)",
         "visible_generation": "client-observed E2E minus ttft",
         "throughput": "sum of usage completion tokens of performance-eligible requests divided by the measured wall-clock span (first request sent to last response ended, summed over repeats)",
