@@ -5,17 +5,10 @@ use std::collections::BTreeSet;
 
 use anvil_expr::Reference;
 
+use super::step_index::StepIndex;
 use crate::recipe::{Decl, Expression, Kind, Problem, Recipe, Spec, did_you_mean};
 
 /// Steps matched by a reference (`cell.sglang-d*`); `param.x` reads no step.
-/// Steps by kind and name, so a plain reference is one lookup (only
-/// wildcards scan the steps).
-pub type StepIndex<'a> = std::collections::HashMap<(Kind, &'a str), usize>;
-
-pub fn step_index(recipe: &Recipe) -> StepIndex<'_> {
-    recipe.steps.iter().enumerate().map(|(i, s)| ((s.kind, s.name.as_str()), i)).collect()
-}
-
 pub fn resolve_reference(
     reference: &Reference,
     recipe: &Recipe,
@@ -47,17 +40,7 @@ pub fn resolve_reference(
         );
         return Vec::new();
     };
-    let matched: Vec<usize> = if !reference.is_wildcard() {
-        index.get(&(kind, reference.name.as_str())).copied().into_iter().collect()
-    } else {
-        recipe
-            .steps
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.kind == kind && reference.matches_name(&s.name))
-            .map(|(i, _)| i)
-            .collect()
-    };
+    let matched = index.matching(kind, reference);
     if matched.is_empty() {
         let known = recipe.steps.iter().filter(|s| s.kind == kind).map(|s| s.name.as_str());
         problems.push(
@@ -75,7 +58,7 @@ pub fn resolve_reference(
 
 /// The steps each step waits for, as indices into `recipe.steps`.
 pub fn dependencies(recipe: &Recipe, problems: &mut Vec<Problem>) -> Vec<Vec<usize>> {
-    let index = step_index(recipe);
+    let index = StepIndex::new(recipe);
     let by_name: std::collections::HashMap<&str, usize> =
         recipe.steps.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
     let index_of = |name: &str| by_name.get(name).copied();

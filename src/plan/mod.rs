@@ -8,6 +8,7 @@ mod fingerprint;
 mod graph;
 mod preimage;
 mod status;
+mod step_index;
 
 use anvil_store::{Fingerprint, Store};
 use serde_json::Value;

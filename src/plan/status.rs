@@ -1,7 +1,9 @@
 //! Will a step run, and why: compares the plan with the store and with the
 //! last run of the same recipe.
 
-use anvil_store::{NodeStatus, Store};
+use std::collections::{HashMap, HashSet};
+
+use anvil_store::{NodeStatus, RunNode, Store};
 
 use super::changes::{describe, diff_values};
 use super::{Plan, PlannedNode};
@@ -35,6 +37,11 @@ pub fn result_digest(store: &Store, node: &PlannedNode) -> Option<String> {
 
 pub fn assign(plan: &mut Plan, store: Option<&Store>) {
     let last_run = store.and_then(|s| s.last_run_of(&plan.recipe.key).ok().flatten());
+    // The last run's nodes by name: one lookup per pending step.
+    let mut previous: HashMap<&str, &RunNode> = HashMap::new();
+    for node in last_run.iter().flat_map(|run| &run.nodes) {
+        previous.entry(node.name.as_str()).or_insert(node);
+    }
     let order = plan.order.clone();
     for &i in &order {
         let node = &plan.nodes[i];
@@ -57,21 +64,25 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
                     .collect();
                 (Status::Pending, format!("reads results this run produces: {}", listing(&waiting)))
             }
-            _ => (Status::Pending, why_pending(plan, i, store, last_run.as_ref())),
+            _ => (Status::Pending, why_pending(plan, i, store, &previous)),
         };
         plan.nodes[i].status = status;
         plan.nodes[i].reason = reason;
     }
-    for i in 0..plan.nodes.len() {
+    // Each server's pending dependents, in one pass over the nodes (not one
+    // pass per server).
+    let mut needing: Vec<Vec<String>> = vec![Vec::new(); plan.nodes.len()];
+    for node in plan.nodes.iter().filter(|n| n.status == Status::Pending && n.kind != Kind::Finally) {
+        for &d in &node.deps {
+            if plan.nodes[d].kind == Kind::Server {
+                needing[d].push(node.name.clone());
+            }
+        }
+    }
+    for (i, needing) in needing.into_iter().enumerate() {
         if plan.nodes[i].kind != Kind::Server {
             continue;
         }
-        let needing: Vec<String> = plan
-            .nodes
-            .iter()
-            .filter(|n| n.status == Status::Pending && n.deps.contains(&i) && n.kind != Kind::Finally)
-            .map(|n| n.name.clone())
-            .collect();
         let (status, reason) = if needing.is_empty() {
             (Status::Cached, "every step that needs it is stored: it will not start".to_string())
         } else {
@@ -111,14 +122,9 @@ fn listing(names: &[String]) -> String {
     format!("{}, … (+{} more)", names[..SHOWN].join(", "), names.len() - SHOWN)
 }
 
-fn why_pending(
-    plan: &Plan,
-    i: usize,
-    store: Option<&Store>,
-    last_run: Option<&anvil_store::RunRecord>,
-) -> String {
+fn why_pending(plan: &Plan, i: usize, store: Option<&Store>, last_run: &HashMap<&str, &RunNode>) -> String {
     let node = &plan.nodes[i];
-    let Some(previous) = last_run.and_then(|run| run.nodes.iter().find(|n| n.name == node.name)) else {
+    let Some(previous) = last_run.get(node.name.as_str()) else {
         return "new: not in the last run of this recipe".to_string();
     };
     match previous.status {
@@ -138,6 +144,9 @@ fn why_pending(
     }
 }
 
+/// A fingerprint's length in hex: no shorter path can hold one.
+const FINGERPRINT_HEX_LEN: usize = 64;
+
 /// One line: the first changed fields, or the upstream step that changed.
 fn explain_change(plan: &Plan, old: &serde_json::Value, node: &PlannedNode) -> String {
     let changes = diff_values(old, &node.preimage);
@@ -146,14 +155,17 @@ fn explain_change(plan: &Plan, old: &serde_json::Value, node: &PlannedNode) -> S
         let more = if own.len() > 1 { format!(" (+{} more)", own.len() - 1) } else { String::new() };
         return format!("changed: {}{more}", describe(first));
     }
+    // An upstream fingerprint appears as a changed value (or inside a path):
+    // gather those once rather than scanning the changes for every dependency.
+    let values: HashSet<&str> = changes.iter().filter_map(|c| c.b.as_str()).collect();
+    let long_paths: Vec<&str> =
+        changes.iter().map(|c| c.path.as_str()).filter(|p| p.len() >= FINGERPRINT_HEX_LEN).collect();
     let upstream_names: Vec<String> = node
         .deps
         .iter()
         .filter(|&&d| {
-            changes.iter().any(|c| {
-                c.path.contains(&plan.nodes[d].fingerprint.to_string())
-                    || c.b.as_str() == Some(&plan.nodes[d].fingerprint.to_string())
-            })
+            let fp = plan.nodes[d].fingerprint.to_string();
+            values.contains(fp.as_str()) || long_paths.iter().any(|p| p.contains(&fp))
         })
         .map(|&d| plan.recipe.steps[d].qualified())
         .collect();

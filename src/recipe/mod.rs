@@ -17,7 +17,7 @@ mod raw;
 mod schema;
 pub mod words;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -217,11 +217,16 @@ fn check_unique(decls: &[&Draft], problems: &mut Problems) {
 }
 
 fn check_references(steps: &[&Draft], workloads: &[&Draft], problems: &mut Problems) {
+    // Names by kind, looked up once per reference: scanning the steps for
+    // each one made loading quadratic in the number of steps.
+    let declared: HashSet<(Kind, &str)> =
+        steps.iter().chain(workloads).map(|d| (d.kind, d.name.as_str())).collect();
+    let step_names: HashSet<&str> = steps.iter().map(|d| d.name.as_str()).collect();
     for step in steps {
         for (key, kind) in [("server", Kind::Server), ("workload", Kind::Workload)] {
             let Some(target) = step.settings.str(key) else { continue };
-            let pool: &[&Draft] = if kind == Kind::Workload { workloads } else { steps };
-            if !pool.iter().any(|d| d.kind == kind && d.name == target) {
+            if !declared.contains(&(kind, target)) {
+                let pool: &[&Draft] = if kind == Kind::Workload { workloads } else { steps };
                 let known = pool.iter().filter(|d| d.kind == kind).map(|d| d.name.as_str());
                 problems.push(
                     step.problem_at(
@@ -234,7 +239,7 @@ fn check_references(steps: &[&Draft], workloads: &[&Draft], problems: &mut Probl
             }
         }
         for target in step.settings.strings("headline") {
-            if !steps.iter().any(|d| d.kind == Kind::Cell && d.name == target) {
+            if !declared.contains(&(Kind::Cell, target.as_str())) {
                 problems.push(
                     step.problem_at(
                         "headline",
@@ -249,7 +254,7 @@ fn check_references(steps: &[&Draft], workloads: &[&Draft], problems: &mut Probl
             }
         }
         for target in step.settings.strings("after") {
-            if !steps.iter().any(|d| d.name == target) {
+            if !step_names.contains(target.as_str()) {
                 problems.push(
                     step.problem_at(
                         "after",

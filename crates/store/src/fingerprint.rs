@@ -52,10 +52,14 @@ impl From<blake3::Hash> for Fingerprint {
 
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
+        // One write of the whole hex text: plans format every fingerprint.
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = [0u8; FINGERPRINT_HEX_LEN];
+        for (i, byte) in self.0.iter().enumerate() {
+            hex[2 * i] = DIGITS[usize::from(byte >> 4)];
+            hex[2 * i + 1] = DIGITS[usize::from(byte & 0xf)];
         }
-        Ok(())
+        f.write_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"))
     }
 }
 
