@@ -1,0 +1,40 @@
+//! `anvil cancel RUN_ID`: cancel the Slurm jobs of a run (its head may be gone).
+
+use std::path::Path;
+
+use super::{jobs, sbatch};
+use crate::commands::{Exit, failed, open_store};
+
+pub fn cancel(store_root: &Path, run_id: &str) -> Result<i32, Exit> {
+    let store = open_store(store_root)?;
+    let mut ids: Vec<String> = jobs::all_records(store.root())
+        .into_iter()
+        .filter(|r| r.run_id == run_id)
+        .map(|r| r.job_id)
+        .collect();
+    // The run record names them too once the head has finished.
+    if let Some(record) = store.runs().unwrap_or_default().into_iter().find(|r| r.run_id == run_id) {
+        let listed = record.extra.get("jobs").and_then(|j| j.as_array()).cloned().unwrap_or_default();
+        for job in listed {
+            if let Some(id) = job.get("job_id").and_then(|v| v.as_str())
+                && !ids.iter().any(|i| i == id)
+            {
+                ids.push(id.to_string());
+            }
+        }
+    }
+    if ids.is_empty() {
+        return Err(failed(format!("no Slurm jobs are recorded for run {run_id}")));
+    }
+    let live: Vec<String> = ids
+        .into_iter()
+        .filter(|id| sbatch::show_job_blocking(id).is_some_and(|info| !info.state.is_terminal()))
+        .collect();
+    if live.is_empty() {
+        println!("no job of run {run_id} is queued or running");
+        return Ok(0);
+    }
+    sbatch::cancel(&live).map_err(failed)?;
+    println!("cancelled slurm jobs {} of run {run_id}", live.join(" "));
+    Ok(0)
+}

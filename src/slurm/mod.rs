@@ -1,0 +1,22 @@
+//! Running a campaign on a Slurm cluster with a shared store
+//! (`anvil run --executor slurm`, docs/cluster.md).
+//!
+//! The head plans as usual; each group of steps that shares a server (and
+//! each task) becomes one Slurm job running `anvil worker`, which commits
+//! its results to the shared store with the normal locked, atomic protocol.
+//! The head follows the jobs with `scontrol` and reads how each step ended
+//! from the store. Nothing here changes a step or its fingerprint.
+
+mod cancel;
+mod group;
+mod head;
+mod jobs;
+mod sbatch;
+mod settings;
+mod state;
+mod worker;
+
+pub use cancel::cancel;
+pub use head::{Head, RemoteOutcome};
+pub use settings::SlurmSettings;
+pub use worker::{WorkerArgs, worker};

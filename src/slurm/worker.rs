@@ -1,0 +1,194 @@
+//! `anvil worker`: what runs inside a Slurm job. It plans the same recipe
+//! against the shared store, runs only its steps with the normal executor
+//! code (server pool, store lock, atomic commit), and writes its progress to
+//! `<store>/jobs/<job id>.progress.json` for the head.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::jobs::{self, JobProgress, StepProgress};
+use crate::cli::RecipeArgs;
+use crate::commands::{Exit, input, load_plan, open_store};
+use crate::plan::Status;
+use crate::recipe::Kind;
+use crate::run::{Ending, RunOptions, execute};
+
+pub struct WorkerArgs {
+    pub steps: Vec<String>,
+    pub force: Vec<String>,
+    pub keep_going: bool,
+    pub job: Option<String>,
+}
+
+pub async fn worker(store_root: &Path, recipe: &RecipeArgs, args: WorkerArgs) -> Result<i32, Exit> {
+    let began_ms = jobs::now_ms();
+    let store = open_store(store_root)?;
+    let plan = load_plan(recipe, Some(&store))?;
+    let job_id = args
+        .job
+        .clone()
+        .filter(|j| !j.is_empty())
+        .or_else(|| std::env::var("SLURM_JOB_ID").ok())
+        .unwrap_or_else(|| format!("local-{}", std::process::id()));
+    let steps: Vec<String> = args
+        .steps
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    let mine: BTreeSet<usize> = steps
+        .iter()
+        .map(|name| {
+            plan.index_of(name).ok_or_else(|| input(format!("worker: no step `{name}` in the recipe")))
+        })
+        .collect::<Result<_, _>>()?;
+    // The head put in a job only steps whose other inputs are stored: a
+    // pending dependency outside the job would be run twice. Refuse.
+    let mut stack: Vec<usize> = mine.iter().copied().collect();
+    let mut seen = BTreeSet::new();
+    while let Some(i) = stack.pop() {
+        if !seen.insert(i) {
+            continue;
+        }
+        for &d in &plan.nodes[i].deps {
+            let node = &plan.nodes[d];
+            if node.kind == Kind::Finally {
+                continue;
+            }
+            if !mine.contains(&d) && node.kind != Kind::Server && node.status == Status::Pending {
+                return Err(input(format!(
+                    "worker: step `{}` needs `{}`, which is neither stored nor in this job",
+                    plan.nodes[i].name, node.name
+                )));
+            }
+            stack.push(d);
+        }
+    }
+    let node = anvil_store::hostname();
+    let progress = Arc::new(Mutex::new(JobProgress {
+        job_id: job_id.clone(),
+        node,
+        pid: std::process::id(),
+        state: "running".into(),
+        started_at: crate::run::now_rfc3339(),
+        updated_at: crate::run::now_rfc3339(),
+        steps: mine
+            .iter()
+            .map(|&i| {
+                (plan.nodes[i].name.clone(), StepProgress { state: "pending".into(), detail: String::new() })
+            })
+            .collect(),
+        began_ms,
+        first_step_ms: None,
+    }));
+    let path = jobs::progress_path(store.root(), &job_id);
+    let write = {
+        let (progress, path) = (progress.clone(), path.clone());
+        move || {
+            let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+            p.updated_at = crate::run::now_rfc3339();
+            if let Err(err) = jobs::write_json(&path, &*p) {
+                eprintln!("anvil worker: cannot write {}: {err}", path.display());
+            }
+        }
+    };
+    write();
+    eprintln!("anvil worker: job {job_id} on {}: {}", anvil_store::hostname(), steps.join(", "));
+
+    // Mark steps as their entries appear, for the head's live view.
+    let watched: BTreeMap<String, anvil_store::Fingerprint> =
+        mine.iter().map(|&i| (plan.nodes[i].name.clone(), plan.nodes[i].fingerprint)).collect();
+    let watcher = {
+        let (store, progress, write) = (store.clone(), progress.clone(), write.clone());
+        let forced: BTreeSet<String> = args.force.iter().cloned().collect();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let mut changed = false;
+                {
+                    let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+                    for (name, fp) in &watched {
+                        let pending = p.steps.get(name).is_some_and(|s| s.state == "pending");
+                        if pending && !forced.contains(name) && store.contains(fp) {
+                            p.steps.insert(
+                                name.clone(),
+                                StepProgress { state: "stored".into(), detail: String::new() },
+                            );
+                            p.first_step_ms.get_or_insert_with(jobs::now_ms);
+                            changed = true;
+                        }
+                    }
+                }
+                if changed {
+                    write();
+                }
+            }
+        })
+    };
+
+    let options = RunOptions {
+        jobs: 4,
+        only: steps.clone(),
+        force: args.force.clone(),
+        keep_going: args.keep_going,
+        // The allocation's GPUs (Slurm sets CUDA_VISIBLE_DEVICES for --gres).
+        gpus: Some(std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default()),
+        ..RunOptions::default()
+    };
+    let summary = execute(plan, store.clone(), options).await;
+    watcher.abort();
+    let summary = match summary {
+        Ok(summary) => summary,
+        Err(err) => {
+            let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+            p.state = "finished".into();
+            for s in p.steps.values_mut().filter(|s| s.state == "pending") {
+                *s = StepProgress { state: "failed".into(), detail: err.to_string() };
+            }
+            drop(p);
+            write();
+            return Err(err.into());
+        }
+    };
+    mark_worker_record(&store, &summary.run_id, &job_id);
+    let mut ok = summary.interrupted.is_none();
+    {
+        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+        for step in summary.steps.iter().filter(|s| steps.contains(&s.name)) {
+            ok &= matches!(step.ending, Ending::Ran | Ending::Cached);
+            p.steps.insert(
+                step.name.clone(),
+                StepProgress { state: step.ending.as_str().into(), detail: step.detail.clone() },
+            );
+        }
+        p.first_step_ms.get_or_insert_with(jobs::now_ms);
+        p.state = "finished".into();
+    }
+    write();
+    eprintln!("anvil worker: job {job_id} done in {:.1}s", summary.elapsed.as_secs_f64());
+    Ok(match summary.interrupted {
+        Some(code) => code,
+        None if ok => 0,
+        None => 1,
+    })
+}
+
+/// The worker's run record stays a gc root, but it is a part of the head's
+/// run, not a run of the recipe: its key says which job it was, so "the
+/// recipe's latest run" (diff, export) is the head's.
+fn mark_worker_record(store: &anvil_store::Store, run_id: &str, job_id: &str) {
+    let Some(mut record) = store.runs().unwrap_or_default().into_iter().find(|r| r.run_id == run_id) else {
+        return;
+    };
+    record.recipe = format!("{}#slurm-job-{job_id}", record.recipe);
+    if let serde_json::Value::Object(extra) = &mut record.extra {
+        extra.insert("slurm_job".into(), job_id.into());
+    }
+    if let Err(err) = store.record_run(&record) {
+        eprintln!("anvil worker: cannot mark run record {run_id}: {err}");
+    }
+}
