@@ -48,10 +48,19 @@ pub fn lease_duration() -> Duration {
         .unwrap_or(DEFAULT_LEASE)
 }
 
+static SHARED: AtomicBool = AtomicBool::new(false);
+
 /// Whether this process treats its stores as shared across hosts
-/// (`ANVIL_STORE_SHARED=1`): node locks are then lease locks.
+/// (`ANVIL_STORE_SHARED=1`, or [`treat_stores_as_shared`]): node locks
+/// then take a lease lock as well.
 pub fn shared_store() -> bool {
-    std::env::var("ANVIL_STORE_SHARED").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+    SHARED.load(Ordering::SeqCst)
+        || std::env::var("ANVIL_STORE_SHARED").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+/// From now on this process treats its stores as shared (the Slurm head does).
+pub fn treat_stores_as_shared() {
+    SHARED.store(true, Ordering::SeqCst);
 }
 
 /// What a lease file says.
@@ -341,6 +350,38 @@ fn now_ms() -> u64 {
 
 fn json_string(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
+}
+
+/// A fingerprint's lease in a shared store (`locks/<fp>.lease`).
+#[allow(dead_code)] // TEMP: node_lock takes it once wired
+pub(crate) enum Lease {
+    /// The store is not shared: the OS lock alone excludes.
+    NotShared,
+    Held(LeaseLock),
+    /// Someone holds it (only when not waiting).
+    Busy,
+}
+
+#[allow(dead_code)] // TEMP: node_lock takes it once wired
+impl crate::store::Store {
+    /// Take `fp`'s lease when this process treats stores as shared
+    /// ([`shared_store`]), waiting for it if `wait`.
+    pub(crate) fn lease(&self, fp: &crate::Fingerprint, wait: bool) -> Result<Lease, crate::StoreError> {
+        if !shared_store() {
+            return Ok(Lease::NotShared);
+        }
+        let path = self.layout.locks().join(format!("{fp}.lease"));
+        let lease = lease_duration();
+        let taken = if wait {
+            LeaseLock::acquire(&path, lease).map(Some)
+        } else {
+            LeaseLock::try_acquire(&path, lease)
+        };
+        match taken.map_err(crate::StoreError::io("take the lease", &path))? {
+            Some(lock) => Ok(Lease::Held(lock)),
+            None => Ok(Lease::Busy),
+        }
+    }
 }
 
 #[cfg(test)]

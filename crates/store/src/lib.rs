@@ -30,7 +30,9 @@ pub use entry::Entry;
 pub use error::StoreError;
 pub use fingerprint::{Fingerprint, ParseFingerprintError};
 pub use gc::GcReport;
-pub use lease_lock::{LeaseInfo, LeaseLock, hostname, lease_duration, read_lease, shared_store};
+pub use lease_lock::{
+    LeaseInfo, LeaseLock, hostname, lease_duration, read_lease, shared_store, treat_stores_as_shared,
+};
 pub use manifest::ManifestFile;
 pub use node_lock::NodeLock;
 pub use runs::{NodeStatus, RunNode, RunRecord, RunStatus};
