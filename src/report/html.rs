@@ -631,7 +631,7 @@ fn cells(page: &mut Page, report: &Report) {
         page.push("<p class=\"note\">No measured cells.</p>");
     }
     let headline = report.headline_names();
-    let timeline_max = (20_000 / all.len().max(1)).clamp(60, TIMELINE_MAX);
+    let timeline_max = (8_000 / all.len().max(1)).clamp(50, TIMELINE_MAX);
     for (i, (step, cell)) in all.iter().enumerate() {
         let open = headline.contains(&step.name) || (headline.is_empty() && i == 0) || all.len() <= 3;
         cell_section(page, step, cell, open, timeline_max);

@@ -24,7 +24,6 @@ pub const PALETTE: [RGBColor; 7] = [
 const WINNER: RGBColor = RGBColor(0, 158, 115);
 const PLAIN: RGBColor = RGBColor(110, 140, 175);
 const FAILED: RGBColor = RGBColor(200, 30, 30);
-const LIGHT: RGBColor = RGBColor(238, 240, 243);
 const FONT: &str = "sans-serif";
 
 /// An axis label: no trailing zeros, thousands as k.
@@ -78,7 +77,8 @@ pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> String {
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .light_line_style(LIGHT)
+            .x_max_light_lines(1)
+            .y_max_light_lines(0)
             .y_label_formatter(&|v| tick(*v))
             .y_desc(y_desc)
             .x_labels(n)
@@ -128,7 +128,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], note: O
             .build_cartesian_2d(x0..x1, y0..y1)?;
         chart
             .configure_mesh()
-            .light_line_style(LIGHT)
+            .max_light_lines(0)
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick(*v))
             .x_desc(x_desc)
@@ -170,7 +170,7 @@ pub fn histogram(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], note: Opti
             .build_cartesian_2d(x0..x1, 0.0..top)?;
         chart
             .configure_mesh()
-            .light_line_style(LIGHT)
+            .max_light_lines(0)
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick(*v))
             .x_desc(x_desc)
@@ -201,7 +201,7 @@ pub fn timeline(title: &str, spans: &[Span], note: Option<&str>) -> String {
             .build_cartesian_2d(0.0..x1, 0.0..rows)?;
         chart
             .configure_mesh()
-            .light_line_style(LIGHT)
+            .max_light_lines(0)
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick(*v))
             .x_desc("ms after the run started")
@@ -273,7 +273,7 @@ pub fn scatter(
             .build_cartesian_2d(x0..x1, y0..y1)?;
         chart
             .configure_mesh()
-            .light_line_style(LIGHT)
+            .max_light_lines(0)
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick(*v))
             .x_desc(x_desc)
@@ -302,6 +302,10 @@ pub fn scatter(
                     s.points.iter().zip(names).map(|(&p, name)| Text::new(name.clone(), p, (FONT, 11))),
                 )?;
             }
+        }
+        // Past a handful of series the point labels say more than a legend.
+        if series.len() > 6 {
+            return Ok(());
         }
         chart
             .configure_series_labels()
