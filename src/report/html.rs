@@ -239,9 +239,15 @@ fn campaign(page: &mut Page, report: &Report) {
         let mut ids = Vec::new();
         flatten("", identity, &mut ids);
         let ids: Vec<Vec<String>> = ids.into_iter().map(|(k, v)| vec![code(&k), escape(&v)]).collect();
-        page.push("<div><h3>Identities</h3>");
+        // Many servers × identity keys: folded past a dozen, so the decision stays in view.
+        let _ = write!(
+            page.out,
+            "<div><details class=\"identities\"{}><summary><h3>Identities ({})</h3></summary>",
+            if ids.len() <= 12 { " open" } else { "" },
+            ids.len()
+        );
         page.table("kv", &["", ""], &ids);
-        page.push("</div>");
+        page.push("</details></div>");
     }
     page.push("</div>\n");
     if report.summary.is_none() {
@@ -1142,6 +1148,7 @@ table.kv thead{display:none}
 figure{margin:6px 0;border:1px solid var(--line);border-radius:6px;padding:6px 8px;background:#fff}
 figcaption{color:var(--muted);font-size:12px;margin:2px 0}
 svg.plot{width:100%;max-width:860px;height:auto;display:block}
+details.identities>summary h3{display:inline}details.identities>summary{cursor:pointer}
 details.data summary{cursor:pointer;color:var(--accent);font-size:12px}
 details.cell{border:1px solid var(--line);border-radius:8px;padding:6px 12px;margin:10px 0;background:#fcfcfd}
 details.cell>summary{cursor:pointer;font-size:15px;padding:4px 0}
