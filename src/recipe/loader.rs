@@ -31,6 +31,8 @@ pub struct Loaded {
     pub campaign: CampaignDecl,
     pub params: Vec<ParamDecl>,
     pub decls: Vec<RawDecl>,
+    /// `executor "slurm" { … }` blocks, in reading order (the last one counts).
+    pub executors: Vec<super::decls::ExecutorDecl>,
     /// Every recipe file read, main file first (their contents enter no
     /// fingerprint: only the resolved settings do).
     pub files: Vec<PathBuf>,
@@ -38,7 +40,7 @@ pub struct Loaded {
 
 const TOP_LEVEL: &[&str] = &[
     "campaign", "param", "include", "server", "workload", "cell", "check", "gate", "task", "screen",
-    "decision", "finally",
+    "decision", "finally", "executor",
 ];
 
 pub fn load_files(main: &Path, problems: &mut Problems) -> Loaded {
@@ -149,6 +151,7 @@ fn read_top_level(
         }
         "param" => read_param(node, source, loaded, problems),
         "campaign" => read_campaign(node, source, loaded, problems),
+        "executor" => loaded.executors.extend(super::decls::executor::read(node, source, problems)),
         _ => match Kind::parse(word) {
             Some(kind) => {
                 if let Some(decl) = read_decl(kind, node, source, problems) {

@@ -56,6 +56,8 @@ pub struct Recipe {
     /// Steps in the order they were written (includes in place).
     pub steps: Vec<Decl>,
     pub workloads: Vec<Decl>,
+    /// The `executor "slurm" { … }` block, if any: how, not what, so no fingerprint sees it.
+    pub executor: Option<decls::ExecutorDecl>,
     /// Every recipe file read.
     pub files: Vec<PathBuf>,
 }
@@ -131,6 +133,7 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
             overrides: overrides.to_vec(),
             steps,
             workloads,
+            executor: loaded.executors.last().cloned(),
             files: loaded.files,
         },
     )

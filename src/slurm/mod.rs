@@ -17,6 +17,6 @@ mod state;
 mod worker;
 
 pub use cancel::cancel;
-pub use head::{Head, RemoteOutcome};
+pub use head::Head;
 pub use settings::SlurmSettings;
 pub use worker::{WorkerArgs, worker};

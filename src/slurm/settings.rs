@@ -51,6 +51,23 @@ impl SlurmSettings {
         args
     }
 
+    /// The recipe's (or site file's) `executor "slurm" { … }` block.
+    pub fn from_recipe(decl: Option<&crate::recipe::decls::ExecutorDecl>) -> SlurmSettings {
+        let Some(d) = decl else { return SlurmSettings::default() };
+        SlurmSettings {
+            partition: d.partition.clone(),
+            account: d.account.clone(),
+            qos: d.qos.clone(),
+            time_limit: d.time_limit.clone(),
+            constraint: d.constraint.clone(),
+            sbatch_args: d.sbatch_args.clone(),
+            anvil_binary: d.anvil_binary.as_ref().map(PathBuf::from),
+            cpus_per_job: d.cpus,
+            mem_per_job: d.mem.clone(),
+            poll: None,
+        }
+    }
+
     /// Recipe block values under command-line ones (`self` wins where set).
     pub fn over(mut self, base: &SlurmSettings) -> SlurmSettings {
         macro_rules! fill {

@@ -5,6 +5,7 @@
 pub mod cell;
 pub mod check;
 pub mod decision;
+pub mod executor;
 pub mod gate;
 pub mod load;
 pub mod screen;
@@ -14,6 +15,7 @@ pub mod task;
 pub use cell::CellDecl;
 pub use check::CheckDecl;
 pub use decision::{DecisionDecl, Rule};
+pub use executor::ExecutorDecl;
 pub use gate::GateDecl;
 pub use load::{Arrival, LoadDecl, SloDecl};
 pub use screen::ScreenDecl;
