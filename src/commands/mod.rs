@@ -132,9 +132,11 @@ pub fn main() -> i32 {
         }
     };
     crate::cli::set_color(cli.color);
-    if !crate::cli::color_enabled() {
-        let _ = miette::set_hook(Box::new(|_| {
-            Box::new(miette::MietteHandlerOpts::new().color(false).unicode(false).build())
+    // Error reports follow --color / NO_COLOR too (miette would guess from the terminal).
+    let color = crate::cli::color_enabled();
+    if !color || cli.color == crate::cli::ColorChoice::Always {
+        let _ = miette::set_hook(Box::new(move |_| {
+            Box::new(miette::MietteHandlerOpts::new().color(color).build())
         }));
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
