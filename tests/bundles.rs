@@ -109,7 +109,11 @@ fn a_flipped_byte_in_any_member_is_refused_with_the_member_named() {
         let elsewhere = Scratch::new();
         let outcome = elsewhere.anvil(&["import", path.to_str().expect("utf-8")]).expect_code(1);
         // miette wraps long lines: join them before looking for the name.
-        let said = outcome.stderr.replace("\n  │ ", "");
+        let said: String = outcome
+            .stderr
+            .lines()
+            .map(|line| line.trim_start().trim_start_matches(['│', '|']).trim_start())
+            .collect();
         assert!(said.contains(&format!("member `{name}`")), "{name}: {}", outcome.transcript());
         assert!(
             !elsewhere.store().join("entries").exists()

@@ -111,14 +111,21 @@ pub async fn run_cell(
     let progress = |p: &anvil_loadgen::Progress| display.cell(&name, p.done, p.total, p.tok_s, p.failed);
     let before = scrape_all(server).await;
     let sampler = anvil_proc::GpuSampler::start(&server.gpu_ids, std::time::Duration::from_millis(500));
-    let report = anvil_loadgen::run_cell(&spec, &server.targets, &context, &progress).await;
+    // Records stream to disk as they finish, so memory does not grow with the request count.
+    let scratch = tempfile::Builder::new()
+        .prefix("anvil-cell-")
+        .tempdir()
+        .map_err(|e| Failure::new(format!("a scratch folder for the cell: {e}")))?;
+    let report =
+        anvil_loadgen::run_cell_streamed(&spec, &server.targets, &context, &progress, scratch.path()).await;
     let gpu = match sampler {
         Some(s) => s.stop().await,
         None => json!({"available": false, "why": "nvidia-smi not found or no GPUs assigned"}),
     };
     let after = scrape_all(server).await;
-    let report = report.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;
-    let mut artifact = report.artifact;
+    let mut report = report.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;
+    // The document without its per-request lists, which are written from the record log.
+    let mut artifact = std::mem::take(&mut report.artifact);
     artifact["telemetry"] =
         json!({"server_metrics_delta": metric_deltas(server, &before, &after), "gpu": gpu});
     artifact["server_warmup"] = server.warmup.clone();
@@ -127,13 +134,19 @@ pub async fn run_cell(
     artifact["server_startup_ms"] = json!(server.startup_ms);
     let summary = &report.summary;
     if summary.completed == 0 {
+        let failures = report.failures(50).unwrap_or_default();
         return Err(Failure::new(format!("no request completed ({} failed)", summary.failed))
-            .with_detail(artifact["failures"].to_string()));
+            .with_detail(serde_json::to_string(&failures).unwrap_or_default()));
     }
     let result = cell_result(server, summary, &artifact);
-    let mut files = vec![ProducedFile::Bytes {
+    let path = scratch.path().join("benchmark.json");
+    report
+        .write_artifact_file(&artifact, &path)
+        .map_err(|e| Failure::new(format!("writing benchmark.json: {e}")))?;
+    let mut files = vec![ProducedFile::Scratch {
         name: "benchmark.json".into(),
-        bytes: serde_json::to_vec_pretty(&artifact).unwrap_or_default(),
+        folder: scratch,
+        file: "benchmark.json".into(),
     }];
     for (i, log) in server.log_paths.iter().enumerate() {
         if log.exists() {

@@ -19,8 +19,21 @@ pub struct Produced {
 
 #[derive(Debug)]
 pub enum ProducedFile {
-    Bytes { name: String, bytes: Vec<u8> },
-    Copy { name: String, from: PathBuf },
+    Bytes {
+        name: String,
+        bytes: Vec<u8>,
+    },
+    Copy {
+        name: String,
+        from: PathBuf,
+    },
+    /// A file written in a scratch folder, removed with it once stored
+    /// (a cell's artifact, streamed to disk so memory does not grow with it).
+    Scratch {
+        name: String,
+        folder: tempfile::TempDir,
+        file: String,
+    },
 }
 
 /// A step could not produce a result; failures are never stored.

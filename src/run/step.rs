@@ -143,6 +143,9 @@ fn commit(store: &Store, job: &Job, produced: &Produced) -> Result<String, anvil
         match file {
             ProducedFile::Bytes { name, bytes } => staged.write_bytes(name, bytes)?,
             ProducedFile::Copy { name, from } => staged.copy_file(name, from)?,
+            ProducedFile::Scratch { name, folder, file } => {
+                staged.copy_file(name, &folder.path().join(file))?
+            }
         }
     }
     staged.commit()?;
