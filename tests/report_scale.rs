@@ -99,6 +99,10 @@ fn a_hundred_cells_of_a_thousand_requests() {
         println!("| {format} | {:.2} s | {:.1} KiB |", elapsed.as_secs_f64(), size as f64 / 1024.0);
     }
     let html = scratch.read("big.html");
+    // ANVIL_REPORT_SCALE_KEEP=FILE keeps the page, e.g. to time a browser opening it.
+    if let Some(keep) = std::env::var_os("ANVIL_REPORT_SCALE_KEEP") {
+        std::fs::write(&keep, &html).expect("keep the page");
+    }
     assert_eq!(html.matches("<details class=\"cell\"").count(), CELLS, "a section per cell");
     assert!(
         html.contains("downsampled: 77 of 1000 requests (every 13th)"),
