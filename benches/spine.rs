@@ -4,10 +4,15 @@
 //!   simulated cells and gates) against an empty store, and against a store
 //!   that already holds 1,000 of its tasks (stored by a run of a
 //!   1,000-task variant of the same recipe);
+//! - planning at 10,000, 30,000 and 100,000 steps (the same mix scaled, plus
+//!   a screen and a wildcard gate per swept cell family, `cell.c7-*`, and a
+//!   decision): time and peak RSS per size, and the ratio to the smallest,
+//!   which should grow like the step count;
 //! - a no-op rerun of `recipes/quickstart.kdl` (everything cached) next to
 //!   `anvil --version`, the floor of starting the process at all.
 //!
-//! Run: `cargo bench --bench spine` (prints a table; medians of N runs).
+//! Run: `cargo bench --bench spine` (prints tables; medians of N runs;
+//! `SPINE_ANVIL=path/to/anvil` measures another build).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -24,9 +29,12 @@ const GATES: usize = 10_000 - PLAIN_TASKS - SWEPT_DECLS * SWEEP_VALUES - SERVERS
 const STORED_TASKS: usize = 1_000;
 const PLAN_RUNS: usize = 5;
 const STARTUP_RUNS: usize = 21;
+const SCALE_RUNS: usize = 3;
 
+/// The binary measured: this build's, or another one named by `SPINE_ANVIL`
+/// (to put an older build's numbers next to these).
 fn anvil() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_anvil"))
+    std::env::var_os("SPINE_ANVIL").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_anvil")), PathBuf::from)
 }
 
 /// Plain tasks in chains of ten (`after` the previous one), so the DAG has depth.
@@ -38,17 +46,26 @@ fn plain_tasks(count: usize, out: &mut String) {
 }
 
 fn big_recipe() -> String {
-    let mut out = String::from("campaign \"spine-10k\" {\n    seed 7\n}\nparam \"scale\" 3\n");
-    plain_tasks(PLAIN_TASKS, &mut out);
+    scaled_recipe(1, false)
+}
+
+/// The 10,000-step mix times `scale`; with `wildcards`, a screen and a
+/// wildcard gate per cell family and a decision (which reads every verdict)
+/// replace as many plain gates.
+fn scaled_recipe(scale: usize, wildcards: bool) -> String {
+    let (plain, swept, servers, cells) =
+        (PLAIN_TASKS * scale, SWEPT_DECLS * scale, SERVERS * scale, CELL_DECLS * scale);
+    let mut out = String::from("campaign \"spine\" {\n    seed 7\n}\nparam \"scale\" 3\n");
+    plain_tasks(plain, &mut out);
     let values: Vec<String> = (0..SWEEP_VALUES).map(|v| v.to_string()).collect();
-    for d in 0..SWEPT_DECLS {
+    for d in 0..swept {
         let _ = writeln!(
             out,
             "task \"s{d}-{{v}}\" {{\n    sweep \"v\" {}\n    run \"sh\" \"-c\" \"echo swept {d} {{v}} {{scale}}\"\n}}",
             values.join(" ")
         );
     }
-    for s in 0..SERVERS {
+    for s in 0..servers {
         let _ = writeln!(
             out,
             "server \"sim{s}\" {{\n    engine \"sim\"\n    model \"m{s}\"\n    sim {{ decode-step-ms {} }}\n}}",
@@ -57,19 +74,77 @@ fn big_recipe() -> String {
     }
     out.push_str("workload \"w\" {\n    context-tokens 64\n    requests 4\n    max-tokens 16\n}\n");
     let concurrency: Vec<String> = (1..=CELL_SWEEP).map(|c| c.to_string()).collect();
-    for c in 0..CELL_DECLS {
+    for c in 0..cells {
         let _ = writeln!(
             out,
             "cell \"c{c}-{{conc}}\" server=\"sim{}\" workload=\"w\" {{\n    sweep \"conc\" {}\n    concurrency \"{{conc}}\"\n}}",
-            c % SERVERS,
+            c % servers,
             concurrency.join(" ")
         );
     }
-    for g in 0..GATES {
-        let _ =
-            writeln!(out, "gate \"g{g}\" {{\n    require \"task.t{}.exit_code == 0\"\n}}", g % PLAIN_TASKS);
+    let mut gates = GATES * scale;
+    if wildcards {
+        for c in 0..cells {
+            let _ = writeln!(
+                out,
+                "screen \"best-c{c}\" {{\n    over \"cell.c{c}-*\"\n    metric \"aggregate_tok_s\"\n}}\ngate \"clean-c{c}\" {{\n    require \"max(cell.c{c}-*.failed) == 0\"\n}}"
+            );
+        }
+        out.push_str(
+            "decision \"verdict\" {\n    headline \"c0-1\"\n    rule label=\"clean\" when=\"gate.clean-c0.passed\"\n    promote-when \"false\"\n}\n",
+        );
+        gates -= 2 * cells + 1;
+    }
+    for g in 0..gates {
+        let _ = writeln!(out, "gate \"g{g}\" {{\n    require \"task.t{}.exit_code == 0\"\n}}", g % plain);
     }
     out
+}
+
+/// One `anvil plan --json`: wall time, and as GNU time reports them (None
+/// without /usr/bin/time) the child's CPU time (user + system; unlike wall
+/// time, it does not grow when other work shares the cores) and peak RSS.
+struct PlanSample {
+    wall: Duration,
+    cpu: Option<Duration>,
+    peak_bytes: Option<u64>,
+}
+
+fn plan_with_peak(store: &Path, recipe: &Path) -> PlanSample {
+    let gnu_time = Path::new("/usr/bin/time");
+    let mut command = if gnu_time.exists() {
+        let mut c = Command::new(gnu_time);
+        c.args(["-f", "spine-time %U %S %M"]).arg(anvil());
+        c
+    } else {
+        Command::new(anvil())
+    };
+    let started = Instant::now();
+    let output = command
+        .env("ANVIL_STORE", store)
+        .arg("plan")
+        .arg(recipe)
+        .arg("--json")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output()
+        .expect("start anvil");
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "anvil plan {} failed:\n{stderr}", recipe.display());
+    let measured: Option<Vec<f64>> = stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("spine-time "))
+        .map(|rest| rest.split_whitespace().filter_map(|v| v.parse().ok()).collect());
+    match measured.as_deref() {
+        Some(&[user, system, kib]) => PlanSample {
+            wall: elapsed,
+            cpu: Some(Duration::from_secs_f64(user + system)),
+            peak_bytes: Some(kib as u64 * 1024),
+        },
+        _ => PlanSample { wall: elapsed, cpu: None, peak_bytes: None },
+    }
 }
 
 fn small_recipe() -> String {
@@ -175,11 +250,55 @@ fn main() {
     }
     println!();
     println!("filling the store: run of the {STORED_TASKS}-task variant took {} ms", ms(fill));
+    scaling(dir.path());
     println!("plan per step (10k, empty store): {:.1} µs", cold.median().as_secs_f64() * 1e6 / steps as f64);
     println!(
         "no-op rerun / --version (medians): {:.2}×",
         noop.median().as_secs_f64() / version.median().as_secs_f64()
     );
+}
+
+/// Planning time and peak memory at 10k, 30k and 100k steps (with
+/// wildcard references), each against an empty store; medians of
+/// `SCALE_RUNS` per size (`SPINE_RUNS=N` to change).
+fn scaling(dir: &Path) {
+    let runs: usize = std::env::var("SPINE_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(SCALE_RUNS);
+    let store = dir.join("scale-store");
+    println!();
+    println!(
+        "{:<8} {:>4} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7} {:>9}",
+        "steps", "runs", "wall ms", "× 10k", "cpu ms", "× 10k", "peak MiB", "× 10k", "cpu µs/st"
+    );
+    let mut base: Option<(f64, f64, f64)> = None;
+    for scale in [1, 3, 10] {
+        let recipe = dir.join(format!("spine-{scale}0k.kdl"));
+        std::fs::write(&recipe, scaled_recipe(scale, true)).expect("write recipe");
+        let steps = 10_000 * scale;
+        let samples: Vec<PlanSample> = (0..runs).map(|_| plan_with_peak(&store, &recipe)).collect();
+        let median = |mut values: Vec<f64>| {
+            values.sort_by(f64::total_cmp);
+            values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        let wall = median(samples.iter().map(|s| s.wall.as_secs_f64()).collect());
+        // NaN when GNU time is missing.
+        let cpu = median(samples.iter().filter_map(|s| s.cpu).map(|c| c.as_secs_f64()).collect());
+        let peak =
+            samples.iter().filter_map(|s| s.peak_bytes).max().map_or(f64::NAN, |b| b as f64 / 1048576.0);
+        let (w0, c0, m0) = *base.get_or_insert((wall, cpu, peak));
+        println!(
+            "{:<8} {:>4} {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1}",
+            steps,
+            runs,
+            wall * 1e3,
+            wall / w0,
+            cpu * 1e3,
+            cpu / c0,
+            peak,
+            peak / m0,
+            cpu * 1e6 / steps as f64
+        );
+    }
+    println!("(linear: × 10k follows the step count, 3× and 10×)");
 }
 
 /// How many of the big recipe's steps the store already holds.

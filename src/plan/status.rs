@@ -31,8 +31,8 @@ impl Status {
 
 /// The blake3 of a stored step's result, which result-reading steps hash.
 pub fn result_digest(store: &Store, node: &PlannedNode) -> Option<String> {
-    let entry = store.read(&node.fingerprint).ok().flatten()?;
-    Some(format!("blake3:{}", blake3::hash(&super::canonical_bytes(&entry.result)).to_hex()))
+    let result = store.read_result(&node.fingerprint).ok().flatten()?;
+    Some(format!("blake3:{}", blake3::hash(&super::canonical_bytes(&result)).to_hex()))
 }
 
 pub fn assign(plan: &mut Plan, store: Option<&Store>) {

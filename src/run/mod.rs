@@ -135,17 +135,22 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         .map(|name| plan.index_of(name).ok_or_else(|| unknown_step("--force", name, &plan)))
         .collect::<Result<_, _>>()?;
 
+    let users = server_users(&plan, &selected, &forced);
+    // No server to start: no log folder and no GPU detection (nvidia-smi),
+    // which a fully cached rerun would otherwise pay for every time.
     let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
-    std::fs::create_dir_all(&log_dir).map_err(|source| RunError::Io {
-        what: "creating the log folder",
-        path: log_dir.clone(),
-        source,
-    })?;
+    if !users.is_empty() {
+        std::fs::create_dir_all(&log_dir).map_err(|source| RunError::Io {
+            what: "creating the log folder",
+            path: log_dir.clone(),
+            source,
+        })?;
+    }
     let gpus = match &options.gpus {
         Some(list) => anvil_proc::GpuPool::from_list(list),
+        None if users.is_empty() => anvil_proc::GpuPool::from_list(""),
         None => anvil_proc::GpuPool::detect(),
     };
-    let users = server_users(&plan, &selected, &forced);
     let ctx = Arc::new(Context {
         store: store.clone(),
         servers: ServerPool::new(server_decls(&plan), users, plan.mode, log_dir, plan.recipe.dir(), gpus),
@@ -156,8 +161,14 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         progress: Arc::new(Progress::new(0)),
     });
 
-    let mut record = record::started(&plan, &run_id, &started_at);
-    store.record_run(&record)?;
+    let executes = will_execute(&plan, &selected, &forced);
+    let environment = if executes { None } else { record::carried_environment(&store, &plan) };
+    let mut record = record::started(&plan, &run_id, &started_at, environment);
+    if executes {
+        // A gc root while the run stores entries; a run that stores nothing
+        // writes its record once, at the end.
+        store.record_run(&record)?;
+    }
 
     let setup = scheduler::Setup { selected, forced, jobs: options.jobs, keep_going: options.keep_going };
     let schedule = scheduler::Scheduler::new(plan, store.clone(), ctx, setup).run().await?;
@@ -199,6 +210,15 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     record::finish(&mut record, &summary.plan, &steps, status, &summary.finished_at);
     store.record_run(&record)?;
     Ok(summary)
+}
+
+/// Whether a run will execute anything: a selected step that is pending
+/// (a `finally` step is pending only when something else runs, or `always`)
+/// or forced.
+fn will_execute(plan: &Plan, selected: &[bool], forced: &BTreeSet<usize>) -> bool {
+    plan.nodes.iter().enumerate().any(|(i, node)| {
+        selected[i] && node.kind != Kind::Server && (node.status == Status::Pending || forced.contains(&i))
+    })
 }
 
 /// How many selected steps that will run need each server (cached ones

@@ -1,16 +1,21 @@
 //! The run record: written when the run starts (so it is a gc root while
-//! the run goes on) and rewritten when it ends, with how each step ended.
+//! the run stores entries) and rewritten when it ends, with how each step
+//! ended. A run that executes nothing writes it once, at the end.
 
-use anvil_store::{NodeStatus, RunNode, RunRecord, RunStatus};
+use std::collections::HashSet;
+
+use anvil_store::{Fingerprint, NodeStatus, RunNode, RunRecord, RunStatus, Store};
 use serde_json::{Map, Value, json};
 
 use super::StepReport;
-use crate::plan::{EngineMode, Plan};
+use crate::plan::{EngineMode, Plan, PlannedNode, Status};
 use crate::recipe::Kind;
 
 /// The record of a run that has just started: every step listed as planned,
-/// so gc keeps what this run stores even if it is killed.
-pub fn started(plan: &Plan, run_id: &str, started_at: &str) -> RunRecord {
+/// so gc keeps what this run stores even if it is killed. `environment`
+/// is captured now unless given (see [`carried_environment`]).
+pub fn started(plan: &Plan, run_id: &str, started_at: &str, environment: Option<Value>) -> RunRecord {
+    let unstored = |n: &PlannedNode| n.status != Status::Cached;
     RunRecord {
         run_id: run_id.to_string(),
         recipe: plan.recipe.key.clone(),
@@ -33,10 +38,10 @@ pub fn started(plan: &Plan, run_id: &str, started_at: &str) -> RunRecord {
             .collect(),
         extra: json!({
             "campaign": plan.recipe.campaign.name,
-            "preimages": preimages(plan),
+            "preimages": preimages(plan, unstored),
             // How to run it again: a bundle replays these.
             "invocation": {"set": plan.recipe.overrides, "sim": plan.mode == EngineMode::SimulatedTwins},
-            "environment": crate::environment::capture(),
+            "environment": environment.unwrap_or_else(crate::environment::capture),
         }),
     }
 }
@@ -72,12 +77,40 @@ pub fn finish(
     record.finished_at = Some(finished_at.to_string());
     record.status = status;
     if let Value::Object(extra) = &mut record.extra {
-        extra.insert("preimages".into(), preimages(plan)); // gates settled during the run
+        // Gates settled during the run; what the run left unstored.
+        let stored: HashSet<Fingerprint> =
+            record.nodes.iter().filter(|n| n.status.stored()).map(|n| n.fingerprint).collect();
+        extra.insert("preimages".into(), preimages(plan, |n| !stored.contains(&n.fingerprint)));
     }
 }
 
-fn preimages(plan: &Plan) -> Value {
-    let map: Map<String, Value> =
-        plan.nodes.iter().map(|n| (n.fingerprint.to_string(), n.preimage.clone())).collect();
+/// Preimages of the steps the store does not hold (servers, finally steps,
+/// failures, steps not reached): a stored step's preimage is in its entry,
+/// and every rerun would otherwise write (and every later run read) them
+/// all again.
+fn preimages(plan: &Plan, unstored: impl Fn(&PlannedNode) -> bool) -> Value {
+    let map: Map<String, Value> = plan
+        .nodes
+        .iter()
+        .filter(|n| unstored(n))
+        .map(|n| (n.fingerprint.to_string(), n.preimage.clone()))
+        .collect();
     Value::Object(map)
+}
+
+/// For a run that executes nothing: the environment of the last run of the
+/// recipe, whose results it reuses (capturing it would mean running
+/// `nvidia-smi`, and this run measured nothing). None without such a run.
+pub fn carried_environment(store: &Store, plan: &Plan) -> Option<Value> {
+    let last = store.last_run_of(&plan.recipe.key).ok().flatten()?;
+    let environment = last.extra.get("environment")?.clone();
+    let mut environment = match environment {
+        Value::Object(map) => map,
+        _ => return None,
+    };
+    // Where it was captured: a chain of no-op runs names the run that measured.
+    if !environment.contains_key("captured_in_run") {
+        environment.insert("captured_in_run".into(), json!(last.run_id));
+    }
+    Some(Value::Object(environment))
 }

@@ -184,9 +184,17 @@ impl Scheduler {
 
     fn launch(&mut self, i: usize) {
         let inputs = if reads_results(self.plan.nodes[i].kind) {
-            // Its inputs exist now: settle its fingerprint on their results.
-            self.plan.settle(i, &self.store);
-            Some(results::inputs_of(&self.plan, i, &self.store))
+            // Its inputs exist now: settle its fingerprint on their results,
+            // unless the plan already hashed them all (nothing it reads ran).
+            let upstream_ran =
+                self.plan.nodes[i].deps.iter().any(|&d| self.endings[d].as_ref().is_some_and(|f| f.executed));
+            if self.plan.nodes[i].provisional || upstream_ran {
+                self.plan.settle(i, &self.store);
+            }
+            // A stored verdict is reused as is: only an evaluation reads the inputs.
+            let will_evaluate =
+                self.forced.contains(&i) || !self.store.contains(&self.plan.nodes[i].fingerprint);
+            will_evaluate.then(|| results::inputs_of(&self.plan, i, &self.store))
         } else {
             None
         };

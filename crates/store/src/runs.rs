@@ -160,15 +160,37 @@ impl Store {
         for (path, parsed) in self.load_runs()? {
             runs.push(parsed.map_err(|reason| StoreError::Corrupt { path, reason })?);
         }
-        runs.sort_by_cached_key(|run| {
-            (parse_time(&run.started_at), run.started_at.clone(), run.run_id.clone())
-        });
+        runs.sort_by_cached_key(|run| run_order(&run.started_at, &run.run_id));
         Ok(runs)
     }
 
-    /// The newest run whose `recipe` equals `recipe_key`.
+    /// The newest run whose `recipe` equals `recipe_key`. Only that record
+    /// is parsed whole: every run of every recipe stays in `runs/`, so
+    /// building them all would make each run slower than the one before.
     pub fn last_run_of(&self, recipe_key: &str) -> Result<Option<RunRecord>, StoreError> {
-        Ok(self.runs()?.into_iter().rev().find(|run| run.recipe == recipe_key))
+        let dir = self.layout.runs();
+        let mut newest: Option<(RunOrder, PathBuf)> = None;
+        for name in read_dir_names(&dir)? {
+            if name.starts_with(TMP_PREFIX) || !name.ends_with(RUN_SUFFIX) {
+                continue;
+            }
+            let path = dir.join(&name);
+            let bytes = fs::read(&path).map_err(StoreError::io("read", &path))?;
+            let head: RunHead = serde_json::from_slice(&bytes).map_err(|err| StoreError::Corrupt {
+                path: path.clone(),
+                reason: format!("not a valid run record: {err}"),
+            })?;
+            if head.recipe != recipe_key {
+                continue;
+            }
+            let order = run_order(&head.started_at, &head.run_id);
+            if newest.as_ref().is_none_or(|(best, _)| order > *best) {
+                newest = Some((order, path));
+            }
+        }
+        let Some((_, path)) = newest else { return Ok(None) };
+        let bytes = fs::read(&path).map_err(StoreError::io("read", &path))?;
+        parse_run(&bytes).map(Some).map_err(|reason| StoreError::Corrupt { path, reason })
     }
 
     /// Delete a run record; its entries become collectable unless another
@@ -209,6 +231,22 @@ pub(crate) type LoadedRun = (PathBuf, Result<RunRecord, String>);
 
 fn parse_run(bytes: &[u8]) -> Result<RunRecord, String> {
     serde_json::from_slice(bytes).map_err(|err| format!("not a valid run record: {err}"))
+}
+
+/// The fields of a run record that order it and name its recipe; serde
+/// skips the rest (nodes, preimages) without building them.
+#[derive(Deserialize)]
+struct RunHead {
+    run_id: String,
+    recipe: String,
+    started_at: String,
+}
+
+/// How runs are ordered: by start time, then its text, then the id.
+type RunOrder = (Option<SystemTime>, String, String);
+
+fn run_order(started_at: &str, run_id: &str) -> RunOrder {
+    (parse_time(started_at), started_at.to_string(), run_id.to_string())
 }
 
 /// Unparsable times sort first; ties fall back to the text.

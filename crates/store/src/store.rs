@@ -90,6 +90,15 @@ impl Store {
         Entry::load(&self.layout.entry(fp), fp).map(Some)
     }
 
+    /// Only the parsed `result.json` of the completed entry for `fp`: what
+    /// result-reading steps hash, without the manifest and preimage.
+    pub fn read_result(&self, fp: &Fingerprint) -> Result<Option<serde_json::Value>, StoreError> {
+        if !self.contains(fp) {
+            return Ok(None);
+        }
+        crate::entry::read_json(&self.layout.entry(fp).join(crate::layout::RESULT_FILE)).map(Some)
+    }
+
     /// The directory where `fp`'s files live (whether or not it exists yet).
     /// Its files are read-only; never write there.
     pub fn entry_dir(&self, fp: &Fingerprint) -> PathBuf {
