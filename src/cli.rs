@@ -241,6 +241,9 @@ pub struct VerdictArgs {
     pub threshold: f64,
     #[arg(long)]
     pub json: bool,
+    /// Every metric of every cell (by default only of cells that differ).
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Subcommand, Debug)]

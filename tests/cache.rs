@@ -181,3 +181,23 @@ fn a_recipe_named_without_a_directory_runs() {
     let summary = scratch.anvil(&["run", "recipe.kdl"]).expect_code(0).summary();
     assert_eq!(summary.ran, 3);
 }
+
+/// Stored steps of a server are launched only to report their verdicts:
+/// they must not release the server that the steps still to run need.
+#[test]
+fn stored_steps_do_not_stop_a_server_that_pending_steps_need() {
+    let scratch = Scratch::new();
+    let text = r#"
+server "s" { engine "sim"; sim { decode-step-ms 1; prefill-tok-s 100000; }; }
+check "k1" server="s" type="smoke"
+check "k2" server="s" type="smoke"
+check "k3" server="s" type="smoke"
+cell "c" server="s" { requests 2; concurrency 1; max-tokens 8; context-tokens 32; }
+"#;
+    let recipe = scratch.write("recipe.kdl", text);
+    scratch.run(&recipe, &[], 0);
+    // Only the cell changes: the three checks are stored and come first.
+    scratch.write("recipe.kdl", &text.replace("requests 2", "requests 3"));
+    let outcome = scratch.run(&recipe, &[], 0);
+    assert!(!outcome.stdout.contains("already stopped"), "{}", outcome.transcript());
+}

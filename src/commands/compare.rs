@@ -23,11 +23,11 @@ fn options(verdicts: &VerdictArgs) -> Result<CompareOptions, Exit> {
     Ok(CompareOptions { threshold: verdicts.threshold, ..CompareOptions::default() })
 }
 
-fn print(report: &compare::Report, as_json: bool) {
-    if as_json {
+fn print(report: &compare::Report, verdicts: &VerdictArgs) {
+    if verdicts.json {
         println!("{}", serde_json::to_string_pretty(report).unwrap_or_default());
     } else {
-        print!("{}", compare::render(report));
+        print!("{}", compare::render(report, verdicts.all));
     }
 }
 
@@ -37,7 +37,7 @@ pub fn compare(store_root: &Path, a: &str, b: &str, verdicts: &VerdictArgs) -> R
     let a = compare::resolve(&store, a).map_err(input)?;
     let b = compare::resolve(&store, b).map_err(input)?;
     let report = compare::compare(&a, &b, &options);
-    print(&report, verdicts.json);
+    print(&report, verdicts);
     Ok(0)
 }
 
@@ -85,7 +85,7 @@ pub async fn reproduce(
         store.run(&summary.run_id)?.ok_or_else(|| failed("the reproduction's run record is missing"))?;
     let reproduced = compare::resolve(&store, &run.run_id).map_err(failed)?;
     let report = compare::compare(&published, &reproduced, &options);
-    print(&report, verdicts.json);
+    print(&report, verdicts);
     let reproduced = report.labels_reproduced();
     if !verdicts.json {
         println!(

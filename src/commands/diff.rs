@@ -26,7 +26,7 @@ fn measured_comparison(store: &Store, a: &Fingerprint, b: &Fingerprint) -> Optio
     let side = |fp: &Fingerprint| crate::compare::resolve(store, &fp.to_string()).ok();
     let (a, b) = (side(a)?, side(b)?);
     let report = crate::compare::compare(&a, &b, &anvil_evidence::CompareOptions::default());
-    (!report.cells.is_empty()).then(|| crate::compare::render(&report))
+    (!report.cells.is_empty()).then(|| crate::compare::render(&report, true))
 }
 
 /// Preimages of the steps a recipe resolves to now, which no store holds yet.

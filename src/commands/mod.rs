@@ -71,7 +71,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
             if dry_run {
                 return plan::plan(&cli.store, &recipe, json).await;
             }
-            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus };
+            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus, slurm: None };
             run::run(&cli.store, &recipe, options, &run::Outputs { dir: &out, report, json }).await
         }
         Command::Report { target, run, out, format, results } => {

@@ -8,7 +8,9 @@ use anvil_evidence::Verdict;
 
 use super::{Agreement, Report};
 
-pub fn render(report: &Report) -> String {
+/// The comparison as text: one line per cell, then every metric of the
+/// cells that differ (of all cells with `all`), then screens, gates, labels.
+pub fn render(report: &Report, all: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "A: {}\nB: {}", report.a, report.b);
     let _ = writeln!(
@@ -16,7 +18,38 @@ pub fn render(report: &Report) -> String {
         "verdicts: a 95% interval of B/A inside ±{:.0}% reproduces, wholly outside differs, else inconclusive",
         report.threshold * 100.0
     );
-    for cell in &report.cells {
+    if !report.cells.is_empty() {
+        let _ = writeln!(
+            out,
+            "\ncells (delta of B against A; verdict per metric: = reproduced, ≠ differs, ? inconclusive)"
+        );
+        let _ = writeln!(
+            out,
+            "  {:<28} {:<13} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "cell", "verdict", "tok/s", "ttft p50", "tpot p50", "e2e p50", "decode"
+        );
+        for cell in &report.cells {
+            let cols: Vec<String> =
+                ["throughput_tok_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms", "decode_tok_s_mean"]
+                    .iter()
+                    .map(|metric| {
+                        cell.metrics.iter().find(|m| m.metric == *metric).map_or_else(|| "—".into(), short)
+                    })
+                    .collect();
+            let _ = writeln!(
+                out,
+                "  {:<28} {:<13} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                cell.name,
+                word(cell.verdict),
+                cols[0],
+                cols[1],
+                cols[2],
+                cols[3],
+                cols[4]
+            );
+        }
+    }
+    for cell in report.cells.iter().filter(|c| all || c.verdict == Verdict::Differs) {
         let _ = writeln!(out, "\ncell {}: {}", cell.name, word(cell.verdict).to_uppercase());
         let _ = writeln!(
             out,
@@ -47,6 +80,9 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "  configuration differs: {joined}{tail}");
         }
     }
+    if !all && report.cells.iter().any(|c| c.verdict != Verdict::Differs) {
+        let _ = writeln!(out, "  (every metric of every cell: --all)");
+    }
     section(&mut out, "screens (winner)", &report.screens);
     section(&mut out, "gates (status)", &report.gates);
     if let Some(labels) = &report.labels {
@@ -63,6 +99,19 @@ fn section(out: &mut String, title: &str, rows: &[Agreement]) {
     for row in rows {
         let mark = if row.same { "same" } else { "CHANGED" };
         let _ = writeln!(out, "  {:<32} {:<8} A {}  B {}", row.name, mark, row.a, row.b);
+    }
+}
+
+/// `+1.2% =`: the delta and a one-character verdict.
+fn short(m: &anvil_evidence::Comparison) -> String {
+    let mark = match m.verdict {
+        Verdict::Reproduced => '=',
+        Verdict::Differs => '≠',
+        Verdict::Inconclusive => '?',
+    };
+    match m.relative_delta {
+        Some(d) => format!("{:+.1}% {mark}", d * 100.0),
+        None => format!("— {mark}"),
     }
 }
 

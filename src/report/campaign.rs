@@ -33,12 +33,18 @@ pub fn write_outputs(summary: &RunSummary, store: &Store, out: &Path) -> std::io
     let manifest = dir.join("workload-manifest.json");
     let decision = dir.join("decision-summary.json");
     // Serialising a Value cannot fail: its keys are strings.
-    std::fs::write(&manifest, serde_json::to_vec_pretty(&workload_manifest(plan)).unwrap_or_default())?;
-    std::fs::write(
-        &decision,
-        serde_json::to_vec_pretty(&decision_summary(plan, store, &outcomes)).unwrap_or_default(),
-    )?;
+    write_if_changed(&manifest, &serde_json::to_vec_pretty(&workload_manifest(plan)).unwrap_or_default())?;
+    let summary_json = decision_summary(plan, store, &outcomes);
+    write_if_changed(&decision, &serde_json::to_vec_pretty(&summary_json).unwrap_or_default())?;
     Ok(vec![manifest, decision])
+}
+
+/// A file rewritten with the bytes it already holds only costs: leave it.
+fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    std::fs::write(path, bytes)
 }
 
 /// How each step ended in this run, by step index (from the runner).

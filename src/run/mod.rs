@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// `--gpus 0,1,…`; detected with nvidia-smi when absent.
     pub gpus: Option<String>,
+    /// `--executor slurm`: submit cells, checks and tasks as Slurm jobs (None: run here).
+    pub slurm: Option<crate::slurm::SlurmSettings>,
 }
 
 /// How one step ended in this run.
@@ -101,6 +103,10 @@ struct Job {
     forced: bool,
     inputs: Option<Value>,
     server: Option<usize>,
+    /// Whether the server counted this step among its users (it was due to
+    /// run): only then does finishing it release the server. A step the plan
+    /// found stored is launched to report its verdict, and must not.
+    counted: bool,
 }
 
 struct Finished {
@@ -226,13 +232,11 @@ fn will_execute(plan: &Plan, selected: &[bool], forced: &BTreeSet<usize>) -> boo
 fn server_users(plan: &Plan, selected: &[bool], forced: &BTreeSet<usize>) -> BTreeMap<usize, usize> {
     let mut users: BTreeMap<usize, usize> = BTreeMap::new();
     for (i, node) in plan.nodes.iter().enumerate() {
-        if selected[i] && node.kind != Kind::Server && (node.status == Status::Pending || forced.contains(&i))
-        {
-            for &d in &node.deps {
-                if plan.nodes[d].kind == Kind::Server {
-                    *users.entry(d).or_default() += 1;
-                }
-            }
+        // Exactly the steps that will acquire and release it (a finally step
+        // waits for every server but uses none, and must not keep them up).
+        let due = selected[i] && (node.status == Status::Pending || forced.contains(&i));
+        if let Some(server) = scheduler::server_of(plan, i).filter(|_| due) {
+            *users.entry(server).or_default() += 1;
         }
     }
     users

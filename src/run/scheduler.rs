@@ -207,6 +207,7 @@ impl Scheduler {
             forced: self.forced.contains(&i),
             inputs,
             server: server_of(&self.plan, i),
+            counted: self.due(i),
         };
         self.progress.started(&node.name, node.kind);
         let ctx = self.ctx.clone();

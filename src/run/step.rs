@@ -17,7 +17,7 @@ use crate::results::{StoredVerdict, Verdict};
 pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
     let started = Instant::now();
     let (ending, detail, evidence, executed) = run_step(&ctx, &job).await;
-    if let Some(server) = job.server {
+    if let Some(server) = job.server.filter(|_| job.counted) {
         ctx.servers.release(server).await;
     }
     Finished { index: job.index, ending, detail, evidence, duration: started.elapsed(), executed }
