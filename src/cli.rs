@@ -67,7 +67,32 @@ pub enum Command {
         /// durations, outputs, report path) on stdout instead of the text one.
         #[arg(long)]
         json: bool,
+        /// Where cells, checks and tasks run: here, or as Slurm jobs (docs/cluster.md).
+        #[arg(long, value_enum, env = "ANVIL_EXECUTOR", default_value_t = Executor::Local)]
+        executor: Executor,
     },
+    /// Run some steps of a recipe inside a Slurm job (`anvil run --executor slurm` submits these).
+    Worker {
+        /// The recipe file.
+        #[arg(long)]
+        recipe: PathBuf,
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        set: Vec<String>,
+        #[arg(long)]
+        sim: bool,
+        /// The steps of this job, comma-separated.
+        #[arg(long, required = true)]
+        steps: Vec<String>,
+        #[arg(long)]
+        force: Vec<String>,
+        #[arg(long)]
+        keep_going: bool,
+        /// The Slurm job id (default $SLURM_JOB_ID).
+        #[arg(long)]
+        job: Option<String>,
+    },
+    /// Cancel the Slurm jobs of a run (`anvil runs` lists run ids).
+    Cancel { run_id: String },
     /// Show the steps, their fingerprints, and what a run would execute and why.
     Plan {
         #[command(flatten)]
@@ -290,6 +315,13 @@ pub fn color_enabled() -> bool {
             std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
         }
     }
+}
+
+/// Where `anvil run` executes cells, checks and tasks.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Executor {
+    Local,
+    Slurm,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]

@@ -18,5 +18,4 @@ pub mod recipe;
 pub(crate) mod report;
 pub mod results;
 pub(crate) mod run;
-#[allow(dead_code, unused_imports)] // until the run command's --executor slurm is wired
 pub(crate) mod slurm;

@@ -67,11 +67,24 @@ pub fn failed(message: impl std::fmt::Display) -> Exit {
 
 pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
     match cli.command {
-        Command::Run { recipe, jobs, force, only, keep_going, dry_run, gpus, out, report, json } => {
+        Command::Run {
+            recipe,
+            jobs,
+            force,
+            only,
+            keep_going,
+            dry_run,
+            gpus,
+            out,
+            report,
+            json,
+            executor,
+        } => {
             if dry_run {
                 return plan::plan(&cli.store, &recipe, json).await;
             }
-            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus, slurm: None };
+            let slurm = (executor == crate::cli::Executor::Slurm).then(crate::slurm::SlurmSettings::default);
+            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus, slurm };
             run::run(&cli.store, &recipe, options, &run::Outputs { dir: &out, report, json }).await
         }
         Command::Report { target, run, out, format, results } => {
@@ -86,6 +99,12 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Completions { shell } => report::completions(shell),
         Command::Man => report::man(),
+        Command::Worker { recipe, set, sim, steps, force, keep_going, job } => {
+            let recipe = RecipeArgs { recipe, set, sim };
+            let args = crate::slurm::WorkerArgs { steps, force, keep_going, job };
+            crate::slurm::worker(&cli.store, &recipe, args).await
+        }
+        Command::Cancel { run_id } => crate::slurm::cancel(&cli.store, &run_id),
         Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
         Command::Graph { recipe, format } => graph::graph(&recipe, format),
         Command::Diff { a, b, json, sim, set, all } => {

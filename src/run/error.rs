@@ -15,6 +15,9 @@ pub enum RunError {
     /// A bug: a step's task panicked.
     #[error("a step's task crashed: {0}")]
     Crashed(String),
+    /// The executor cannot be used (no `sbatch`, …).
+    #[error("{0}")]
+    Executor(String),
 }
 
 impl RunError {
@@ -22,7 +25,7 @@ impl RunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             RunError::UnknownStep { .. } => 2,
-            RunError::Store(_) | RunError::Io { .. } | RunError::Crashed(_) => 1,
+            RunError::Store(_) | RunError::Io { .. } | RunError::Crashed(_) | RunError::Executor(_) => 1,
         }
     }
 }

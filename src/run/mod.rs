@@ -92,6 +92,8 @@ struct Context {
     seed: u64,
     run_id: String,
     progress: Arc<Progress>,
+    /// Where cells, checks and tasks run when not here (`--executor slurm`).
+    remote: Option<Arc<crate::slurm::Head>>,
 }
 
 /// What a step needs to execute, taken out of the plan.
@@ -141,6 +143,9 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         .map(|name| plan.index_of(name).ok_or_else(|| unknown_step("--force", name, &plan)))
         .collect::<Result<_, _>>()?;
 
+    // `--executor slurm`: cells, checks and tasks go to Slurm jobs (src/slurm).
+    let remote = crate::slurm::Head::for_run(&plan, &selected, &forced, &options, &store, &run_id)
+        .map_err(RunError::Executor)?;
     let users = server_users(&plan, &selected, &forced);
     // No server to start: no log folder and no GPU detection (nvidia-smi),
     // which a fully cached rerun would otherwise pay for every time.
@@ -165,6 +170,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         seed: plan.recipe.campaign.seed,
         run_id: run_id.clone(),
         progress: Arc::new(Progress::new(0)),
+        remote: remote.clone(),
     });
 
     let executes = will_execute(&plan, &selected, &forced);
@@ -176,7 +182,9 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         store.record_run(&record)?;
     }
 
-    let setup = scheduler::Setup { selected, forced, jobs: options.jobs, keep_going: options.keep_going };
+    // Under Slurm every ready group is submitted at once; Slurm decides placement.
+    let jobs = if remote.is_some() { plan.nodes.len().max(1) } else { options.jobs };
+    let setup = scheduler::Setup { selected, forced, jobs, keep_going: options.keep_going };
     let schedule = scheduler::Scheduler::new(plan, store.clone(), ctx, setup).run().await?;
     let plan = schedule.plan;
 
@@ -214,6 +222,9 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         (None, false) => RunStatus::Failed,
     };
     record::finish(&mut record, &summary.plan, &steps, status, &summary.finished_at);
+    if let (Some(head), Value::Object(extra)) = (&remote, &mut record.extra) {
+        extra.insert("jobs".into(), head.jobs_json().await);
+    }
     store.record_run(&record)?;
     Ok(summary)
 }

@@ -88,6 +88,9 @@ impl Scheduler {
                 code = &mut interrupt => {
                     // Ctrl-C (or SIGTERM/SIGHUP): stop what runs, stop the servers, record it.
                     self.running.abort_all();
+                    if let Some(remote) = &self.ctx.remote {
+                        remote.cancel_all().await;
+                    }
                     interrupted = Some(code);
                     self.progress.clear();
                     eprintln!("anvil: interrupted; stopping servers");
@@ -210,6 +213,16 @@ impl Scheduler {
             counted: self.due(i),
         };
         self.progress.started(&node.name, node.kind);
+        if let Some(remote) = self.ctx.remote.clone().filter(|r| r.runs_remotely(node.kind)) {
+            // In a Slurm job with the rest of its group (src/slurm).
+            let forced = job.forced;
+            self.running.spawn(async move {
+                let r = remote.run_step(i, forced).await;
+                let (ending, detail, evidence) = (r.ending, r.detail, r.evidence);
+                Finished { index: i, ending, detail, evidence, duration: r.duration, executed: r.executed }
+            });
+            return;
+        }
         let ctx = self.ctx.clone();
         self.running.spawn(async move { step::run_job(ctx, job).await });
     }

@@ -93,6 +93,7 @@ impl Head {
         run_id: &str,
         keep_going: bool,
     ) -> Result<Arc<Head>, String> {
+        let settings = settings.over(&SlurmSettings::from_recipe(plan.recipe.executor.as_ref()));
         if !sbatch::available() {
             return Err("--executor slurm: `sbatch` is not on PATH (is this a Slurm login node?)".into());
         }
@@ -137,6 +138,19 @@ impl Head {
         };
         head.adopt_running_jobs();
         Ok(Arc::new(head))
+    }
+
+    /// The head of a run with `--executor slurm`; None for a local run.
+    pub fn for_run(
+        plan: &Plan,
+        selected: &[bool],
+        forced: &BTreeSet<usize>,
+        options: &crate::run::RunOptions,
+        store: &Store,
+        run_id: &str,
+    ) -> Result<Option<Arc<Head>>, String> {
+        let Some(settings) = options.slurm.clone() else { return Ok(None) };
+        Head::new(plan, selected, forced, settings, store.clone(), run_id, options.keep_going).map(Some)
     }
 
     /// Whether the step runs in a Slurm job (cells, checks, tasks).
@@ -383,6 +397,7 @@ impl Head {
             args.push(format!("--gres=gpu:{gpus}"));
         }
         args.extend(self.settings.sbatch_args());
+        let submitted_ms = jobs::now_ms();
         let job_id = sbatch::submit(&args, &script)?;
         let log = dir.join(format!("slurm-{job_id}.log"));
         let record = JobRecord {
@@ -399,6 +414,7 @@ impl Head {
                 .collect(),
             gpus,
             submitted_at: crate::run::now_rfc3339(),
+            submitted_ms,
             log: log.clone(),
         };
         if let Err(err) = jobs::write_json(&jobs::record_path(root, &job_id), &record) {
@@ -485,8 +501,22 @@ impl Head {
         }
     }
 
-    /// The jobs of this run, for its record (`extra.jobs`).
+    /// The jobs of this run, for its record (`extra.jobs`). A job's last
+    /// step is stored a moment before the job ends: wait (a while) for
+    /// every job to end, so the record says how.
     pub async fn jobs_json(&self) -> Value {
+        let receivers: Vec<watch::Receiver<Snapshot>> =
+            self.state.lock().await.tracked.iter().filter(|t| !t.adopted).map(|t| t.status.clone()).collect();
+        let _ = tokio::time::timeout(Duration::from_secs(30), async {
+            for mut rx in receivers {
+                while !rx.borrow().state.is_terminal() {
+                    if rx.changed().await.is_err() {
+                        break;
+                    }
+                }
+            }
+        })
+        .await;
         let state = self.state.lock().await;
         Value::Array(
             state
@@ -494,6 +524,11 @@ impl Head {
                 .iter()
                 .map(|t| {
                     let snapshot = t.status.borrow().clone();
+                    let root = self.store.root();
+                    let submitted = jobs::read_record(root, &t.job_id).map(|r| r.submitted_ms).unwrap_or(0);
+                    let progress = jobs::read_progress(root, &t.job_id).unwrap_or_default();
+                    // Overhead: submit → the worker started on its node → its first step ended.
+                    let since = |ms: u64| (submitted > 0 && ms >= submitted).then(|| ms - submitted);
                     json!({
                         "job_id": t.job_id,
                         "label": t.label,
@@ -502,6 +537,8 @@ impl Head {
                         "nodes": snapshot.nodes,
                         "adopted": t.adopted,
                         "log": t.log,
+                        "start_latency_ms": since(progress.began_ms),
+                        "first_step_ms": progress.first_step_ms.and_then(since),
                     })
                 })
                 .collect(),

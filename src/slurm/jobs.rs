@@ -19,6 +19,9 @@ pub struct JobRecord {
     pub steps: Vec<JobStep>,
     pub gpus: u64,
     pub submitted_at: String,
+    /// The same, in milliseconds since the epoch (for the overhead figures).
+    #[serde(default)]
+    pub submitted_ms: u64,
     pub log: PathBuf,
 }
 

@@ -130,9 +130,31 @@ pub async fn worker(store_root: &Path, recipe: &RecipeArgs, args: WorkerArgs) ->
         })
     };
 
+    // A step stored since the head grouped it (a twin another job produced)
+    // is not run again; leaving it out of --only also keeps it from
+    // counting as a user of the server.
+    let to_run: Vec<String> = mine
+        .iter()
+        .filter(|&&i| plan.nodes[i].status == Status::Pending || args.force.contains(&plan.nodes[i].name))
+        .map(|&i| plan.nodes[i].name.clone())
+        .collect();
+    {
+        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+        for &i in &mine {
+            if !to_run.contains(&plan.nodes[i].name) {
+                let stored = StepProgress { state: "cached".into(), detail: "stored".into() };
+                p.steps.insert(plan.nodes[i].name.clone(), stored);
+            }
+        }
+    }
+    if to_run.is_empty() {
+        progress.lock().unwrap_or_else(|e| e.into_inner()).state = "finished".into();
+        write();
+        return Ok(0);
+    }
     let options = RunOptions {
         jobs: 4,
-        only: steps.clone(),
+        only: to_run.clone(),
         force: args.force.clone(),
         keep_going: args.keep_going,
         // The allocation's GPUs (Slurm sets CUDA_VISIBLE_DEVICES for --gres).
@@ -158,7 +180,7 @@ pub async fn worker(store_root: &Path, recipe: &RecipeArgs, args: WorkerArgs) ->
     let mut ok = summary.interrupted.is_none();
     {
         let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-        for step in summary.steps.iter().filter(|s| steps.contains(&s.name)) {
+        for step in summary.steps.iter().filter(|s| to_run.contains(&s.name)) {
             ok &= matches!(step.ending, Ending::Ran | Ending::Cached);
             p.steps.insert(
                 step.name.clone(),

@@ -22,6 +22,8 @@ pub(crate) const ENTRIES_DIR: &str = "entries";
 pub(crate) const STAGING_DIR: &str = "staging";
 pub(crate) const LOCKS_DIR: &str = "locks";
 pub(crate) const RUNS_DIR: &str = "runs";
+/// Slurm job records and progress, written by anvil's Slurm executor (not by the store).
+pub(crate) const JOBS_DIR: &str = "jobs";
 
 /// The subdirectories every store has.
 pub(crate) const SUBDIRS: [&str; 4] = [ENTRIES_DIR, STAGING_DIR, LOCKS_DIR, RUNS_DIR];
@@ -116,6 +118,7 @@ impl Layout {
         name == MARKER_FILE
             || name == STORE_LOCK_FILE
             || SUBDIRS.contains(&name)
+            || name == JOBS_DIR
             || name.starts_with(crate::fsutil::TMP_PREFIX)
     }
 }

@@ -353,7 +353,6 @@ fn json_string(s: &str) -> String {
 }
 
 /// A fingerprint's lease in a shared store (`locks/<fp>.lease`).
-#[allow(dead_code)] // TEMP: node_lock takes it once wired
 pub(crate) enum Lease {
     /// The store is not shared: the OS lock alone excludes.
     NotShared,
@@ -362,7 +361,6 @@ pub(crate) enum Lease {
     Busy,
 }
 
-#[allow(dead_code)] // TEMP: node_lock takes it once wired
 impl crate::store::Store {
     /// Take `fp`'s lease when this process treats stores as shared
     /// ([`shared_store`]), waiting for it if `wait`.

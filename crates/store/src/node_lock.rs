@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::error::StoreError;
 use crate::fingerprint::Fingerprint;
+use crate::lease_lock::Lease;
 use crate::store::{Store, StoreShared, open_lock_file};
 
 /// Held while this process produces one fingerprint; released on drop.
@@ -20,6 +21,8 @@ pub struct NodeLock {
     fingerprint: Fingerprint,
     path: PathBuf,
     _file: File,
+    /// In a shared store (`ANVIL_STORE_SHARED=1`), the cross-host lease (lease_lock.rs).
+    _lease: Option<crate::lease_lock::LeaseLock>,
     /// Keeps this process's shared store lock alive as long as the node lock.
     _store: Arc<StoreShared>,
 }
@@ -49,11 +52,12 @@ impl Store {
     /// have finished the entry while we waited), and only then produce it.
     pub fn lock(&self, fp: &Fingerprint) -> Result<NodeLock, StoreError> {
         let path = self.layout.node_lock(fp);
+        let lease = self.lease(fp, true)?;
         loop {
             let file = open_lock_file(&path)?;
             file.lock().map_err(StoreError::io("lock", &path))?;
             if still_named_by(&file, &path)? {
-                return Ok(self.node_lock(fp, path, file));
+                return Ok(self.node_lock(fp, path, file, lease));
             }
         }
     }
@@ -61,11 +65,15 @@ impl Store {
     /// Take the lock for `fp` if nobody holds it; `None` if someone does.
     pub fn try_lock(&self, fp: &Fingerprint) -> Result<Option<NodeLock>, StoreError> {
         let path = self.layout.node_lock(fp);
+        let lease = self.lease(fp, false)?;
+        if matches!(lease, Lease::Busy) {
+            return Ok(None);
+        }
         loop {
             let file = open_lock_file(&path)?;
             match file.try_lock() {
                 Ok(()) if still_named_by(&file, &path)? => {
-                    return Ok(Some(self.node_lock(fp, path, file)));
+                    return Ok(Some(self.node_lock(fp, path, file, lease)));
                 }
                 Ok(()) => continue,
                 Err(TryLockError::WouldBlock) => return Ok(None),
@@ -74,8 +82,12 @@ impl Store {
         }
     }
 
-    fn node_lock(&self, fp: &Fingerprint, path: PathBuf, file: File) -> NodeLock {
-        NodeLock { fingerprint: *fp, path, _file: file, _store: Arc::clone(&self.shared) }
+    fn node_lock(&self, fp: &Fingerprint, path: PathBuf, file: File, lease: Lease) -> NodeLock {
+        let _lease = match lease {
+            Lease::Held(lock) => Some(lock),
+            Lease::NotShared | Lease::Busy => None,
+        };
+        NodeLock { fingerprint: *fp, path, _file: file, _lease, _store: Arc::clone(&self.shared) }
     }
 }
 
