@@ -397,3 +397,38 @@ fn anvil_cancel_cancels_the_jobs_of_a_run() {
     // Nothing left to cancel.
     assert!(scratch.anvil(&["cancel", run_id]).expect_code(0).stdout.contains("no job of run"));
 }
+
+#[test]
+fn ctrl_c_on_the_head_cancels_its_jobs_and_records_an_interrupted_run() {
+    if !slurm_or_skip("ctrl_c_on_the_head_cancels_its_jobs_and_records_an_interrupted_run") {
+        return;
+    }
+    let scratch = Scratch::new();
+    let recipe = scratch.write("interrupt.kdl", &timed_servers(&[("held", 0, 40)]));
+    let head = scratch
+        .command()
+        .args(["run", "--executor", "slurm"])
+        .arg(&recipe)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let store = scratch.store();
+    let mut id = String::new();
+    wait_for("the job to run", Duration::from_secs(60), || {
+        if let Some(record) = job_records(&store).first() {
+            id = record["job_id"].as_str().unwrap().to_string();
+            return show_job(&id).get("JobState").is_some_and(|s| s == "RUNNING");
+        }
+        false
+    });
+    assert!(Command::new("kill").args(["-INT", &head.id().to_string()]).status().unwrap().success());
+    let out = head.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    wait_for("the job to be cancelled", Duration::from_secs(20), || {
+        show_job(&id).get("JobState").is_some_and(|s| s == "CANCELLED")
+    });
+    let record = head_record(&scratch);
+    assert_eq!(record["status"], "interrupted", "{record:#}");
+    assert_eq!(record["extra"]["jobs"][0]["job_id"], id.as_str());
+}
