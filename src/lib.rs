@@ -1,21 +1,38 @@
 //! anvil: LLM-serving benchmark campaigns from declarative KDL recipes.
 //!
-//! Read top to bottom: `recipe` (KDL → checked declarations) → `plan` (DAG,
-//! fingerprints) → `store` (anvil-store) → `run` (scheduler, executors) →
-//! `report` (diff, summaries). The simulated engine and the load generator
-//! live in their own crates (anvil-sim, anvil-loadgen).
+//! Layers, each importing only the ones listed before it:
+//! - `recipe`: KDL → typed declarations (with spans for errors);
+//! - `environment`, `terminal`, `history`: the machine, the terminal, earlier runs' records;
+//! - `plan`: the DAG, preimages, fingerprints, what a run will execute and why;
+//! - `results`: typed step results, as stored;
+//! - `run`: the scheduler, one executor per step kind, run records; `slurm`: the same steps as Slurm jobs;
+//! - `report`: campaign outputs and the HTML report;
+//! - `bundle`, `compare`: evidence that travels, and noise-aware comparison;
+//! - `cli`, `commands`: the command line.
+//!
+//! The store, the simulated engine, the load generator, gate expressions,
+//! server processes, functional checks and the independent re-deriver are
+//! crates of their own (anvil-store, anvil-sim, anvil-loadgen, anvil-expr,
+//! anvil-proc, anvil-checks, anvil-evidence).
 
-pub(crate) mod bundle;
-pub mod cli;
-mod commands;
-pub(crate) mod compare;
-pub(crate) mod environment;
-
-pub use commands::main;
-pub(crate) mod history;
-pub mod plan;
 pub mod recipe;
-pub(crate) mod report;
+
+pub(crate) mod environment;
+pub(crate) mod history;
+pub(crate) mod terminal;
+
+pub mod plan;
 pub mod results;
+
 pub(crate) mod run;
 pub(crate) mod slurm;
+
+pub(crate) mod report;
+
+pub(crate) mod bundle;
+pub(crate) mod compare;
+
+pub mod cli;
+mod commands;
+
+pub use commands::main;

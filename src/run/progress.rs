@@ -1,7 +1,7 @@
 //! What the terminal shows while a run goes on: a line per finished step,
 //! and a live line of what is running (only when both stdout and stderr are
 //! a terminal, so CI logs and pipes get plain lines). The ending word is
-//! coloured when `crate::cli::color_enabled()` says so (`--color`, `NO_COLOR`).
+//! coloured when `crate::terminal::color_enabled()` says so (`--color`, `NO_COLOR`).
 
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
@@ -115,7 +115,7 @@ impl Progress {
 /// The ending word in its colour (green ran, red failed or rejected, dim
 /// cached or skipped), or as it is when colour is off.
 fn paint(ending: Ending, word: &str) -> String {
-    if !crate::cli::color_enabled() {
+    if !crate::terminal::color_enabled() {
         return word.to_string();
     }
     let code = match ending {
