@@ -321,6 +321,7 @@ fn timing_methodology() -> Value {
         "chunk_gap": "raw gaps between consecutive non-empty reasoning or content events of a request, pooled over eligible requests; events arriving in one read share a timestamp",
         "tokens_per_chunk": "per request, usage completion tokens divided by non-empty reasoning plus content events",
         "first_content_read_delay": "kernel arrival of the bytes holding the first content to the client's read of them, over eligible requests; not part of ttft (which ends at arrival); large values mean the client was busy",
+        "first_content_shared_read": "request_timings[].first_content_shared_read: the first content arrived in one read with the next output event; the kernel stamps a read with its newest bytes, so that request's ttft is an upper bound, late by at most its first chunk gap",
         "send_lag": "actual send time minus the schedule's intended send time (closed loop: the end of the worker's previous request; open loop: the seeded arrival time), over all attempted requests",
         "goodput": "requests meeting every configured SLO (ttft, tpot, e2e limits) among attempted requests; failed requests never meet an SLO",
         "prompt_calibration": "filler length chosen by probing the server's usage.prompt_tokens with one-token requests before warmup; planned and actual prompt tokens are recorded per request",

@@ -26,6 +26,10 @@ pub struct StreamObservation {
     /// When the client read the bytes holding the first content (it may
     /// read them later than they arrived, when it is busy).
     pub first_content_read: Option<Instant>,
+    /// The first content and the next output event came in one read: the
+    /// kernel keeps only the newest bytes' stamp, so the first content's
+    /// arrival (and ttft) may be late by up to the gap between them.
+    pub first_content_shared_read: bool,
     /// The read being parsed now.
     current_read: Option<Instant>,
     last_output: Option<Instant>,
@@ -66,6 +70,7 @@ impl StreamObservation {
             http_status: None,
             first_output: None,
             first_content: None,
+            first_content_shared_read: false,
             first_content_read: None,
             current_read: None,
             last_output: None,
@@ -135,6 +140,9 @@ impl StreamObservation {
         if reasoning || content.is_some() {
             self.first_output.get_or_insert(at);
             if let Some(prev) = self.last_output {
+                if Some(prev) == self.first_content && prev == at {
+                    self.first_content_shared_read = true;
+                }
                 let gap = at.duration_since(prev).as_micros();
                 self.gaps_us.push(u32::try_from(gap).unwrap_or(u32::MAX));
             }

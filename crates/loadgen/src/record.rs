@@ -126,6 +126,11 @@ pub struct RequestRecord {
     /// stamps in user space would have added to `ttft_ms`.
     #[serde(default)]
     pub first_content_read_delay_us: Option<u32>,
+    /// The first content was read together with the next output event, so
+    /// its kernel stamp is that of the later bytes: `ttft_ms` is then an
+    /// upper bound, late by at most the first chunk gap.
+    #[serde(default)]
+    pub first_content_shared_read: bool,
     /// When the schedule wanted the request sent, ms after the run started.
     pub intended_send_ms: f64,
     /// When it was actually sent, ms after the run started.
@@ -283,6 +288,7 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         cached_prompt_tokens: obs.usage.and_then(|u| u.cached_tokens),
         receive_clock: receive_clock(obs.reads, obs.kernel_stamped_reads).to_string(),
         response_reads: obs.reads,
+        first_content_shared_read: obs.first_content_shared_read,
         first_content_read_delay_us: match (obs.first_content, obs.first_content_read) {
             (Some(arrived), Some(read)) => {
                 Some(u32::try_from(read.saturating_duration_since(arrived).as_micros()).unwrap_or(u32::MAX))
