@@ -1,0 +1,137 @@
+//! The Across cells section: throughput against load per server, and TTFT
+//! against throughput with the Pareto front.
+
+use plotters::chart::SeriesLabelPosition;
+
+use super::format::count;
+use super::link::step_link;
+use super::table::num_td;
+use super::{Page, escape};
+use crate::report::model::{Cell, Report, Step};
+use crate::report::plot::{self, Series};
+
+pub(super) fn across_cells(page: &mut Page, report: &Report) {
+    page.section("across", "Across cells");
+    let cells: Vec<(&Step, &Cell)> =
+        report.cells().filter(|(_, c)| c.result.aggregate_tok_s.is_some()).collect();
+    if cells.len() < 2 {
+        page.push("<p class=\"note\">Fewer than two measured cells: nothing to compare.</p>");
+        page.end();
+        return;
+    }
+    // Throughput against load, one series per server.
+    type Points = Vec<(f64, f64)>;
+    let mut by_server: Vec<(String, Points, Vec<String>)> = Vec::new();
+    let mut axis = "concurrency";
+    for (step, cell) in &cells {
+        let Some((name, x)) = cell.load_axis() else { continue };
+        axis = name;
+        let y = cell.result.aggregate_tok_s.unwrap_or(0.0);
+        let server = cell.server();
+        match by_server.iter_mut().find(|(s, _, _)| *s == server) {
+            Some((_, points, names)) => {
+                points.push((x, y));
+                names.push(step.name.clone());
+            }
+            None => by_server.push((server, vec![(x, y)], vec![step.name.clone()])),
+        }
+    }
+    let series: Vec<(Series, Vec<String>)> = by_server
+        .into_iter()
+        .map(|(server, points, names)| {
+            let mut joined: Vec<((f64, f64), String)> = points.into_iter().zip(names).collect();
+            joined.sort_by(|a, b| a.0.0.total_cmp(&b.0.0));
+            let (points, names): (Vec<_>, Vec<_>) = joined.into_iter().unzip();
+            (Series { name: server, points }, names)
+        })
+        .collect();
+    let svg = plot::scatter(
+        SeriesLabelPosition::LowerRight,
+        &format!("Throughput vs {axis}"),
+        axis,
+        "aggregate output tok/s",
+        &series,
+        None,
+        true,
+    );
+    let mut rows = Vec::new();
+    for (step, cell) in &cells {
+        rows.push(vec![
+            step_link(step),
+            escape(&cell.server()),
+            cell.load_axis().map(|(_, x)| count(x)).unwrap_or_default(),
+            num_td(&format!("{}.aggregate_tok_s", step.name), cell.result.aggregate_tok_s),
+            num_td(&format!("{}.ttft_p50_ms", step.name), cell.result.ttft_p50_ms),
+            num_td(&format!("{}.ttft_p99_ms", step.name), cell.result.ttft_p99_ms),
+            num_td(&format!("{}.e2e_p50_ms", step.name), cell.metric("e2e_p50_ms")),
+        ]);
+    }
+    page.figure(
+        &svg,
+        "Each point is a cell; a server's cells are joined in order of load.",
+        &["cell", "server", axis, "aggregate tok/s", "TTFT p50 ms", "TTFT p99 ms", "E2E p50 ms"],
+        &rows,
+    );
+
+    // Latency against throughput, with the Pareto front (more tok/s, less TTFT).
+    let points: Vec<(f64, f64, &str)> = cells
+        .iter()
+        .filter_map(|(s, c)| Some((c.result.aggregate_tok_s?, c.result.ttft_p50_ms?, s.name.as_str())))
+        .collect();
+    let front = pareto(&points);
+    let front_names: Vec<&str> = front.iter().map(|&i| points[i].2).collect();
+    let mut front_points: Vec<(f64, f64)> = front.iter().map(|&i| (points[i].0, points[i].1)).collect();
+    front_points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let series = vec![(
+        Series { name: "cells".into(), points: points.iter().map(|p| (p.0, p.1)).collect() },
+        points.iter().map(|p| p.2.to_string()).collect(),
+    )];
+    let svg = plot::scatter(
+        SeriesLabelPosition::UpperLeft,
+        "TTFT p50 vs throughput",
+        "aggregate output tok/s",
+        "TTFT p50 ms",
+        &series,
+        Some(&front_points),
+        false,
+    );
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            vec![
+                escape(p.2),
+                num_td(&format!("{}.aggregate_tok_s", p.2), Some(p.0)),
+                num_td(&format!("{}.ttft_p50_ms", p.2), Some(p.1)),
+                if front_names.contains(&p.2) { "on the front".into() } else { String::new() },
+            ]
+        })
+        .collect();
+    page.figure(
+        &svg,
+        "Ringed points are on the Pareto front: no other cell has both more throughput and a lower TTFT p50.",
+        &["cell", "aggregate tok/s", "TTFT p50 ms", "Pareto"],
+        &rows,
+    );
+    page.end();
+}
+
+/// Indices of the points no other point beats on both: higher x, lower y.
+fn pareto(points: &[(f64, f64, &str)]) -> Vec<usize> {
+    (0..points.len())
+        .filter(|&i| {
+            let (x, y, _) = points[i];
+            !points.iter().any(|&(ox, oy, _)| ox >= x && oy <= y && (ox > x || oy < y))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pareto_keeps_the_undominated() {
+        let points = [(10.0, 5.0, "a"), (20.0, 6.0, "b"), (15.0, 7.0, "c"), (5.0, 4.0, "d")];
+        assert_eq!(pareto(&points), vec![0, 1, 3]);
+    }
+}

@@ -1,0 +1,259 @@
+//! The Cells section: one folding block per measured cell, with its facts,
+//! latency distributions, request timeline, output rate, failures and
+//! canaries; cells that did not finish get a line each.
+
+use std::fmt::Write;
+
+use super::format::{code, count, num};
+use super::link::anchor;
+use super::stats::{CDF_POINTS, bin_rows, cdf, histogram_bins, quantile, rate_over_time, sorted};
+use super::table::num_td;
+use super::telemetry::telemetry;
+use super::{Page, escape};
+use crate::report::model::{Body, Cell, Report, Step, Timing};
+use crate::report::plot::{self, Series, Span};
+
+/// At most this many requests drawn on one cell's timeline (fewer when
+/// there are many cells, so the page stays light).
+const TIMELINE_MAX: usize = 300;
+
+pub(super) fn cells(page: &mut Page, report: &Report) {
+    page.section("cells", "Cells");
+    let all: Vec<(&Step, &Cell)> = report.cells().collect();
+    if all.is_empty() {
+        page.push("<p class=\"note\">No measured cells.</p>");
+    }
+    let headline = report.headline_names();
+    let timeline_max = (8_000 / all.len().max(1)).clamp(50, TIMELINE_MAX);
+    for (i, (step, cell)) in all.iter().enumerate() {
+        let open = headline.contains(&step.name) || (headline.is_empty() && i == 0) || all.len() <= 3;
+        cell_section(page, step, cell, open, timeline_max);
+    }
+    // Cells that did not finish still get a line.
+    for step in report.steps.iter().filter(|s| s.kind == "cell" && matches!(s.body, Body::Missing(_))) {
+        let _ = write!(
+            page.out,
+            "<p class=\"note\" id=\"{}\">cell {}: {} — {}</p>",
+            anchor("cell", &step.name),
+            escape(&step.name),
+            escape(&step.status),
+            escape(&step.detail)
+        );
+    }
+    page.end();
+}
+
+fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_max: usize) {
+    let r = &cell.result;
+    let a = &cell.artifact;
+    let _ = writeln!(
+        page.out,
+        "<details class=\"cell\" id=\"{}\"{}><summary><strong>{}</strong> — {} · {} ok / {} failed · {} tok/s · TTFT p50 {} ms{}</summary>",
+        anchor("cell", &step.name),
+        if open { " open" } else { "" },
+        escape(&step.name),
+        escape(&cell.server()),
+        r.completed,
+        r.failed,
+        num(r.aggregate_tok_s),
+        num(r.ttft_p50_ms),
+        if r.simulated { " · <span class=\"sim-tag\">simulated</span>" } else { "" }
+    );
+    if let Some(d) = &step.description {
+        let _ = write!(page.out, "<p>{}</p>", escape(d));
+    }
+    let facts = vec![
+        vec!["engine".into(), escape(&r.engine), "model".into(), escape(a.model.as_deref().unwrap_or("—"))],
+        vec![
+            "load".into(),
+            escape(&cell.load_axis().map(|(k, v)| format!("{k} {}", count(v))).unwrap_or_default()),
+            "context tokens".into(),
+            a.context_tokens.map(|c| c.to_string()).unwrap_or_default(),
+        ],
+        vec![
+            "requests".into(),
+            r.requests.map(|n| n.to_string()).unwrap_or_default(),
+            "wall clock ms".into(),
+            num(Some(r.wall_clock_ms)),
+        ],
+        vec![
+            "aggregate tok/s".into(),
+            num_td(&format!("{}.aggregate_tok_s", step.name), r.aggregate_tok_s),
+            "TTFT p50 / p99 ms".into(),
+            format!("{} / {}", num(r.ttft_p50_ms), num(r.ttft_p99_ms)),
+        ],
+        vec![
+            "decode tok/s mean".into(),
+            num(r.decode_tok_s_mean),
+            "canaries".into(),
+            format!(
+                "{} of {}",
+                r.canaries_passed.map(|n| n.to_string()).unwrap_or_else(|| "—".into()),
+                r.requests.map(|n| n.to_string()).unwrap_or_else(|| "—".into())
+            ),
+        ],
+    ];
+    page.table("kv facts", &["", "", "", ""], &facts);
+    let timings = &a.request_timings;
+    if timings.is_empty() {
+        page.push("<p class=\"note\">The artifact holds no per-request timings.</p></details>\n");
+        return;
+    }
+    let eligible: Vec<&Timing> = timings.iter().filter(|t| t.performance_eligible).collect();
+    page.push("<div class=\"grid\">");
+
+    // TTFT and E2E distributions.
+    let ttft = sorted(eligible.iter().filter_map(|t| t.ttft_ms));
+    let e2e = sorted(eligible.iter().filter_map(|t| t.e2e_ms));
+    for (label, values) in [("TTFT", &ttft), ("E2E", &e2e)] {
+        let (points, thinned) = cdf(values);
+        let note = thinned.then(|| format!("CDF drawn through {CDF_POINTS} of {} points", values.len()));
+        let svg = plot::lines(
+            &format!("{}: {label} (CDF)", step.name),
+            "ms",
+            "fraction of requests",
+            &[Series { name: label.into(), points }],
+            note.as_deref(),
+        );
+        let rows: Vec<Vec<String>> = (0..=20)
+            .map(|k| {
+                let q = k as f64 * 5.0;
+                vec![format!("p{q:.0}"), num(quantile(values, q))]
+            })
+            .collect();
+        let caption = match label {
+            "TTFT" => {
+                "Time to first token per request (eligible requests), cumulative: read the median at 0.5."
+            }
+            _ => "End-to-end latency per request (eligible requests), cumulative.",
+        };
+        page.figure(&svg, caption, &["percentile", &format!("{label} ms")], &rows);
+    }
+
+    // TPOT and decode rate.
+    let tpot = sorted(eligible.iter().filter_map(|t| t.tpot_ms));
+    let (bins, note) = histogram_bins(&tpot);
+    let svg = plot::histogram(&format!("{}: TPOT", step.name), "ms per output token", &bins, note.as_deref());
+    page.figure(
+        &svg,
+        "Time per output token after the first, per request.",
+        &["from ms", "to ms", "requests"],
+        &bin_rows(&bins),
+    );
+    let decode = sorted(eligible.iter().filter_map(|t| t.decode_tok_s));
+    let (bins, note) = histogram_bins(&decode);
+    let svg =
+        plot::histogram(&format!("{}: decode tok/s", step.name), "tokens per second", &bins, note.as_deref());
+    page.figure(&svg, "Per-request decode rate.", &["from tok/s", "to tok/s", "requests"], &bin_rows(&bins));
+
+    // Chunk gaps, pooled over requests.
+    let gaps = sorted(eligible.iter().flat_map(|t| t.chunk_gaps_us.iter().map(|&g| g as f64 / 1000.0)));
+    let (bins, note) = histogram_bins(&gaps);
+    let svg = plot::histogram(
+        &format!("{}: chunk gaps", step.name),
+        "ms between streamed chunks",
+        &bins,
+        note.as_deref(),
+    );
+    page.figure(
+        &svg,
+        &format!(
+            "Raw gaps between consecutive output-bearing chunks, {} gaps over every eligible request.",
+            gaps.len()
+        ),
+        &["from ms", "to ms", "gaps"],
+        &bin_rows(&bins),
+    );
+
+    // The timeline.
+    let mut by_send: Vec<&Timing> = timings.iter().collect();
+    by_send.sort_by(|a, b| a.actual_send_ms.total_cmp(&b.actual_send_ms));
+    let step_by = by_send.len().div_ceil(timeline_max).max(1);
+    let shown: Vec<&Timing> = by_send.iter().copied().step_by(step_by).collect();
+    let spans: Vec<Span> = shown
+        .iter()
+        .map(|t| Span {
+            send: t.actual_send_ms,
+            first: t.time_to_first_output_ms.map(|f| t.actual_send_ms + f),
+            end: t.finished_ms.max(t.actual_send_ms),
+            failed: t.failure.is_some(),
+        })
+        .collect();
+    let note = (step_by > 1)
+        .then(|| format!("downsampled: {} of {} requests (every {step_by}th)", shown.len(), by_send.len()));
+    let svg = plot::timeline(&format!("{}: request timeline", step.name), &spans, note.as_deref());
+    let rows: Vec<Vec<String>> = shown
+        .iter()
+        .zip(&spans)
+        .map(|(t, s)| {
+            vec![
+                t.request_index.to_string(),
+                t.repeat.to_string(),
+                num(Some(s.send)),
+                num(s.first),
+                num(Some(s.end)),
+                t.failure.as_ref().map(|f| escape(&f.class)).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    page.figure(
+        &svg,
+        "Each line is a request: amber from send to first output (queueing, prefill), blue to the end; red failed. A long amber start means queueing; a gap in blue lines a stall.",
+        &["request", "repeat", "send ms", "first output ms", "end ms", "failure"],
+        &rows,
+    );
+
+    // Output rate over the run (client side).
+    let (series, width) = rate_over_time(timings);
+    let svg = plot::lines(
+        &format!("{}: output tokens per second over the run", step.name),
+        "s after the run started",
+        "tok/s",
+        &[Series { name: "output tok/s".into(), points: series.clone() }],
+        None,
+    );
+    let rows: Vec<Vec<String>> = series.iter().map(|(t, v)| vec![num(Some(*t)), num(Some(*v))]).collect();
+    page.figure(
+        &svg,
+        &format!("Output tokens of requests finishing in each {:.2} s window, as a rate (client-side throughput over time).", width),
+        &["window end s", "tok/s"],
+        &rows,
+    );
+    page.push("</div>");
+
+    // Failures and canaries.
+    let mut failures: Vec<Vec<String>> =
+        a.failure_counts.iter().map(|(class, n)| vec![code(class), n.to_string()]).collect();
+    if failures.is_empty() {
+        let mut counted: std::collections::BTreeMap<&str, u64> = Default::default();
+        for t in timings {
+            if let Some(f) = &t.failure {
+                *counted.entry(f.class.as_str()).or_default() += 1;
+            }
+        }
+        failures = counted.into_iter().map(|(c, n)| vec![code(c), n.to_string()]).collect();
+    }
+    page.push("<div class=\"cols\"><div><h4>Failures by class</h4>");
+    if failures.is_empty() {
+        page.push("<p class=\"ok\">No failed requests.</p>");
+    } else {
+        page.table("failures", &["class", "requests"], &failures);
+    }
+    let canaries_checked = timings.iter().filter(|t| t.request_canary.is_some()).count();
+    let canaries_passed =
+        timings.iter().filter(|t| t.request_canary.as_ref().is_some_and(|c| c.passed)).count();
+    page.push("</div><div><h4>Canaries</h4>");
+    if canaries_checked == 0 {
+        page.push("<p class=\"note\">Canaries were off for this cell.</p>");
+    } else {
+        let class = if canaries_passed == canaries_checked { "ok" } else { "bad" };
+        let _ = write!(
+            page.out,
+            "<p class=\"{class}\" data-canaries=\"{}\">{canaries_passed} of {canaries_checked} requests carried their own marker and no other.</p>",
+            escape(&step.name)
+        );
+    }
+    page.push("</div></div>");
+    telemetry(page, step, cell);
+    page.push("</details>\n");
+}

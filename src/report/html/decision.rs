@@ -1,0 +1,80 @@
+//! The Decision section: each decision step's labels, promotion, statements
+//! and rules, then the limitations the summary names.
+
+use std::fmt::Write;
+
+use super::format::{code, plain};
+use super::link::step_link;
+use super::table::status_td;
+use super::{Page, escape};
+use crate::report::model::{Body, Report, Step};
+
+pub(super) fn decision(page: &mut Page, report: &Report) {
+    page.section("decision", "Decision");
+    let decisions: Vec<(&Step, &crate::results::DecisionResult)> = report
+        .steps
+        .iter()
+        .filter_map(|s| match &s.body {
+            Body::Decision(d) => Some((s, d)),
+            _ => None,
+        })
+        .collect();
+    if decisions.is_empty() {
+        page.push("<p class=\"note\">This campaign has no decision step.</p>");
+    }
+    let summary_decision = report.summary.as_ref().and_then(|s| s.get("decision"));
+    for (step, d) in decisions {
+        let _ = write!(page.out, "<h3>{} {}</h3><p class=\"labels\">", escape(&step.kind), step_link(step));
+        for label in &d.decision_labels {
+            let _ = write!(page.out, "<span class=\"label\" data-label=\"{0}\">{0}</span> ", escape(label));
+        }
+        let _ = write!(
+            page.out,
+            "</p><p>Promotion <strong class=\"{}\">{}</strong>{}</p>",
+            if d.promotion_authorized { "passed" } else { "rejected" },
+            if d.promotion_authorized { "authorized" } else { "not authorized" },
+            d.promotion.when.as_ref().map(|w| format!(" (promote-when {})", code(w))).unwrap_or_default()
+        );
+        let mut rows = Vec::new();
+        for (key, value) in d.statements.iter() {
+            rows.push(vec![code(key), escape(&plain(value))]);
+        }
+        if let Some(sd) = summary_decision {
+            for key in ["winner", "reason", "single_card_selection", "promotion_boundary"] {
+                if let Some(v) = sd.get(key).filter(|v| !v.is_null())
+                    && !d.statements.contains(key)
+                {
+                    rows.push(vec![code(key), escape(&plain(v))]);
+                }
+            }
+        }
+        if !rows.is_empty() {
+            page.push("<h4>Statements</h4>");
+            page.table("kv", &["", ""], &rows);
+        }
+        let rules: Vec<Vec<String>> = d
+            .rules
+            .iter()
+            .map(|r| {
+                vec![
+                    escape(&r.label),
+                    code(&r.when),
+                    status_td(&format!("rule {}", r.label), r.status.as_str()),
+                    escape(&r.detail),
+                ]
+            })
+            .collect();
+        page.push("<h4>Rules</h4>");
+        page.table("rules", &["label", "when", "status", "detail"], &rules);
+    }
+    if let Some(limitations) = report.summary.as_ref().and_then(|s| s.get("limitations")?.as_array().cloned())
+        && !limitations.is_empty()
+    {
+        page.push("<h3>Limitations</h3><ul class=\"limitations\">");
+        for l in limitations {
+            let _ = write!(page.out, "<li>{}</li>", escape(&plain(&l)));
+        }
+        page.push("</ul>");
+    }
+    page.end();
+}

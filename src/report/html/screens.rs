@@ -1,0 +1,96 @@
+//! The Screens section: each screen's verdict and its variants as bars,
+//! with whiskers from the across-repeats intervals of the cells measured.
+
+use std::fmt::Write;
+
+use super::link::step_link;
+use super::table::num_td;
+use super::{Page, escape};
+use crate::report::model::{Body, Report, Step};
+use crate::report::plot::{self, Bar};
+use crate::results::ScreenResult;
+
+/// The across-repeats key of a screen metric, for its whiskers.
+fn repeats_key(metric: &str) -> &str {
+    match metric {
+        "aggregate_tok_s" => "throughput_tok_s",
+        other => other,
+    }
+}
+
+pub(super) fn screens(page: &mut Page, report: &Report) {
+    page.section("screens", "Screens");
+    let screens: Vec<(&Step, &ScreenResult)> = report
+        .steps
+        .iter()
+        .filter_map(|s| match &s.body {
+            Body::Screen(r) => Some((s, r)),
+            _ => None,
+        })
+        .collect();
+    if screens.is_empty() {
+        page.push("<p class=\"note\">No screens.</p>");
+    }
+    for (step, screen) in screens {
+        let _ = write!(page.out, "<h3>screen {}</h3>", step_link(step));
+        if let Some(d) = &step.description {
+            let _ = write!(page.out, "<p>{}</p>", escape(d));
+        }
+        let verdict = if screen.meaningful {
+            format!(
+                "winner <strong class=\"winner\" data-screen=\"{0}\">{1}</strong>",
+                escape(&step.name),
+                escape(&screen.winner)
+            )
+        } else {
+            format!(
+                "<strong class=\"no-difference\" data-screen=\"{}\">no meaningful difference</strong> (best measured: {})",
+                escape(&step.name),
+                escape(&screen.winner)
+            )
+        };
+        let _ = write!(page.out, "<p>{verdict} — {}</p>", escape(&screen.selection_reason));
+        let mut bars = Vec::new();
+        let mut rows = Vec::new();
+        for (name, value) in screen.values.iter() {
+            let cell = report.cells().find(|(s, _)| s.name == name).map(|(_, c)| c);
+            let across = cell.and_then(|c| c.result.repeats.get(repeats_key(&screen.metric)));
+            let ci = across.and_then(|a| Some((a.get("ci95_low")?.as_f64()?, a.get("ci95_high")?.as_f64()?)));
+            let samples = across.and_then(|a| a.get("samples")?.as_u64()).unwrap_or(1);
+            let rank = screen.ranking.iter().position(|r| r == name).map(|i| i + 1);
+            let winner = screen.meaningful && name == screen.winner;
+            bars.push(Bar {
+                label: name.to_string(),
+                value: value.unwrap_or(0.0),
+                interval: ci,
+                highlight: winner,
+            });
+            rows.push(vec![
+                escape(name),
+                num_td(&format!("{}.{}", name, screen.metric), *value),
+                num_td("ci95_low", ci.map(|c| c.0)),
+                num_td("ci95_high", ci.map(|c| c.1)),
+                samples.to_string(),
+                rank.map_or_else(|| "—".into(), |r| r.to_string()),
+                if winner { "winner".into() } else { String::new() },
+            ]);
+        }
+        let title = format!("{} by {} ({})", step.name, screen.metric, screen.goal.as_str());
+        let svg = plot::bars(&title, &screen.metric, &bars);
+        let caption = if screen.meaningful {
+            format!(
+                "The winner ({}) is green; whiskers are 95% intervals across repeats where there are repeats.",
+                screen.winner
+            )
+        } else {
+            "No meaningful difference: no bar is marked as the winner. Whiskers are 95% intervals across repeats where there are repeats.".into()
+        };
+        page.figure(
+            &svg,
+            &caption,
+            &["variant", &screen.metric, "ci95 low", "ci95 high", "repeats", "rank", ""],
+            &rows,
+        );
+    }
+    page.end();
+}

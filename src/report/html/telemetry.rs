@@ -1,0 +1,69 @@
+//! A cell's server telemetry: the Prometheus counters that moved over the
+//! cell, and the GPU samples (or why there are none).
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::format::{code, num};
+use super::{Page, escape};
+use crate::report::model::{Cell, Step};
+
+pub(super) fn telemetry(page: &mut Page, step: &Step, cell: &Cell) {
+    let t = &cell.artifact.telemetry;
+    let deltas = t.get("server_metrics_delta").and_then(Value::as_array);
+    let mut rows = Vec::new();
+    for replica in deltas.into_iter().flatten() {
+        let name = replica.get("replica").and_then(Value::as_str).unwrap_or("");
+        if let Some(delta) = replica.get("delta").and_then(Value::as_object) {
+            for (metric, v) in delta {
+                if v.as_f64().is_some_and(|v| v != 0.0) {
+                    rows.push(vec![escape(name), code(metric), num(v.as_f64())]);
+                }
+            }
+        }
+    }
+    let gpu = t.get("gpu");
+    let gpus = gpu.and_then(|g| g.get("gpus")).and_then(Value::as_object);
+    if rows.is_empty() && gpus.is_none() {
+        return;
+    }
+    let _ = write!(page.out, "<h4>Server telemetry ({})</h4>", escape(&step.name));
+    if !rows.is_empty() {
+        page.push("<details class=\"data\"><summary>Prometheus counters: change over the cell (");
+        page.push(&rows.len().to_string());
+        page.push(" non-zero)</summary>");
+        page.table("telemetry", &["replica", "metric", "delta"], &rows);
+        page.push("</details>");
+    }
+    match gpus {
+        Some(gpus) => {
+            let mut rows = Vec::new();
+            for (id, g) in gpus {
+                for field in [
+                    "power_w",
+                    "sm_clock_mhz",
+                    "mem_clock_mhz",
+                    "memory_used_mib",
+                    "temperature_c",
+                    "utilization_pct",
+                ] {
+                    if let Some(f) = g.get(field) {
+                        rows.push(vec![
+                            escape(id),
+                            code(field),
+                            num(f.get("mean").and_then(Value::as_f64)),
+                            num(f.get("min").and_then(Value::as_f64)),
+                            num(f.get("max").and_then(Value::as_f64)),
+                        ]);
+                    }
+                }
+            }
+            page.table("telemetry", &["GPU", "field", "mean", "min", "max"], &rows);
+        }
+        None => {
+            let why = gpu.and_then(|g| g.get("why")).and_then(Value::as_str).unwrap_or("not sampled");
+            let _ = write!(page.out, "<p class=\"note\">No GPU telemetry: {}.</p>", escape(why));
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Distributions: lines (cumulative distributions, and rates over time,
+//! which draw the same way) and histograms.
+
+use plotters::element::{PathElement, Rectangle};
+use plotters::prelude::*;
+
+use super::Series;
+use super::axis::{span, tick};
+use super::svg::{FONT, PALETTE, draw, note_on};
+
+/// Lines (cumulative distributions, rates over time), one colour per series.
+pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], note: Option<&str>) -> String {
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    let (x0, x1) = span(all().map(|p| p.0), false);
+    let (y0, y1) = span(all().map(|p| p.1), true);
+    draw(title, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, (FONT, 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .max_light_lines(0)
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style((FONT, 12))
+            .draw()?;
+        for (i, s) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3)));
+        }
+        if series.len() > 1 {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.4))
+                .label_font((FONT, 12))
+                .draw()?;
+        }
+        note_on(&chart.plotting_area().strip_coord_spec(), note)?;
+        Ok(())
+    })
+}
+
+/// A histogram from (low edge, high edge, count) bins.
+pub fn histogram(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], note: Option<&str>) -> String {
+    let x0 = bins.first().map_or(0.0, |b| b.0);
+    let x1 = bins.last().map_or(1.0, |b| b.1).max(x0 + f64::EPSILON);
+    let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 1.1;
+    draw(title, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, (FONT, 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, 0.0..top)?;
+        chart
+            .configure_mesh()
+            .max_light_lines(0)
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .x_desc(x_desc)
+            .y_desc("count")
+            .label_style((FONT, 12))
+            .draw()?;
+        chart.draw_series(
+            bins.iter().map(|&(lo, hi, n)| {
+                Rectangle::new([(lo, 0.0), (hi, n as f64)], PALETTE[0].mix(0.8).filled())
+            }),
+        )?;
+        note_on(&chart.plotting_area().strip_coord_spec(), note)?;
+        Ok(())
+    })
+}
