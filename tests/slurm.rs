@@ -12,8 +12,13 @@ use std::time::{Duration, Instant};
 use common::Scratch;
 use serde_json::Value;
 
-/// True when Slurm answers; otherwise a notice (or a failure under ANVIL_REQUIRE_SLURM=1).
-fn slurm_or_skip(test: &str) -> bool {
+/// The cluster is one node with two CPUs and two GPUs: tests that measure
+/// placement must have it to themselves, so Slurm tests run one at a time.
+static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The cluster, when Slurm answers; otherwise a notice (or a failure under
+/// ANVIL_REQUIRE_SLURM=1) and None.
+fn slurm_or_skip(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
     let up = Command::new("scontrol")
         .arg("ping")
         .stdout(Stdio::null())
@@ -28,8 +33,9 @@ fn slurm_or_skip(test: &str) -> bool {
         eprintln!(
             "NOTICE: {test} skipped: no Slurm here (run scripts/start-slurm.sh; ANVIL_REQUIRE_SLURM=1 makes this fail)"
         );
+        return None;
     }
-    up
+    Some(CLUSTER.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// `scontrol show job -o ID` as key → value.
@@ -130,9 +136,7 @@ fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn quickstart_through_slurm_matches_a_local_run() {
-    if !slurm_or_skip("quickstart_through_slurm_matches_a_local_run") {
-        return;
-    }
+    let Some(_cluster) = slurm_or_skip("quickstart_through_slurm_matches_a_local_run") else { return };
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/recipes/quickstart.kdl")).unwrap();
     let local = Scratch::new();
@@ -200,9 +204,7 @@ fn epoch_of(shown: &BTreeMap<String, String>, key: &str) -> i64 {
 
 #[test]
 fn tp2_waits_while_two_one_gpu_groups_hold_the_gpus() {
-    if !slurm_or_skip("tp2_waits_while_two_one_gpu_groups_hold_the_gpus") {
-        return;
-    }
+    let Some(_cluster) = slurm_or_skip("tp2_waits_while_two_one_gpu_groups_hold_the_gpus") else { return };
     let scratch = Scratch::new();
     let recipe =
         scratch.write("gpus.kdl", &timed_servers(&[("one-a", 1, 4), ("one-b", 1, 4), ("tp2", 2, 2)]));
@@ -224,9 +226,7 @@ fn tp2_waits_while_two_one_gpu_groups_hold_the_gpus() {
 
 #[test]
 fn scancel_of_a_running_job_fails_exactly_its_steps() {
-    if !slurm_or_skip("scancel_of_a_running_job_fails_exactly_its_steps") {
-        return;
-    }
+    let Some(_cluster) = slurm_or_skip("scancel_of_a_running_job_fails_exactly_its_steps") else { return };
     let scratch = Scratch::new();
     let recipe = scratch.write("cancel.kdl", &timed_servers(&[("victim", 0, 30), ("survivor", 0, 3)]));
     let head = scratch
@@ -270,9 +270,9 @@ fn scancel_of_a_running_job_fails_exactly_its_steps() {
 
 #[test]
 fn a_head_killed_with_sigkill_is_rerun_and_waits_for_its_jobs() {
-    if !slurm_or_skip("a_head_killed_with_sigkill_is_rerun_and_waits_for_its_jobs") {
+    let Some(_cluster) = slurm_or_skip("a_head_killed_with_sigkill_is_rerun_and_waits_for_its_jobs") else {
         return;
-    }
+    };
     let scratch = Scratch::new();
     let recipe = scratch.write("killed.kdl", &timed_servers(&[("slow", 0, 8)]));
     let mut head = scratch
@@ -347,9 +347,7 @@ fn the_executor_block_changes_no_fingerprint() {
 
 #[test]
 fn the_executor_block_reaches_sbatch() {
-    if !slurm_or_skip("the_executor_block_reaches_sbatch") {
-        return;
-    }
+    let Some(_cluster) = slurm_or_skip("the_executor_block_reaches_sbatch") else { return };
     let scratch = Scratch::new();
     let recipe = scratch.write("block.kdl", &format!("{}{EXECUTOR_BLOCK}", timed_servers(&[("s", 0, 1)])));
     scratch.run(&recipe, &["--executor", "slurm"], 0);
@@ -362,9 +360,7 @@ fn the_executor_block_reaches_sbatch() {
 
 #[test]
 fn anvil_cancel_cancels_the_jobs_of_a_run() {
-    if !slurm_or_skip("anvil_cancel_cancels_the_jobs_of_a_run") {
-        return;
-    }
+    let Some(_cluster) = slurm_or_skip("anvil_cancel_cancels_the_jobs_of_a_run") else { return };
     let scratch = Scratch::new();
     let recipe = scratch.write("cancel-cmd.kdl", &timed_servers(&[("long", 0, 40)]));
     let head = scratch
@@ -400,9 +396,10 @@ fn anvil_cancel_cancels_the_jobs_of_a_run() {
 
 #[test]
 fn ctrl_c_on_the_head_cancels_its_jobs_and_records_an_interrupted_run() {
-    if !slurm_or_skip("ctrl_c_on_the_head_cancels_its_jobs_and_records_an_interrupted_run") {
+    let Some(_cluster) = slurm_or_skip("ctrl_c_on_the_head_cancels_its_jobs_and_records_an_interrupted_run")
+    else {
         return;
-    }
+    };
     let scratch = Scratch::new();
     let recipe = scratch.write("interrupt.kdl", &timed_servers(&[("held", 0, 40)]));
     let head = scratch
