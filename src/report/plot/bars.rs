@@ -5,7 +5,7 @@ use plotters::element::{ErrorBar, Rectangle};
 use plotters::prelude::*;
 
 use super::axis::tick;
-use super::svg::{FONT, draw};
+use super::svg::{FONT, draw, frame};
 
 const WINNER: RGBColor = RGBColor(0, 158, 115);
 const PLAIN: RGBColor = RGBColor(110, 140, 175);
@@ -25,12 +25,8 @@ pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> String {
     let n = bars.len().max(1);
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     draw(title, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, (FONT, 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..top)?;
+        let mut chart =
+            frame(root, title).build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..top)?;
         chart
             .configure_mesh()
             .disable_x_mesh()

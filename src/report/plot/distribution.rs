@@ -5,8 +5,8 @@ use plotters::element::{PathElement, Rectangle};
 use plotters::prelude::*;
 
 use super::Series;
-use super::axis::{span, tick};
-use super::svg::{FONT, PALETTE, draw, note_on};
+use super::axis::span;
+use super::svg::{FONT, PALETTE, draw, note_on, numeric_chart};
 
 /// Lines (cumulative distributions, rates over time), one colour per series.
 pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], note: Option<&str>) -> String {
@@ -14,21 +14,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], note: O
     let (x0, x1) = span(all().map(|p| p.0), false);
     let (y0, y1) = span(all().map(|p| p.1), true);
     draw(title, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, (FONT, 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(x0..x1, y0..y1)?;
-        chart
-            .configure_mesh()
-            .max_light_lines(0)
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .label_style((FONT, 12))
-            .draw()?;
+        let mut chart = numeric_chart(root, title, (x0..x1, y0..y1), x_desc, y_desc)?;
         for (i, s) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             chart
@@ -56,21 +42,7 @@ pub fn histogram(title: &str, x_desc: &str, bins: &[(f64, f64, u64)], note: Opti
     let x1 = bins.last().map_or(1.0, |b| b.1).max(x0 + f64::EPSILON);
     let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 1.1;
     draw(title, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, (FONT, 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(x0..x1, 0.0..top)?;
-        chart
-            .configure_mesh()
-            .max_light_lines(0)
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .x_desc(x_desc)
-            .y_desc("count")
-            .label_style((FONT, 12))
-            .draw()?;
+        let mut chart = numeric_chart(root, title, (x0..x1, 0.0..top), x_desc, "count")?;
         chart.draw_series(
             bins.iter().map(|&(lo, hi, n)| {
                 Rectangle::new([(lo, 0.0), (hi, n as f64)], PALETTE[0].mix(0.8).filled())

@@ -5,8 +5,8 @@ use plotters::element::{Circle, PathElement, Text};
 use plotters::prelude::*;
 
 use super::Series;
-use super::axis::{span, tick};
-use super::svg::{FONT, PALETTE, draw};
+use super::axis::span;
+use super::svg::{FONT, PALETTE, draw, numeric_chart};
 
 /// Points per series, each labelled; `front` (already sorted by x) is drawn
 /// as a dashed line through the points it names.
@@ -24,21 +24,7 @@ pub fn scatter(
     let (y0, y1) = span(all().map(|p| p.1), true);
     let label_points = all().count() <= 24;
     draw(title, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, (FONT, 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(x0..x1, y0..y1)?;
-        chart
-            .configure_mesh()
-            .max_light_lines(0)
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .label_style((FONT, 12))
-            .draw()?;
+        let mut chart = numeric_chart(root, title, (x0..x1, y0..y1), x_desc, y_desc)?;
         if let Some(front) = front {
             let color = BLACK.mix(0.6);
             chart

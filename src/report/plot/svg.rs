@@ -3,6 +3,7 @@
 //! downsampled plot carries.
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::element::Text;
 use plotters::prelude::*;
 
@@ -42,6 +43,40 @@ pub(super) fn draw(
         Ok(()) => responsive(&svg, title),
         Err(err) => format!("<p class=\"plot-error\">{}: cannot draw ({})</p>", escape(title), escape(&err)),
     }
+}
+
+/// Every plot's frame: its title and the room its axis labels need.
+pub(super) fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+) -> ChartBuilder<'a, 'static, SVGBackend<'b>> {
+    let mut builder = ChartBuilder::on(root);
+    builder.caption(title, (FONT, 16)).margin(12).x_label_area_size(40).y_label_area_size(64);
+    builder
+}
+
+/// A chart with numbers on both axes, framed, its ticks and axis names drawn.
+pub(super) fn numeric_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    (x, y): (std::ops::Range<f64>, std::ops::Range<f64>),
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    Box<dyn std::error::Error>,
+> {
+    let mut chart = frame(root, title).build_cartesian_2d(x, y)?;
+    chart
+        .configure_mesh()
+        .max_light_lines(0)
+        .x_label_formatter(&|v| super::axis::tick(*v))
+        .y_label_formatter(&|v| super::axis::tick(*v))
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .label_style((FONT, 12))
+        .draw()?;
+    Ok(chart)
 }
 
 /// The downsampling note, written in the plot's upper right corner.

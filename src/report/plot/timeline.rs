@@ -3,8 +3,7 @@
 use plotters::element::PathElement;
 use plotters::prelude::*;
 
-use super::axis::tick;
-use super::svg::{FAILED, FONT, PALETTE, draw, note_on};
+use super::svg::{FAILED, FONT, PALETTE, draw, note_on, numeric_chart};
 
 /// One request on the timeline, in ms after the run started.
 pub struct Span {
@@ -20,21 +19,8 @@ pub fn timeline(title: &str, spans: &[Span], note: Option<&str>) -> String {
     let x1 = spans.iter().map(|s| s.end).fold(0.0, f64::max).max(1.0) * 1.02;
     let rows = spans.len().max(1) as f64;
     draw(title, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, (FONT, 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0.0..x1, 0.0..rows)?;
-        chart
-            .configure_mesh()
-            .max_light_lines(0)
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .x_desc("ms after the run started")
-            .y_desc("request (by send time)")
-            .label_style((FONT, 12))
-            .draw()?;
+        let (x_desc, y_desc) = ("ms after the run started", "request (by send time)");
+        let mut chart = numeric_chart(root, title, (0.0..x1, 0.0..rows), x_desc, y_desc)?;
         let wait = PALETTE[4];
         let generate = PALETTE[0];
         chart
