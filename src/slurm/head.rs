@@ -55,6 +55,8 @@ struct State {
     assigned: BTreeMap<usize, usize>,
     tracked: Vec<Tracked>,
     submitted: usize,
+    /// Steps waiting for their group to be submitted.
+    requested: BTreeSet<usize>,
 }
 
 /// What the head keeps of the plan (its own copy; the scheduler settles its own).
@@ -311,11 +313,46 @@ impl Head {
         &self,
         index: usize,
     ) -> Result<(String, String, PathBuf, watch::Receiver<Snapshot>, Instant), String> {
-        let mut state = self.state.lock().await;
-        if let Some(&position) = state.assigned.get(&index) {
-            let t = &state.tracked[position];
-            return Ok((t.job_id.clone(), t.label.clone(), t.log.clone(), t.status.clone(), t.submitted));
+        {
+            let mut state = self.state.lock().await;
+            if !state.assigned.contains_key(&index) {
+                state.requested.insert(index);
+            }
         }
+        // Steps the scheduler starts together ask together: submit their
+        // groups in plan order, not in the order their tasks happen to run
+        // (Slurm starts jobs of equal priority in submission order).
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let mut state = self.state.lock().await;
+        if !state.assigned.contains_key(&index) {
+            let waiting: Vec<usize> = self
+                .plan
+                .order
+                .iter()
+                .copied()
+                .filter(|r| state.requested.contains(r) && !state.assigned.contains_key(r))
+                .collect();
+            for r in waiting {
+                if state.assigned.contains_key(&r) {
+                    continue;
+                }
+                // Another step's failure is reported by that step's own call.
+                if let Err(err) = self.submit_group(&mut state, r)
+                    && r == index
+                {
+                    state.requested.remove(&index);
+                    return Err(err);
+                }
+            }
+        }
+        state.requested.remove(&index);
+        let position = *state.assigned.get(&index).ok_or("the step's group was not submitted")?;
+        let t = &state.tracked[position];
+        Ok((t.job_id.clone(), t.label.clone(), t.log.clone(), t.status.clone(), t.submitted))
+    }
+
+    /// Form the group of step `index` and submit it as one job.
+    fn submit_group(&self, state: &mut State, index: usize) -> Result<(), String> {
         let assigned: BTreeSet<usize> = state.assigned.keys().copied().collect();
         let stored = |d: usize| self.store.contains(&self.steps[d].fingerprint);
         let members = group_for(&self.plan, &self.due, &assigned, index, &stored);
@@ -332,14 +369,11 @@ impl Head {
         let snapshot = Snapshot { state: JobState::Pending, nodes: String::new(), reason: String::new() };
         let tracked = self.follow(&job_id, &label, members.clone(), false, log, snapshot);
         let position = state.tracked.len();
-        let status = tracked.status.clone();
-        let submitted = tracked.submitted;
-        let log = tracked.log.clone();
         state.tracked.push(tracked);
         for m in members {
             state.assigned.insert(m, position);
         }
-        Ok((job_id, label, log, status, submitted))
+        Ok(())
     }
 
     fn submit(
