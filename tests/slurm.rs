@@ -307,6 +307,9 @@ fn a_head_killed_with_sigkill_is_rerun_and_waits_for_its_jobs() {
     let summary = out.summary();
     assert_eq!(summary.failed, 0);
     // The cell ran once: exactly one recorded run (the job's worker) says it ran there.
+    wait_for("the adopted job to end", Duration::from_secs(30), || {
+        show_job(&id).get("JobState").is_some_and(|s| s == "COMPLETED")
+    });
     let fp = scratch.plan(&recipe, &[]).fingerprint("cell-slow");
     let workers_ran = run_records(&scratch)
         .iter()

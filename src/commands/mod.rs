@@ -100,11 +100,16 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         Command::Completions { shell } => report::completions(shell),
         Command::Man => report::man(),
         Command::Worker { recipe, set, sim, steps, force, keep_going, job } => {
-            let recipe = RecipeArgs { recipe, set, sim };
+            let began_ms = crate::slurm::now_ms();
+            let store = open_store(&cli.store)?;
+            let plan = load_plan(&RecipeArgs { recipe, set, sim }, Some(&store))?;
             let args = crate::slurm::WorkerArgs { steps, force, keep_going, job };
-            crate::slurm::worker(&cli.store, &recipe, args).await
+            crate::slurm::worker(store, plan, args, began_ms).await.map_err(|err| match err {
+                crate::slurm::WorkerError::Input(message) => input(message),
+                crate::slurm::WorkerError::Run(err) => err.into(),
+            })
         }
-        Command::Cancel { run_id } => crate::slurm::cancel(&cli.store, &run_id),
+        Command::Cancel { run_id } => crate::slurm::cancel(&open_store(&cli.store)?, &run_id).map_err(failed),
         Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
         Command::Graph { recipe, format } => graph::graph(&recipe, format),
         Command::Diff { a, b, json, sim, set, all } => {

@@ -1,12 +1,11 @@
 //! `anvil cancel RUN_ID`: cancel the Slurm jobs of a run (its head may be gone).
 
-use std::path::Path;
+use anvil_store::Store;
 
 use super::{jobs, sbatch};
-use crate::commands::{Exit, failed, open_store};
 
-pub fn cancel(store_root: &Path, run_id: &str) -> Result<i32, Exit> {
-    let store = open_store(store_root)?;
+/// Cancel what of run `run_id` is queued or running; Err when the store knows no job of it.
+pub fn cancel(store: &Store, run_id: &str) -> Result<i32, String> {
     let mut ids: Vec<String> = jobs::all_records(store.root())
         .into_iter()
         .filter(|r| r.run_id == run_id)
@@ -24,7 +23,7 @@ pub fn cancel(store_root: &Path, run_id: &str) -> Result<i32, Exit> {
         }
     }
     if ids.is_empty() {
-        return Err(failed(format!("no Slurm jobs are recorded for run {run_id}")));
+        return Err(format!("no Slurm jobs are recorded for run {run_id}"));
     }
     let live: Vec<String> = ids
         .into_iter()
@@ -34,7 +33,7 @@ pub fn cancel(store_root: &Path, run_id: &str) -> Result<i32, Exit> {
         println!("no job of run {run_id} is queued or running");
         return Ok(0);
     }
-    sbatch::cancel(&live).map_err(failed)?;
+    sbatch::cancel(&live)?;
     println!("cancelled slurm jobs {} of run {run_id}", live.join(" "));
     Ok(0)
 }

@@ -18,5 +18,6 @@ mod worker;
 
 pub use cancel::cancel;
 pub use head::Head;
+pub use jobs::now_ms;
 pub use settings::SlurmSettings;
-pub use worker::{WorkerArgs, worker};
+pub use worker::{WorkerArgs, WorkerError, worker};

@@ -4,13 +4,13 @@
 //! `<store>/jobs/<job id>.progress.json` for the head.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anvil_store::Store;
+
 use super::jobs::{self, JobProgress, StepProgress};
-use crate::cli::RecipeArgs;
-use crate::commands::{Exit, input, load_plan, open_store};
+use crate::plan::Plan;
 use crate::plan::Status;
 use crate::recipe::Kind;
 use crate::run::{Ending, RunOptions, execute};
@@ -22,10 +22,18 @@ pub struct WorkerArgs {
     pub job: Option<String>,
 }
 
-pub async fn worker(store_root: &Path, recipe: &RecipeArgs, args: WorkerArgs) -> Result<i32, Exit> {
-    let began_ms = jobs::now_ms();
-    let store = open_store(store_root)?;
-    let plan = load_plan(recipe, Some(&store))?;
+/// Why a worker could not run its steps.
+#[derive(Debug)]
+pub enum WorkerError {
+    /// The job names steps it cannot run (exit 2).
+    Input(String),
+    Run(crate::run::RunError),
+}
+
+/// Run a job's steps of `plan` (the recipe as the command line loaded it
+/// against `store`): `began_ms` is when the worker process started.
+pub async fn worker(store: Store, plan: Plan, args: WorkerArgs, began_ms: u64) -> Result<i32, WorkerError> {
+    let input = WorkerError::Input;
     let job_id = args
         .job
         .clone()
@@ -173,7 +181,7 @@ pub async fn worker(store_root: &Path, recipe: &RecipeArgs, args: WorkerArgs) ->
             }
             drop(p);
             write();
-            return Err(err.into());
+            return Err(WorkerError::Run(err));
         }
     };
     mark_worker_record(&store, &summary.run_id, &job_id);
