@@ -3,6 +3,7 @@
 #
 #   scripts/test.sh            build (or reuse) the real llama.cpp server, then run all tests
 #   ANVIL_SKIP_REAL_ENGINE=1 scripts/test.sh   skip the llama.cpp build (its tests then say they were skipped)
+#   ANVIL_SKIP_SYSTEM=1 scripts/test.sh        neither install Chromium nor start Slurm (those tests then skip)
 #
 # Slow builds are cached outside the checkout ($ANVIL_CACHE, default ~/.cache/anvil),
 # so a second run on the same machine starts testing within seconds.
@@ -14,6 +15,22 @@ if [ "${ANVIL_SKIP_REAL_ENGINE:-0}" != "1" ]; then
   eval "$(bash scripts/llama-server.sh --print-env)"
   echo "[test.sh] llama-server ready in $(( $(date +%s) - started ))s: $LLAMA_SERVER" >&2
   export LLAMA_SERVER SMOLLM2_GGUF
+fi
+
+# The browser test needs Chromium, the cluster tests a real Slurm: bring
+# them up when we can (as root), and then hold the tests to them.
+if [ "$(id -u)" = 0 ] && [ "${ANVIL_SKIP_SYSTEM:-0}" != "1" ]; then
+  if ! command -v chromium >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
+      || echo "[test.sh] could not install chromium: the browser test will skip" >&2
+  fi
+  if bash scripts/start-slurm.sh >&2; then
+    export ANVIL_REQUIRE_SLURM=1
+  else
+    echo "[test.sh] Slurm did not start: the cluster tests will skip" >&2
+  fi
+else
+  echo "[test.sh] not root (or ANVIL_SKIP_SYSTEM=1): no Chromium install, no Slurm; those tests will skip" >&2
 fi
 
 log=$(mktemp)

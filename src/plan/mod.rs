@@ -106,6 +106,16 @@ impl Plan {
         Ok(plan)
     }
 
+    /// The server node step `i` measures (a cell's or a check's `server`), if any.
+    pub fn server_of(&self, i: usize) -> Option<usize> {
+        let wanted = self.recipe.steps[i].spec.server()?;
+        self.nodes[i]
+            .deps
+            .iter()
+            .copied()
+            .find(|&d| self.nodes[d].kind == Kind::Server && self.nodes[d].name == wanted)
+    }
+
     pub fn index_of(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.name == name)
     }

@@ -246,7 +246,7 @@ fn server_users(plan: &Plan, selected: &[bool], forced: &BTreeSet<usize>) -> BTr
         // Exactly the steps that will acquire and release it (a finally step
         // waits for every server but uses none, and must not keep them up).
         let due = selected[i] && (node.status == Status::Pending || forced.contains(&i));
-        if let Some(server) = scheduler::server_of(plan, i).filter(|_| due) {
+        if let Some(server) = plan.server_of(i).filter(|_| due) {
             *users.entry(server).or_default() += 1;
         }
     }

@@ -167,7 +167,7 @@ impl Scheduler {
     async fn skip(&mut self, i: usize, reason: String) {
         let node = &self.plan.nodes[i];
         // The server was counted for this step: it no longer waits for it.
-        if let Some(server) = server_of(&self.plan, i)
+        if let Some(server) = self.plan.server_of(i)
             && self.due(i)
         {
             self.ctx.servers.release(server).await;
@@ -209,7 +209,7 @@ impl Scheduler {
             preimage: node.preimage.clone(),
             forced: self.forced.contains(&i),
             inputs,
-            server: server_of(&self.plan, i),
+            server: self.plan.server_of(i),
             counted: self.due(i),
         };
         self.progress.started(&node.name, node.kind);
@@ -246,16 +246,6 @@ impl Scheduler {
         }
         self.endings[i] = Some(finished);
     }
-}
-
-/// The server step `i` measures, if any.
-pub(super) fn server_of(plan: &Plan, i: usize) -> Option<usize> {
-    let wanted = plan.recipe.steps[i].spec.server()?;
-    plan.nodes[i]
-        .deps
-        .iter()
-        .copied()
-        .find(|&d| plan.nodes[d].kind == Kind::Server && plan.nodes[d].name == wanted)
 }
 
 /// Resolves when the user asks anvil to stop: the conventional exit code

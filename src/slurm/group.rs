@@ -16,16 +16,6 @@ pub fn runs_in_a_job(kind: Kind) -> bool {
     matches!(kind, Kind::Cell | Kind::Check | Kind::Task)
 }
 
-/// The server step `i` measures, if any.
-pub fn server_of(plan: &Plan, i: usize) -> Option<usize> {
-    let wanted = plan.recipe.steps[i].spec.server()?;
-    plan.nodes[i]
-        .deps
-        .iter()
-        .copied()
-        .find(|&d| plan.nodes[d].kind == Kind::Server && plan.nodes[d].name == wanted)
-}
-
 /// The job for `requested` (whose dependencies the scheduler has settled):
 /// it and every other due, unassigned step on the same server whose
 /// dependencies are stored already or are in the job (the worker runs them
@@ -37,7 +27,7 @@ pub fn group_for(
     requested: usize,
     stored: &dyn Fn(usize) -> bool,
 ) -> Vec<usize> {
-    let Some(server) = server_of(plan, requested) else { return vec![requested] };
+    let Some(server) = plan.server_of(requested) else { return vec![requested] };
     let mut members: BTreeSet<usize> = BTreeSet::from([requested]);
     loop {
         let before = members.len();
@@ -46,7 +36,7 @@ pub fn group_for(
                 || !due[c]
                 || assigned.contains(&c)
                 || !matches!(plan.nodes[c].kind, Kind::Cell | Kind::Check)
-                || server_of(plan, c) != Some(server)
+                || plan.server_of(c) != Some(server)
             {
                 continue;
             }

@@ -11,7 +11,7 @@ use anvil_store::{Fingerprint, Store};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, watch};
 
-use super::group::{gpus_of, group_for, runs_in_a_job, server_of};
+use super::group::{gpus_of, group_for, runs_in_a_job};
 use super::jobs::{self, JobRecord, JobStep};
 use super::sbatch::{self, shell_quote};
 use super::settings::SlurmSettings;
@@ -356,7 +356,7 @@ impl Head {
         let assigned: BTreeSet<usize> = state.assigned.keys().copied().collect();
         let stored = |d: usize| self.store.contains(&self.steps[d].fingerprint);
         let members = group_for(&self.plan, &self.due, &assigned, index, &stored);
-        let server = server_of(&self.plan, index);
+        let server = self.plan.server_of(index);
         let label = match server {
             Some(s) => format!("server {}", self.steps[s].name),
             None => format!("{} {}", self.steps[index].kind, self.steps[index].name),
