@@ -284,14 +284,7 @@ fn a_head_killed_with_sigkill_is_rerun_and_waits_for_its_jobs() {
         .spawn()
         .unwrap();
     let store = scratch.store();
-    let mut id = String::new();
-    wait_for("the job to run", Duration::from_secs(60), || {
-        if let Some(job) = job_records(&store).first() {
-            id = job["job_id"].as_str().unwrap().to_string();
-            return show_job(&id).get("JobState").is_some_and(|s| s == "RUNNING");
-        }
-        false
-    });
+    let id = first_job_running(&store);
     head.kill().unwrap(); // SIGKILL
     head.wait().unwrap();
     assert_eq!(
@@ -414,14 +407,7 @@ fn ctrl_c_on_the_head_cancels_its_jobs_and_records_an_interrupted_run() {
         .spawn()
         .unwrap();
     let store = scratch.store();
-    let mut id = String::new();
-    wait_for("the job to run", Duration::from_secs(60), || {
-        if let Some(record) = job_records(&store).first() {
-            id = record["job_id"].as_str().unwrap().to_string();
-            return show_job(&id).get("JobState").is_some_and(|s| s == "RUNNING");
-        }
-        false
-    });
+    let id = first_job_running(&store);
     assert!(Command::new("kill").args(["-INT", &head.id().to_string()]).status().unwrap().success());
     let out = head.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
@@ -431,4 +417,17 @@ fn ctrl_c_on_the_head_cancels_its_jobs_and_records_an_interrupted_run() {
     let record = head_record(&scratch);
     assert_eq!(record["status"], "interrupted", "{record:#}");
     assert_eq!(record["extra"]["jobs"][0]["job_id"], id.as_str());
+}
+
+/// Wait until the run's first job is RUNNING; its Slurm job id.
+fn first_job_running(store: &std::path::Path) -> String {
+    let mut id = String::new();
+    wait_for("the job to run", Duration::from_secs(60), || {
+        if let Some(record) = job_records(store).first() {
+            id = record["job_id"].as_str().unwrap().to_string();
+            return show_job(&id).get("JobState").is_some_and(|s| s == "RUNNING");
+        }
+        false
+    });
+    id
 }
