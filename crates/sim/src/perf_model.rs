@@ -73,6 +73,55 @@ impl PerfModel {
     }
 }
 
+impl SimProfile {
+    /// The highest request rate, in requests per second, that this profile
+    /// sustains for requests of `prompt_tokens` uncached prompt tokens and
+    /// `output_tokens` generated tokens. Past it the waiting queue, and with
+    /// it TTFT, grows without bound.
+    ///
+    /// Derivation from the step-time model above (times in ms, rate λ in
+    /// requests per ms). A request spends `S = C + D` steps in the running
+    /// batch: `C = ⌈P / prefill-budget⌉` steps of prefill (the last one samples
+    /// the first token) and `D = (O − 1) / g` decode steps, where
+    /// `g = 1 + Σᵢ₌₁..K aⁱ` is the expected tokens per decode step with K draft
+    /// tokens accepted in turn with probability a. With the engine always busy,
+    /// a step of mean length T decodes `λ·D·T` sequences and prefills `λ·W·T`
+    /// tokens of work (W = P, or P + P²/2A with attention modelled, whatever the
+    /// chunking), so
+    ///
+    ///   T = c₀ + k·λ·T,  c₀ = (decode-step-ms + K·spec-draft-token-ms) / tp^0.85,
+    ///                    k  = (decode-step-ms-per-seq·D / dp + W / prefill-tok-per-ms) / tp^0.85,
+    ///
+    /// i.e. `T = c₀ / (1 − k·λ)`. Two limits bind before `λ = 1/k`:
+    /// - the running batch holds `λ·S·T` sequences (Little's law in steps),
+    ///   at most `max-running-seqs·dp = M`: `λ ≤ M / (S·c₀ + M·k)`;
+    /// - a step prefills `λ·P·T` prompt tokens, at most the budget B:
+    ///   `λ ≤ B / (P·c₀ + B·k)`.
+    ///
+    /// The capacity is the smaller of the two, times 1000. It is exact for the
+    /// mean step time; speculative decoding and prompts longer than one chunk
+    /// make it an expectation. Prefix-cache hits are not counted (unique prompts).
+    pub fn capacity_rps(&self, prompt_tokens: u32, output_tokens: u32) -> f64 {
+        let model = PerfModel::new(self);
+        let prompt = f64::from(prompt_tokens.max(1));
+        let accepted: f64 = (1..=model.spec_draft_tokens).map(|i| model.spec_acceptance.powi(i as i32)).sum();
+        let decode_steps = f64::from(output_tokens.max(1) - 1) / (1.0 + accepted);
+        let prefill_steps = (prompt / f64::from(model.prefill_budget)).ceil();
+        let steps_in_batch = prefill_steps + decode_steps;
+        let spec_ms = if decode_steps > 0.0 { model.spec_ms } else { 0.0 };
+        let fixed_ms = (model.base_ms + spec_ms) / model.speedup;
+        let prefill_work = model.prefill_work(0, prompt_tokens.max(1));
+        let per_request_ms = (model.per_seq_ms * decode_steps / model.data_parallel
+            + prefill_work / model.prefill_tok_per_ms)
+            / model.speedup;
+        let batch = model.max_running as f64;
+        let budget = f64::from(model.prefill_budget);
+        let batch_bound = batch / (steps_in_batch * fixed_ms + batch * per_request_ms);
+        let budget_bound = budget / (prompt * fixed_ms + budget * per_request_ms);
+        1000.0 * batch_bound.min(budget_bound)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +136,37 @@ mod tests {
         // Whole-prompt work grows faster than linearly with its length.
         let whole = |n: u32| model.prefill_work(0, n);
         assert!(whole(80_000) > 10.0 * whole(8_000) * 2.0);
+    }
+
+    #[test]
+    fn capacity_fills_the_batch_exactly_when_the_batch_binds() {
+        // Default profile, 512-token prompts, 128 output tokens: a request
+        // stays S = 1 + 127 steps in the batch; at capacity the mean step is
+        // T = c0 / (1 - k·λ) and the batch λ·S·T holds max-running-seqs.
+        let profile = SimProfile::default();
+        let rate_per_ms = profile.capacity_rps(512, 128) / 1000.0;
+        let k = 0.25 * 127.0 + 512.0 / 20.0;
+        let step_ms = 10.0 / (1.0 - k * rate_per_ms);
+        let batch = rate_per_ms * 128.0 * step_ms;
+        assert!((batch - 256.0).abs() < 1e-6, "batch at capacity {batch}");
+    }
+
+    #[test]
+    fn capacity_grows_with_batch_room_and_parallelism_and_shrinks_with_length() {
+        let base = SimProfile::default();
+        let capacity = |p: &SimProfile| p.capacity_rps(512, 128);
+        let mut bigger = base.clone();
+        bigger.max_running_seqs = 1024;
+        assert!(capacity(&bigger) > capacity(&base));
+        let mut tp = base.clone();
+        tp.tensor_parallel = 4;
+        assert!(capacity(&tp) > capacity(&base));
+        assert!(base.capacity_rps(512, 256) < capacity(&base));
+        assert!(base.capacity_rps(8192, 128) < capacity(&base));
+        // A tiny prefill budget is the binding limit for long prompts.
+        let mut small_budget = base.clone();
+        small_budget.chunked_prefill_tokens = 64;
+        assert!(small_budget.capacity_rps(4096, 2) < base.capacity_rps(4096, 2));
     }
 
     #[test]
