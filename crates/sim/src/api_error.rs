@@ -26,6 +26,16 @@ impl ApiError {
         Self { status: StatusCode::NOT_FOUND, message: message.into(), param: None }
     }
 
+    /// The waiting queue is full (`max-queue`): the request is turned away
+    /// at once, as an overloaded server does, instead of queueing.
+    pub fn overloaded(status: StatusCode, limit: u64) -> Self {
+        Self {
+            status,
+            message: format!("anvil-sim is overloaded: {limit} requests already wait (max-queue {limit})"),
+            param: None,
+        }
+    }
+
     /// A failure injected by a fault setting.
     pub fn injected(status: StatusCode) -> Self {
         Self { status, message: format!("anvil-sim injected fault: HTTP {}", status.as_u16()), param: None }

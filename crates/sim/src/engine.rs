@@ -11,6 +11,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -56,18 +57,32 @@ pub struct EngineStopped;
 #[derive(Clone)]
 pub struct EngineHandle {
     jobs: mpsc::UnboundedSender<EngineJob>,
+    /// Requests submitted but not yet in the running batch (the HTTP side
+    /// reads it to reject past `max-queue`).
+    waiting: Arc<AtomicU64>,
 }
 
 impl EngineHandle {
     pub fn submit(&self, job: EngineJob) -> Result<(), EngineStopped> {
-        self.jobs.send(job).map_err(|_| EngineStopped)
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        self.jobs.send(job).map_err(|_| {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            EngineStopped
+        })
+    }
+
+    /// Requests waiting for a place in the running batch.
+    pub fn waiting(&self) -> u64 {
+        self.waiting.load(Ordering::Relaxed)
     }
 }
 
 /// Start the scheduler task on the current runtime.
 pub fn start(profile: &SimProfile, metrics: Arc<Metrics>) -> (EngineHandle, JoinHandle<()>) {
     let (jobs, incoming) = mpsc::unbounded_channel();
+    let waiting = Arc::new(AtomicU64::new(0));
     let scheduler = Scheduler {
+        waiting_count: waiting.clone(),
         model: PerfModel::new(profile),
         cache: PrefixCache::new(profile.prefix_cache, profile.prefix_cache_max_blocks),
         block_tokens: profile.prefix_cache_block_tokens,
@@ -76,7 +91,7 @@ pub fn start(profile: &SimProfile, metrics: Arc<Metrics>) -> (EngineHandle, Join
         running: Vec::new(),
     };
     let task = tokio::spawn(scheduler.run(incoming));
-    (EngineHandle { jobs }, task)
+    (EngineHandle { jobs, waiting }, task)
 }
 
 /// A request in the running batch.
@@ -96,6 +111,8 @@ struct Scheduler {
     block_tokens: u32,
     metrics: Arc<Metrics>,
     waiting: VecDeque<EngineJob>,
+    /// Shared with `EngineHandle`: submitted and not yet admitted or dropped.
+    waiting_count: Arc<AtomicU64>,
     running: Vec<Sequence>,
 }
 
@@ -115,7 +132,9 @@ impl Scheduler {
                 self.waiting.push_back(job);
             }
             // Clients that went away free their slot, as an abort would.
+            let queued = self.waiting.len();
             self.waiting.retain(|job| !job.events.is_closed());
+            self.waiting_count.fetch_sub((queued - self.waiting.len()) as u64, Ordering::Relaxed);
             self.running.retain(|seq| !seq.job.events.is_closed());
             self.admit();
             self.publish_gauges();
@@ -142,6 +161,7 @@ impl Scheduler {
     fn admit(&mut self) {
         while self.running.len() < self.model.max_running {
             let Some(job) = self.waiting.pop_front() else { break };
+            self.waiting_count.fetch_sub(1, Ordering::Relaxed);
             let cached_blocks = self.cache.cached_blocks(&job.prompt.block_hashes) as u32;
             // Like vLLM, the last prompt token is always computed, so a fully
             // cached prompt still takes one prefill token.

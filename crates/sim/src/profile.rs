@@ -25,6 +25,11 @@ pub struct SimProfile {
     pub decode_step_ms_per_seq: f64,
     /// Most sequences in the running batch; the rest wait in a FIFO queue.
     pub max_running_seqs: u32,
+    /// Most requests in that waiting queue; a request beyond it is rejected
+    /// at once with `overload-status`. `None`: the queue is unbounded.
+    pub max_queue: Option<u64>,
+    /// The HTTP status of a request rejected by `max-queue`: 429 or 503.
+    pub overload_status: u16,
     /// Longest prompt + completion a request may ask for.
     pub max_model_len: u32,
     /// Whether a repeated prompt prefix skips prefill for the cached blocks.
@@ -96,6 +101,8 @@ impl Default for SimProfile {
             decode_step_ms: 10.0,
             decode_step_ms_per_seq: 0.25,
             max_running_seqs: 256,
+            max_queue: None,
+            overload_status: 429,
             max_model_len: 131_072,
             prefix_cache: true,
             prefix_cache_block_tokens: 16,
@@ -144,6 +151,8 @@ const KEYS: &[&str] = &[
     "decode-step-ms",
     "decode-step-ms-per-seq",
     "max-running-seqs",
+    "max-queue",
+    "overload-status",
     "max-model-len",
     "prefix-cache",
     "prefix-cache-block-tokens",
@@ -230,6 +239,10 @@ impl SimProfile {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(format!("sim key `{key}` must be >= 0, got {value}"));
             }
+        }
+        if !matches!(self.overload_status, 429 | 503) {
+            let status = self.overload_status;
+            return Err(format!("sim key `overload-status` must be 429 or 503, got {status}"));
         }
         let f = &self.faults;
         let rates = [

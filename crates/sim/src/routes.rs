@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
@@ -41,6 +41,13 @@ async fn label_simulated(mut response: Response) -> Response {
 }
 
 async fn generate(state: Arc<AppState>, body: &[u8], parse: SimProfileParser) -> Response {
+    if let Some(limit) = state.profile.max_queue
+        && state.engine.waiting() >= limit
+    {
+        let status =
+            StatusCode::from_u16(state.profile.overload_status).unwrap_or(StatusCode::TOO_MANY_REQUESTS);
+        return ApiError::overloaded(status, limit).into_response();
+    }
     match parse(body, &state.profile) {
         Ok(generation) => respond(state, generation).await,
         Err(error) => error.into_response(),
