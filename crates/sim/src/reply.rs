@@ -123,9 +123,13 @@ impl ReplyPlan {
         } else {
             let marker = canary.as_ref().map(|c| c.marker());
             let marker_tokens = marker.as_deref().map_or(0, count_tokens);
-            let words = requested_words(&generation.instructions)
-                .map(|w| w as usize)
-                .unwrap_or_else(|| profile.output_tokens.saturating_sub(marker_tokens).max(1) as usize);
+            // With `ignore_eos` the reply runs to `max_tokens` (cut there below).
+            let words = match generation.max_tokens.filter(|_| generation.ignore_eos) {
+                Some(max_tokens) => max_tokens as usize,
+                None => requested_words(&generation.instructions)
+                    .map(|w| w as usize)
+                    .unwrap_or_else(|| profile.output_tokens.saturating_sub(marker_tokens).max(1) as usize),
+            };
             let mut body = words_text(&mut rng, WORDS, words);
             if faults.canary_leak {
                 let leaked = canary
@@ -285,6 +289,7 @@ mod tests {
             prompt: PromptTokens::default(),
             instructions: instructions.into(),
             max_tokens: None,
+            ignore_eos: false,
             thinking: false,
             response_schema: None,
             tool: None,
@@ -332,6 +337,17 @@ mod tests {
         let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default());
         assert_eq!(plan.total_tokens(), 10);
         assert_eq!(plan.finish_reason, FinishReason::Length);
+    }
+
+    #[test]
+    fn ignore_eos_runs_to_max_tokens() {
+        let mut g = generation("Write about 3 words.");
+        g.max_tokens = Some(300);
+        g.ignore_eos = true;
+        let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default());
+        assert_eq!(plan.total_tokens(), 300);
+        g.ignore_eos = false;
+        assert!(ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default()).total_tokens() < 300);
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct Generation {
     /// The last user message (where benchmarks put their instructions).
     pub instructions: String,
     pub max_tokens: Option<u32>,
+    /// `ignore_eos`: generate until `max_tokens`, as vLLM and llama.cpp do.
+    pub ignore_eos: bool,
     pub thinking: bool,
     /// `response_format.json_schema.schema` when structured output is asked for.
     pub response_schema: Option<Value>,
@@ -78,6 +80,7 @@ struct ChatBody {
     stream_options: Option<StreamOptions>,
     max_tokens: Option<u32>,
     max_completion_tokens: Option<u32>,
+    ignore_eos: Option<bool>,
     seed: Option<i64>,
     response_format: Option<Value>,
     tools: Option<Vec<Value>>,
@@ -92,6 +95,7 @@ struct CompletionBody {
     stream: Option<bool>,
     stream_options: Option<StreamOptions>,
     max_tokens: Option<u32>,
+    ignore_eos: Option<bool>,
     seed: Option<i64>,
 }
 
@@ -272,6 +276,7 @@ pub fn parse_chat(body: &[u8], profile: &SimProfile) -> Result<Generation, ApiEr
         instructions: conversation.last_user_text(),
         prompt,
         max_tokens,
+        ignore_eos: body.ignore_eos.unwrap_or(false),
         thinking: thinking_flag(body.chat_template_kwargs.as_ref(), profile.thinking),
         response_schema: response_schema(body.response_format.as_ref())?,
         tool: chosen_tool(body.tools.as_deref(), body.tool_choice.as_ref())?,
@@ -307,6 +312,7 @@ pub fn parse_completion(body: &[u8], profile: &SimProfile) -> Result<Generation,
         instructions: text,
         prompt,
         max_tokens: body.max_tokens,
+        ignore_eos: body.ignore_eos.unwrap_or(false),
         thinking: false,
         response_schema: None,
         tool: None,
@@ -346,6 +352,7 @@ pub fn parse_responses(body: &[u8], profile: &SimProfile) -> Result<Generation, 
         instructions: conversation.last_user_text(),
         prompt,
         max_tokens: body.max_output_tokens,
+        ignore_eos: false,
         thinking: match effort {
             Some("none") => false,
             Some(_) => true,
