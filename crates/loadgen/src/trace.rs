@@ -1,0 +1,545 @@
+//! Recorded traces: when each request arrived and what it was.
+//!
+//! Two formats (docs/workloads.md):
+//! - `mooncake`: `{"timestamp": ms, "input_length": n, "output_length": m,
+//!   "hash_ids": [...]}`, one hash id per `block_tokens` prompt tokens;
+//!   a `text_input` line is sent as written.
+//! - `jsonl`: `{"timestamp_ms": ms, "input_tokens": n | "prompt": "...",
+//!   "output_tokens": m, "session": id?, "prefix": id?, "prefix_tokens": k?}`.
+//!
+//! A trace is kept compact (numbers per line, one pool of hash ids, one
+//! pool of the texts given verbatim); a prompt is built only when its
+//! request is sent. A block's words come from (campaign seed, hash id)
+//! alone, so requests sharing a hash id share that block's text exactly,
+//! and distinct ids never share a block (the words are four-letter words,
+//! one token each as the sim counts them).
+
+use std::collections::HashMap;
+use std::io::BufRead as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::prompt::SplitMix64;
+use crate::session::SessionPlan;
+use crate::source::{Content, Origin, Planned, TraceSpec, push_exact_words};
+
+/// Which trace layout a file has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    Mooncake,
+    Jsonl,
+}
+
+impl TraceFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mooncake => "mooncake",
+            Self::Jsonl => "jsonl",
+        }
+    }
+}
+
+/// Generator streams of trace prompts, apart from the synthetic ones.
+mod streams {
+    /// A hash id's block: `HASH_BASE ^ id`.
+    pub const HASH_BASE: u64 = 0x7472_6163_6500_0000;
+    /// Tokens past a line's hash ids, and jsonl prompts by length: `LINE_BASE + line`.
+    pub const LINE_BASE: u64 = 3 << 40;
+    /// A generic-JSONL shared prefix: `PREFIX_BASE + its id's number`.
+    pub const PREFIX_BASE: u64 = 5 << 40;
+}
+
+const NONE: u32 = u32::MAX;
+
+/// One trace line, as numbers.
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    /// Recorded time after the trace's first line, µs (unscaled).
+    at_us: u64,
+    /// 1-based line number in the file.
+    line: u32,
+    input_tokens: u32,
+    output_tokens: u32,
+    /// `hashes[hash_at .. hash_at + hash_len]`.
+    hash_at: u32,
+    hash_len: u32,
+    /// `texts[text_at .. text_at + text_len]`, when the line gives its text.
+    text_at: u32,
+    text_len: u32,
+    session: u32,
+    /// Shared-prefix id (jsonl) and its length in tokens.
+    prefix: u32,
+    prefix_tokens: u32,
+}
+
+/// A loaded trace window.
+#[derive(Debug)]
+pub struct Trace {
+    spec: TraceSpec,
+    lines: Vec<Line>,
+    hashes: Vec<u64>,
+    texts: String,
+    /// The requests of one measured run: (line slot, due after the run's start, µs, scaled).
+    order: Vec<(u32, u64)>,
+    /// How many times the window was replayed to fill the run (1 without `loop`).
+    passes: u64,
+    lines_in_file: u64,
+    /// Requests in one pass of the window.
+    window_len: u64,
+    sessions: Option<Arc<SessionPlan>>,
+    repeats: u64,
+}
+
+/// Loop guard: a looping window stops here even without a limit hit.
+const MAX_REQUESTS: u64 = 50_000_000;
+
+#[derive(Deserialize)]
+struct MooncakeLine<'a> {
+    timestamp: f64,
+    #[serde(default)]
+    input_length: Option<u64>,
+    #[serde(default)]
+    output_length: Option<u64>,
+    #[serde(default)]
+    hash_ids: Vec<u64>,
+    #[serde(default, borrow)]
+    text_input: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct JsonlLine<'a> {
+    timestamp_ms: f64,
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default, borrow)]
+    prompt: Option<std::borrow::Cow<'a, str>>,
+    output_tokens: u64,
+    #[serde(default)]
+    session: Option<Value>,
+    #[serde(default)]
+    prefix: Option<Value>,
+    #[serde(default)]
+    prefix_tokens: Option<u64>,
+}
+
+/// Dense numbers for string or integer ids, in order of first use.
+#[derive(Default)]
+struct Ids(HashMap<String, u32>);
+
+impl Ids {
+    fn of(&mut self, id: &Value) -> anyhow::Result<u32> {
+        let key = match id {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            other => bail!("an id must be a string or a number, found {other}"),
+        };
+        let next = self.0.len() as u32;
+        Ok(*self.0.entry(key).or_insert(next))
+    }
+}
+
+fn small(v: u64, what: &str) -> anyhow::Result<u32> {
+    u32::try_from(v).map_err(|_| anyhow::anyhow!("{what} {v} is too large"))
+}
+
+impl Trace {
+    pub fn load(spec: &TraceSpec) -> anyhow::Result<Self> {
+        if spec.block_tokens == 0 {
+            bail!("block-tokens must be at least 1");
+        }
+        if !(spec.time_scale.is_finite() && spec.time_scale > 0.0) {
+            bail!("time-scale must be a positive number, got {}", spec.time_scale);
+        }
+        if spec.looped && spec.duration_ms.is_none() && spec.max_requests.is_none() {
+            bail!("a looping trace needs `duration` or `max-requests` to end");
+        }
+        let file = std::fs::File::open(&spec.path)?;
+        let reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let (mut lines, mut hashes, mut texts) = (Vec::new(), Vec::new(), String::new());
+        let (mut sessions, mut prefixes) = (Ids::default(), Ids::default());
+        let mut first_ms: Option<f64> = None;
+        let mut lines_in_file = 0u64;
+        for (n, text) in reader.lines().enumerate() {
+            let text = text?;
+            lines_in_file += 1;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let number = small(n as u64 + 1, "line number")?;
+            let mut line = Line {
+                at_us: 0,
+                line: number,
+                input_tokens: 0,
+                output_tokens: 0,
+                hash_at: small(hashes.len() as u64, "hash pool size")?,
+                hash_len: 0,
+                text_at: NONE,
+                text_len: 0,
+                session: NONE,
+                prefix: NONE,
+                prefix_tokens: 0,
+            };
+            let mut given_text = None;
+            let at_ms = match spec.format {
+                TraceFormat::Mooncake => {
+                    let l: MooncakeLine =
+                        serde_json::from_str(&text).with_context(|| format!("line {number}"))?;
+                    line.output_tokens = small(l.output_length.unwrap_or(0), "output_length")?;
+                    line.hash_len = small(l.hash_ids.len() as u64, "hash_ids length")?;
+                    hashes.extend_from_slice(&l.hash_ids);
+                    match (l.input_length, l.text_input) {
+                        (_, Some(t)) => given_text = Some(t),
+                        (Some(n), None) => line.input_tokens = small(n, "input_length")?,
+                        (None, None) => bail!("line {number}: needs `input_length` or `text_input`"),
+                    }
+                    l.timestamp
+                }
+                TraceFormat::Jsonl => {
+                    let l: JsonlLine =
+                        serde_json::from_str(&text).with_context(|| format!("line {number}"))?;
+                    line.output_tokens = small(l.output_tokens, "output_tokens")?;
+                    match (l.input_tokens, l.prompt) {
+                        (_, Some(t)) => given_text = Some(t),
+                        (Some(n), None) => line.input_tokens = small(n, "input_tokens")?,
+                        (None, None) => bail!("line {number}: needs `input_tokens` or `prompt`"),
+                    }
+                    if let Some(s) = &l.session {
+                        line.session = sessions.of(s).with_context(|| format!("line {number}: session"))?;
+                    }
+                    if let Some(p) = &l.prefix {
+                        line.prefix = prefixes.of(p).with_context(|| format!("line {number}: prefix"))?;
+                        line.prefix_tokens =
+                            small(l.prefix_tokens.unwrap_or(u64::from(spec.block_tokens)), "prefix_tokens")?;
+                    }
+                    l.timestamp_ms
+                }
+            };
+            if !(at_ms.is_finite() && at_ms >= 0.0) {
+                bail!("line {number}: the timestamp must be a non-negative number of milliseconds");
+            }
+            let first = *first_ms.get_or_insert(at_ms);
+            if at_ms < first {
+                bail!(
+                    "line {number}: timestamp {at_ms} is before the first line's ({first}); sort the trace"
+                );
+            }
+            line.at_us = ((at_ms - first) * 1000.0).round() as u64;
+            if let Some(t) = given_text {
+                line.text_at = small(texts.len() as u64, "text pool size")?;
+                line.text_len = small(t.len() as u64, "prompt length")?;
+                line.input_tokens = small(t.split_whitespace().count() as u64, "prompt length")?;
+                texts.push_str(&t);
+            }
+            lines.push(line);
+        }
+        if lines.is_empty() {
+            bail!("the trace has no requests");
+        }
+        let mut trace = Self {
+            spec: spec.clone(),
+            lines,
+            hashes,
+            texts,
+            order: Vec::new(),
+            passes: 0,
+            lines_in_file,
+            window_len: 0,
+            sessions: None,
+            repeats: 1,
+        };
+        trace.select_window()?;
+        if trace.lines.iter().any(|l| l.session != NONE) {
+            trace.sessions = Some(Arc::new(SessionPlan::from_trace(&trace)));
+        }
+        Ok(trace)
+    }
+
+    /// Fills `order` with the window's requests (looping as asked).
+    fn select_window(&mut self) -> anyhow::Result<()> {
+        let start_us = self.spec.start_ms * 1000;
+        let end_us = self.spec.duration_ms.map(|d| d * 1000);
+        let window: Vec<u32> = (0..self.lines.len() as u32)
+            .filter(|&i| {
+                let at = self.lines[i as usize].at_us;
+                at >= start_us && (self.spec.looped || end_us.is_none_or(|e| at < start_us + e))
+            })
+            .collect();
+        let Some(&last) = window.last() else {
+            bail!("the window (start {} ms) holds no request of the trace", self.spec.start_ms);
+        };
+        self.window_len = window.len() as u64;
+        let first_at = self.lines[window[0] as usize].at_us;
+        let span = self.lines[last as usize].at_us - first_at;
+        // A new pass starts one mean gap after the last line of the one before.
+        let period = span + (span / (window.len() as u64 - 1).max(1)).max(1000);
+        let limit = self.spec.max_requests.unwrap_or(u64::MAX).min(MAX_REQUESTS);
+        let mut pass = 0u64;
+        'passes: loop {
+            for &i in &window {
+                let at = pass * period + self.lines[i as usize].at_us - first_at;
+                if self.order.len() as u64 >= limit || end_us.is_some_and(|e| at >= e) {
+                    break 'passes;
+                }
+                self.order.push((i, (at as f64 * self.spec.time_scale).round() as u64));
+            }
+            pass += 1;
+            if !self.spec.looped {
+                break;
+            }
+        }
+        self.passes = pass.max(1);
+        if self.order.is_empty() {
+            bail!("the window holds no request of the trace");
+        }
+        Ok(())
+    }
+
+    /// Measured requests per repeat.
+    pub fn requests(&self) -> u64 {
+        self.order.len() as u64
+    }
+
+    pub fn set_repeats(&mut self, repeats: u32) {
+        self.repeats = u64::from(repeats.max(1));
+    }
+
+    /// When each request of one run is due.
+    pub fn arrivals(&self, run_start: Instant) -> Vec<Instant> {
+        self.order.iter().map(|&(_, at)| run_start + Duration::from_micros(at)).collect()
+    }
+
+    /// Due time of request `k` of a run, after its start.
+    pub fn due(&self, k: u64) -> Duration {
+        Duration::from_micros(self.order[(k % self.requests()) as usize].1)
+    }
+
+    pub fn session_plan(&self) -> Option<Arc<SessionPlan>> {
+        self.sessions.clone()
+    }
+
+    /// (session key, request slot) of every request of one run, in order:
+    /// each pass of a looping window has its own sessions, and a line
+    /// without a session is a conversation of one turn.
+    pub fn session_of_requests(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let ids =
+            self.lines.iter().map(|l| l.session).filter(|s| *s != NONE).max().map_or(0, |m| u64::from(m) + 1);
+        let solo_base = ids * self.passes;
+        self.order.iter().enumerate().map(move |(k, &(slot, _))| {
+            let pass = k as u64 / self.window_len.max(1);
+            let line = &self.lines[slot as usize];
+            let key = if line.session == NONE {
+                solo_base + k as u64
+            } else {
+                pass * ids + u64::from(line.session)
+            };
+            (key, k as u64)
+        })
+    }
+
+    /// Request `index`'s content, `None` past the measured requests.
+    pub fn plan(&self, index: u64, seed: u64) -> Option<Planned> {
+        let n = self.requests();
+        if index >= n * self.repeats {
+            return None;
+        }
+        let (slot, _) = self.order[(index % n) as usize];
+        let line = &self.lines[slot as usize];
+        let mut text = String::with_capacity(line.input_tokens as usize * 5);
+        if line.text_at != NONE {
+            text.push_str(&self.texts[line.text_at as usize..(line.text_at + line.text_len) as usize]);
+        } else {
+            self.build_prompt(line, seed, &mut text);
+        }
+        let has_output = line.output_tokens > 0;
+        Some(Planned {
+            content: Content::Prompt(text),
+            max_tokens: line.output_tokens.max(1),
+            ignore_eos: self.spec.ignore_eos && has_output,
+            origin: Origin {
+                trace_line: Some(u64::from(line.line)),
+                requested_output_tokens: has_output.then_some(u64::from(line.output_tokens)),
+                planned_input_tokens: Some(u64::from(line.input_tokens)),
+                ..Origin::default()
+            },
+        })
+    }
+
+    /// `input_tokens` words: the hash ids' blocks (or the shared prefix),
+    /// then words of this line alone.
+    fn build_prompt(&self, line: &Line, seed: u64, text: &mut String) {
+        let block = u64::from(self.spec.block_tokens);
+        let mut left = u64::from(line.input_tokens);
+        let ids = &self.hashes[line.hash_at as usize..(line.hash_at + line.hash_len) as usize];
+        for &id in ids {
+            if left == 0 {
+                break;
+            }
+            let words = left.min(block);
+            push_exact_words(text, &mut SplitMix64::new(seed, streams::HASH_BASE ^ id), words);
+            left -= words;
+        }
+        if line.prefix != NONE {
+            let words = left.min(u64::from(line.prefix_tokens));
+            let stream = streams::PREFIX_BASE + u64::from(line.prefix);
+            push_exact_words(text, &mut SplitMix64::new(seed, stream), words);
+            left -= words;
+        }
+        if left > 0 {
+            let stream = streams::LINE_BASE + u64::from(line.line);
+            push_exact_words(text, &mut SplitMix64::new(seed, stream), left);
+        }
+        text.truncate(text.trim_end().len());
+    }
+
+    /// The trace's facts for the artifact.
+    pub fn describe(&self) -> Value {
+        let s = &self.spec;
+        json!({
+            "kind": "trace",
+            "file": s.path.display().to_string(),
+            "format": s.format.as_str(),
+            "lines_in_file": self.lines_in_file,
+            "requests_in_file": self.lines.len(),
+            "requests_per_repeat": self.requests(),
+            "passes": self.passes,
+            "block_tokens": s.block_tokens,
+            "time_scale": s.time_scale,
+            "start_ms": s.start_ms,
+            "duration_ms": s.duration_ms,
+            "max_requests": s.max_requests,
+            "loop": s.looped,
+            "ignore_eos": s.ignore_eos,
+            "sessions": self.sessions.as_ref().map(|p| p.count()),
+            "span_ms": self.order.last().map(|&(_, at)| at as f64 / 1000.0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Content;
+
+    fn spec(path: &std::path::Path, format: TraceFormat) -> TraceSpec {
+        TraceSpec {
+            path: path.to_path_buf(),
+            format,
+            block_tokens: 4,
+            time_scale: 1.0,
+            start_ms: 0,
+            duration_ms: None,
+            max_requests: None,
+            looped: false,
+            ignore_eos: true,
+        }
+    }
+
+    fn write(lines: &str) -> tempfile_path::Temp {
+        tempfile_path::Temp::new(lines)
+    }
+
+    /// A file that removes itself (no tempfile dependency in this crate).
+    mod tempfile_path {
+        pub struct Temp(pub std::path::PathBuf);
+        impl Temp {
+            pub fn new(text: &str) -> Self {
+                use std::sync::atomic::{AtomicU32, Ordering};
+                static N: AtomicU32 = AtomicU32::new(0);
+                let path = std::env::temp_dir().join(format!(
+                    "anvil-trace-test-{}-{}.jsonl",
+                    std::process::id(),
+                    N.fetch_add(1, Ordering::Relaxed)
+                ));
+                std::fs::write(&path, text).unwrap();
+                Self(path)
+            }
+        }
+        impl Drop for Temp {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+    }
+
+    fn prompt(t: &Trace, i: u64) -> String {
+        match t.plan(i, 7).unwrap().content {
+            Content::Prompt(p) => p,
+            Content::Messages(_) => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn shared_hash_ids_share_exactly_their_blocks() {
+        let f = write(concat!(
+            "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1, 2, 3]}\n",
+            "{\"timestamp\": 500, \"input_length\": 12, \"output_length\": 5, \"hash_ids\": [1, 2, 9]}\n",
+            "\n",
+            "{\"timestamp\": 750, \"input_length\": 8, \"output_length\": 0, \"hash_ids\": [4, 5]}\n",
+            "{\"timestamp\": 900, \"text_input\": \"as is\", \"output_length\": 3}\n",
+        ));
+        let t = Trace::load(&spec(&f.0, TraceFormat::Mooncake)).unwrap();
+        assert_eq!(t.requests(), 4);
+        let words = |i| prompt(&t, i).split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let (a, b, c) = (words(0), words(1), words(2));
+        assert_eq!((a.len(), b.len(), c.len()), (10, 12, 8), "one word per token");
+        assert_eq!(a[..8], b[..8], "ids 1 and 2 shared");
+        assert_ne!(a[8..], b[8..10], "3 and 9 differ");
+        assert!(c.iter().all(|w| !a.contains(w) || w.len() != 4) || c[..4] != a[..4]);
+        assert_eq!(prompt(&t, 3), "as is");
+        let p = t.plan(1, 7).unwrap();
+        assert_eq!(p.origin.trace_line, Some(2));
+        assert_eq!(p.origin.requested_output_tokens, Some(5));
+        assert!(p.ignore_eos);
+        assert_eq!(t.plan(2, 7).unwrap().origin.trace_line, Some(4), "blank lines keep the numbering");
+        assert!(t.plan(4, 7).is_none(), "past the measured requests");
+        assert_eq!(t.due(1), Duration::from_millis(500));
+        assert_ne!(prompt(&t, 0), { t.plan(0, 8).map(|p| format!("{:?}", p.content)).unwrap() }, "seeded");
+    }
+
+    #[test]
+    fn window_time_scale_and_loop() {
+        let f = write(
+            &(0..10)
+                .map(|i| {
+                    format!(
+                        "{{\"timestamp_ms\": {}, \"input_tokens\": 3, \"output_tokens\": 2}}\n",
+                        1000 + i * 100
+                    )
+                })
+                .collect::<String>(),
+        );
+        let mut s = spec(&f.0, TraceFormat::Jsonl);
+        s.start_ms = 200;
+        s.duration_ms = Some(300);
+        let t = Trace::load(&s).unwrap();
+        assert_eq!(t.requests(), 3, "200, 300, 400 ms");
+        assert_eq!(t.plan(0, 1).unwrap().origin.trace_line, Some(3));
+        s.time_scale = 0.5;
+        let t = Trace::load(&s).unwrap();
+        assert_eq!(t.due(2), Duration::from_millis(100), "twice as fast");
+        let mut s = spec(&f.0, TraceFormat::Jsonl);
+        s.looped = true;
+        s.max_requests = Some(25);
+        let t = Trace::load(&s).unwrap();
+        assert_eq!(t.requests(), 25);
+        assert_eq!(t.due(10), Duration::from_millis(1000), "second pass one gap after the first");
+        assert_eq!(t.plan(10, 1).unwrap().origin.trace_line, Some(1));
+        s.max_requests = None;
+        assert!(Trace::load(&s).unwrap_err().to_string().contains("needs `duration` or `max-requests`"));
+    }
+
+    #[test]
+    fn bad_lines_name_their_number() {
+        let f = write("{\"timestamp\": 0, \"input_length\": 3}\n{\"timestamp\": \"x\"}\n");
+        let e = format!("{:#}", Trace::load(&spec(&f.0, TraceFormat::Mooncake)).unwrap_err());
+        assert!(e.contains("line 2"), "{e}");
+        let f = write("{\"timestamp_ms\": 5, \"output_tokens\": 1}\n");
+        let e = format!("{:#}", Trace::load(&spec(&f.0, TraceFormat::Jsonl)).unwrap_err());
+        assert!(e.contains("line 1: needs `input_tokens` or `prompt`"), "{e}");
+    }
+}

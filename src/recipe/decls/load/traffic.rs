@@ -1,0 +1,243 @@
+//! Where a workload's requests come from, when not synthetic prompts:
+//! `trace "FILE" format=…`, `dataset "FILE" format=…`, or
+//! `sessions N turns=… think-time=… { turn "…" }` (docs/workloads.md).
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::super::super::decl::Draft;
+use super::super::super::problem::Problems;
+
+/// `trace` formats.
+pub const TRACE_FORMATS: &[&str] = &["mooncake", "jsonl"];
+/// `dataset` formats.
+pub const DATASET_FORMATS: &[&str] = &["sharegpt", "jsonl"];
+/// Tokens per hash id when a trace does not say (Mooncake's).
+pub const DEFAULT_BLOCK_TOKENS: u64 = 512;
+
+const TRACE_KEYS: &[&str] = &[
+    "value",
+    "format",
+    "block-tokens",
+    "time-scale",
+    "start",
+    "duration",
+    "max-requests",
+    "loop",
+    "ignore-eos",
+];
+const DATASET_KEYS: &[&str] = &["value", "format"];
+const SESSION_KEYS: &[&str] = &["value", "turns", "think-time", "turn"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrafficDecl {
+    Synthetic,
+    Trace(TraceDecl),
+    Dataset(DatasetDecl),
+    Sessions(SessionsDecl),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceDecl {
+    /// As written (relative to the recipe's folder).
+    pub file: String,
+    pub format: String,
+    pub block_tokens: u64,
+    pub time_scale: f64,
+    pub start: Duration,
+    pub duration: Option<Duration>,
+    pub max_requests: Option<u64>,
+    pub looped: bool,
+    pub ignore_eos: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetDecl {
+    pub file: String,
+    pub format: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionsDecl {
+    pub sessions: u64,
+    pub turns: u64,
+    pub think_time: Duration,
+    pub turn_texts: Vec<String>,
+}
+
+/// Reads one `Headed` setting's properties, reporting what is wrong at the setting.
+struct Props<'a> {
+    draft: &'a Draft,
+    key: &'static str,
+    map: &'a Map<String, Value>,
+    problems: &'a mut Problems,
+}
+
+impl Props<'_> {
+    fn bad(&mut self, message: String, help: &str) {
+        let problem = self.draft.problem_at(self.key, message).label("invalid value");
+        self.problems.push(if help.is_empty() { problem } else { problem.help(help) });
+    }
+
+    fn check_keys(&mut self, known: &[&str]) {
+        let unknown: Vec<String> =
+            self.map.keys().filter(|k| !known.contains(&k.as_str())).cloned().collect();
+        for k in unknown {
+            let list = known.iter().filter(|k| **k != "value").copied().collect::<Vec<_>>().join(", ");
+            self.bad(format!("`{}` has no property `{k}`", self.key), &format!("it takes {list}"));
+        }
+    }
+
+    fn file(&mut self) -> String {
+        match self.map.get("value") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                self.bad(
+                    format!("`{}` takes a file path first", self.key),
+                    "e.g. \"examples/traces/x.jsonl\"",
+                );
+                String::new()
+            }
+        }
+    }
+
+    fn word(&mut self, prop: &str, words: &[&str]) -> String {
+        match self.map.get(prop).and_then(Value::as_str) {
+            Some(w) if words.contains(&w) => w.to_string(),
+            found => {
+                let list = words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" or ");
+                let found = found.map_or("nothing".to_string(), |w| format!("\"{w}\""));
+                self.bad(format!("`{}` needs {prop}= {list}, found {found}", self.key), "");
+                String::new()
+            }
+        }
+    }
+
+    fn int(&mut self, prop: &str) -> Option<u64> {
+        let value = self.map.get(prop)?;
+        let n = value.as_u64();
+        if n.is_none() {
+            self.bad(format!("`{} {prop}=` takes a whole number, found {value}", self.key), "");
+        }
+        n
+    }
+
+    fn number(&mut self, prop: &str) -> Option<f64> {
+        let value = self.map.get(prop)?;
+        let n = value.as_f64().filter(|v| v.is_finite() && *v > 0.0);
+        if n.is_none() {
+            self.bad(format!("`{} {prop}=` takes a positive number, found {value}", self.key), "");
+        }
+        n
+    }
+
+    fn flag(&mut self, prop: &str) -> Option<bool> {
+        let value = self.map.get(prop)?;
+        let b = value.as_bool();
+        if b.is_none() {
+            self.bad(format!("`{} {prop}=` takes #true or #false, found {value}", self.key), "");
+        }
+        b
+    }
+
+    fn duration(&mut self, prop: &str) -> Option<Duration> {
+        let value = self.map.get(prop)?;
+        match value.as_str().map(super::super::super::parse_duration) {
+            Some(Ok(d)) => Some(d),
+            Some(Err(e)) => {
+                self.bad(format!("`{} {prop}=`: {e}", self.key), "");
+                None
+            }
+            None => {
+                self.bad(
+                    format!("`{} {prop}=` takes a duration such as \"30s\", found {value}", self.key),
+                    "",
+                );
+                None
+            }
+        }
+    }
+}
+
+/// The declaration's traffic and the files it reads (their content enters
+/// the fingerprint; a bundle carries them).
+pub(super) fn build(draft: &Draft, problems: &mut Problems) -> (TrafficDecl, Vec<String>) {
+    let s = &draft.settings;
+    let set: Vec<&'static str> =
+        ["trace", "dataset", "sessions"].into_iter().filter(|k| s.contains(k)).collect();
+    if set.len() > 1 {
+        problems.push(
+            draft
+                .problem_at(set[1], format!("{} sets both `{}` and `{}`", draft.what(), set[0], set[1]))
+                .label("one source of requests")
+                .help("a workload replays a trace, samples a dataset, or runs sessions: choose one"),
+        );
+    }
+    let Some(&key) = set.first() else { return (TrafficDecl::Synthetic, Vec::new()) };
+    let empty = Map::new();
+    let map = s.get(key).and_then(Value::as_object).unwrap_or(&empty);
+    let mut p = Props { draft, key, map, problems };
+    match key {
+        "trace" => {
+            p.check_keys(TRACE_KEYS);
+            let file = p.file();
+            let decl = TraceDecl {
+                format: p.word("format", TRACE_FORMATS),
+                block_tokens: p.int("block-tokens").unwrap_or(DEFAULT_BLOCK_TOKENS),
+                time_scale: p.number("time-scale").unwrap_or(1.0),
+                start: p.duration("start").unwrap_or_default(),
+                duration: p.duration("duration"),
+                max_requests: p.int("max-requests"),
+                looped: p.flag("loop").unwrap_or(false),
+                ignore_eos: p.flag("ignore-eos").unwrap_or(true),
+                file: file.clone(),
+            };
+            if decl.block_tokens == 0 {
+                p.bad("`trace block-tokens=` must be at least 1".into(), "");
+            }
+            if decl.looped && decl.duration.is_none() && decl.max_requests.is_none() {
+                p.bad(
+                    "a looping trace needs `duration=` or `max-requests=` to end".into(),
+                    "e.g. trace \"t.jsonl\" format=\"mooncake\" loop=#true duration=\"10m\"",
+                );
+            }
+            (TrafficDecl::Trace(decl), vec![file])
+        }
+        "dataset" => {
+            p.check_keys(DATASET_KEYS);
+            let file = p.file();
+            let format = p.word("format", DATASET_FORMATS);
+            (TrafficDecl::Dataset(DatasetDecl { file: file.clone(), format }), vec![file])
+        }
+        _ => {
+            p.check_keys(SESSION_KEYS);
+            let sessions = match map.get("value").and_then(Value::as_u64) {
+                Some(n) if n > 0 => n,
+                _ => {
+                    p.bad(
+                        "`sessions` takes the number of sessions first, at least 1".into(),
+                        "e.g. sessions 8 turns=3",
+                    );
+                    1
+                }
+            };
+            let turns = p.int("turns").unwrap_or(1).max(1);
+            let think_time = p.duration("think-time").unwrap_or_default();
+            let mut turn_texts = Vec::new();
+            for t in map.get("turn").and_then(Value::as_array).into_iter().flatten() {
+                match t.as_str() {
+                    Some(text) => turn_texts.push(text.to_string()),
+                    None => p.bad(format!("`turn` takes the user's text as one string, found {t}"), ""),
+                }
+            }
+            if turn_texts.len() as u64 > turns {
+                p.bad(
+                    format!("`sessions` gives {} `turn` texts for {turns} turns", turn_texts.len()),
+                    "set turns= to at least the number of turn lines",
+                );
+            }
+            (TrafficDecl::Sessions(SessionsDecl { sessions, turns, think_time, turn_texts }), Vec::new())
+        }
+    }
+}
