@@ -190,7 +190,12 @@ impl ServerPool {
         if let Engine::External { url, api_key_env } = engine {
             let api_key = api_key_env.as_ref().and_then(|var| std::env::var(var).ok());
             let base_url = url.trim_end_matches('/').to_string();
-            info.targets.push(Target { base_url, api_key, label: server_name.clone() });
+            info.targets.push(Target {
+                base_url,
+                api_key,
+                label: server_name.clone(),
+                tls: Default::default(),
+            });
             info.warmup = warm_up(decl.warmup, &info).await?;
             return Ok((info, Vec::new(), Vec::new()));
         }
@@ -234,7 +239,12 @@ impl ServerPool {
             let server =
                 anvil_proc::launch(spec).await.map_err(|e| format!("server `{name}` did not start: {e}"))?;
             info.startup_ms.push(server.startup().as_millis() as u64);
-            info.targets.push(Target { base_url: server.base_url(), api_key: None, label: name });
+            info.targets.push(Target {
+                base_url: server.base_url(),
+                api_key: None,
+                label: name,
+                tls: Default::default(),
+            });
             info.log_paths.push(log_path);
             processes.push(server);
             leases.extend(lease);

@@ -101,7 +101,8 @@ async fn anvil_cell(url: &str, requests: u32) -> (u64, u32) {
         request_timeout_ms: 120_000,
         ..CellSpec::default()
     };
-    let target = [Target { base_url: url.to_string(), api_key: None, label: "raw".into() }];
+    let target =
+        [Target { base_url: url.to_string(), api_key: None, label: "raw".into(), tls: Default::default() }];
     let report = run_cell(&spec, &target, &CellContext::default(), &|_: &Progress| {}).await.expect("cell");
     let chunks = report.records.iter().map(|r| u64::from(r.content_chunks + r.reasoning_chunks)).sum();
     (chunks, report.summary.failed)

@@ -146,7 +146,8 @@ async fn first_content_writes(url: &str) -> HashMap<String, (u64, u64)> {
 }
 
 fn run(rt: &tokio::runtime::Runtime, spec: &CellSpec, url: &str) -> CellReport {
-    let target = [Target { base_url: url.to_string(), api_key: None, label: "sim".into() }];
+    let target =
+        [Target { base_url: url.to_string(), api_key: None, label: "sim".into(), tls: Default::default() }];
     let quiet = |_: &Progress| {};
     let report = rt.block_on(run_cell(spec, &target, &CellContext::default(), &quiet)).expect("cell");
     assert_eq!(report.summary.failed, 0, "first failure: {}", report.artifact["failures"][0]);
@@ -375,7 +376,8 @@ fn run_and_write(
     url: &str,
     dir: &std::path::Path,
 ) -> (u64, u64) {
-    let target = [Target { base_url: url.to_string(), api_key: None, label: "sim".into() }];
+    let target =
+        [Target { base_url: url.to_string(), api_key: None, label: "sim".into(), tls: Default::default() }];
     let quiet = |_: &Progress| {};
     let cell = rt
         .block_on(anvil_loadgen::run_cell_streamed(spec, &target, &CellContext::default(), &quiet, dir))

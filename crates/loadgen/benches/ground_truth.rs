@@ -467,7 +467,12 @@ fn row(rt: &tokio::runtime::Runtime, server: &Server, c: u32, requests: u32, rou
     let seed = 1000 * u64::from(round + 1) + u64::from(c);
     server.log.lock().unwrap().clear();
     let spec = spec(seed, c, requests);
-    let target = [Target { base_url: server.url.clone(), api_key: None, label: "truth".into() }];
+    let target = [Target {
+        base_url: server.url.clone(),
+        api_key: None,
+        label: "truth".into(),
+        tls: Default::default(),
+    }];
     let batched = std::sync::atomic::AtomicBool::new(false);
     // The client thread's run-queue wait (schedstat), first and latest reading.
     let waited: Mutex<Option<(u64, u64)>> = Mutex::new(None);

@@ -387,7 +387,7 @@ pub async fn measure(
     let endpoints = targets
         .iter()
         .map(|t| {
-            Endpoint::new(&endpoint(&t.base_url, spec.api), t.api_key.as_deref())
+            Endpoint::with_tls(&endpoint(&t.base_url, spec.api), t.api_key.as_deref(), &t.tls)
                 .with_context(|| format!("target {}", t.label))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;

@@ -171,6 +171,10 @@ pub struct Target {
     #[serde(skip_serializing)]
     pub api_key: Option<String>,
     pub label: String,
+    /// How to trust an https server (`ca-bundle`, `tls-insecure`); plain
+    /// http ignores it.
+    #[serde(default, skip_serializing_if = "anvil_net::TlsSettings::is_default")]
+    pub tls: anvil_net::TlsSettings,
 }
 
 /// Facts about the cell's environment that go into the artifact.

@@ -41,7 +41,8 @@ async fn sim_cell_is_complete_consistent_and_calibrated() {
         request_timeout_ms: 30_000,
         ..CellSpec::default()
     };
-    let target = [Target { base_url: sim.base_url(), api_key: None, label: "sim".into() }];
+    let target =
+        [Target { base_url: sim.base_url(), api_key: None, label: "sim".into(), tls: Default::default() }];
     let ctx = CellContext { engine: "sim".into(), simulated: true, ..CellContext::default() };
     let quiet = |_: &Progress| {};
     let report = run_cell(&spec, &target, &ctx, &quiet).await.expect("cell runs");

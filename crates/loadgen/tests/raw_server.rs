@@ -27,7 +27,12 @@ fn spec(requests: u32, concurrency: u32) -> CellSpec {
 }
 
 fn target(server: &support::RawServer, label: &str) -> Target {
-    Target { base_url: server.base_url(), api_key: Some("secret-key".into()), label: label.into() }
+    Target {
+        base_url: server.base_url(),
+        api_key: Some("secret-key".into()),
+        label: label.into(),
+        tls: Default::default(),
+    }
 }
 
 async fn run(spec: &CellSpec, targets: &[Target], ctx: &CellContext) -> CellReport {
@@ -228,7 +233,7 @@ async fn open_loop_repeats_slo_and_progress() {
     spec.arrival = Arrival::Poisson { rate_per_s: 200.0 };
     spec.repeat = 3;
     spec.warmup_requests = 2;
-    spec.slo = Some(Slo { ttft_ms: Some(60_000.0), tpot_ms: None, e2e_ms: Some(0.001) });
+    spec.slo = Some(Slo { ttft_ms: Some(60_000.0), e2e_ms: Some(0.001), ..Slo::default() });
     let seen = std::sync::Mutex::new(Vec::new());
     let progress = |p: &Progress| seen.lock().unwrap().push(*p);
     let report = run_cell(&spec, &[target(&server, "a")], &CellContext::default(), &progress).await.unwrap();
@@ -275,12 +280,22 @@ async fn unreachable_target_is_a_connect_failure_not_a_panic() {
     drop(listener);
     let mut spec = spec(2, 1);
     spec.context_tokens = 0;
-    let t = Target { base_url: format!("http://{addr}"), api_key: None, label: "gone".into() };
+    let t = Target {
+        base_url: format!("http://{addr}"),
+        api_key: None,
+        label: "gone".into(),
+        tls: Default::default(),
+    };
     let report = run(&spec, &[t], &CellContext::default()).await;
     assert!(report.records.iter().all(|r| r.failure.as_ref().unwrap().class == FailureClass::Connect));
     // Calibration against an unreachable server is an error, not a silent guess.
     let no_progress = |_: &Progress| {};
-    let t = Target { base_url: format!("http://{addr}"), api_key: None, label: "gone".into() };
+    let t = Target {
+        base_url: format!("http://{addr}"),
+        api_key: None,
+        label: "gone".into(),
+        tls: Default::default(),
+    };
     assert!(run_cell(&self::spec(2, 1), &[t], &CellContext::default(), &no_progress).await.is_err());
 }
 

@@ -1,14 +1,17 @@
-//! One server's streaming endpoint: where to connect, the request head,
-//! and the idle keep-alive connections.
+//! One server's streaming endpoint: where to connect (and, for https, how
+//! to trust it), the request head, and the idle keep-alive connections.
 
 use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use anvil_net::TlsSettings;
 use anyhow::{Context, bail};
+use rustls::pki_types::ServerName;
 use url::{Host, Url};
 
 use super::socket::StampedSocket;
+use super::tls::TlsConnect;
 
 /// One server's streaming endpoint and its idle keep-alive connections.
 pub struct Endpoint {
@@ -23,15 +26,22 @@ pub struct Endpoint {
     addrs: Mutex<Vec<SocketAddr>>,
     /// Connections opened so far (the next one's id is this + 1).
     opened: AtomicU64,
+    /// `Some` for https: every connection completes a TLS handshake.
+    tls: Option<TlsConnect>,
 }
 
 impl Endpoint {
     /// `url` is the full endpoint URL (`http://host:port/v1/chat/completions`).
-    pub fn new(url: &str, api_key: Option<&str>) -> anyhow::Result<Self> {
+    /// An https server is trusted as `tls` says (plain http ignores it); its
+    /// certificate must name the URL's host, which is also sent as SNI when it
+    /// is a domain name.
+    pub fn with_tls(url: &str, api_key: Option<&str>, tls: &TlsSettings) -> anyhow::Result<Self> {
         let parsed = Url::parse(url).with_context(|| format!("invalid server URL {url:?}"))?;
-        if parsed.scheme() != "http" {
-            bail!("the load generator speaks plain http:// only; {url:?} uses {}://", parsed.scheme());
-        }
+        let https = match parsed.scheme() {
+            "http" => false,
+            "https" => true,
+            other => bail!("the load generator speaks http:// and https://; {url:?} uses {other}://"),
+        };
         let host = match parsed.host() {
             Some(Host::Domain(name)) => name.to_string(),
             Some(Host::Ipv4(ip)) => ip.to_string(),
@@ -39,6 +49,15 @@ impl Endpoint {
             None => bail!("server URL {url:?} has no host"),
         };
         let port = parsed.port_or_known_default().unwrap_or(80);
+        let tls = match https {
+            false => None,
+            true => {
+                let server_name = ServerName::try_from(host.clone())
+                    .with_context(|| format!("{host:?} cannot be checked against a certificate"))?;
+                let config = anvil_net::tls_config(tls).with_context(|| format!("TLS for {url:?}"))?;
+                Some(TlsConnect { config, server_name })
+            }
+        };
         let authority = match parsed.port() {
             Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or(&host)),
             None => parsed.host_str().unwrap_or(&host).to_string(),
@@ -64,6 +83,7 @@ impl Endpoint {
             idle: Mutex::new(Vec::new()),
             addrs: Mutex::new(Vec::new()),
             opened: AtomicU64::new(0),
+            tls,
         })
     }
 
@@ -78,7 +98,7 @@ impl Endpoint {
     /// An idle connection the server has not closed, if any.
     pub(super) fn take_idle(&self) -> Option<StampedSocket> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(socket) = idle.pop() {
+        while let Some(mut socket) = idle.pop() {
             if !socket.closed_while_idle() {
                 return Some(socket);
             }
@@ -104,7 +124,7 @@ impl Endpoint {
             addrs = self.addrs.lock().unwrap_or_else(|e| e.into_inner()).clone();
         }
         let id = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
-        StampedSocket::connect(&addrs, id).await
+        StampedSocket::connect(&addrs, id, self.tls.as_ref()).await
     }
 
     /// Closes every idle connection.
@@ -115,12 +135,16 @@ impl Endpoint {
     /// Idle connections the server has not closed (dropping those it has).
     pub fn idle_count(&self) -> usize {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        idle.retain(|socket| !socket.closed_while_idle());
+        idle.retain_mut(|socket| !socket.closed_while_idle());
         idle.len()
     }
 
+    /// What a failed connect says; a rejected certificate says so.
     pub fn connect_failure(&self, e: &std::io::Error) -> String {
-        format!("connecting to {}:{}: {e}", self.host, self.port)
+        match anvil_net::certificate_problem(e) {
+            Some(problem) => format!("connecting to {}:{}: {problem}", self.host, self.port),
+            None => format!("connecting to {}:{}: {e}", self.host, self.port),
+        }
     }
 
     pub fn keep_idle(&self, socket: StampedSocket) {
@@ -133,7 +157,7 @@ mod tests {
     use super::*;
 
     fn head(url: &str, key: Option<&str>) -> String {
-        let endpoint = Endpoint::new(url, key).expect("a valid endpoint");
+        let endpoint = Endpoint::with_tls(url, key, &TlsSettings::default()).expect("a valid endpoint");
         String::from_utf8(endpoint.request(b"{}")).expect("ASCII request")
     }
 
@@ -154,10 +178,28 @@ mod tests {
 
     #[test]
     fn what_it_refuses() {
-        let https =
-            Endpoint::new("https://example.test/v1/chat/completions", None).err().expect("https refused");
-        assert!(https.to_string().contains("plain http:// only"), "{https}");
-        assert!(Endpoint::new("not a url", None).is_err());
-        assert!(Endpoint::new("http://h:1/v1/chat/completions", Some("a\r\nX-Evil: 1")).is_err());
+        let ftp = Endpoint::with_tls("ftp://example.test/v1/chat/completions", None, &TlsSettings::default())
+            .err()
+            .expect("ftp refused");
+        assert!(ftp.to_string().contains("http:// and https://"), "{ftp}");
+        assert!(
+            Endpoint::with_tls("https://example.test/v1/chat/completions", None, &TlsSettings::default())
+                .is_ok()
+        );
+        let missing = TlsSettings { ca_bundle: Some("/no/such/ca.pem".into()), insecure: false };
+        let error =
+            Endpoint::with_tls("https://example.test/v1/completions", None, &missing).err().expect("no CA");
+        assert!(format!("{error:#}").contains("cannot read ca-bundle /no/such/ca.pem"), "{error:#}");
+        // Plain http never reads the TLS settings.
+        assert!(Endpoint::with_tls("http://example.test/v1/completions", None, &missing).is_ok());
+        assert!(Endpoint::with_tls("not a url", None, &TlsSettings::default()).is_err());
+        assert!(
+            Endpoint::with_tls(
+                "http://h:1/v1/chat/completions",
+                Some("a\r\nX-Evil: 1"),
+                &TlsSettings::default()
+            )
+            .is_err()
+        );
     }
 }

@@ -7,8 +7,9 @@
 //! task owns one connection: a `recvmsg` brings the bytes *and* the kernel's
 //! receive timestamp (see [`socket`]), the chunked framing and the SSE
 //! parser run on the read buffer in place, and no byte crosses a channel or
-//! a task. Response heads are parsed by `httparse`; only plain `http://`
-//! endpoints are supported.
+//! a task. Response heads are parsed by `httparse`. https endpoints run
+//! TLS (rustls, configured by `anvil-net`) over the same stamped reads, see
+//! [`tls`].
 
 mod chunked;
 mod endpoint;
@@ -16,6 +17,7 @@ mod endpoint;
 mod proptests;
 mod response;
 mod socket;
+mod tls;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -95,10 +97,21 @@ pub async fn execute_at(
             }
         }
     };
+    let mut socket = socket;
+    // On https the request is encrypted now, so the thread writes records.
+    let wire: Arc<[u8]> = match socket.seal(&request) {
+        Ok(std::borrow::Cow::Borrowed(_)) => request.clone(),
+        Ok(std::borrow::Cow::Owned(records)) => Arc::from(records),
+        Err(e) => {
+            let mut obs = StreamObservation::new(api, Instant::now(), unix_ns_now());
+            obs.fail(FailureClass::Disconnect, format!("encrypting the request: {e}"));
+            return (obs, Instant::now());
+        }
+    };
     let (done, reply) = tokio::sync::oneshot::channel();
     let sent = match socket.duplicate() {
         Ok(duplicate) => {
-            let job = SendJob { due, socket: duplicate, bytes: request.clone(), done };
+            let job = SendJob { due, socket: duplicate, bytes: wire.clone(), done };
             match queue.send(job) {
                 Ok(()) => reply.await.ok(),
                 Err(_) => None,
@@ -107,14 +120,16 @@ pub async fn execute_at(
         Err(_) => None,
     };
     let Some(Sent { start, start_unix_ns, written }) = sent else {
-        endpoint.keep_idle(socket);
+        // A TLS session that sealed a request it never sent is out of step.
+        if !socket.is_tls() {
+            endpoint.keep_idle(socket);
+        }
         return send_now(endpoint, api, &request, timeout, false).await;
     };
     let mut obs = StreamObservation::new(api, start, start_unix_ns);
     let ending = match written {
         Ok(n) => {
-            let ended =
-                tokio::time::timeout(timeout, converse(socket, reused, &request[n..], &mut obs)).await;
+            let ended = tokio::time::timeout(timeout, converse(socket, reused, &wire[n..], &mut obs)).await;
             settle(ended, &mut obs, timeout)
         }
         Err(e) => {
@@ -189,7 +204,7 @@ async fn exchange(
     obs: &mut StreamObservation,
 ) -> Ending {
     let reused = pooled.is_some();
-    let socket = match pooled {
+    let mut socket = match pooled {
         Some(socket) => socket,
         None => match endpoint.connect().await {
             Ok(socket) => socket,
@@ -199,10 +214,18 @@ async fn exchange(
             }
         },
     };
-    converse(socket, reused, request, obs).await
+    let wire = match socket.seal(request) {
+        Ok(wire) => wire,
+        Err(e) => {
+            obs.fail(FailureClass::Disconnect, format!("encrypting the request: {e}"));
+            return Ending::Closed;
+        }
+    };
+    converse(socket, reused, &wire, obs).await
 }
 
-/// Sends what is left of the request (`unsent`) and reads the response.
+/// Sends what is left of the request as it goes on the wire (`unsent`:
+/// TLS records on https) and reads the response.
 async fn converse(
     mut socket: StampedSocket,
     reused: bool,

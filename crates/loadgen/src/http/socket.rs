@@ -7,6 +7,10 @@
 //! machine) does not make its TTFT or chunk gaps late. The timestamp is
 //! mapped onto the monotonic clock the rest of the client uses. Where the
 //! kernel gives none, the read falls back to `Instant::now()`.
+//!
+//! On an https connection the stamped reads are those of the ciphertext;
+//! [`super::tls`] decrypts it, and each plaintext byte keeps the stamp of the
+//! TLS record it came in.
 
 use std::io::{self, IoSliceMut, Write};
 use std::net::TcpStream;
@@ -17,6 +21,8 @@ use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, socko
 use nix::sys::time::TimeSpec;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
+
+use super::tls::{Next, TlsConnect, TlsSession};
 
 /// Per-connection read buffer. Large, so a long-context reply or a burst of
 /// chunks is taken in one read rather than throttled by the client.
@@ -40,16 +46,28 @@ pub enum Stamp {
 pub struct StampedSocket {
     /// Which of its endpoint's connections this is (1, 2, ... in opening order).
     pub id: u64,
-    /// How long opening it took (TCP handshake and setup).
+    /// How long opening it took (TCP handshake, setup and, for https, the
+    /// TLS handshake).
     pub connect_time: Duration,
+    /// The TLS handshake's part of `connect_time` (https only).
+    pub tls_handshake_time: Option<Duration>,
     fd: AsyncFd<TcpStream>,
     control: Vec<u8>,
-    /// Bytes of the current read; valid up to the count `read` returned.
+    /// Bytes of the current read (decrypted, for https); valid up to the
+    /// count `read` returned.
     pub buffer: Vec<u8>,
+    tls: Option<Box<TlsSession>>,
 }
 
 impl StampedSocket {
-    pub async fn connect(addrs: &[std::net::SocketAddr], id: u64) -> io::Result<Self> {
+    /// Opens a connection to the first of `addrs` that answers; with `tls`,
+    /// completes the TLS handshake too (a rejected certificate is an error
+    /// whose inner error is the `rustls::Error`).
+    pub async fn connect(
+        addrs: &[std::net::SocketAddr],
+        id: u64,
+        tls: Option<&TlsConnect>,
+    ) -> io::Result<Self> {
         let began = Instant::now();
         let stream = tokio::net::TcpStream::connect(addrs).await?;
         stream.set_nodelay(true)?;
@@ -67,7 +85,64 @@ impl StampedSocket {
             // SAFETY: a volatile write to an element of a live, owned slice.
             unsafe { std::ptr::write_volatile(page.as_mut_ptr(), 0) };
         }
-        Ok(Self { id, connect_time: began.elapsed(), fd, control: nix::cmsg_space!(TimeSpec), buffer })
+        let mut socket = Self {
+            id,
+            connect_time: Duration::ZERO,
+            tls_handshake_time: None,
+            fd,
+            control: nix::cmsg_space!(TimeSpec),
+            buffer,
+            tls: None,
+        };
+        if let Some(tls) = tls {
+            let handshake_began = Instant::now();
+            socket.tls = Some(Box::new(TlsSession::new(tls)?));
+            socket.handshake().await?;
+            socket.tls_handshake_time = Some(handshake_began.elapsed());
+        }
+        socket.connect_time = began.elapsed();
+        Ok(socket)
+    }
+
+    /// Runs the TLS handshake to its end.
+    async fn handshake(&mut self) -> io::Result<()> {
+        let Self { fd, control, tls, .. } = self;
+        let Some(session) = tls.as_mut() else { return Ok(()) };
+        loop {
+            // Whatever rustls has to say goes out first: the ClientHello, the
+            // Finished, or the alert that reports a rejected certificate.
+            let processed = if session.has_pending() { session.process_pending() } else { Ok(()) };
+            write_all_to(fd, &session.outgoing()?).await?;
+            processed?;
+            if !session.is_handshaking() {
+                return Ok(());
+            }
+            if session.has_pending() {
+                continue;
+            }
+            let (n, times) = read_stamped(fd, control, session.read_buffer()).await?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection during the TLS handshake",
+                ));
+            }
+            session.received(n, times);
+        }
+    }
+
+    /// The bytes to write for `request`: itself on plain http, the TLS
+    /// records that carry it on https.
+    pub fn seal<'a>(&mut self, request: &'a [u8]) -> io::Result<std::borrow::Cow<'a, [u8]>> {
+        match &mut self.tls {
+            None => Ok(std::borrow::Cow::Borrowed(request)),
+            Some(session) => Ok(std::borrow::Cow::Owned(session.seal(request)?)),
+        }
+    }
+
+    /// Whether this connection runs TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// A duplicate of the descriptor, for a thread to write on.
@@ -76,54 +151,105 @@ impl StampedSocket {
     }
 
     /// An idle keep-alive connection the server has closed (or sent
-    /// something unasked on) is not worth a request.
-    pub fn closed_while_idle(&self) -> bool {
+    /// something unasked on) is not worth a request. On https, TLS messages
+    /// that carry no data (session tickets after the handshake) are taken in
+    /// and do not count.
+    pub fn closed_while_idle(&mut self) -> bool {
         let mut probe = [0u8; 1];
         let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
-        !matches!(
+        let idle = matches!(
             nix::sys::socket::recv(self.fd.get_ref().as_raw_fd(), &mut probe, flags),
             Err(nix::errno::Errno::EAGAIN)
-        )
-    }
-
-    pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
-        while !bytes.is_empty() {
-            let mut guard = self.fd.writable().await?;
-            match guard.try_io(|stream| stream.get_ref().write(bytes)) {
-                Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(Ok(n)) => bytes = &bytes[n..],
-                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Ok(Err(e)) => return Err(e),
-                Err(_would_block) => {}
+        );
+        if idle {
+            return false;
+        }
+        let Self { fd, control, tls, .. } = self;
+        let Some(session) = tls.as_mut() else { return true };
+        loop {
+            match session.take(&mut probe) {
+                Ok(Next::ReadSocket) => {}
+                Ok(Next::Plaintext(..) | Next::End(_)) | Err(_) => return true,
+            }
+            match receive(fd.get_ref(), session.read_buffer(), control) {
+                Ok((n, kernel_time)) => {
+                    let (arrived, stamp, read) = arrival(kernel_time);
+                    session.received(n, ReadTimes { arrived, stamp, read });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(_) => return true,
             }
         }
-        Ok(())
+    }
+
+    /// Writes bytes as they go on the wire (see [`StampedSocket::seal`]).
+    pub async fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        write_all_to(&self.fd, bytes).await
     }
 
     /// Reads what has arrived into `buffer[from..]`: the count (0 at end of
     /// stream) and when the bytes arrived and were read.
     pub async fn read(&mut self, from: usize) -> io::Result<(usize, ReadTimes)> {
-        let Self { fd, control, buffer, .. } = self;
-        let room = buffer.len() - from;
+        let Self { fd, control, buffer, tls, .. } = self;
+        let Some(session) = tls.as_mut() else { return read_stamped(fd, control, &mut buffer[from..]).await };
         loop {
-            let mut guard = fd.readable().await?;
-            match guard.try_io(|stream| receive(stream.get_ref(), &mut buffer[from..], control)) {
-                Ok(Ok((n, kernel_time))) => {
-                    // A short read emptied the socket: wait for the next
-                    // readiness event instead of a read that would block
-                    // (what tokio's own streams do).
-                    if n > 0 && n < room {
-                        guard.clear_ready();
-                    }
-                    let (arrived, stamp, read) = arrival(kernel_time);
-                    return Ok((n, ReadTimes { arrived, stamp, read }));
+            match session.take(&mut buffer[from..])? {
+                Next::Plaintext(n, times) => return Ok((n, times)),
+                Next::End(times) => return Ok((0, times.unwrap_or_else(read_now))),
+                Next::ReadSocket => {
+                    let (n, times) = read_stamped(fd, control, session.read_buffer()).await?;
+                    session.received(n, times);
                 }
-                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Ok(Err(e)) => return Err(e),
-                Err(_would_block) => {}
             }
         }
     }
+}
+
+async fn write_all_to(fd: &AsyncFd<TcpStream>, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        let mut guard = fd.writable().await?;
+        match guard.try_io(|stream| stream.get_ref().write(bytes)) {
+            Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(Ok(n)) => bytes = &bytes[n..],
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_would_block) => {}
+        }
+    }
+    Ok(())
+}
+
+/// One stamped read of what has arrived on the socket into `into`.
+async fn read_stamped(
+    fd: &AsyncFd<TcpStream>,
+    control: &mut [u8],
+    into: &mut [u8],
+) -> io::Result<(usize, ReadTimes)> {
+    let room = into.len();
+    loop {
+        let mut guard = fd.readable().await?;
+        match guard.try_io(|stream| receive(stream.get_ref(), into, control)) {
+            Ok(Ok((n, kernel_time))) => {
+                // A short read emptied the socket: wait for the next
+                // readiness event instead of a read that would block
+                // (what tokio's own streams do).
+                if n > 0 && n < room {
+                    guard.clear_ready();
+                }
+                let (arrived, stamp, read) = arrival(kernel_time);
+                return Ok((n, ReadTimes { arrived, stamp, read }));
+            }
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_would_block) => {}
+        }
+    }
+}
+
+/// Times for a moment with no read behind it (an end seen before any byte).
+fn read_now() -> ReadTimes {
+    let now = Instant::now();
+    ReadTimes { arrived: now, stamp: Stamp::Read, read: now }
 }
 
 fn receive(stream: &TcpStream, into: &mut [u8], control: &mut [u8]) -> io::Result<(usize, Option<TimeSpec>)> {

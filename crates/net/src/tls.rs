@@ -1,0 +1,118 @@
+//! TLS settings of one server and the rustls client configuration they make.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Once};
+
+use anyhow::Context as _;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
+use serde::{Deserialize, Serialize};
+
+use crate::insecure::AcceptAnyCertificate;
+
+/// How to trust an https server (`ca-bundle`, `tls-insecure` in a recipe).
+/// Plain `http://` servers ignore it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TlsSettings {
+    /// A PEM file of CA certificates trusted in addition to the public roots.
+    pub ca_bundle: Option<PathBuf>,
+    /// Accept any certificate (self-signed test servers). Nothing is verified.
+    pub insecure: bool,
+}
+
+impl TlsSettings {
+    /// Whether anything differs from the default (public roots only).
+    pub fn is_default(&self) -> bool {
+        self.ca_bundle.is_none() && !self.insecure
+    }
+}
+
+/// The crypto provider every rustls configuration of anvil uses.
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        // Also the process default, for any rustls user that asks for one;
+        // an error only means another provider was installed first.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A rustls client configuration for `settings`, offering only HTTP/1.1 by
+/// ALPN (neither client speaks HTTP/2). Fails when the CA bundle cannot be
+/// read or holds no certificate.
+pub fn tls_config(settings: &TlsSettings) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .context("the ring provider supports no TLS version")?;
+    let mut config = if settings.insecure {
+        warn_insecure_once();
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate::new(provider())))
+            .with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = &settings.ca_bundle {
+            for certificate in read_bundle(path)? {
+                roots
+                    .add(certificate)
+                    .with_context(|| format!("ca-bundle {}: a certificate is invalid", path.display()))?;
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    let shown = path.display();
+    std::fs::metadata(path).with_context(|| format!("cannot read ca-bundle {shown}"))?;
+    let certificates = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| anyhow::anyhow!("ca-bundle {shown} is not a PEM certificate file: {e}"))?;
+    if certificates.is_empty() {
+        anyhow::bail!("ca-bundle {shown} holds no PEM certificate (`-----BEGIN CERTIFICATE-----`)");
+    }
+    Ok(certificates)
+}
+
+fn warn_insecure_once() {
+    static WARNED: Once = Once::new();
+    WARNED.call_once(|| {
+        eprintln!(
+            "warning: tls-insecure is set: https server certificates are NOT verified \
+             (for self-signed test servers only)"
+        );
+    });
+}
+
+/// When `error` (or one of its causes) is a rejected server certificate, a
+/// sentence saying so and what to do; `None` for any other error.
+pub fn certificate_problem(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cause = Some(error);
+    while let Some(current) = cause {
+        if let Some(rustls::Error::InvalidCertificate(reason)) = current.downcast_ref::<rustls::Error>() {
+            return Some(explain(reason));
+        }
+        // io::Error wraps a rustls error without exposing it as a source.
+        if let Some(io) = current.downcast_ref::<std::io::Error>()
+            && let Some(rustls::Error::InvalidCertificate(reason)) =
+                io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(explain(reason));
+        }
+        cause = current.source();
+    }
+    None
+}
+
+fn explain(reason: &rustls::CertificateError) -> String {
+    format!(
+        "TLS certificate problem: the server's certificate was rejected ({reason:?}); \
+         set `ca-bundle \"FILE\"` to the CA that signed it, or `tls-insecure #true` for a test server"
+    )
+}
