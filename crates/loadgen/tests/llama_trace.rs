@@ -1,0 +1,135 @@
+//! The real engine replays a short trace: llama.cpp's `llama-server` with
+//! SmolLM2-135M (built by `scripts/llama-server.sh`), the example Mooncake
+//! trace's first lines at their recorded times, output lengths held by
+//! `ignore_eos`. Skipped (with a note) unless `LLAMA_SERVER` and
+//! `SMOLLM2_GGUF` are set, as `scripts/test.sh` sets them:
+//!
+//!     eval "$(scripts/llama-server.sh --print-env)"
+//!     cargo test -p anvil-loadgen --test llama_trace -- --nocapture
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anvil_loadgen::{CellContext, CellSpec, Progress, Target, TraceFormat, TraceSpec, Traffic, run_cell};
+
+fn real_engine() -> Option<(String, String)> {
+    match (std::env::var("LLAMA_SERVER"), std::env::var("SMOLLM2_GGUF")) {
+        (Ok(server), Ok(model)) => Some((server, model)),
+        _ => {
+            eprintln!(
+                "skipped: set LLAMA_SERVER and SMOLLM2_GGUF \
+                 (eval \"$(scripts/llama-server.sh --print-env)\")"
+            );
+            None
+        }
+    }
+}
+
+/// The server process, killed when the test ends however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a port")
+}
+
+/// `GET /health` answers 200 (plain HTTP/1.1 over a socket: no client stack needed).
+fn healthy(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut socket) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = socket.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    let mut head = [0u8; 12];
+    socket.write_all(request.as_bytes()).is_ok()
+        && socket.read_exact(&mut head).is_ok()
+        && head.starts_with(b"HTTP/1.1 200")
+}
+
+async fn wait_ready(port: u16, server: &mut Server) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Ok(Some(status)) = server.0.try_wait() {
+            panic!("llama-server exited before it was ready: {status}");
+        }
+        if healthy(port) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "llama-server not ready after 180 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llama_server_replays_a_short_mooncake_trace_on_schedule() {
+    let Some((program, model)) = real_engine() else {
+        return;
+    };
+    let port = free_port();
+    let log = std::env::temp_dir().join(format!("anvil-llama-trace-{}.log", std::process::id()));
+    let child = Command::new(&program)
+        .args(["-m", &model, "--alias", "smollm2-135m", "--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["-c", "8192", "--parallel", "4", "-t", "2"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).map(Stdio::from).unwrap_or(Stdio::null()))
+        .spawn()
+        .expect("llama-server starts");
+    let mut server = Server(child);
+    let base_url = format!("http://127.0.0.1:{port}");
+    wait_ready(port, &mut server).await;
+
+    let trace = TraceSpec {
+        path: PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/traces/mooncake-small.jsonl"
+        )),
+        format: TraceFormat::Mooncake,
+        block_tokens: 16,
+        time_scale: 1.0,
+        start_ms: 0,
+        duration_ms: None,
+        max_requests: Some(6),
+        looped: false,
+        ignore_eos: true,
+    };
+    let spec = CellSpec {
+        name: "llama-trace".into(),
+        model: "smollm2-135m".into(),
+        concurrency: 8,
+        seed: 3,
+        request_timeout_ms: 120_000,
+        traffic: Traffic::Trace(trace),
+        ..CellSpec::default()
+    };
+    let target = [Target { base_url, api_key: None, label: "llama".into(), tls: Default::default() }];
+    let ctx = CellContext { engine: "llama.cpp".into(), ..CellContext::default() };
+    let quiet = |_: &Progress| {};
+    let report = run_cell(&spec, &target, &ctx, &quiet).await.expect("the trace replays");
+    let a = &report.artifact;
+    assert_eq!(a["failed"], 0, "failures: {}", a["failures"]);
+    assert_eq!(report.records.len(), 6);
+    let recorded = [0.0, 120.0, 240.0, 360.0, 480.0, 600.0];
+    for (r, due) in report.records.iter().zip(recorded) {
+        eprintln!(
+            "line {:?}: due {:.1} ms, lag {:.3} ms, ttft {:.1} ms, prompt {:?} cached {:?}, output {:?}/{:?}",
+            r.trace_line,
+            r.intended_send_ms,
+            r.send_lag_ms,
+            r.ttft_ms.unwrap_or(f64::NAN),
+            r.prompt_tokens,
+            r.cached_prompt_tokens,
+            r.output_tokens,
+            r.requested_output_tokens
+        );
+        assert!(r.trace_line.is_some());
+        assert!((r.intended_send_ms - due).abs() < 1e-3, "sent on the trace's schedule");
+        assert_eq!(r.output_length_met, Some(true), "ignore_eos holds the output length: {r:?}");
+        assert!(r.prompt_tokens.unwrap() > 0);
+    }
+}
