@@ -146,6 +146,18 @@ pub fn load_plan(args: &RecipeArgs, store: Option<&Store>) -> Result<Plan, Exit>
     Plan::build(recipe, store, mode).map_err(|e| Exit::Input(miette::Report::new(e)))
 }
 
+/// The runtime a command needs: the commands that serve or measure (the
+/// simulated engine and the load generator's callers) get worker threads;
+/// the rest read files and print, and a single thread starts faster.
+fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
+    match command {
+        Command::Run { .. } | Command::Worker { .. } | Command::Reproduce { .. } | Command::Sim { .. } => {
+            tokio::runtime::Builder::new_multi_thread().enable_all().build()
+        }
+        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    }
+}
+
 /// Parse arguments, run, and return the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -163,7 +175,7 @@ pub fn main() -> i32 {
             Box::new(miette::MietteHandlerOpts::new().color(color).build())
         }));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match runtime_for(&cli.command) {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");

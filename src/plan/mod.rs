@@ -10,6 +10,8 @@ mod preimage;
 mod status;
 mod step_index;
 
+use std::collections::HashMap;
+
 use anvil_store::{Fingerprint, Store};
 use serde_json::Value;
 
@@ -65,6 +67,9 @@ impl Plan {
         }
 
         let mut world = World::default();
+        // Several result-reading steps often read one result (every gate
+        // over a cell): read and hash each stored result once.
+        let mut digests: HashMap<Fingerprint, Option<String>> = HashMap::new();
         let mut nodes: Vec<Option<PlannedNode>> = vec![None; recipe.steps.len()];
         for &i in &order {
             let step = &recipe.steps[i];
@@ -80,7 +85,12 @@ impl Plan {
                         recipe.steps[d].qualified()
                     };
                     let link = if preimage::reads_results(step.kind) && dep.kind != Kind::Server {
-                        Upstream::ResultDigest(store.and_then(|s| status::result_digest(s, dep)))
+                        Upstream::ResultDigest(store.and_then(|s| {
+                            digests
+                                .entry(dep.fingerprint)
+                                .or_insert_with(|| status::result_digest(s, dep))
+                                .clone()
+                        }))
                     } else {
                         Upstream::Fingerprint(dep.fingerprint.to_string())
                     };

@@ -1,9 +1,10 @@
 //! Will a step run, and why: compares the plan with the store and with the
 //! last run of the same recipe.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 
-use anvil_store::{NodeStatus, RunNode, Store};
+use anvil_store::{NodeStatus, RunNode, RunRecord, Store};
 
 use super::changes::{describe, diff_values};
 use super::{Plan, PlannedNode};
@@ -36,12 +37,10 @@ pub fn result_digest(store: &Store, node: &PlannedNode) -> Option<String> {
 }
 
 pub fn assign(plan: &mut Plan, store: Option<&Store>) {
-    let last_run = store.and_then(|s| s.last_run_of(&plan.recipe.key).ok().flatten());
-    // The last run's nodes by name: one lookup per pending step.
-    let mut previous: HashMap<&str, &RunNode> = HashMap::new();
-    for node in last_run.iter().flat_map(|run| &run.nodes) {
-        previous.entry(node.name.as_str()).or_insert(node);
-    }
+    // Read only when a step needs explaining: a run that executes nothing
+    // (the common rerun) never opens the run history.
+    let last_run: OnceCell<Option<RunRecord>> = OnceCell::new();
+    let mut previous: Option<HashMap<&str, &RunNode>> = None;
     let order = plan.order.clone();
     for &i in &order {
         let node = &plan.nodes[i];
@@ -64,7 +63,19 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
                     .collect();
                 (Status::Pending, format!("reads results this run produces: {}", listing(&waiting)))
             }
-            _ => (Status::Pending, why_pending(plan, i, store, &previous)),
+            _ => {
+                let previous = previous.get_or_insert_with(|| {
+                    let run = last_run
+                        .get_or_init(|| store.and_then(|s| s.last_run_of(&plan.recipe.key).ok().flatten()));
+                    // The last run's nodes by name: one lookup per pending step.
+                    let mut by_name = HashMap::new();
+                    for node in run.iter().flat_map(|run| &run.nodes) {
+                        by_name.entry(node.name.as_str()).or_insert(node);
+                    }
+                    by_name
+                });
+                (Status::Pending, why_pending(plan, i, store, previous))
+            }
         };
         plan.nodes[i].status = status;
         plan.nodes[i].reason = reason;

@@ -164,10 +164,41 @@ impl Store {
         Ok(runs)
     }
 
-    /// The newest run whose `recipe` equals `recipe_key`. Only that record
-    /// is parsed whole: every run of every recipe stays in `runs/`, so
-    /// building them all would make each run slower than the one before.
+    /// The newest run whose `recipe` equals `recipe_key`. Every run of
+    /// every recipe stays in `runs/`, so reading them all would make each
+    /// run slower than the one before: run ids name their start time, so the
+    /// records are read newest first and the first of this recipe is the
+    /// answer (the head of each record read is checked against its name).
+    /// One record named otherwise (hand-made) makes it read them all.
     pub fn last_run_of(&self, recipe_key: &str) -> Result<Option<RunRecord>, StoreError> {
+        let dir = self.layout.runs();
+        let mut by_name: Vec<(RunOrder, String)> = Vec::new();
+        for name in read_dir_names(&dir)? {
+            if name.starts_with(TMP_PREFIX) || !name.ends_with(RUN_SUFFIX) {
+                continue;
+            }
+            match order_from_name(&name) {
+                Some(order) => by_name.push((order, name)),
+                None => return self.scan_last_run_of(recipe_key),
+            }
+        }
+        by_name.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        for (order, name) in by_name {
+            let path = dir.join(&name);
+            let bytes = fs::read(&path).map_err(StoreError::io("read", &path))?;
+            let head = parse_head(&bytes, &path)?;
+            if run_order(&head.started_at, &head.run_id) != order {
+                return self.scan_last_run_of(recipe_key);
+            }
+            if head.recipe == recipe_key {
+                return parse_run(&bytes).map(Some).map_err(|reason| StoreError::Corrupt { path, reason });
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Store::last_run_of`] by reading the head of every record.
+    fn scan_last_run_of(&self, recipe_key: &str) -> Result<Option<RunRecord>, StoreError> {
         let dir = self.layout.runs();
         let mut newest: Option<(RunOrder, PathBuf)> = None;
         for name in read_dir_names(&dir)? {
@@ -176,10 +207,7 @@ impl Store {
             }
             let path = dir.join(&name);
             let bytes = fs::read(&path).map_err(StoreError::io("read", &path))?;
-            let head: RunHead = serde_json::from_slice(&bytes).map_err(|err| StoreError::Corrupt {
-                path: path.clone(),
-                reason: format!("not a valid run record: {err}"),
-            })?;
+            let head = parse_head(&bytes, &path)?;
             if head.recipe != recipe_key {
                 continue;
             }
@@ -244,6 +272,34 @@ struct RunHead {
 
 /// How runs are ordered: by start time, then its text, then the id.
 type RunOrder = (Option<SystemTime>, String, String);
+
+fn parse_head(bytes: &[u8], path: &std::path::Path) -> Result<RunHead, StoreError> {
+    serde_json::from_slice(bytes).map_err(|err| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        reason: format!("not a valid run record: {err}"),
+    })
+}
+
+/// The order of a record named as anvil names them,
+/// `run-YYYYMMDDTHHMMSS-<pid>.json` (its `started_at`, to the second, and
+/// its id); None for any other name.
+fn order_from_name(name: &str) -> Option<RunOrder> {
+    let run_id = name.strip_suffix(RUN_SUFFIX)?;
+    let stamp = run_id.strip_prefix("run-")?.get(..15)?;
+    let digits =
+        |range: std::ops::Range<usize>| stamp.get(range).filter(|d| d.bytes().all(|b| b.is_ascii_digit()));
+    let started_at = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        digits(0..4)?,
+        digits(4..6)?,
+        digits(6..8)?,
+        digits(9..11)?,
+        digits(11..13)?,
+        digits(13..15)?
+    );
+    (stamp.as_bytes()[8] == b'T' && run_id.as_bytes().get(19) == Some(&b'-'))
+        .then(|| run_order(&started_at, run_id))
+}
 
 fn run_order(started_at: &str, run_id: &str) -> RunOrder {
     (parse_time(started_at), started_at.to_string(), run_id.to_string())

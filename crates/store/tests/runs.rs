@@ -70,3 +70,22 @@ fn extra_and_optional_fields_round_trip_and_default() {
     let run = t.store.run("m").unwrap().unwrap();
     assert!(run.nodes.is_empty() && run.finished_at.is_none() && run.extra.is_null());
 }
+
+#[test]
+fn the_last_run_is_found_from_anvil_named_records_newest_first() {
+    let t = new_store();
+    let named = |id: &str, recipe: &str, at: &str| run_record(id, recipe, at, &["x"]);
+    t.store.record_run(&named("run-20250301T090000-7", "bench", "2025-03-01T09:00:00Z")).unwrap();
+    t.store.record_run(&named("run-20250301T100000-9", "other", "2025-03-01T10:00:00Z")).unwrap();
+    // Two runs started in the same second: the id breaks the tie, as in `runs()`.
+    t.store.record_run(&named("run-20250301T093000-12", "bench", "2025-03-01T09:30:00Z")).unwrap();
+    t.store.record_run(&named("run-20250301T093000-3", "bench", "2025-03-01T09:30:00Z")).unwrap();
+    let newest_bench = t.store.runs().unwrap().into_iter().rev().find(|r| r.recipe == "bench").unwrap();
+    assert_eq!(t.store.last_run_of("bench").unwrap().unwrap().run_id, newest_bench.run_id);
+    assert_eq!(t.store.last_run_of("other").unwrap().unwrap().run_id, "run-20250301T100000-9");
+
+    // A record anvil did not name: its name says nothing of its time, so the
+    // whole history is read and the content decides.
+    t.store.record_run(&named("hand-made", "bench", "2026-01-01T00:00:00Z")).unwrap();
+    assert_eq!(t.store.last_run_of("bench").unwrap().unwrap().run_id, "hand-made");
+}
