@@ -19,6 +19,8 @@ pub mod records;
 pub mod rederive;
 pub mod repeats;
 pub mod report;
+pub mod series;
+pub mod stages;
 pub mod stats;
 pub mod tdist;
 

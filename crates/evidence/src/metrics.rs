@@ -27,6 +27,10 @@ pub enum Population {
 pub enum Source {
     /// A numeric per-request key.
     Key(&'static str),
+    /// A numeric per-request key that records may leave out (an absent key
+    /// is no value, not an unknown one): the from-schedule latencies, which
+    /// only open-loop requests carry.
+    OptionalKey(&'static str),
     /// A per-request integer in µs, divided by 1000 (ms).
     Micros(&'static str),
     /// Every element of a per-request array of µs, pooled, / 1000.
@@ -48,10 +52,10 @@ const fn d(name: &'static str, millis: bool, source: Source, population: Populat
 }
 
 use Population::{Attempted, Eligible};
-use Source::{Key, Micros, PooledMicros};
+use Source::{Key, Micros, OptionalKey, PooledMicros};
 
 /// Every distribution metric benchmark/v1 (and anvil) writes.
-pub const DISTRIBUTIONS: [DistDef; 16] = [
+pub const DISTRIBUTIONS: [DistDef; 18] = [
     d("completion_tokens", false, Key("output_tokens"), Eligible),
     d("decode_tok_s", false, Key("decode_tok_s"), Eligible),
     d("e2e", true, Key("e2e_ms"), Eligible),
@@ -68,6 +72,8 @@ pub const DISTRIBUTIONS: [DistDef; 16] = [
     d("chunk_gap", true, PooledMicros("chunk_gaps_us"), Eligible),
     d("send_lag", true, Key("send_lag_ms"), Attempted),
     d("first_content_read_delay", true, Micros("first_content_read_delay_us"), Eligible),
+    d("ttft_from_schedule", true, OptionalKey("ttft_from_schedule_ms"), Eligible),
+    d("e2e_from_schedule", true, OptionalKey("e2e_from_schedule_ms"), Eligible),
 ];
 
 impl DistDef {
@@ -83,7 +89,7 @@ impl DistDef {
 
     fn source_key(&self) -> &'static str {
         match self.source {
-            Key(k) | Micros(k) | PooledMicros(k) => k,
+            Key(k) | OptionalKey(k) | Micros(k) | PooledMicros(k) => k,
         }
     }
 
@@ -93,11 +99,11 @@ impl DistDef {
             Eligible => all.iter().copied().filter(|r| r.eligible).collect(),
             Attempted => all.to_vec(),
         };
-        if !any_has(all, self.source_key()) {
+        if !matches!(self.source, OptionalKey(_)) && !any_has(all, self.source_key()) {
             return None;
         }
         Some(match self.source {
-            Key(k) => values(&pop, k),
+            Key(k) | OptionalKey(k) => values(&pop, k),
             Micros(k) => values(&pop, k).into_iter().map(|us| us / 1000.0).collect(),
             PooledMicros(k) => pop
                 .iter()

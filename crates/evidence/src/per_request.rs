@@ -10,13 +10,15 @@
 //! | `effective_prefill_tok_s` | `prompt_tokens / (time_to_first_output / 1000)`; null unless > 0 |
 //! | `tokens_per_chunk` | `output_tokens / (content_chunks + reasoning_chunks)`; null without chunks |
 //! | `send_lag_ms` | `actual_send_ms − intended_send_ms` |
+//! | `ttft_from_schedule_ms` (open loop) | `ttft_ms + send_lag_ms` |
+//! | `e2e_from_schedule_ms` (open loop) | `e2e_ms + send_lag_ms` |
 //! | `output_token_source` | `usage` iff `output_tokens` is not null |
 //! | `request_canary.passed` | `capture_complete ∧ marker_at_start ∧ foreign_marker_count = 0` |
 //! | `request_canary.marker` | `ANVIL_REQ_<context_seed>_<request_index, 5 digits>` |
 //! | `controlled_output.exact` | `observable ∧ observed_words = requested_words` |
 //! | `controlled_output.requested_words` | the artifact's `response_words` |
 //! | `performance_eligible` | `failure` is null |
-//! | `slo_met` | eligible ∧ each configured limit of `slo` met (`ttft_ms`, `tpot_ms`, `e2e_ms`, `≤`); null without `slo` |
+//! | `slo_met` | eligible ∧ each configured limit of `slo` met (`ttft_ms`, `tpot_ms`, `e2e_ms`, `≤`); null without `slo`; with `slo.from = "schedule"` TTFT and E2E are the record's `*_from_schedule_ms` where it has them |
 //!
 //! Everything else in a record is a raw measurement, taken as given.
 
@@ -52,6 +54,7 @@ const INPUTS: &[&str] = &[
     "failure",
     "finished_ms",
     "request_start_unix_ns",
+    "stage",
 ];
 const CANARY_INPUTS: &[&str] =
     &["capture_complete", "foreign_marker_count", "marker_at_start", "observed_marker_count"];
@@ -85,6 +88,13 @@ pub fn check(c: &mut Checker<'_>, artifact: &Value, r: &Req<'_>) {
     c.check(&r.path("tokens_per_chunk"), num(per_chunk));
     if let (Some(a), Some(i)) = (r.num("actual_send_ms"), r.num("intended_send_ms")) {
         c.check(&r.path("send_lag_ms"), json!(a - i));
+    }
+    // From the schedule: the stored lag (itself checked just above) added.
+    let lag = r.num("send_lag_ms");
+    for (key, from_send) in [("ttft_from_schedule_ms", ttft), ("e2e_from_schedule_ms", e2e)] {
+        if r.raw.contains_key(key) {
+            c.check(&r.path(key), num(from_send.zip(lag).map(|(v, l)| v + l)));
+        }
     }
     c.check(&r.path("output_token_source"), json!(if tokens.is_some() { "usage" } else { "none" }));
 
@@ -131,10 +141,15 @@ fn check_slo(c: &mut Checker<'_>, artifact: &Value, r: &Req<'_>, tpot: Option<f6
         None => true,
         Some(l) => v.is_some_and(|v| v <= l),
     };
+    let from_schedule = slo.get("from").and_then(Value::as_str) == Some("schedule");
+    let latency = |key: &str| match r.num(&format!("{key}_from_schedule_ms")) {
+        Some(v) if from_schedule => Some(v),
+        _ => r.num(&format!("{key}_ms")),
+    };
     let met = r.eligible
-        && within("ttft_ms", r.num("ttft_ms"))
+        && within("ttft_ms", latency("ttft"))
         && within("tpot_ms", tpot)
-        && within("e2e_ms", r.num("e2e_ms"));
+        && within("e2e_ms", latency("e2e"));
     c.check(&r.path("slo_met"), json!(met));
 }
 

@@ -44,6 +44,9 @@
 //! t = t_{0.975, n−1} rounded to 3 decimals (the printed table, computed
 //! here from the t distribution itself).
 //!
+//! Stages and the per-interval series (anvil): see [`crate::stages`] and
+//! [`crate::series`].
+//!
 //! Comparison: integers exactly; other numbers within
 //! `|stored − derived| ≤ 1e-9·max(|stored|, |derived|) + 1e-12`. A field the
 //! artifact carries but that cannot be re-derived is listed in
@@ -146,6 +149,8 @@ const DERIVED: &[&str] = &[
     "context_distribution",
     "started_at",
     "finished_at",
+    "stages",
+    "series",
 ];
 
 /// Re-derives every figure of `artifact` that its records determine, by the protocol.
@@ -205,6 +210,8 @@ pub fn rederive_with(artifact: &Value, opts: &Options) -> Result<Report, Rederiv
     }
     crate::repeats::check_repeats(&mut c, artifact, &reqs, opts.ci_z);
     crate::repeats::check_per_target(&mut c, artifact, &reqs, wall);
+    crate::stages::check_stages(&mut c, artifact, &reqs, opts.ci_z);
+    crate::series::check_series(&mut c, artifact, &reqs);
 
     c.sweep("metrics", "not a metric benchmark/v1 defines");
     c.sweep("metric_population", "not a population field benchmark/v1 defines");

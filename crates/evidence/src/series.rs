@@ -1,0 +1,171 @@
+//! anvil's per-interval `series`, re-derived from the records.
+//!
+//! Width `w` = `interval_s` seconds (an input: 1, or wider for runs longer
+//! than 10,000 s). Each repeat (run) `r` has ⌈E_r / (1000·w)⌉ points, at
+//! least one, where E_r is the largest `finished_ms` or `actual_send_ms`
+//! of its records; point `i` covers `[i·w, (i+1)·w)` s after the run's
+//! start, and moments past the last point count in the last. Per point:
+//!
+//! - `repeat` = r, `t` = i·w;
+//! - `sent`: records whose `actual_send_ms` falls in it;
+//! - `completed` / `failed`: eligible / other records whose `finished_ms` does;
+//! - `in_flight`: Σ over records of the length of
+//!   `[actual_send_ms, finished_ms)` inside the point, / (1000·w);
+//! - `output_tok_s`: Σ over eligible records of `output_tokens` × (the
+//!   share of `[actual_send_ms + time_to_first_output_ms, finished_ms)`
+//!   inside the point; all of it at `finished_ms` when that span is empty
+//!   or there is no first output), / w;
+//! - `ttft_p50_ms`, `ttft_p99_ms`: nearest rank over the `ttft_ms` of
+//!   eligible records sent in the point; null when there are none.
+
+use serde_json::{Value, json};
+
+use crate::records::Req;
+use crate::report::Checker;
+use crate::stats::percentile;
+
+/// Which point of a run with `n` points holds moment `ms`.
+fn point(ms: f64, width_ms: f64, n: usize) -> usize {
+    let i = (ms.max(0.0) / width_ms).floor();
+    if i >= n as f64 { n - 1 } else { i as usize }
+}
+
+/// How much of `[from, to)` lies inside point `i`.
+fn overlap(from: f64, to: f64, i: usize, n: usize, width_ms: f64) -> f64 {
+    let lo = i as f64 * width_ms;
+    // The last point reaches to infinity.
+    let hi = if i + 1 == n { f64::INFINITY } else { (i + 1) as f64 * width_ms };
+    (to.min(hi) - from.max(lo)).max(0.0)
+}
+
+pub fn check_series(c: &mut Checker<'_>, artifact: &Value, reqs: &[Req<'_>]) {
+    let Some(series) = artifact.get("series").filter(|s| s.is_object()) else { return };
+    c.uncheck("series.interval_s", "the interval width (an input)");
+    let Some(w) = series.get("interval_s").and_then(Value::as_f64).filter(|w| *w > 0.0) else { return };
+    let width_ms = w * 1000.0;
+    let have = |k: &str| reqs.iter().all(|r| r.num(k).is_some());
+    if !(have("actual_send_ms") && have("finished_ms")) {
+        c.uncheck("series", "records lack actual_send_ms/finished_ms");
+        return;
+    }
+    let runs = artifact.get("repeat").and_then(Value::as_u64).unwrap_or(1).max(1);
+    let mut cols: [Vec<Value>; 9] = Default::default();
+    for run in 0..runs {
+        let mine: Vec<&Req<'_>> = reqs.iter().filter(|r| r.repeat == run).collect();
+        let end = mine
+            .iter()
+            .map(|r| r.num("finished_ms").unwrap_or(0.0).max(r.num("actual_send_ms").unwrap_or(0.0)))
+            .fold(0.0, f64::max);
+        let n = ((end / width_ms).ceil() as usize).max(1);
+        let (mut sent, mut completed, mut failed) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
+        let (mut busy_ms, mut tokens) = (vec![0.0; n], vec![0.0; n]);
+        let mut ttfts: Vec<Vec<f64>> = vec![Vec::new(); n];
+        for r in &mine {
+            let (s, f) = (r.num("actual_send_ms").unwrap_or(0.0), r.num("finished_ms").unwrap_or(0.0));
+            let (ps, pf) = (point(s, width_ms, n), point(f, width_ms, n));
+            sent[ps] += 1;
+            for (i, b) in busy_ms.iter_mut().enumerate().take(pf + 1).skip(ps) {
+                *b += overlap(s, f, i, n, width_ms);
+            }
+            if !r.eligible {
+                failed[pf] += 1;
+                continue;
+            }
+            completed[pf] += 1;
+            if let Some(out) = r.int("output_tokens") {
+                let first = r.num("time_to_first_output_ms").map_or(f, |t| (s + t).min(f));
+                if f > first {
+                    let pfirst = point(first, width_ms, n);
+                    for (i, t) in tokens.iter_mut().enumerate().take(pf + 1).skip(pfirst) {
+                        *t += out as f64 * overlap(first, f, i, n, width_ms) / (f - first);
+                    }
+                } else {
+                    tokens[pf] += out as f64;
+                }
+            }
+            if let Some(t) = r.num("ttft_ms") {
+                ttfts[ps].push(t);
+            }
+        }
+        for i in 0..n {
+            let pct = |q| json!(percentile(&ttfts[i], q));
+            let row = [
+                json!(run),
+                json!(i as f64 * w),
+                json!(busy_ms[i] / width_ms),
+                json!(sent[i]),
+                json!(completed[i]),
+                json!(failed[i]),
+                json!(tokens[i] / w),
+                pct(50),
+                pct(99),
+            ];
+            for (col, v) in cols.iter_mut().zip(row) {
+                col.push(v);
+            }
+        }
+    }
+    let names = [
+        "repeat",
+        "t",
+        "in_flight",
+        "sent",
+        "completed",
+        "failed",
+        "output_tok_s",
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+    ];
+    for (name, col) in names.iter().zip(cols) {
+        c.check(&format!("series.{name}"), Value::Array(col));
+    }
+    c.sweep("series", "not a series field anvil defines");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two records by hand: one sent at 0.5 s ending at 2.5 s with 4 tokens
+    /// after a 0.5 s first output, one failed from 1.2 s to 1.4 s.
+    fn artifact(in_flight: [f64; 3]) -> Value {
+        json!({
+            "repeat": 1,
+            "request_timings": [
+                {"repeat": 0, "actual_send_ms": 500.0, "finished_ms": 2500.0, "performance_eligible": true,
+                 "output_tokens": 4, "time_to_first_output_ms": 500.0, "ttft_ms": 600.0},
+                {"repeat": 0, "actual_send_ms": 1200.0, "finished_ms": 1400.0, "performance_eligible": false},
+            ],
+            "series": {
+                "interval_s": 1.0,
+                "repeat": [0, 0, 0],
+                "t": [0.0, 1.0, 2.0],
+                "in_flight": in_flight,
+                "sent": [1, 1, 0],
+                "completed": [0, 0, 1],
+                "failed": [0, 1, 0],
+                // Tokens from 1.0 s to 2.5 s: 4 over 1.5 s.
+                "output_tok_s": [0.0, 4.0 / 1.5, 2.0 / 1.5],
+                "ttft_p50_ms": [600.0, null, null],
+                "ttft_p99_ms": [600.0, null, null],
+            },
+        })
+    }
+
+    #[test]
+    fn a_hand_computed_series_checks_and_an_edit_does_not() {
+        let check = |a: &Value| {
+            let (reqs, _) = crate::records::read(a).unwrap();
+            let mut c = Checker::new(a);
+            check_series(&mut c, a, &reqs);
+            c.finish()
+        };
+        let good = artifact([0.5, 1.2, 0.5]);
+        let report = check(&good);
+        assert!(report.is_clean(), "{:#?}", report.mismatches);
+        assert!(report.checked.iter().any(|p| p == "series.output_tok_s"));
+        let report = check(&artifact([0.5, 1.0, 0.5]));
+        assert_eq!(report.mismatches.len(), 1);
+        assert_eq!(report.mismatches[0].path, "series.in_flight");
+    }
+}
