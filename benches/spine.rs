@@ -199,6 +199,13 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
+    // `SPINE_WRITE=DIR` only writes the 100,000-step recipe there (to profile it).
+    if let Some(dir) = std::env::var_os("SPINE_WRITE") {
+        let path = Path::new(&dir).join("spine-100k.kdl");
+        std::fs::write(&path, scaled_recipe(10, true)).expect("write recipe");
+        println!("wrote {}", path.display());
+        return;
+    }
     // `cargo bench` passes `--bench`; any other argument is a filter we ignore.
     let dir = tempfile::tempdir().expect("temporary directory");
     let big = dir.path().join("spine-10k.kdl");
