@@ -41,12 +41,9 @@ pub struct TlsProxy {
 impl TlsProxy {
     /// Serves https on a free loopback port, relaying to `upstream`.
     pub async fn start(upstream: SocketAddr) -> anyhow::Result<Self> {
-        let ca = certificate_authority("anvil test CA")?;
-        let leaf_key = KeyPair::generate()?;
-        let leaf = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?
-            .signed_by(&leaf_key, &ca)?;
-        let chain: Vec<CertificateDer<'static>> = vec![leaf.der().clone()];
-        let key = PrivateKeyDer::try_from(leaf_key.serialize_der()).map_err(anyhow::Error::msg)?;
+        let identity = ServerIdentity::generate()?;
+        let chain: Vec<CertificateDer<'static>> = vec![identity.cert_der.clone()];
+        let key = PrivateKeyDer::try_from(identity.key_der.clone()).map_err(anyhow::Error::msg)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
@@ -78,7 +75,7 @@ impl TlsProxy {
                 });
             }
         });
-        Ok(Self { addr, ca_pem: ca.pem(), handshakes, task })
+        Ok(Self { addr, ca_pem: identity.ca_pem, handshakes, task })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -103,6 +100,34 @@ impl TlsProxy {
 impl Drop for TlsProxy {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// A server certificate for `localhost` and `127.0.0.1`, its key, and the
+/// CA that signed it, made on the spot.
+pub struct ServerIdentity {
+    /// The CA's certificate (what a `ca-bundle` holds).
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub cert_der: CertificateDer<'static>,
+    /// The server key, PKCS#8.
+    pub key_pem: String,
+    pub key_der: Vec<u8>,
+}
+
+impl ServerIdentity {
+    pub fn generate() -> anyhow::Result<Self> {
+        let ca = certificate_authority("anvil test CA")?;
+        let key = KeyPair::generate()?;
+        let cert = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?
+            .signed_by(&key, &ca)?;
+        Ok(Self {
+            ca_pem: ca.pem(),
+            cert_pem: cert.pem(),
+            cert_der: cert.der().clone(),
+            key_pem: key.serialize_pem(),
+            key_der: key.serialize_der(),
+        })
     }
 }
 

@@ -96,13 +96,19 @@ pub fn certificate_problem(error: &(dyn std::error::Error + 'static)) -> Option<
     let mut cause = Some(error);
     while let Some(current) = cause {
         if let Some(rustls::Error::InvalidCertificate(reason)) = current.downcast_ref::<rustls::Error>() {
-            return Some(explain(reason));
+            return Some(explain(&format!("{reason:?}")));
         }
         // io::Error wraps a rustls error without exposing it as a source.
         if let Some(io) = current.downcast_ref::<std::io::Error>()
             && let Some(rustls::Error::InvalidCertificate(reason)) =
                 io.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>())
         {
+            return Some(explain(&format!("{reason:?}")));
+        }
+        // Some wrappers (hyper's connector errors) keep the rustls error only
+        // as text; its wording is rustls's own Display of the same error.
+        let text = current.to_string();
+        if let Some(reason) = text.strip_prefix("invalid peer certificate: ") {
             return Some(explain(reason));
         }
         cause = current.source();
@@ -110,9 +116,40 @@ pub fn certificate_problem(error: &(dyn std::error::Error + 'static)) -> Option<
     None
 }
 
-fn explain(reason: &rustls::CertificateError) -> String {
+fn explain(reason: &str) -> String {
     format!(
-        "TLS certificate problem: the server's certificate was rejected ({reason:?}); \
+        "TLS certificate problem: the server's certificate was rejected ({reason}); \
          set `ca-bundle \"FILE\"` to the CA that signed it, or `tls-insecure #true` for a test server"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejected_certificate_is_named_wherever_it_sits_in_the_chain() {
+        let rejected = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, rejected.clone());
+        for error in [&rejected as &(dyn std::error::Error + 'static), &io] {
+            let problem = certificate_problem(error).expect("a certificate problem");
+            assert!(
+                problem.contains("TLS certificate problem") && problem.contains("UnknownIssuer"),
+                "{problem}"
+            );
+        }
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(certificate_problem(&refused), None);
+    }
+
+    #[test]
+    fn a_bundle_without_certificates_is_refused_with_its_name() {
+        let path = std::env::temp_dir().join(format!("anvil-net-empty-{}.pem", std::process::id()));
+        std::fs::write(&path, "not a certificate\n").expect("write");
+        let settings = TlsSettings { ca_bundle: Some(path.clone()), insecure: false };
+        let error = tls_config(&settings).expect_err("no certificate in it");
+        assert!(error.to_string().contains("holds no PEM certificate"), "{error}");
+        std::fs::remove_file(path).ok();
+        assert!(tls_config(&TlsSettings::default()).is_ok());
+    }
 }

@@ -247,7 +247,7 @@ async fn read_stamped(
 }
 
 /// Times for a moment with no read behind it (an end seen before any byte).
-fn read_now() -> ReadTimes {
+pub(super) fn read_now() -> ReadTimes {
     let now = Instant::now();
     ReadTimes { arrived: now, stamp: Stamp::Read, read: now }
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use rustls::ClientConnection;
 use rustls::pki_types::ServerName;
 
-use super::socket::ReadTimes;
+use super::socket::{ReadTimes, read_now};
 
 /// Ciphertext read at once; TLS records are at most ~16 KiB each.
 const CIPHERTEXT_BUFFER: usize = 64 * 1024;
@@ -43,6 +43,7 @@ pub struct TlsSession {
 }
 
 /// What the session needs from its socket next.
+#[derive(Debug)]
 pub enum Next {
     /// Decrypted bytes were copied out: this many, stamped with these times.
     Plaintext(usize, ReadTimes),
@@ -97,10 +98,8 @@ impl TlsSession {
         loop {
             match self.conn.reader().read(into) {
                 Ok(0) => return Ok(Next::End(self.last_read)),
-                Ok(n) => {
-                    let times = self.last_read.expect("plaintext comes from a read");
-                    return Ok(Next::Plaintext(n, times));
-                }
+                // Plaintext only comes from ciphertext a read brought.
+                Ok(n) => return Ok(Next::Plaintext(n, self.last_read.unwrap_or_else(read_now))),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 // Closed without close_notify: an end like any other for
                 // HTTP, whose own framing says whether the body was whole.
@@ -138,4 +137,143 @@ impl TlsSession {
 /// A rustls error as an I/O error that keeps it (see `anvil_net::certificate_problem`).
 pub fn tls_error(error: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use anvil_net::TlsSettings;
+    use anvil_net::test_proxy::ServerIdentity;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    use super::*;
+    use crate::http::Stamp;
+
+    fn times(at: Instant) -> ReadTimes {
+        ReadTimes { arrived: at, stamp: Stamp::Kernel, read: at }
+    }
+
+    /// A client session and an in-memory server that completed their handshake.
+    fn connected() -> (TlsSession, rustls::ServerConnection) {
+        let identity = ServerIdentity::generate().expect("certificates");
+        let path = std::env::temp_dir().join(format!("anvil-loadgen-tls-unit-{}.pem", std::process::id()));
+        std::fs::write(&path, &identity.ca_pem).expect("write CA");
+        let settings = TlsSettings { ca_bundle: Some(path.clone()), insecure: false };
+        let config = anvil_net::tls_config(&settings).expect("client config");
+        std::fs::remove_file(path).ok();
+        let connect = TlsConnect { config, server_name: ServerName::try_from("localhost").expect("name") };
+        let mut client = TlsSession::new(&connect).expect("client session");
+        let key = PrivateKeyDer::try_from(identity.key_der.clone()).expect("key");
+        let cert: CertificateDer<'static> = identity.cert_der.clone();
+        let server_config =
+            rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_no_client_auth()
+                .with_single_cert(vec![cert], key)
+                .expect("server config");
+        let mut server = rustls::ServerConnection::new(Arc::new(server_config)).expect("server session");
+        let now = Instant::now();
+        while client.is_handshaking() || server.is_handshaking() || server.wants_write() {
+            let hello = client.outgoing().expect("client bytes");
+            server.read_tls(&mut &hello[..]).expect("server reads");
+            server.process_new_packets().expect("server accepts");
+            let mut reply = Vec::new();
+            while server.wants_write() {
+                server.write_tls(&mut reply).expect("server writes");
+            }
+            if !reply.is_empty() {
+                deliver(&mut client, &reply, times(now));
+                let mut none = [0u8; 1];
+                assert!(matches!(client.take(&mut none).expect("no error"), Next::ReadSocket));
+            }
+        }
+        (client, server)
+    }
+
+    fn deliver(client: &mut TlsSession, bytes: &[u8], at: ReadTimes) {
+        client.read_buffer()[..bytes.len()].copy_from_slice(bytes);
+        client.received(bytes.len(), at);
+    }
+
+    #[test]
+    fn plaintext_carries_the_stamp_of_the_read_that_completed_its_record() {
+        let (mut client, mut server) = connected();
+        server.writer().write_all(b"data: first\n\n").expect("plaintext");
+        let mut ciphertext = Vec::new();
+        while server.wants_write() {
+            server.write_tls(&mut ciphertext).expect("records");
+        }
+        // The record arrives in two reads: nothing is readable after the
+        // first, and the bytes carry the second read's stamp.
+        let (early, late) = (Instant::now(), Instant::now() + Duration::from_millis(7));
+        assert!(ciphertext.len() > 13, "the record is on the wire");
+        let half = ciphertext.len() / 2;
+        let mut out = [0u8; 64];
+        deliver(&mut client, &ciphertext[..half], times(early));
+        let next = client.take(&mut out).expect("partial record");
+        assert!(matches!(next, Next::ReadSocket), "{next:?}");
+        deliver(&mut client, &ciphertext[half..], times(late));
+        match client.take(&mut out).expect("whole record") {
+            Next::Plaintext(n, at) => {
+                assert_eq!(&out[..n], b"data: first\n\n");
+                assert_eq!(at.arrived, late);
+            }
+            _ => panic!("the completed record was not decrypted"),
+        }
+        // The request side: sealed records decrypt to the request.
+        let sealed = client.seal(b"POST / HTTP/1.1\r\n\r\n").expect("sealed");
+        server.read_tls(&mut &sealed[..]).expect("server reads");
+        server.process_new_packets().expect("valid records");
+        let mut request = [0u8; 64];
+        let n = server.reader().read(&mut request).expect("request");
+        assert_eq!(&request[..n], b"POST / HTTP/1.1\r\n\r\n");
+        // close_notify, then the socket's end: the session reports the end.
+        server.send_close_notify();
+        let mut closing = Vec::new();
+        while server.wants_write() {
+            server.write_tls(&mut closing).expect("alert");
+        }
+        deliver(&mut client, &closing, times(late));
+        assert!(matches!(client.take(&mut out).expect("clean end"), Next::End(_)));
+    }
+
+    #[test]
+    fn a_certificate_from_another_ca_is_a_rustls_certificate_error() {
+        let identity = ServerIdentity::generate().expect("certificates");
+        let path = std::env::temp_dir().join(format!("anvil-loadgen-tls-other-{}.pem", std::process::id()));
+        std::fs::write(&path, anvil_net::test_proxy::unrelated_ca_pem().expect("a CA")).expect("write CA");
+        let config = anvil_net::tls_config(&TlsSettings { ca_bundle: Some(path.clone()), insecure: false })
+            .expect("client config");
+        std::fs::remove_file(path).ok();
+        let connect = TlsConnect { config, server_name: ServerName::try_from("localhost").expect("name") };
+        let mut client = TlsSession::new(&connect).expect("client session");
+        let key = PrivateKeyDer::try_from(identity.key_der.clone()).expect("key");
+        let server_config =
+            rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_no_client_auth()
+                .with_single_cert(vec![identity.cert_der.clone()], key)
+                .expect("server config");
+        let mut server = rustls::ServerConnection::new(Arc::new(server_config)).expect("server session");
+        let hello = client.outgoing().expect("hello");
+        server.read_tls(&mut &hello[..]).expect("server reads");
+        server.process_new_packets().expect("server accepts");
+        let mut reply = Vec::new();
+        while server.wants_write() {
+            server.write_tls(&mut reply).expect("server writes");
+        }
+        deliver(&mut client, &reply, times(Instant::now()));
+        let error = loop {
+            match client.take(&mut [0u8; 1]) {
+                Err(error) => break error,
+                Ok(Next::ReadSocket) if client.has_pending() => {}
+                Ok(_) => panic!("the handshake went on with a certificate nobody vouched for"),
+            }
+        };
+        let problem = anvil_net::certificate_problem(&error).expect("a certificate problem");
+        assert!(problem.contains("UnknownIssuer"), "{problem}");
+    }
 }
