@@ -225,7 +225,12 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     if let (Some(head), Value::Object(extra)) = (&remote, &mut record.extra) {
         extra.insert("jobs".into(), head.jobs_json().await);
     }
-    store.record_run(&record)?;
+    if executes {
+        store.record_run(&record)?;
+    } else {
+        // It stored nothing: losing its record to a power cut loses no result.
+        store.record_run_lightly(&record)?;
+    }
     Ok(summary)
 }
 

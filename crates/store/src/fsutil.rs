@@ -36,12 +36,29 @@ pub(crate) fn fsync_dir(_path: &Path) -> Result<(), StoreError> {
 /// Write `bytes` to `dir/name` so that readers see either the old file or
 /// the complete new one, never a prefix.
 pub(crate) fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    write_then_rename(dir, name, bytes, DirSync::Sync)
+}
+
+/// Whether [`write_then_rename`] waits for the directory entry to be durable.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DirSync {
+    Sync,
+    /// After a power loss the file may be missing (never partial).
+    Skip,
+}
+
+pub(crate) fn write_then_rename(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    sync: DirSync,
+) -> Result<(), StoreError> {
     let tmp_path = dir.join(format!("{TMP_PREFIX}{}-{name}", unique_suffix()));
     let final_path = dir.join(name);
     let result = (|| {
         write_new_file(&tmp_path, bytes)?;
         fs::rename(&tmp_path, &final_path).map_err(StoreError::io("rename into place", &final_path))?;
-        fsync_dir(dir)
+        if sync == DirSync::Sync { fsync_dir(dir) } else { Ok(()) }
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp_path);
