@@ -99,6 +99,11 @@ pub fn expected_requests(stages: &[Stage]) -> u64 {
 
 /// A stage's problems, for the cell's validation.
 pub fn check(spec: &CellSpec) -> Result<(), String> {
+    // A trace and sessions set their own arrivals; a dataset's draws are
+    // sized by `requests`, which stages replace.
+    if !spec.stages.is_empty() && !spec.traffic.is_synthetic() {
+        return Err("stages need synthetic prompts (not a trace, a dataset or sessions)".into());
+    }
     for (i, s) in spec.stages.iter().enumerate() {
         if s.duration_ms == 0 {
             return Err(format!("stage {} has a zero duration", i + 1));

@@ -58,11 +58,14 @@ pub fn render_table(artifact: &Value) -> String {
         "{:<30} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
         "metric", "mean", "p50", "p90", "p99", "max", "n"
     );
-    let rows: [(&str, &str, &str); 10] = [
+    let rows: [(&str, &str, &str); 12] = [
         ("ttft", "ttft", "_ms"),
+        // Open loop: from the scheduled send, the client's lateness included.
+        ("ttft from schedule", "ttft_from_schedule", "_ms"),
         ("time_to_first_output", "time_to_first_output", "_ms"),
         ("tpot", "tpot", "_ms"),
         ("e2e", "e2e", "_ms"),
+        ("e2e from schedule", "e2e_from_schedule", "_ms"),
         ("chunk_gap", "chunk_gap", "_ms"),
         ("decode tok/s", "decode_tok_s", ""),
         ("prefill tok/s", "effective_prefill_tok_s", ""),
@@ -86,6 +89,42 @@ pub fn render_table(artifact: &Value) -> String {
             num(m.get(format!("{name}_samples")), 0),
         );
     }
+    if let Some(stages) = artifact["stages"].as_array().filter(|s| !s.is_empty()) {
+        let _ = writeln!(
+            out,
+            "\n{:<6} {:<28} {:>9} {:>7} {:>10} {:>10} {:>10} {:>12}",
+            "stage", "load", "window s", "done", "tok/s", "ttft p50", "ttft p99", "sched p99"
+        );
+        for st in stages {
+            let m = &st["metrics"];
+            let load = match st["arrival"]["rate_per_s"].as_f64() {
+                Some(rate) => format!(
+                    "{} {rate}/s cap {}",
+                    st["arrival"]["kind"].as_str().unwrap_or("-"),
+                    st["concurrency"]
+                ),
+                None => format!("closed loop, concurrency {}", st["concurrency"]),
+            };
+            let secs = |i: usize| {
+                st["window_ms"]
+                    .get(i)
+                    .and_then(Value::as_f64)
+                    .map_or("-".into(), |ms| format!("{}", ms / 1000.0))
+            };
+            let _ = writeln!(
+                out,
+                "{:<6} {:<28} {:>9} {:>7} {:>10} {:>10} {:>10} {:>12}",
+                st["stage"],
+                load,
+                format!("{}-{}", secs(0), secs(1)),
+                st["completed"],
+                num(m.get("throughput_tok_s"), 1),
+                num(m.get("ttft_p50_ms"), 2),
+                num(m.get("ttft_p99_ms"), 2),
+                num(m.get("ttft_from_schedule_p99_ms"), 2),
+            );
+        }
+    }
     if let Some(failures) = artifact["failure_counts"].as_object().filter(|f| !f.is_empty()) {
         let list: Vec<String> = failures.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(out, "\nfailures: {}", list.join(" "));
@@ -94,4 +133,33 @@ pub fn render_table(artifact: &Value) -> String {
         let _ = writeln!(out, "note: fewer than 100 samples; p99 is descriptive only");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn shows_latency_from_the_schedule_and_each_stage() {
+        let artifact = json!({
+            "cell": "ramp",
+            "metrics": {"ttft_p99_ms": 12.0, "ttft_from_schedule_p99_ms": 40.5, "ttft_from_schedule_samples": 9},
+            "stages": [
+                {"stage": 0, "arrival": {"kind": "constant", "rate_per_s": 5.0}, "concurrency": 8,
+                 "window_ms": [0.0, 2000.0], "completed": 10,
+                 "metrics": {"throughput_tok_s": 50.0, "ttft_p50_ms": 3.0, "ttft_p99_ms": 9.0,
+                             "ttft_from_schedule_p99_ms": 9.5}},
+                {"stage": 1, "arrival": {"kind": "closed_loop"}, "concurrency": 4,
+                 "window_ms": [2000.0, 2500.0], "completed": 7, "metrics": {}},
+            ],
+        });
+        let text = render_table(&artifact);
+        let line =
+            |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{text}"));
+        assert!(line("ttft from schedule (ms)").contains("40.50"), "{text}");
+        assert!(line("0 ").contains("constant 5/s cap 8") && line("0 ").contains("0-2"), "{text}");
+        assert!(line("1 ").contains("closed loop, concurrency 4") && line("1 ").contains("2-2.5"), "{text}");
+    }
 }
