@@ -54,7 +54,8 @@ pub struct Dataset {
     order: Vec<u32>,
     /// Conversations the file holds without a usable prompt (skipped).
     skipped: u64,
-    repeats: u64,
+    /// Request indices below this are measured (above: warmup, calibration).
+    measured_below: u64,
 }
 
 #[derive(Deserialize)]
@@ -77,7 +78,13 @@ struct JsonlItem {
 }
 
 impl Dataset {
-    pub fn load(spec: &DatasetSpec, seed: u64, requests: u32, repeats: u32) -> anyhow::Result<Self> {
+    pub fn load(
+        spec: &DatasetSpec,
+        seed: u64,
+        requests: u32,
+        repeats: u32,
+        staged: bool,
+    ) -> anyhow::Result<Self> {
         let raw = std::fs::read_to_string(&spec.path)?;
         let mut texts = String::new();
         let mut entries = Vec::new();
@@ -112,12 +119,17 @@ impl Dataset {
             bail!("the dataset holds no prompt");
         }
         let order = sample(entries.len(), requests as usize, seed);
-        Ok(Self { spec: spec.clone(), texts, entries, order, skipped, repeats: u64::from(repeats.max(1)) })
+        // Staged requests are numbered up to the stages' end; they cycle through the sample.
+        let measured_below = match staged {
+            true => crate::stages::UNMEASURED_INDEX_BASE,
+            false => u64::from(requests) * u64::from(repeats.max(1)),
+        };
+        Ok(Self { spec: spec.clone(), texts, entries, order, skipped, measured_below })
     }
 
     /// Request `index`'s prompt, `None` past the measured requests' slots.
     pub fn plan(&self, index: u64, max_tokens: u32) -> Option<Planned> {
-        if index >= self.order.len() as u64 * self.repeats {
+        if index >= self.measured_below || self.order.is_empty() {
             return None;
         }
         let k = self.order[(index % self.order.len() as u64) as usize];
@@ -187,7 +199,7 @@ mod tests {
         )
         .unwrap();
         let spec = DatasetSpec { path: path.clone(), format: DatasetFormat::Sharegpt };
-        let d = Dataset::load(&spec, 3, 4, 1).unwrap();
+        let d = Dataset::load(&spec, 3, 4, 1, false).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(d.skipped, 1);
         let p = d.plan(2, 64).unwrap();

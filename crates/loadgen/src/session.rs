@@ -182,7 +182,6 @@ pub trait TurnSender: Send + Sync + 'static {
     fn send_turn(
         &self,
         index: u64,
-        repeat: u32,
         run_start: Instant,
         intended: Instant,
         planned: Planned,
@@ -196,7 +195,6 @@ pub async fn run<S: TurnSender>(
     plan: &SessionPlan,
     trace: Option<Arc<Trace>>,
     first: u64,
-    repeat: u32,
     tally: &Arc<Mutex<SessionTally>>,
 ) -> anyhow::Result<()> {
     let run_start = Instant::now();
@@ -226,8 +224,7 @@ pub async fn run<S: TurnSender>(
                     _ => next_due,
                 };
                 tokio::time::sleep_until(intended.max(next_due).into()).await;
-                let (rec, finished, reply) =
-                    sender.send_turn(index, repeat, run_start, intended, planned).await;
+                let (rec, finished, reply) = sender.send_turn(index, run_start, intended, planned).await;
                 first_send.get_or_insert(rec.actual_send_ms);
                 last_end = rec.finished_ms;
                 tally.lock().map(|mut t| t.add(turn, &rec)).ok();

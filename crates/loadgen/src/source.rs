@@ -122,8 +122,18 @@ pub enum Source {
 }
 
 impl Source {
-    /// Reads the files the traffic names (once, before the run).
-    pub fn load(traffic: &Traffic, seed: u64, requests: u32, repeats: u32) -> anyhow::Result<Self> {
+    /// Reads the files the traffic names (once, before the run). A staged
+    /// cell sends as many requests as its stages' times allow.
+    pub fn load(
+        traffic: &Traffic,
+        seed: u64,
+        requests: u32,
+        repeats: u32,
+        staged: bool,
+    ) -> anyhow::Result<Self> {
+        if staged && matches!(traffic, Traffic::Trace(_) | Traffic::Sessions(_)) {
+            anyhow::bail!("a trace or sessions set their own arrivals: they cannot run in load stages");
+        }
         Ok(match traffic {
             Traffic::Synthetic => Self::Synthetic,
             Traffic::Trace(t) => {
@@ -133,7 +143,7 @@ impl Source {
                 Self::Trace(Arc::new(trace))
             }
             Traffic::Dataset(d) => Self::Dataset(Arc::new(
-                Dataset::load(d, seed, requests, repeats)
+                Dataset::load(d, seed, requests, repeats, staged)
                     .with_context(|| format!("reading the dataset {}", d.path.display()))?,
             )),
             Traffic::Sessions(s) => Self::Sessions(Arc::new(SessionPlan::synthetic(s, repeats)?)),

@@ -128,9 +128,10 @@ async fn sessions_resend_their_history_and_report_each_turn() {
     let per_turn = a["traffic"]["per_turn"].as_array().expect("per-turn figures");
     assert_eq!(per_turn.len(), 3);
     let mean = |k: usize, key: &str| per_turn[k][key]["mean"].as_f64().unwrap();
-    for k in 0..3 {
-        assert_eq!(per_turn[k]["requests"], 8);
-        assert!(per_turn[k]["ttft_ms"]["p50"].as_f64().is_some(), "turn {k}: {}", per_turn[k]);
+    for (k, turn) in per_turn.iter().enumerate() {
+        assert_eq!(turn["turn"], k);
+        assert_eq!(turn["requests"], 8);
+        assert!(turn["ttft_ms"]["p50"].as_f64().is_some(), "turn {k}: {turn}");
     }
     assert!(mean(1, "prompt_tokens") > mean(0, "prompt_tokens") + 40.0, "turn 1 adds a reply and 40 words");
     assert!(mean(2, "prompt_tokens") > mean(1, "prompt_tokens") + 40.0);

@@ -175,6 +175,14 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> (TrafficDecl, Vec
         );
     }
     let Some(&key) = set.first() else { return (TrafficDecl::Synthetic, Vec::new()) };
+    if key != "dataset" && s.contains("stage") {
+        problems.push(
+            draft
+                .problem_at("stage", format!("{} sets both `{key}` and `stage`", draft.what()))
+                .label("its own arrivals")
+                .help("a trace or sessions decide when each request is sent; stages apply to synthetic prompts and datasets"),
+        );
+    }
     let empty = Map::new();
     let map = s.get(key).and_then(Value::as_object).unwrap_or(&empty);
     let mut p = Props { draft, key, map, problems };
