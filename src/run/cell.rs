@@ -190,7 +190,8 @@ fn cell_result(server: &ServerInfo, summary: &anvil_loadgen::CellSummary, artifa
 async fn scrape_all(server: &ServerInfo) -> Vec<Result<std::collections::BTreeMap<String, f64>, String>> {
     let mut out = Vec::new();
     for target in &server.targets {
-        out.push(anvil_proc::scrape_metrics(&target.base_url).await.map_err(|e| e.to_string()));
+        let scraped = anvil_proc::scrape_metrics_with_tls(&target.base_url, &target.tls).await;
+        out.push(scraped.map_err(|e| e.to_string()));
     }
     out
 }

@@ -50,7 +50,11 @@ pub async fn run_check(
     // Every replica must pass: a check of a DP group checks each member.
     let mut outcomes = Vec::new();
     for target in &server.targets {
-        let target = Target { base_url: target.base_url.clone(), api_key: target.api_key.clone() };
+        let target = Target {
+            base_url: target.base_url.clone(),
+            api_key: target.api_key.clone(),
+            tls: target.tls.clone(),
+        };
         let outcome = anvil_checks::run_check(&spec, &target)
             .await
             .map_err(|e| Failure::new(format!("check could not run: {e:#}")))?;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anvil_loadgen::Target;
+use anvil_net::TlsSettings;
 use anvil_proc::{GpuLease, GpuPool, LaunchSpec, RunningServer};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -147,6 +148,18 @@ impl ServerPool {
         }
     }
 
+    /// The server's TLS settings with `ca-bundle` resolved against the
+    /// recipe's directory, checked now: a bundle that cannot be read fails
+    /// the server's start, not each of its requests.
+    fn tls_of(&self, server_name: &str, decl: &ServerDecl) -> Result<TlsSettings, String> {
+        let mut tls = decl.tls.clone();
+        tls.ca_bundle = tls.ca_bundle.map(|path| self.recipe_dir.join(path));
+        if !tls.is_default() {
+            anvil_net::tls_config(&tls).map_err(|e| format!("server `{server_name}`: {e:#}"))?;
+        }
+        Ok(tls)
+    }
+
     pub async fn stop_all(&self) {
         for &index in self.slots.keys() {
             self.stop(index).await;
@@ -187,15 +200,12 @@ impl ServerPool {
                 "simulated_twin_of": (simulated && declared != EngineKind::Sim).then_some(declared.as_str()),
             }),
         };
+        // A simulated twin serves plain http whatever the real server does.
+        let tls = if simulated { TlsSettings::default() } else { self.tls_of(server_name, decl)? };
         if let Engine::External { url, api_key_env } = engine {
             let api_key = api_key_env.as_ref().and_then(|var| std::env::var(var).ok());
             let base_url = url.trim_end_matches('/').to_string();
-            info.targets.push(Target {
-                base_url,
-                api_key,
-                label: server_name.clone(),
-                tls: Default::default(),
-            });
+            info.targets.push(Target { base_url, api_key, label: server_name.clone(), tls });
             info.warmup = warm_up(decl.warmup, &info).await?;
             return Ok((info, Vec::new(), Vec::new()));
         }
@@ -233,18 +243,22 @@ impl ServerPool {
                 Engine::Sim | Engine::External { .. } => sim_launch(decl, &name, port, log_path.clone())?,
             };
             let mut spec = LaunchSpec { registry_dir: self.registry_dir.clone(), ..spec };
+            let https = !simulated && decl.serves_https();
+            if https {
+                spec.ready.tls = Some(tls.clone());
+            }
             if !gpu_ids.is_empty() {
                 spec.env.push(("CUDA_VISIBLE_DEVICES".into(), gpu_ids));
             }
             let server =
                 anvil_proc::launch(spec).await.map_err(|e| format!("server `{name}` did not start: {e}"))?;
             info.startup_ms.push(server.startup().as_millis() as u64);
-            info.targets.push(Target {
-                base_url: server.base_url(),
-                api_key: None,
-                label: name,
-                tls: Default::default(),
-            });
+            // A launched server that declared how to trust it serves https.
+            let base_url = match https {
+                true => format!("https://127.0.0.1:{}", server.port()),
+                false => server.base_url(),
+            };
+            info.targets.push(Target { base_url, api_key: None, label: name, tls: tls.clone() });
             info.log_paths.push(log_path);
             processes.push(server);
             leases.extend(lease);

@@ -14,13 +14,11 @@ pub(super) async fn warm_up(warmup: Warmup, info: &ServerInfo) -> Result<Value, 
     if requests == 0 {
         return Ok(Value::Null);
     }
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(600))
-        .build()
-        .map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
     for target in &info.targets {
+        let client = anvil_net::http_client_builder(&target.tls)
+            .and_then(|builder| Ok(builder.timeout(Duration::from_secs(600)).build()?))
+            .map_err(|e| format!("warm-up of `{}`: {e:#}", target.label))?;
         for i in 0..requests {
             let body = json!({
                 "model": info.model,
@@ -32,8 +30,10 @@ pub(super) async fn warm_up(warmup: Warmup, info: &ServerInfo) -> Result<Value, 
             if let Some(key) = &target.api_key {
                 request = request.bearer_auth(key);
             }
-            let response =
-                request.send().await.map_err(|e| format!("warm-up of `{}` failed: {e}", target.label))?;
+            let response = request.send().await.map_err(|e| {
+                let why = anvil_net::certificate_problem(&e).unwrap_or_else(|| e.to_string());
+                format!("warm-up of `{}` failed: {why}", target.label)
+            })?;
             if !response.status().is_success() {
                 return Err(format!("warm-up of `{}` got HTTP {}", target.label, response.status()));
             }

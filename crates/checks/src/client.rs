@@ -64,7 +64,7 @@ pub struct ApiClient {
 
 impl ApiClient {
     pub fn new(target: &Target, timeout_ms: u64) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder().build().context("cannot build the HTTP client")?;
+        let http = anvil_net::http_client(&target.tls).context("cannot build the HTTP client")?;
         let trimmed = target.base_url.trim_end_matches('/');
         let base_url = trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_owned();
         Ok(Self {
@@ -88,7 +88,11 @@ impl ApiClient {
     }
 
     fn classify(&self, path: &str, error: reqwest::Error) -> CallError {
-        let message = error_chain(&error);
+        // A rejected certificate says so, not just "error sending request".
+        let message = match anvil_net::certificate_problem(&error) {
+            Some(problem) => problem,
+            None => error_chain(&error),
+        };
         if error.is_connect() || error.is_builder() {
             CallError::Unreachable { url: self.url(path), message }
         } else {

@@ -142,11 +142,14 @@ pub struct Target {
     /// Sent as `Authorization: Bearer …` when set.
     #[serde(default)]
     pub api_key: Option<String>,
+    /// How to trust an https server (plain http ignores it).
+    #[serde(default)]
+    pub tls: anvil_net::TlsSettings,
 }
 
 impl Target {
     pub fn new(base_url: impl Into<String>) -> Self {
-        Self { base_url: base_url.into(), api_key: None }
+        Self { base_url: base_url.into(), api_key: None, tls: anvil_net::TlsSettings::default() }
     }
 }
 

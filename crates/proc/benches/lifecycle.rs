@@ -31,6 +31,7 @@ fn log_ready() -> ReadySpec {
         log_pattern: Some("^ready$".to_string()),
         timeout: Duration::from_secs(30),
         interval: Duration::from_millis(20),
+        tls: None,
     }
 }
 

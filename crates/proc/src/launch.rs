@@ -213,12 +213,14 @@ async fn wait_until_ready(
 ) -> Result<(), NotReady> {
     let ready = &spec.ready;
     let deadline = tokio::time::Instant::now() + ready.timeout;
-    let http_url = ready.http_path.as_deref().map(|path| format!("http://127.0.0.1:{}{}", spec.port, path));
-    let client = reqwest::Client::builder()
-        .no_proxy() // probes go to loopback even when HTTP_PROXY is set
-        .timeout(Duration::from_secs(2))
-        .build()
-        .ok();
+    let scheme = if ready.tls.is_some() { "https" } else { "http" };
+    let http_url =
+        ready.http_path.as_deref().map(|path| format!("{scheme}://127.0.0.1:{}{}", spec.port, path));
+    // Probes go to loopback even when HTTP_PROXY is set (anvil-net sets no proxy).
+    let tls = ready.tls.clone().unwrap_or_default();
+    let client = anvil_net::http_client_builder(&tls)
+        .ok()
+        .and_then(|builder| builder.timeout(Duration::from_secs(2)).build().ok());
     let mut http_ok = http_url.is_none();
     let mut log_ok = ready.log_pattern.is_none();
     let needs_tcp = http_url.is_none() && ready.log_pattern.is_none();

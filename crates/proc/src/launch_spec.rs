@@ -31,7 +31,8 @@ pub struct LaunchSpec {
 /// is ready once its port accepts a TCP connection.
 #[derive(Debug, Clone)]
 pub struct ReadySpec {
-    /// e.g. `/health`, probed as `http://127.0.0.1:{port}{http_path}`.
+    /// e.g. `/health`, probed as `http://127.0.0.1:{port}{http_path}`
+    /// (`https://` when `tls` is set).
     pub http_path: Option<String>,
     pub expect_status: u16,
     /// A regex matched against each log line (stdout or stderr).
@@ -39,6 +40,8 @@ pub struct ReadySpec {
     pub timeout: Duration,
     /// Pause between HTTP probes.
     pub interval: Duration,
+    /// `Some`: the server speaks https, trusted as these settings say.
+    pub tls: Option<anvil_net::TlsSettings>,
 }
 
 impl Default for ReadySpec {
@@ -49,6 +52,7 @@ impl Default for ReadySpec {
             log_pattern: None,
             timeout: Duration::from_secs(600),
             interval: Duration::from_millis(250),
+            tls: None,
         }
     }
 }

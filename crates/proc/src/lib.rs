@@ -33,6 +33,8 @@ pub use gpu_sampler::GpuSampler;
 pub use launch::launch;
 pub use launch_spec::{LaunchSpec, ReadySpec};
 pub use live_servers::{install_signal_cleanup, live_server_names, shutdown_all_servers};
-pub use metrics::{is_cumulative, metric_deltas, metric_name, parse_prometheus_text, scrape_metrics};
+pub use metrics::{
+    is_cumulative, metric_deltas, metric_name, parse_prometheus_text, scrape_metrics, scrape_metrics_with_tls,
+};
 pub use running_server::{RunningServer, StopReport, StopSignal};
 pub use server_registry::{ReapedServer, ServerRecord, reap_orphans};

@@ -12,13 +12,19 @@ use crate::error::ProcError;
 
 /// GETs `<base_url>/metrics` and parses it.
 pub async fn scrape_metrics(base_url: &str) -> Result<BTreeMap<String, f64>, ProcError> {
+    scrape_metrics_with_tls(base_url, &anvil_net::TlsSettings::default()).await
+}
+
+/// [`scrape_metrics`] of an https server trusted as `tls` says.
+pub async fn scrape_metrics_with_tls(
+    base_url: &str,
+    tls: &anvil_net::TlsSettings,
+) -> Result<BTreeMap<String, f64>, ProcError> {
     let url = format!("{}/metrics", base_url.trim_end_matches('/'));
     let fail = |reason: String| ProcError::Metrics { url: url.clone(), reason };
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| fail(e.to_string()))?;
+    let client = anvil_net::http_client_builder(tls)
+        .and_then(|builder| Ok(builder.timeout(Duration::from_secs(10)).build()?))
+        .map_err(|e| fail(format!("{e:#}")))?;
     let response = client.get(&url).send().await.map_err(|e| fail(e.to_string()))?;
     let status = response.status();
     if !status.is_success() {

@@ -73,6 +73,7 @@ async fn llama_server_ready_streams_a_chat_completion_and_stops_cleanly() {
             log_pattern: None,
             timeout: Duration::from_secs(180),
             interval: Duration::from_millis(100),
+            tls: None,
         },
         log_path: scratch.path("llama-server.log"),
         grace: Duration::from_secs(10),

@@ -2,7 +2,10 @@
 //! an external endpoint.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
+
+use anvil_net::TlsSettings;
 
 use serde_json::Value;
 
@@ -28,10 +31,19 @@ pub const FIELDS: &[FieldSpec] = &[
     many("sim", Shape::Block),
     field("url", Shape::Str),
     note("api-key-env"),
+    // How to trust an https server. Neither enters the fingerprint: they
+    // decide whether a connection is made, not what a result is.
+    unhashed("ca-bundle", Shape::Str),
+    unhashed("tls-insecure", Shape::Bool),
     many("reads", Shape::Strings),
     field("version-args", Shape::Strings),
     many("warmup", Shape::Props),
 ];
+
+/// A field that decides how a server is reached, not what it computes.
+const fn unhashed(name: &'static str, shape: Shape) -> FieldSpec {
+    FieldSpec { name, shape, required: false, hashed: false, accumulates: false }
+}
 
 /// Settings that a server's simulated twin keeps; the real command line
 /// cannot change a simulated result, so it does not count there.
@@ -53,6 +65,16 @@ pub struct ServerDecl {
     pub sim: Option<Value>,
     pub reads: Vec<String>,
     pub warmup: Warmup,
+    /// `ca-bundle` (as written, relative to the recipe) and `tls-insecure`:
+    /// how to trust an https `url`, or a launched server that serves https.
+    pub tls: TlsSettings,
+}
+
+impl ServerDecl {
+    /// Whether a launched server speaks https: it declared how to trust it.
+    pub fn serves_https(&self) -> bool {
+        !self.tls.is_default()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -156,6 +178,28 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
         }
     };
     let warmup = s.props("warmup");
+    let tls = TlsSettings {
+        ca_bundle: s.string("ca-bundle").map(PathBuf::from),
+        insecure: s.bool("tls-insecure") == Some(true),
+    };
+    if tls.ca_bundle.is_some() && tls.insecure {
+        problems.push(
+            draft
+                .problem_at(
+                    "tls-insecure",
+                    "`tls-insecure` turns verification off, so a `ca-bundle` would be ignored: keep one",
+                )
+                .label("tls-insecure"),
+        );
+    }
+    if matches!(engine, Engine::Sim) && !tls.is_default() {
+        let key = if tls.insecure { "tls-insecure" } else { "ca-bundle" };
+        problems.push(
+            draft
+                .problem_at(key, "the simulated engine serves plain http; `ca-bundle` and `tls-insecure` are for external (`url`) and launched (`command`) servers")
+                .label(key),
+        );
+    }
     ServerDecl {
         engine,
         model: s.string("model"),
@@ -169,5 +213,6 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
             requests: warmup.get("requests").and_then(Value::as_u64).unwrap_or(0),
             max_tokens: warmup.get("max-tokens").and_then(Value::as_u64).unwrap_or(16),
         },
+        tls,
     }
 }
