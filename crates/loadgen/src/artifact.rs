@@ -414,12 +414,19 @@ fn connections(spec: &CellSpec, out: &RunOutput) -> Value {
     json!({
         "connect": spec.connect.as_str(),
         "fd_table_slots": out.preparation.fd_table_slots,
-        "opened_ahead": out.preparation.ahead.iter().map(|c| json!({
-            "repeat": c.repeat,
-            "target": c.target,
-            "connection_id": c.connection_id,
-            "connect_ms": c.connect_ms,
-        })).collect::<Vec<_>>(),
+        "opened_ahead": out.preparation.ahead.iter().map(|c| {
+            let mut opened = json!({
+                "repeat": c.repeat,
+                "target": c.target,
+                "connection_id": c.connection_id,
+                "connect_ms": c.connect_ms,
+            });
+            // https only: the handshake's part of connect_ms.
+            if let Some(ms) = c.tls_handshake_ms {
+                opened["tls_handshake_ms"] = json!(ms);
+            }
+            opened
+        }).collect::<Vec<_>>(),
     })
 }
 

@@ -80,7 +80,10 @@ pub struct AheadConnection {
     pub repeat: u32,
     pub target: String,
     pub connection_id: u64,
+    /// TCP connect and, for https, the TLS handshake.
     pub connect_ms: f64,
+    /// The TLS handshake's part of `connect_ms` (https only).
+    pub tls_handshake_ms: Option<f64>,
 }
 
 /// Shared state of the requests in flight.
@@ -317,6 +320,7 @@ async fn prepare_connections(runner: &Arc<Runner>, repeat: u32, count: u32) -> V
                             target: runner.targets[t].label.clone(),
                             connection_id: socket.id,
                             connect_ms: socket.connect_time.as_secs_f64() * 1000.0,
+                            tls_handshake_ms: socket.tls_handshake_time.map(|t| t.as_secs_f64() * 1000.0),
                         });
                         endpoint.keep_idle(socket);
                     }

@@ -60,6 +60,14 @@ async fn a_cell_over_https_verifies_the_ca_bundle_and_keeps_connections_alive() 
     let latest = proxy.handshakes().latest.lock().expect("lock").clone().expect("a handshake");
     assert_eq!(latest.server_name.as_deref(), Some("localhost"), "SNI from the URL's host");
     assert_eq!(latest.alpn.as_deref(), Some(&b"http/1.1"[..]), "ALPN");
+    // Connect-ahead opened the connections, handshake included and timed.
+    let opened = artifact["connections"]["opened_ahead"].as_array().expect("connections opened ahead");
+    assert!(!opened.is_empty(), "{}", artifact["connections"]);
+    for connection in opened {
+        let (connect, handshake) =
+            (connection["connect_ms"].as_f64(), connection["tls_handshake_ms"].as_f64());
+        assert!(matches!((connect, handshake), (Some(c), Some(h)) if h > 0.0 && h <= c), "{connection}");
+    }
     let ttft = artifact["metrics"]["ttft_p50_ms"].as_f64().expect("TTFT p50");
     assert!(ttft > 0.0, "{}", artifact["metrics"]);
     // The ciphertext reads carry the kernel's receive stamps, as plain http does.
