@@ -28,6 +28,7 @@ fn every_field_of_every_kind_is_documented_in_its_section() {
         (Kind::Check, &["check, screen, decision"]),
         (Kind::Screen, &["check, screen, decision"]),
         (Kind::Decision, &["check, screen, decision"]),
+        (Kind::Search, &["search"]),
     ];
     let mut missing = Vec::new();
     for (kind, headings) in sections {

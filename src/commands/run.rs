@@ -67,6 +67,7 @@ pub async fn run(
     if out.json {
         print_json(&summary, &outputs, &report);
     } else {
+        print_searches(&summary, &store);
         print_summary(&summary, &outputs, &report, &args.recipe);
     }
     Ok(match summary.interrupted {
@@ -129,6 +130,24 @@ fn print_json(summary: &RunSummary, outputs: &[PathBuf], report: &Report) {
         },
     });
     println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+}
+
+/// Each search's answer, whether it ran now or was stored.
+fn print_searches(summary: &RunSummary, store: &anvil_store::Store) {
+    for step in summary.steps.iter().filter(|s| s.kind == Kind::Search) {
+        let Ok(Some(result)) = store.read_result(&step.fingerprint) else { continue };
+        let Ok(search) = crate::results::from_value::<crate::results::SearchResult>(result) else { continue };
+        let field = if search.variable == "concurrency" { "max_concurrency" } else { "max_rate" };
+        let answer = search.max_value.map_or_else(|| "none passed".to_string(), |v| format!("{v}"));
+        println!(
+            "search `{}`: {field} {answer} (boundary {}, stopped: {}, {} probes){}",
+            step.name,
+            search.boundary,
+            search.stopped,
+            search.curve.len(),
+            if search.simulated { " (simulated)" } else { "" }
+        );
+    }
 }
 
 fn print_summary(summary: &RunSummary, outputs: &[PathBuf], report: &Report, recipe: &Path) {

@@ -35,7 +35,7 @@ pub fn resolve_reference(
                 ))
                 .maybe_help(did_you_mean(
                     &reference.kind,
-                    ["server", "cell", "check", "gate", "task", "screen", "decision", "param"],
+                    ["server", "cell", "check", "gate", "task", "screen", "decision", "search", "param"],
                 )),
         );
         return Vec::new();
@@ -52,6 +52,16 @@ pub fn resolve_reference(
                 .label("unknown reference")
                 .maybe_help(did_you_mean(&reference.name, known)),
         );
+    }
+    for &i in &matched {
+        if let Spec::Search(search) = &recipe.steps[i].spec
+            && let Some(problem) = search.check_read(reference)
+        {
+            problems.push(
+                expression
+                    .problem(format!("{} `{}` reads `{reference}`: {problem}", reader.kind, reader.name)),
+            );
+        }
     }
     matched
 }

@@ -7,6 +7,7 @@ mod dependencies;
 mod fingerprint;
 mod graph;
 mod preimage;
+pub mod search;
 mod status;
 mod step_index;
 

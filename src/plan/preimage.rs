@@ -92,7 +92,8 @@ pub fn preimage_of(
                 }
             }
         }
-        Spec::Cell(_) | Spec::Check(_) => {
+        // A search's result is its probes' (cells') results, judged.
+        Spec::Cell(_) | Spec::Check(_) | Spec::Search(_) => {
             parts.environment.insert("protocol".into(), json!(MEASUREMENT_PROTOCOL));
             parts.environment.insert("campaign_seed".into(), json!(recipe.campaign.seed));
         }
@@ -137,6 +138,21 @@ pub fn preimage_of(
     }
     if !reads.is_empty() {
         parts.upstream.insert("reads".into(), Value::Object(reads));
+    }
+    if let Spec::Search(search) = &step.spec {
+        // Whatever its probes depend on (server, workload, files read,
+        // protocol, seed) the search does too: its first probe's fingerprint.
+        let server: Vec<(String, Upstream)> = upstream
+            .iter()
+            .filter_map(|(role, up)| match up {
+                Upstream::Fingerprint(fp) if role == "server" => {
+                    Some((role.clone(), Upstream::Fingerprint(fp.clone())))
+                }
+                _ => None,
+            })
+            .collect();
+        let (probe, _) = preimage_of(&search.probe(search.snap(search.min)), recipe, &server, mode, world);
+        parts.upstream.insert("first_probe".into(), json!(super::fingerprint_of(&probe).to_string()));
     }
     parts.settings = settings.into_iter().collect();
     (parts.into_preimage(), provisional)

@@ -80,10 +80,24 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
         plan.nodes[i].status = status;
         plan.nodes[i].reason = reason;
     }
+    // A pending search says what it may still measure (its stored probes
+    // replayed); one its stored probes settle starts no server.
+    let mut measures_nothing = vec![false; plan.nodes.len()];
+    let searches: Vec<usize> = (0..plan.nodes.len())
+        .filter(|&i| plan.nodes[i].kind == Kind::Search && plan.nodes[i].status == Status::Pending)
+        .collect();
+    for i in searches {
+        let (search, measures) = super::search::explain(plan, i, store);
+        measures_nothing[i] = !measures;
+        plan.nodes[i].reason = format!("{}; {search}", plan.nodes[i].reason);
+    }
     // Each server's pending dependents, in one pass over the nodes (not one
     // pass per server).
     let mut needing: Vec<Vec<String>> = vec![Vec::new(); plan.nodes.len()];
-    for node in plan.nodes.iter().filter(|n| n.status == Status::Pending && n.kind != Kind::Finally) {
+    for (j, node) in plan.nodes.iter().enumerate() {
+        if node.status != Status::Pending || node.kind == Kind::Finally || measures_nothing[j] {
+            continue;
+        }
         for &d in &node.deps {
             if plan.nodes[d].kind == Kind::Server {
                 needing[d].push(node.name.clone());

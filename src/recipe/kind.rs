@@ -16,10 +16,11 @@ pub enum Kind {
     Screen,
     Decision,
     Finally,
+    Search,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Server,
         Kind::Workload,
         Kind::Cell,
@@ -29,6 +30,7 @@ impl Kind {
         Kind::Screen,
         Kind::Decision,
         Kind::Finally,
+        Kind::Search,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -42,6 +44,7 @@ impl Kind {
             Kind::Screen => "screen",
             Kind::Decision => "decision",
             Kind::Finally => "finally",
+            Kind::Search => "search",
         }
     }
 

@@ -40,7 +40,7 @@ pub struct Loaded {
 
 const TOP_LEVEL: &[&str] = &[
     "campaign", "param", "include", "server", "workload", "cell", "check", "gate", "task", "screen",
-    "decision", "finally", "executor",
+    "decision", "finally", "executor", "search",
 ];
 
 pub fn load_files(main: &Path, problems: &mut Problems) -> Loaded {

@@ -105,6 +105,7 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
         match draft.kind {
             Kind::Cell => take_in_workload(draft, &workload_settings),
             Kind::Server => default_engine(draft, &mut problems),
+            Kind::Search => decls::search::take_in_workload(draft, &workload_settings),
             _ => {}
         }
     }

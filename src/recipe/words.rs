@@ -39,6 +39,16 @@ macro_rules! words {
 }
 
 words! {
+    /// What a `search` varies: the Poisson arrival rate, or the closed-loop concurrency.
+    pub enum SearchVariable { Rate = "rate", Concurrency = "concurrency" }
+}
+
+words! {
+    /// How a `search` chooses its probes: double until a probe fails, then bisect; or a fixed list.
+    pub enum SearchMethod { Bracket = "bracket", Ladder = "ladder" }
+}
+
+words! {
     /// How a server is provided.
     pub enum EngineKind { Command = "command", Sim = "sim", External = "external" }
 }

@@ -11,7 +11,9 @@ use anvil_store::{RunRecord, Store};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::results::{self, CellResult, CheckResult, DecisionResult, GateResult, ScreenResult, TaskResult};
+use crate::results::{
+    self, CellResult, CheckResult, DecisionResult, GateResult, ScreenResult, SearchResult, TaskResult,
+};
 
 /// A campaign's run, ready to render.
 pub struct Report {
@@ -51,6 +53,7 @@ pub enum Body {
     Check(CheckResult),
     Decision(DecisionResult),
     Task(TaskResult),
+    Search(SearchResult),
     /// A kind this anvil has no section for (searches, stages…): shown as JSON.
     Other(Value),
     /// Nothing stored (failed or skipped), or what is stored does not read.
@@ -296,6 +299,7 @@ fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
         "gate" => results::from_value(result).map_or_else(unreadable, Body::Gate),
         "check" => results::from_value(result).map_or_else(unreadable, Body::Check),
         "decision" => results::from_value(result).map_or_else(unreadable, Body::Decision),
+        "search" => results::from_value(result).map_or_else(unreadable, Body::Search),
         "task" | "finally" => match results::from_value(result.clone()) {
             Ok(task) => Body::Task(task),
             Err(_) => Body::Other(result),

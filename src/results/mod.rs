@@ -20,6 +20,7 @@
 //! | `screen`             | [`ScreenResult`]   |
 //! | `decision`           | [`DecisionResult`] |
 //! | `task`, `finally`    | [`TaskResult`]     |
+//! | `search`             | [`SearchResult`]   |
 
 mod cell;
 mod check;
@@ -27,6 +28,7 @@ mod decision;
 mod gate;
 mod named;
 mod screen;
+mod search;
 mod task;
 
 pub use cell::{CELL_RESULT_SCHEMA, CellResult};
@@ -35,6 +37,7 @@ pub use decision::{DecisionResult, Promotion, RuleResult};
 pub use gate::{GateResult, Requirement};
 pub use named::NamedMap;
 pub use screen::ScreenResult;
+pub use search::{ProbePoint, SEARCH_RESULT_SCHEMA, SearchResult, boundary_of};
 pub use task::TaskResult;
 
 use serde::{Deserialize, Serialize};

@@ -13,6 +13,7 @@ mod record;
 mod results;
 mod scheduler;
 mod screen;
+mod search;
 mod servers;
 mod step;
 mod task;
@@ -109,6 +110,8 @@ struct Job {
     /// run): only then does finishing it release the server. A step the plan
     /// found stored is launched to report its verdict, and must not.
     counted: bool,
+    /// A search's probes: how to name, fingerprint and judge them.
+    probe_site: Option<crate::plan::search::ProbeSite>,
 }
 
 struct Finished {

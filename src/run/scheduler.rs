@@ -223,6 +223,7 @@ impl Scheduler {
             inputs,
             server: self.plan.server_of(i),
             counted: self.due(i),
+            probe_site: self.plan.probe_site(i),
         };
         self.progress.started(&node.name, node.kind);
         if let Some(remote) = self.ctx.remote.clone().filter(|r| r.runs_remotely(node.kind)) {

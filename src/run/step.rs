@@ -8,7 +8,7 @@ use anvil_store::Store;
 use serde_json::Value;
 
 use super::outcome::{Ending, Failure, Produced, ProducedFile};
-use super::{Context, Finished, Job, cell, check, decision, gate, screen, task};
+use super::{Context, Finished, Job, cell, check, decision, gate, screen, search, task};
 use crate::recipe::Kind;
 use crate::recipe::Spec;
 use crate::recipe::decls::FinallyDecl;
@@ -119,6 +119,10 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
             check::run_check(name, check, &info, ctx.seed).await
         }
+        Spec::Search(_) => {
+            let site = job.probe_site.as_ref().ok_or_else(|| Failure::new("search has no probes planned"))?;
+            search::run_search(ctx, site, job.server).await
+        }
         Spec::Server(_) | Spec::Workload(_) => Err(Failure::new("not an executable step")),
     }
 }
@@ -127,7 +131,17 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
 /// stored step keeps the stored entry (entries are immutable) and says
 /// whether the new result reproduced it.
 fn commit(store: &Store, job: &Job, produced: &Produced) -> Result<String, anvil_store::StoreError> {
-    if let Some(existing) = store.read(&job.fingerprint)? {
+    commit_entry(store, &job.fingerprint, &job.preimage, produced)
+}
+
+/// [`commit`] under any fingerprint (a search stores each probe as a cell).
+pub(super) fn commit_entry(
+    store: &Store,
+    fingerprint: &anvil_store::Fingerprint,
+    preimage: &Value,
+    produced: &Produced,
+) -> Result<String, anvil_store::StoreError> {
+    if let Some(existing) = store.read(fingerprint)? {
         let same =
             crate::plan::canonical_bytes(&existing.result) == crate::plan::canonical_bytes(&produced.result);
         return Ok(if same {
@@ -136,8 +150,8 @@ fn commit(store: &Store, job: &Job, produced: &Produced) -> Result<String, anvil
             " (forced: differs from the stored result, which is kept)".into()
         });
     }
-    let mut staged = store.stage(&job.fingerprint)?;
-    staged.write_json("preimage.json", &job.preimage)?;
+    let mut staged = store.stage(fingerprint)?;
+    staged.write_json("preimage.json", preimage)?;
     staged.write_json("result.json", &produced.result)?;
     for file in &produced.files {
         match file {

@@ -1,8 +1,8 @@
 //! Which steps go into one Slurm job.
 //!
 //! GPUs are what a job allocates, and a server is what holds them: a server
-//! and every cell and check of this run that measures it become one job, so
-//! the server starts once inside its allocation. A task is a job of its own.
+//! and every cell, check and search (whose probes are cells) of this run that
+//! measures it become one job, so the server starts once inside its allocation. A task is a job of its own.
 //! Gates, screens, decisions and `finally` steps read stored results and
 //! evaluate on the head; servers are never jobs by themselves.
 
@@ -13,7 +13,7 @@ use crate::recipe::{Kind, Spec};
 
 /// Kinds that run inside a Slurm job.
 pub fn runs_in_a_job(kind: Kind) -> bool {
-    matches!(kind, Kind::Cell | Kind::Check | Kind::Task)
+    matches!(kind, Kind::Cell | Kind::Check | Kind::Task | Kind::Search)
 }
 
 /// The job for `requested` (whose dependencies the scheduler has settled):

@@ -9,6 +9,7 @@ pub mod executor;
 pub mod gate;
 pub mod load;
 pub mod screen;
+pub mod search;
 pub mod server;
 pub mod task;
 
@@ -19,6 +20,7 @@ pub use executor::ExecutorDecl;
 pub use gate::GateDecl;
 pub use load::{Arrival, LoadDecl, SloDecl};
 pub use screen::ScreenDecl;
+pub use search::SearchDecl;
 pub use server::{CommandEngine, Engine, ReadyDecl, ServerDecl, Warmup};
 pub use task::{FinallyDecl, TaskDecl};
 
@@ -41,6 +43,8 @@ pub enum Spec {
     Screen(ScreenDecl),
     Decision(DecisionDecl),
     Finally(FinallyDecl),
+    /// The highest rate or concurrency that meets an SLO, probed cell by cell.
+    Search(SearchDecl),
 }
 
 impl Spec {
@@ -58,14 +62,16 @@ impl Spec {
             Kind::Screen => Spec::Screen(screen::build(draft, problems)),
             Kind::Decision => Spec::Decision(decision::build(draft, problems)),
             Kind::Finally => Spec::Finally(task::build_finally(draft)),
+            Kind::Search => Spec::Search(search::build(draft, problems)),
         }
     }
 
-    /// The server a cell or check measures.
+    /// The server a cell, check or search measures.
     pub fn server(&self) -> Option<&str> {
         match self {
             Spec::Cell(cell) => Some(&cell.server),
             Spec::Check(check) => Some(&check.server),
+            Spec::Search(search) => Some(&search.server),
             _ => None,
         }
     }
@@ -116,6 +122,7 @@ pub fn fields_of(kind: Kind) -> Vec<FieldSpec> {
         Kind::Finally => &[task::FIELDS, &[field("always", Shape::Bool)]],
         Kind::Screen => &[screen::FIELDS],
         Kind::Decision => &[decision::FIELDS],
+        Kind::Search => &[search::FIELDS],
     };
     let mut all: Vec<FieldSpec> = own.iter().flat_map(|f| f.iter().copied()).collect();
     if kind.is_step() {

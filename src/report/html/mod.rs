@@ -28,6 +28,7 @@ mod headline;
 mod link;
 mod other_steps;
 mod screens;
+mod search;
 mod stats;
 mod step_index;
 mod table;
@@ -57,10 +58,11 @@ type Section = fn(&mut Page, &Report);
 /// The page's sections after the campaign, in order: (id, title in the
 /// page's nav, function). The nav is drawn from this list, so the id must
 /// be the one the section's own `page.section` writes.
-const SECTIONS: [(&str, &str, Section); 8] = [
+const SECTIONS: [(&str, &str, Section); 9] = [
     ("decision", "Decision", decision::decision),
     ("gates", "Gates", gates::gates),
     ("screens", "Screens", screens::screens),
+    ("searches", "Searches", search::searches),
     ("headline", "Headline", headline::headline),
     ("across", "Across cells", across_cells::across_cells),
     ("cells", "Cells", cells::cells),

@@ -1,0 +1,355 @@
+//! What a `search` probes: each probe is a cell (its own preimage and
+//! fingerprint, as a hand-written cell with the same settings would have),
+//! and the walk decides the next probe from the outcomes so far. The walk is
+//! a pure function of the probes' stored results and the search's settings,
+//! so `plan` can replay it over the store and a rerun resumes where an
+//! interrupted one stopped.
+
+use anvil_expr::{Evaluation, Reference, Resolved, Resolver};
+use anvil_store::{Fingerprint, Store};
+use serde_json::{Map, Value};
+
+use super::Plan;
+use super::fingerprint::fingerprint_of;
+use super::preimage::{EngineMode, Upstream, World, preimage_of};
+use crate::recipe::decls::SearchDecl;
+use crate::recipe::decls::search::format_value;
+use crate::recipe::words::SearchMethod;
+use crate::recipe::{Decl, Recipe, Spec};
+
+/// Everything needed to name, fingerprint and judge a search's probes,
+/// owned so an executor can carry it.
+#[derive(Debug, Clone)]
+pub struct ProbeSite {
+    pub name: String,
+    pub search: SearchDecl,
+    /// The recipe without its steps: what a cell's preimage reads of it.
+    recipe: Recipe,
+    server_fingerprint: Fingerprint,
+    mode: EngineMode,
+}
+
+/// One probe as the plan sees it: a cell declaration and its identity.
+pub struct Probe {
+    pub value: f64,
+    pub decl: Decl,
+    pub preimage: Value,
+    pub fingerprint: Fingerprint,
+}
+
+impl ProbeSite {
+    pub fn probe(&self, value: f64) -> Probe {
+        let decl = self.search.probe(value);
+        let upstream = [("server".to_string(), Upstream::Fingerprint(self.server_fingerprint.to_string()))];
+        let (preimage, _) = preimage_of(&decl, &self.recipe, &upstream, self.mode, &mut World::default());
+        Probe { value, fingerprint: fingerprint_of(&preimage), decl, preimage }
+    }
+
+    /// The stored probe at `value`, judged against the SLO (None: not stored).
+    pub fn stored(&self, store: &Store, value: f64) -> Result<Option<ProbeOutcome>, String> {
+        let probe = self.probe(value);
+        match store.read_result(&probe.fingerprint) {
+            Ok(Some(result)) => judge(&self.search, value, probe.fingerprint, &result).map(Some),
+            Ok(None) => Ok(None),
+            Err(err) => Err(format!("reading probe {}: {err}", probe.decl.name)),
+        }
+    }
+}
+
+impl Plan {
+    /// The probes of search step `i` (None for another kind, or a search
+    /// whose server is not in the plan).
+    pub fn probe_site(&self, i: usize) -> Option<ProbeSite> {
+        let Spec::Search(search) = &self.recipe.steps[i].spec else { return None };
+        let server = self.server_of(i)?;
+        let r = &self.recipe;
+        let recipe = Recipe {
+            path: r.path.clone(),
+            key: r.key.clone(),
+            campaign: r.campaign.clone(),
+            params: r.params.clone(),
+            overrides: r.overrides.clone(),
+            steps: Vec::new(),
+            workloads: Vec::new(),
+            executor: None,
+            files: Vec::new(),
+        };
+        Some(ProbeSite {
+            name: self.nodes[i].name.clone(),
+            search: search.clone(),
+            recipe,
+            server_fingerprint: self.nodes[server].fingerprint,
+            mode: self.mode,
+        })
+    }
+}
+
+/// How one probe fared against the SLO.
+#[derive(Debug, Clone)]
+pub struct ProbeOutcome {
+    pub value: f64,
+    pub fingerprint: Fingerprint,
+    pub passed: bool,
+    /// Each SLO expression's detail (`probe.ttft_p99_ms = 412.3 <= 2000 → true`).
+    pub details: Vec<String>,
+    /// The metrics the SLO read, by name.
+    pub metrics: Map<String, Value>,
+    /// Output tokens per second over the probe.
+    pub throughput_tok_s: Option<f64>,
+    pub completed: u64,
+    pub failed: u64,
+    /// Measured on the simulated engine.
+    pub simulated: bool,
+}
+
+/// The probe as an SLO reads it: its cell result's fields and metrics, and
+/// `failure_pct` / `goodput_pct` in percent.
+pub fn probe_view(result: &Value) -> Map<String, Value> {
+    let mut view = Map::new();
+    if let Some(metrics) = result.get("metrics").and_then(Value::as_object) {
+        view.extend(metrics.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    if let Some(top) = result.as_object() {
+        view.extend(top.iter().filter(|(k, _)| *k != "metrics").map(|(k, v)| (k.clone(), v.clone())));
+    }
+    let count = |key: &str| result.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let attempted = count("completed") + count("failed");
+    if attempted > 0 {
+        view.insert("failure_pct".into(), Value::from(100.0 * count("failed") as f64 / attempted as f64));
+    }
+    if let Some(rate) = result.get("metrics").and_then(|m| m.get("goodput_rate")).and_then(Value::as_f64) {
+        view.insert("goodput_pct".into(), Value::from(100.0 * rate));
+    }
+    view
+}
+
+/// Resolves `probe.METRIC[.field…]` in one probe's view.
+struct ProbeResolver<'a> {
+    view: &'a Map<String, Value>,
+}
+
+impl Resolver for ProbeResolver<'_> {
+    fn resolve(&self, reference: &Reference) -> Resolved {
+        let Some(value) = self.view.get(&reference.name) else {
+            return Resolved::Missing(format!("the probe has no metric `{}`", reference.name));
+        };
+        match reference.select(value) {
+            Ok(found) => Resolved::Value(found.clone()),
+            Err(why) => Resolved::Missing(why),
+        }
+    }
+}
+
+/// Judge a stored probe result against the search's SLO.
+pub fn judge(
+    search: &SearchDecl,
+    value: f64,
+    fingerprint: Fingerprint,
+    result: &Value,
+) -> Result<ProbeOutcome, String> {
+    let view = probe_view(result);
+    let resolver = ProbeResolver { view: &view };
+    let mut passed = true;
+    let mut details = Vec::new();
+    let mut metrics = Map::new();
+    for slo in &search.slo {
+        match slo.parsed.eval(&resolver) {
+            Evaluation::Passed { detail } => details.push(detail),
+            Evaluation::Rejected { detail } => {
+                passed = false;
+                details.push(detail);
+            }
+            Evaluation::Missing { detail, .. } | Evaluation::Error { detail } => {
+                return Err(format!(
+                    "slo \"{}\" at {}={}: {detail}",
+                    slo.text,
+                    search.variable,
+                    format_value(value)
+                ));
+            }
+        }
+        for reference in slo.parsed.references() {
+            if let Some(v) = view.get(&reference.name) {
+                metrics.insert(reference.name.clone(), v.clone());
+            }
+        }
+    }
+    let count = |key: &str| result.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Ok(ProbeOutcome {
+        value,
+        fingerprint,
+        passed,
+        details,
+        metrics,
+        throughput_tok_s: result.get("aggregate_tok_s").and_then(Value::as_f64),
+        completed: count("completed"),
+        failed: count("failed"),
+        simulated: result.get("simulated").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+/// Why a search stopped probing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The highest pass and the lowest fail are within the precision.
+    Precision,
+    /// Doubling the variable no longer grew throughput by `saturation-pct`.
+    Saturation,
+    /// A probe had failed requests (`stop-on-errors`).
+    Errors,
+    /// The probe budget is spent.
+    Budget,
+    /// The top of the range passed: the capacity is at least `max`.
+    TopOfRange,
+    /// The bottom of the range failed: the capacity is below `min`.
+    BottomOfRange,
+    /// Every rung of the ladder was probed.
+    LadderDone,
+}
+
+impl Stop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::Precision => "precision",
+            Stop::Saturation => "saturation",
+            Stop::Errors => "errors",
+            Stop::Budget => "budget",
+            Stop::TopOfRange => "top-of-range",
+            Stop::BottomOfRange => "bottom-of-range",
+            Stop::LadderDone => "ladder-done",
+        }
+    }
+}
+
+/// The next thing a search does, given its probes in the order made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Next {
+    Probe(f64),
+    Stop(Stop),
+}
+
+/// The probes a walk replayed, and what it needs next.
+#[derive(Debug, Clone)]
+pub struct Walk {
+    pub probes: Vec<ProbeOutcome>,
+    pub next: Next,
+}
+
+/// Replay the search over `lookup` (a probe's outcome, or None when it is
+/// not measured yet) until it needs an unmeasured probe or stops.
+pub fn walk(
+    search: &SearchDecl,
+    mut lookup: impl FnMut(f64) -> Result<Option<ProbeOutcome>, String>,
+) -> Result<Walk, String> {
+    let mut probes: Vec<ProbeOutcome> = Vec::new();
+    loop {
+        let next = decide(search, &probes);
+        let Next::Probe(value) = next else { return Ok(Walk { probes, next }) };
+        match lookup(value)? {
+            Some(outcome) => probes.push(outcome),
+            None => return Ok(Walk { probes, next }),
+        }
+    }
+}
+
+/// The search's rule: bracket (double from `min` until a probe fails, then
+/// bisect between the highest pass and the lowest fail) or the ladder in order.
+pub fn decide(search: &SearchDecl, probes: &[ProbeOutcome]) -> Next {
+    if let Some(last) = probes.last()
+        && search.stop_on_errors
+        && last.failed > 0
+    {
+        return Next::Stop(Stop::Errors);
+    }
+    if saturated(search, probes) {
+        return Next::Stop(Stop::Saturation);
+    }
+    let next = match search.method {
+        SearchMethod::Ladder => match search.ladder.get(probes.len()) {
+            Some(&rung) => Next::Probe(search.snap(rung)),
+            None => Next::Stop(Stop::LadderDone),
+        },
+        SearchMethod::Bracket => bracket(search, probes),
+    };
+    match next {
+        Next::Probe(_) if probes.len() as u64 >= search.budget => Next::Stop(Stop::Budget),
+        other => other,
+    }
+}
+
+fn bracket(search: &SearchDecl, probes: &[ProbeOutcome]) -> Next {
+    if probes.is_empty() {
+        return Next::Probe(search.snap(search.min));
+    }
+    let lowest_fail = probes.iter().filter(|p| !p.passed).map(|p| p.value).reduce(f64::min);
+    let highest_pass_below =
+        |limit: f64| probes.iter().filter(|p| p.passed && p.value < limit).map(|p| p.value).reduce(f64::max);
+    let Some(fail) = lowest_fail else {
+        // Still doubling.
+        let top = probes.iter().map(|p| p.value).fold(f64::MIN, f64::max);
+        if top >= search.max {
+            return Next::Stop(Stop::TopOfRange);
+        }
+        return Next::Probe(search.snap(top * 2.0));
+    };
+    let Some(pass) = highest_pass_below(fail) else { return Next::Stop(Stop::BottomOfRange) };
+    if search.precision.reached(pass, fail) {
+        return Next::Stop(Stop::Precision);
+    }
+    let middle = search.snap((pass + fail) / 2.0);
+    if middle <= pass || middle >= fail || probes.iter().any(|p| p.value == middle) {
+        // The variable cannot be split finer (a whole concurrency).
+        return Next::Stop(Stop::Precision);
+    }
+    Next::Probe(middle)
+}
+
+/// Whether the last probe doubled the variable of the one before and grew
+/// throughput by less than `saturation-pct`.
+fn saturated(search: &SearchDecl, probes: &[ProbeOutcome]) -> bool {
+    let (Some(pct), [.., before, last]) = (search.saturation_pct, probes) else { return false };
+    let doubled = last.value > before.value && before.passed;
+    match (before.throughput_tok_s, last.throughput_tok_s) {
+        (Some(b), Some(l)) if doubled && b > 0.0 => (l - b) / b * 100.0 < pct,
+        _ => false,
+    }
+}
+
+/// The highest value that passed with no failing probe at or below it.
+pub fn highest_pass(probes: &[ProbeOutcome]) -> Option<f64> {
+    let lowest_fail = probes.iter().filter(|p| !p.passed).map(|p| p.value).fold(f64::INFINITY, f64::min);
+    probes.iter().filter(|p| p.passed && p.value < lowest_fail).map(|p| p.value).reduce(f64::max)
+}
+
+/// What `plan` says of a pending search: how many probes are stored and how
+/// many it may still make.
+pub(super) fn explain(plan: &Plan, i: usize, store: Option<&Store>) -> (String, bool) {
+    let Some(site) = plan.probe_site(i) else { return ("search: its server is not planned".into(), true) };
+    let budget = site.search.budget;
+    let Some(store) = store else { return (format!("search {}: up to {budget} probes", site.name), true) };
+    match walk(&site.search, |value| site.stored(store, value)) {
+        Ok(Walk { probes, next: Next::Stop(stop) }) => (
+            format!(
+                "search {}: re-evaluates {} stored probes, sends no request (stops: {})",
+                site.name,
+                probes.len(),
+                stop.as_str()
+            ),
+            false,
+        ),
+        Ok(Walk { probes, next: Next::Probe(value) }) => {
+            let left = budget.saturating_sub(probes.len() as u64);
+            (
+                format!(
+                    "search {}: up to {left} probes, {} stored (next: {}={})",
+                    site.name,
+                    probes.len(),
+                    site.search.variable,
+                    format_value(value)
+                ),
+                true,
+            )
+        }
+        Err(why) => (format!("search {}: {why}", site.name), true),
+    }
+}

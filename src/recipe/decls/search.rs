@@ -1,0 +1,459 @@
+//! `search`: the highest rate (or concurrency) at which a server × workload
+//! still meets an SLO. Each probe is an ordinary cell — the workload with the
+//! variable set — so it has its own fingerprint and stored artifact; the
+//! SLO and the stop rules belong to the search alone, never to a probe.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::super::decl::{self, Decl, Draft, Setting, Settings};
+use super::super::expression::Expression;
+use super::super::kind::Kind;
+use super::super::problem::Problems;
+use super::super::schema::{FieldSpec, Shape, field, required};
+use super::super::words::{SearchMethod, SearchVariable};
+use super::{Spec, cell};
+
+pub const FIELDS: &[FieldSpec] = &[
+    required("server", Shape::Ref(Kind::Server)),
+    field("workload", Shape::Ref(Kind::Workload)),
+    required("variable", Shape::OneOf(SearchVariable::WORDS)),
+    field("range", Shape::Strings),
+    field("min", Shape::Number),
+    field("max", Shape::Number),
+    FieldSpec { name: "slo", shape: Shape::Strings, required: true, hashed: true, accumulates: true },
+    field("method", Shape::OneOf(SearchMethod::WORDS)),
+    field("ladder", Shape::Strings),
+    field("precision", Shape::Strings),
+    field("repeats", Shape::Int),
+    field("budget", Shape::Int),
+    field("saturation-pct", Shape::Number),
+    field("stop-on-errors", Shape::Bool),
+];
+
+/// The fields of a search's stored result (`anvil-serving.search-result/v1`),
+/// which gates may read; `results::SearchResult` is tested against this list.
+pub const RESULT_FIELDS: &[&str] = &[
+    "schema",
+    "variable",
+    "method",
+    "max_value",
+    "max_rate",
+    "max_concurrency",
+    "lowest_fail",
+    "boundary",
+    "stopped",
+    "detail",
+    "slo",
+    "precision",
+    "budget",
+    "curve",
+    "simulated",
+];
+
+/// Probes a search makes at most when `budget` is unset.
+pub const DEFAULT_BUDGET: u64 = 12;
+
+/// The setting a search keeps its workload's settings under: they shape every
+/// probe, so they enter the search's fingerprint too.
+const PROBE_SETTINGS: &str = "probe-workload";
+
+/// How close the highest passing and the lowest failing value must come.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Precision {
+    /// Within this much of the variable (`precision 0.5`).
+    Absolute(f64),
+    /// Within this percentage of the passing value (`precision "10%"`).
+    Relative(f64),
+}
+
+impl Precision {
+    /// Whether `[pass, fail]` is narrow enough.
+    pub fn reached(self, pass: f64, fail: f64) -> bool {
+        match self {
+            Precision::Absolute(width) => fail - pass <= width + 1e-9,
+            Precision::Relative(pct) => fail - pass <= pass * pct / 100.0 + 1e-9,
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Precision::Absolute(width) => format!("{width}"),
+            Precision::Relative(pct) => format!("{pct}%"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchDecl {
+    pub server: String,
+    pub workload: Option<String>,
+    pub variable: SearchVariable,
+    pub min: f64,
+    pub max: f64,
+    /// Every expression must hold for a probe to pass (`probe.ttft_p99_ms <= 2000`).
+    pub slo: Vec<Expression>,
+    pub method: SearchMethod,
+    /// The values a `ladder` search probes, in order.
+    pub ladder: Vec<f64>,
+    pub precision: Precision,
+    /// Each probe's `repeat` (unset: the workload's).
+    pub repeats: Option<u64>,
+    pub budget: u64,
+    /// Stop when doubling the variable grows throughput by less than this (percent).
+    pub saturation_pct: Option<f64>,
+    /// Stop once a probe has failed requests.
+    pub stop_on_errors: bool,
+    /// The probe cell without its variable: the search's name, source and
+    /// the workload's settings.
+    template: Draft,
+}
+
+impl SearchDecl {
+    /// The probe at `value`: a cell of this search's server and workload with
+    /// the variable set, named `search@variable=value` (names are not hashed).
+    pub fn probe(&self, value: f64) -> Decl {
+        let mut draft = self.template.clone();
+        draft.kind = Kind::Cell;
+        draft.name = format!("{}@{}={}", self.template.name, self.variable, format_value(value));
+        let mut set = |key: &str, value: Value| {
+            let setting =
+                Setting { value, span: draft.name_span, source: draft.source.clone(), hashed: true };
+            draft.settings.0.insert(key.to_string(), setting);
+        };
+        match self.variable {
+            SearchVariable::Rate => {
+                let constant = self.template.settings.str("arrival") == Some("constant");
+                set("arrival", Value::from(if constant { "constant" } else { "poisson" }));
+                set("rate", number(value));
+            }
+            SearchVariable::Concurrency => set("concurrency", Value::from(value.round() as u64)),
+        }
+        if let Some(repeats) = self.repeats {
+            set("repeat", Value::from(repeats));
+        }
+        let spec = cell::build(&draft, &mut Problems::default());
+        Decl::from_draft(draft, Spec::Cell(spec))
+    }
+
+    /// A value as the variable takes it: concurrency is whole.
+    pub fn snap(&self, value: f64) -> f64 {
+        let value = value.clamp(self.min, self.max);
+        match self.variable {
+            SearchVariable::Concurrency => value.round().max(1.0),
+            // Six decimals: a value's text (and the probe's fingerprint) never
+            // carries binary noise such as 0.30000000000000004.
+            SearchVariable::Rate => (value * 1e6).round() / 1e6,
+        }
+    }
+
+    /// Why a gate's `search.NAME.FIELD…` cannot be read from this search's
+    /// result (a field it never has), if it cannot.
+    pub fn check_read(&self, reference: &anvil_expr::Reference) -> Option<String> {
+        let Some(anvil_expr::PathSegment::Key(field)) = reference.field.first() else { return None };
+        let other = match self.variable {
+            SearchVariable::Rate => "max_concurrency",
+            SearchVariable::Concurrency => "max_rate",
+        };
+        if field == other {
+            return Some(format!(
+                "search `{}` varies {}: read `{}` (or `max_value`)",
+                reference.name,
+                self.variable,
+                self.answer_field()
+            ));
+        }
+        (!RESULT_FIELDS.contains(&field.as_str())).then(|| {
+            let hint = super::super::did_you_mean(field, RESULT_FIELDS.iter().copied())
+                .unwrap_or_else(|| format!("a search's result has: {}", RESULT_FIELDS.join(", ")));
+            format!("a search's result has no field `{field}` ({hint})")
+        })
+    }
+
+    /// The result field that holds the answer: `max_rate` or `max_concurrency`.
+    pub fn answer_field(&self) -> &'static str {
+        match self.variable {
+            SearchVariable::Rate => "max_rate",
+            SearchVariable::Concurrency => "max_concurrency",
+        }
+    }
+}
+
+/// A value for names and messages: `4`, `2.5`.
+pub fn format_value(value: f64) -> String {
+    let text = format!("{value:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn number(value: f64) -> Value {
+    serde_json::Number::from_f64(value).map(Value::Number).unwrap_or(Value::Null)
+}
+
+/// A search takes in its workload's settings for its probes (kept apart from
+/// its own: a workload's `slo` is a probe setting, the search's `slo` is not).
+pub(in crate::recipe) fn take_in_workload(search: &mut Draft, workloads: &BTreeMap<String, decl::Settings>) {
+    let taken: serde_json::Map<String, Value> =
+        match search.settings.str("workload").and_then(|name| workloads.get(name)) {
+            Some(workload) => workload
+                .0
+                .iter()
+                .filter(|(_, s)| s.hashed)
+                .map(|(key, s)| (key.clone(), s.value.clone()))
+                .collect(),
+            None => serde_json::Map::new(),
+        };
+    let setting = Setting {
+        value: Value::Object(taken),
+        span: search.name_span,
+        source: search.source.clone(),
+        hashed: true,
+    };
+    search.settings.0.insert(PROBE_SETTINGS.into(), setting);
+    if let Some(reference) = search.settings.0.get_mut("workload") {
+        reference.hashed = false;
+    }
+}
+
+pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
+    let s = &draft.settings;
+    let variable = s.str("variable").and_then(SearchVariable::from_word).unwrap_or(SearchVariable::Rate);
+    let (min, max) = range(draft, problems);
+    let ladder = numbers(draft, "ladder", problems);
+    let method = match s.str("method").and_then(SearchMethod::from_word) {
+        Some(method) => method,
+        None if s.contains("ladder") => SearchMethod::Ladder,
+        None => SearchMethod::Bracket,
+    };
+    if method == SearchMethod::Ladder && ladder.is_empty() && !s.contains("ladder") {
+        problems.push(
+            draft
+                .problem_at(
+                    "method",
+                    format!("{}: a ladder search needs `ladder` (the values to probe)", draft.what()),
+                )
+                .label("no ladder"),
+        );
+    }
+    if method == SearchMethod::Bracket && s.contains("ladder") {
+        problems.push(
+            draft
+                .problem_at("ladder", format!("{}: `ladder` is for `method \"ladder\"`", draft.what()))
+                .label("unused")
+                .help("remove `method \"bracket\"` to probe this ladder, or remove the ladder"),
+        );
+    }
+    let slo = slo_expressions(draft, problems);
+    let mut template = draft.clone();
+    template.settings = probe_settings(draft);
+    let search = SearchDecl {
+        server: s.string("server").unwrap_or_default(),
+        workload: s.string("workload"),
+        variable,
+        min,
+        max,
+        slo,
+        method,
+        ladder,
+        precision: precision(draft, variable, problems),
+        repeats: s.u64("repeats"),
+        budget: s.u64("budget").unwrap_or(DEFAULT_BUDGET),
+        saturation_pct: s.f64("saturation-pct"),
+        stop_on_errors: s.bool("stop-on-errors").unwrap_or(false),
+        template,
+    };
+    if search.budget == 0 {
+        problems.push(
+            draft.problem_at("budget", format!("{}: a budget of 0 probes measures nothing", draft.what())),
+        );
+    }
+    if search
+        .ladder
+        .iter()
+        .any(|&v| v <= 0.0 || (variable == SearchVariable::Concurrency && v.fract() != 0.0))
+    {
+        problems.push(
+            draft
+                .problem_at(
+                    "ladder",
+                    format!("{}: every rung must be a positive {}", draft.what(), kind_of(variable)),
+                )
+                .label("invalid rung"),
+        );
+    }
+    search
+}
+
+fn kind_of(variable: SearchVariable) -> &'static str {
+    match variable {
+        SearchVariable::Rate => "rate (requests per second)",
+        SearchVariable::Concurrency => "whole number",
+    }
+}
+
+/// The probe's settings: the workload's, with the search's server reference.
+fn probe_settings(draft: &Draft) -> Settings {
+    let mut settings = BTreeMap::new();
+    if let Some(Value::Object(taken)) = draft.settings.get(PROBE_SETTINGS) {
+        for (key, value) in taken {
+            let setting = Setting {
+                value: value.clone(),
+                span: draft.name_span,
+                source: draft.source.clone(),
+                hashed: true,
+            };
+            settings.insert(key.clone(), setting);
+        }
+    }
+    for key in ["server", "workload"] {
+        if let Some(reference) = draft.settings.setting(key) {
+            settings.insert(key.to_string(), Setting { hashed: false, ..reference.clone() });
+        }
+    }
+    Settings(settings)
+}
+
+/// `range 1 64`, or `min 1` and `max 64`.
+fn range(draft: &Draft, problems: &mut Problems) -> (f64, f64) {
+    let s = &draft.settings;
+    let what = draft.what();
+    let (min, max) = if s.contains("range") {
+        if s.contains("min") || s.contains("max") {
+            problems.push(
+                draft
+                    .problem_at("range", format!("{what}: give `range` or `min`/`max`, not both"))
+                    .label("range given twice"),
+            );
+        }
+        match numbers(draft, "range", problems).as_slice() {
+            [min, max] => (Some(*min), Some(*max)),
+            _ => {
+                problems.push(
+                    draft
+                        .problem_at(
+                            "range",
+                            format!("{what}: `range` takes two numbers, the lowest and highest value"),
+                        )
+                        .label("e.g. range 1 64"),
+                );
+                (Some(1.0), Some(1.0))
+            }
+        }
+    } else {
+        (s.f64("min"), s.f64("max"))
+    };
+    let ladder = numbers(draft, "ladder", &mut Problems::default());
+    let lowest = ladder.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = ladder.iter().copied().fold(0.0, f64::max);
+    match (min, max) {
+        (Some(min), Some(max)) if min > 0.0 && min < max => (min, max),
+        (Some(min), Some(max)) => {
+            let key = if s.contains("range") { "range" } else { "min" };
+            problems.push(
+                draft
+                    .problem_at(key, format!("{what}: the range must be 0 < min < max (got {min} … {max})"))
+                    .label("empty range"),
+            );
+            (min.max(f64::MIN_POSITIVE), max.max(min))
+        }
+        // A ladder is its own range.
+        (None, None) if !ladder.is_empty() => (lowest, highest.max(lowest)),
+        _ => {
+            problems.push(
+                draft
+                    .problem_at(
+                        "variable",
+                        format!("{what} needs the values to search: `range 1 64` (or `min` and `max`)"),
+                    )
+                    .label("no range"),
+            );
+            (1.0, 1.0)
+        }
+    }
+}
+
+/// A setting of numbers (written as numbers or numeric strings).
+fn numbers(draft: &Draft, key: &str, problems: &mut Problems) -> Vec<f64> {
+    let mut out = Vec::new();
+    for text in draft.settings.strings(key) {
+        match text.trim().parse::<f64>() {
+            Ok(value) if value.is_finite() => out.push(value),
+            _ => problems.push(
+                draft
+                    .problem_at(key, format!("{}: `{key}` takes numbers, found \"{text}\"", draft.what()))
+                    .label("not a number"),
+            ),
+        }
+    }
+    out
+}
+
+/// `precision 0.5` (absolute) or `precision "10%"` (relative); the default is
+/// 10% for a rate and 1 for a concurrency.
+fn precision(draft: &Draft, variable: SearchVariable, problems: &mut Problems) -> Precision {
+    let default = match variable {
+        SearchVariable::Rate => Precision::Relative(10.0),
+        SearchVariable::Concurrency => Precision::Absolute(1.0),
+    };
+    let texts = draft.settings.strings("precision");
+    let [text] = texts.as_slice() else {
+        if !texts.is_empty() {
+            problems.push(draft.problem_at("precision", "`precision` takes one value: 0.5 or \"10%\""));
+        }
+        return default;
+    };
+    let parsed = match text.trim().strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().ok().filter(|p| *p > 0.0).map(Precision::Relative),
+        None => text.trim().parse::<f64>().ok().filter(|w| *w > 0.0).map(Precision::Absolute),
+    };
+    parsed.unwrap_or_else(|| {
+        problems.push(
+            draft
+                .problem_at(
+                    "precision",
+                    format!(
+                        "{}: `precision` is a positive number or a percentage, found \"{text}\"",
+                        draft.what()
+                    ),
+                )
+                .label("invalid precision")
+                .help("write e.g. `precision 0.5` (requests per second) or `precision \"10%\"`"),
+        );
+        default
+    })
+}
+
+/// The SLO expressions; they read the probe (`probe.ttft_p99_ms`) and nothing else.
+fn slo_expressions(draft: &Draft, problems: &mut Problems) -> Vec<Expression> {
+    let Some(setting) = draft.settings.setting("slo") else { return Vec::new() };
+    let mut out = Vec::new();
+    for text in draft.settings.strings("slo") {
+        match Expression::parse(&text, setting, (&draft.source, draft.span), &draft.what()) {
+            Ok(expression) => {
+                let foreign: Vec<String> = expression
+                    .parsed
+                    .references()
+                    .into_iter()
+                    .filter(|r| r.kind != "probe")
+                    .map(|r| r.to_string())
+                    .collect();
+                if foreign.is_empty() {
+                    out.push(expression);
+                } else {
+                    problems.push(
+                        expression
+                            .problem(format!(
+                                "{}: an SLO reads only the probe (`probe.METRIC`), not {}",
+                                draft.what(),
+                                foreign.join(", ")
+                            ))
+                            .label("not a probe metric")
+                            .help("e.g. `slo \"probe.ttft_p99_ms <= 2000\"`; use {param} to put a param's value in"),
+                    );
+                }
+            }
+            Err(problem) => problems.push(problem),
+        }
+    }
+    out
+}

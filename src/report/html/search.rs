@@ -1,0 +1,108 @@
+//! The Searches section: for each `search`, its answer, why it stopped, a
+//! plot of the SLO's first metric against the variable (passing and failing
+//! probes apart) and the table of every probe, each linked to its stored cell.
+
+use std::fmt::Write;
+
+use plotters::chart::SeriesLabelPosition;
+
+use super::format::{count, num, short};
+use super::link::step_link;
+use super::table::num_td;
+use super::{Page, escape};
+use crate::report::model::{Body, Report};
+use crate::report::plot::{Series, scatter};
+use crate::results::SearchResult;
+
+pub(super) fn searches(page: &mut Page, report: &Report) {
+    page.section("searches", "Searches");
+    let searches: Vec<_> = report
+        .steps
+        .iter()
+        .filter_map(|s| match &s.body {
+            Body::Search(result) => Some((s, result)),
+            _ => None,
+        })
+        .collect();
+    if searches.is_empty() {
+        page.push("<p class=\"note\">No searches.</p>");
+    }
+    for (step, result) in searches {
+        let answer = result.max_value.map_or_else(|| "none passed".to_string(), count);
+        let field = if result.variable == "concurrency" { "max_concurrency" } else { "max_rate" };
+        let _ = write!(
+            page.out,
+            "<h3>search {}{}</h3><p><strong>{field} = {}</strong> · boundary {} · stopped: {} — {}</p>\
+             <p class=\"note\">SLO: {} · precision {} · budget {} probes · {} probed</p>",
+            step_link(step),
+            if result.simulated { " <span class=\"sim-tag\">simulated</span>" } else { "" },
+            escape(&answer),
+            escape(&result.boundary),
+            escape(&result.stopped),
+            escape(&result.detail),
+            escape(&result.slo.join(" && ")),
+            escape(&result.precision),
+            result.budget,
+            result.curve.len(),
+        );
+        curve(page, result);
+    }
+    page.end();
+}
+
+/// The plot (first SLO metric by value) and the probe table.
+fn curve(page: &mut Page, result: &SearchResult) {
+    let metric = result.curve.iter().find_map(|p| p.metrics.keys().next().cloned());
+    let mut header = vec!["#", result.variable.as_str(), "verdict"];
+    let metric_names: Vec<String> = {
+        let mut names: Vec<String> = result.curve.iter().flat_map(|p| p.metrics.keys().cloned()).collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    header.extend(metric_names.iter().map(String::as_str));
+    header.extend(["throughput tok/s", "completed", "failed", "probe cell"]);
+    let rows: Vec<Vec<String>> = result
+        .curve
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut row = vec![
+                (i + 1).to_string(),
+                num_td(&result.variable, Some(p.value)),
+                format!("<td class=\"status {0}\">{0}</td>", if p.passed { "passed" } else { "rejected" }),
+            ];
+            row.extend(metric_names.iter().map(|m| num_td(m, p.metrics.get(m).and_then(|v| v.as_f64()))));
+            row.push(num_td("throughput_tok_s", p.throughput_tok_s));
+            row.push(p.completed.to_string());
+            row.push(p.failed.to_string());
+            row.push(format!("<code>{}</code>", escape(short(&p.fingerprint))));
+            row
+        })
+        .collect();
+    let Some(metric) = metric else {
+        page.table("search", &header, &rows);
+        return;
+    };
+    let series = |passed: bool| {
+        let points: Vec<(f64, f64)> = result
+            .curve
+            .iter()
+            .filter(|p| p.passed == passed)
+            .filter_map(|p| Some((p.value, p.metrics.get(&metric)?.as_f64()?)))
+            .collect();
+        let names = points.iter().map(|(v, _)| num(Some(*v))).collect();
+        let name = if passed { "passed" } else { "failed" };
+        (Series { name: name.into(), points }, names)
+    };
+    let svg = scatter(
+        SeriesLabelPosition::UpperLeft,
+        &format!("{metric} by {}", result.variable),
+        &result.variable,
+        &metric,
+        &[series(true), series(false)],
+        None,
+        false,
+    );
+    page.figure(&svg, &format!("every probe: {metric} against {}", result.variable), &header, &rows);
+}

@@ -1,0 +1,133 @@
+//! A `search`'s result: the highest passing value of its variable, every
+//! probe it judged (the curve), the shape of the boundary and why it stopped.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The `schema` every search result carries.
+pub const SEARCH_RESULT_SCHEMA: &str = "anvil-serving.search-result/v1";
+
+/// `anvil-serving.search-result/v1`. Gates read `search.NAME.max_rate` (or
+/// `max_concurrency`); both are `null` when no probe passed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// [`SEARCH_RESULT_SCHEMA`].
+    pub schema: String,
+    /// `rate` or `concurrency`.
+    pub variable: String,
+    /// `bracket` or `ladder`.
+    pub method: String,
+    /// The highest value that passed with no failing probe at or below it.
+    pub max_value: Option<f64>,
+    /// `max_value` of a rate search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rate: Option<f64>,
+    /// `max_value` of a concurrency search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<f64>,
+    /// The lowest value that failed (None: none did).
+    pub lowest_fail: Option<f64>,
+    /// `sharp` (every pass below every fail), `noisy` (a fail below a pass),
+    /// `above-range` (nothing failed) or `below-range` (nothing passed).
+    pub boundary: String,
+    /// The stop rule that ended the search (`precision`, `saturation`,
+    /// `errors`, `budget`, `top-of-range`, `bottom-of-range`, `ladder-done`).
+    pub stopped: String,
+    /// `stopped` in a sentence.
+    pub detail: String,
+    /// The SLO expressions as written.
+    pub slo: Vec<String>,
+    pub precision: String,
+    pub budget: u64,
+    /// Every probe the search judged, in the order it made them.
+    pub curve: Vec<ProbePoint>,
+    /// Whether the probes were measured on the simulated engine.
+    pub simulated: bool,
+}
+
+/// One probe on the curve: a cell stored under its own fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbePoint {
+    pub value: f64,
+    pub passed: bool,
+    /// The metrics the SLO read.
+    pub metrics: Map<String, Value>,
+    pub throughput_tok_s: Option<f64>,
+    pub completed: u64,
+    pub failed: u64,
+    /// The probe cell's configuration fingerprint (its stored entry).
+    pub fingerprint: String,
+    /// Each SLO expression's evaluation.
+    pub slo: Vec<String>,
+}
+
+/// The shape of the boundary between passing and failing probes.
+pub fn boundary_of(curve: &[ProbePoint]) -> &'static str {
+    let highest_pass = curve.iter().filter(|p| p.passed).map(|p| p.value).reduce(f64::max);
+    let lowest_fail = curve.iter().filter(|p| !p.passed).map(|p| p.value).reduce(f64::min);
+    match (highest_pass, lowest_fail) {
+        (_, None) => "above-range",
+        (None, Some(_)) => "below-range",
+        (Some(pass), Some(fail)) if pass > fail => "noisy",
+        _ => "sharp",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(value: f64, passed: bool) -> ProbePoint {
+        ProbePoint {
+            value,
+            passed,
+            metrics: Map::new(),
+            throughput_tok_s: None,
+            completed: 1,
+            failed: 0,
+            fingerprint: String::new(),
+            slo: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn boundaries() {
+        assert_eq!(boundary_of(&[point(1.0, true), point(2.0, true)]), "above-range");
+        assert_eq!(boundary_of(&[point(1.0, false)]), "below-range");
+        assert_eq!(boundary_of(&[point(1.0, true), point(4.0, false), point(2.0, true)]), "sharp");
+        assert_eq!(boundary_of(&[point(1.0, true), point(2.0, false), point(3.0, true)]), "noisy");
+    }
+
+    #[test]
+    fn the_answer_key_follows_the_variable() {
+        let result = SearchResult {
+            schema: SEARCH_RESULT_SCHEMA.into(),
+            variable: "rate".into(),
+            method: "bracket".into(),
+            max_value: Some(4.0),
+            max_rate: Some(4.0),
+            max_concurrency: None,
+            lowest_fail: Some(5.0),
+            boundary: "sharp".into(),
+            stopped: "precision".into(),
+            detail: String::new(),
+            slo: vec![],
+            precision: "1".into(),
+            budget: 3,
+            curve: vec![],
+            simulated: true,
+        };
+        let value = super::super::to_value(&result);
+        // Gates are checked at load against the recipe layer's list of fields.
+        let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.push("max_concurrency");
+        keys.sort();
+        let mut listed = crate::recipe::decls::search::RESULT_FIELDS.to_vec();
+        listed.sort();
+        assert_eq!(keys, listed);
+        assert_eq!(value["max_rate"], 4.0);
+        assert!(value.get("max_concurrency").is_none());
+        let back: SearchResult = super::super::from_value(value).unwrap();
+        assert_eq!(back, result);
+    }
+}

@@ -1,0 +1,189 @@
+//! `search` steps: replay the walk over the stored probes, measure the next
+//! probe the walk asks for exactly as a cell is measured (same executor, same
+//! store entry layout, under the probe's own fingerprint), and repeat until a
+//! stop rule ends it. A probe is committed as soon as it is measured, so an
+//! interrupted search resumes where it stopped; a search whose probes are
+//! all stored sends no request and never starts its server.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::outcome::{Ending, Failure, Produced};
+use super::{Context, cell, step};
+use crate::plan::search::{Next, Probe, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};
+use crate::recipe::Kind;
+use crate::recipe::Spec;
+use crate::recipe::decls::search::format_value;
+use crate::recipe::words::SearchVariable;
+use crate::results::{self, ProbePoint, SEARCH_RESULT_SCHEMA, SearchResult, boundary_of};
+
+pub(super) async fn run_search(
+    ctx: &Context,
+    site: &ProbeSite,
+    server: Option<usize>,
+) -> Result<Produced, Failure> {
+    let mut judged: HashMap<u64, ProbeOutcome> = HashMap::new();
+    let mut measured = 0usize;
+    loop {
+        let walked = walk(&site.search, |value| {
+            if let Some(known) = judged.get(&value.to_bits()) {
+                return Ok(Some(known.clone()));
+            }
+            let stored = site.stored(&ctx.store, value)?;
+            if let Some(outcome) = &stored {
+                judged.insert(value.to_bits(), outcome.clone());
+            }
+            Ok(stored)
+        })
+        .map_err(Failure::new)?;
+        match walked.next {
+            Next::Stop(stop) => return Ok(finish(site, walked.probes, stop, measured)),
+            Next::Probe(value) => {
+                let server = server.ok_or_else(|| Failure::new("search has no server"))?;
+                measure(ctx, site, server, &site.probe(value)).await?;
+                measured += 1;
+            }
+        }
+    }
+}
+
+/// Measure one probe as a cell and store it under its fingerprint.
+async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) -> Result<(), Failure> {
+    let Spec::Cell(cell_decl) = &probe.decl.spec else { return Err(Failure::new("a probe is a cell")) };
+    let name = probe.decl.name.as_str();
+    let store = ctx.store.clone();
+    let fp = probe.fingerprint;
+    // One producer per fingerprint across concurrent runs, as for any cell.
+    let _lock = tokio::task::spawn_blocking(move || store.lock(&fp))
+        .await
+        .map_err(|e| Failure::new(format!("store lock: {e}")))?
+        .map_err(|e| Failure::new(format!("store lock: {e}")))?;
+    if ctx.store.contains(&probe.fingerprint) {
+        return Ok(());
+    }
+    let started = Instant::now();
+    ctx.progress.started(name, Kind::Cell);
+    let produced = {
+        let _turn = ctx.servers.turn(server).await;
+        let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
+        let fingerprint = probe.fingerprint.to_string();
+        let at = cell::CellRun {
+            seed: ctx.seed,
+            fingerprint: &fingerprint,
+            run_id: &ctx.run_id,
+            recipe: &ctx.recipe_key,
+            progress: &ctx.progress,
+        };
+        let result = cell::run_cell(name, cell_decl, &info, &at).await;
+        match ctx.servers.crashed(server).await {
+            Some(crash) => Err(Failure::new(format!(
+                "server `{}` died during probe {}={}",
+                info.name,
+                site.search.variable,
+                format_value(probe.value)
+            ))
+            .with_detail(crash)),
+            None => result.map_err(|f| Failure {
+                reason: format!("probe {}={}: {}", site.search.variable, format_value(probe.value), f.reason),
+                detail: f.detail,
+            }),
+        }
+    };
+    let ending = if produced.is_ok() { Ending::Ran } else { Ending::Failed };
+    let line = match &produced {
+        Ok(p) => p.summary.clone(),
+        Err(f) => f.reason.clone(),
+    };
+    ctx.progress.finished(name, Kind::Cell, ending, &line, started.elapsed(), false);
+    let produced = produced?;
+    step::commit_entry(&ctx.store, &probe.fingerprint, &probe.preimage, &produced)
+        .map_err(|e| Failure::new(format!("storing probe {name}: {e}")))?;
+    Ok(())
+}
+
+/// The result from the judged probes.
+fn finish(site: &ProbeSite, probes: Vec<ProbeOutcome>, stop: Stop, measured: usize) -> Produced {
+    let search = &site.search;
+    let max_value = highest_pass(&probes);
+    let lowest_fail = probes.iter().filter(|p| !p.passed).map(|p| p.value).reduce(f64::min);
+    let curve: Vec<ProbePoint> = probes
+        .iter()
+        .map(|p| ProbePoint {
+            value: p.value,
+            passed: p.passed,
+            metrics: p.metrics.clone(),
+            throughput_tok_s: p.throughput_tok_s,
+            completed: p.completed,
+            failed: p.failed,
+            fingerprint: p.fingerprint.to_string(),
+            slo: p.details.clone(),
+        })
+        .collect();
+    let boundary = boundary_of(&curve);
+    let detail = stop_sentence(site, stop, max_value, lowest_fail, probes.len());
+    let result = SearchResult {
+        schema: SEARCH_RESULT_SCHEMA.into(),
+        variable: search.variable.as_str().into(),
+        method: search.method.as_str().into(),
+        max_value,
+        max_rate: max_value.filter(|_| search.variable == SearchVariable::Rate),
+        max_concurrency: max_value.filter(|_| search.variable == SearchVariable::Concurrency),
+        lowest_fail,
+        boundary: boundary.into(),
+        stopped: stop.as_str().into(),
+        detail: detail.clone(),
+        slo: search.slo.iter().map(|e| e.text.clone()).collect(),
+        precision: search.precision.describe(),
+        budget: search.budget,
+        simulated: probes.iter().any(|p| p.simulated),
+        curve,
+    };
+    let answer = match max_value {
+        Some(v) => format!("{} {}", search.answer_field(), format_value(v)),
+        None => format!("{} none (no probe passed)", search.answer_field()),
+    };
+    let reused = probes.len().saturating_sub(measured);
+    let summary = format!(
+        "{answer}, boundary {boundary}, stopped: {}; {} probes ({measured} measured, {reused} stored){}",
+        stop.as_str(),
+        probes.len(),
+        if result.simulated { " (simulated)" } else { "" }
+    );
+    Produced { result: results::to_value(&result), files: Vec::new(), rejected: false, summary }
+}
+
+fn stop_sentence(
+    site: &ProbeSite,
+    stop: Stop,
+    pass: Option<f64>,
+    fail: Option<f64>,
+    probes: usize,
+) -> String {
+    let search = &site.search;
+    let var = search.variable;
+    let show = |v: Option<f64>| v.map(format_value).unwrap_or_else(|| "none".into());
+    match stop {
+        Stop::Precision => format!(
+            "the highest pass ({var}={}) and the lowest fail ({var}={}) are within the precision {}",
+            show(pass),
+            show(fail),
+            search.precision.describe()
+        ),
+        Stop::Saturation => format!(
+            "throughput grew by less than {}% when {var} doubled: the server is saturated",
+            search.saturation_pct.unwrap_or_default()
+        ),
+        Stop::Errors => "a probe had failed requests (stop-on-errors)".into(),
+        Stop::Budget => format!("the budget of {} probes is spent ({probes} probed)", search.budget),
+        Stop::TopOfRange => {
+            format!("the top of the range passed: the capacity is at least {var}={}", search.max)
+        }
+        Stop::BottomOfRange => {
+            format!(
+                "the bottom of the range failed: the capacity is below {var}={}",
+                format_value(search.min)
+            )
+        }
+        Stop::LadderDone => format!("every rung of the ladder was probed ({probes})"),
+    }
+}
