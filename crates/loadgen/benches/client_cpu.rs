@@ -111,6 +111,7 @@ async fn anvil_cell(url: &str, requests: u32) -> (u64, u32) {
 /// The plain way: reqwest's byte stream, the same SSE parser, and every
 /// event deserialized with serde_json.
 async fn reqwest_cell(url: &str, requests: u32) -> (u64, u32) {
+    anvil_net::install_crypto_provider();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(CONCURRENCY as usize)
         .tcp_nodelay(true)

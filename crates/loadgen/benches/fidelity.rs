@@ -130,6 +130,7 @@ struct TruthRecord {
 /// canary marker → (the sim's receipt of the request, its write of the
 /// first token-bearing chunk), both from the sim's own log.
 async fn first_content_writes(url: &str) -> HashMap<String, (u64, u64)> {
+    anvil_net::install_crypto_provider();
     let body = reqwest::get(format!("{url}/debug/ground-truth?clear=1"))
         .await
         .expect("ground truth")
@@ -267,7 +268,10 @@ fn cpu_table(rt: &tokio::runtime::Runtime) {
             report.records.iter().map(|r| u64::from(r.content_chunks + r.reasoning_chunks)).sum();
         // Every SSE event the sim wrote (role, tokens, finish, usage, [DONE]).
         let truth_body = rt
-            .block_on(async { reqwest::get(format!("{}/debug/ground-truth", sim.url)).await?.bytes().await })
+            .block_on(async {
+                anvil_net::install_crypto_provider();
+                reqwest::get(format!("{}/debug/ground-truth", sim.url)).await?.bytes().await
+            })
             .expect("ground truth");
         let truth: Vec<TruthRecord> = serde_json::from_slice(&truth_body).expect("ground truth JSON");
         let events: u64 = truth.iter().map(|r| r.chunks.len() as u64 + 1).sum(); // + [DONE]

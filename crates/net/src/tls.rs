@@ -28,14 +28,22 @@ impl TlsSettings {
     }
 }
 
-/// The crypto provider every rustls configuration of anvil uses.
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+/// Installs *ring* as the process's default rustls crypto provider (once;
+/// later calls do nothing). anvil-net's own configurations name their
+/// provider and do not need it, but a reqwest client built directly
+/// (`reqwest::Client::new()`, in tests and benches) panics without one:
+/// reqwest is built with `rustls-no-provider`.
+pub fn install_crypto_provider() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
-        // Also the process default, for any rustls user that asks for one;
-        // an error only means another provider was installed first.
+        // An error only means another provider was installed first.
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+/// The crypto provider every rustls configuration of anvil uses.
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    install_crypto_provider();
     Arc::new(rustls::crypto::ring::default_provider())
 }
 

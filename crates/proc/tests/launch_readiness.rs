@@ -18,6 +18,7 @@ async fn ready_when_http_probe_answers_200() {
     let server = launch(spec).await.expect("server becomes ready");
 
     assert_eq!(server.base_url(), format!("http://127.0.0.1:{port}"));
+    anvil_net::install_crypto_provider();
     let body = reqwest::Client::builder()
         .no_proxy()
         .build()

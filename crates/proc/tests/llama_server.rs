@@ -136,6 +136,7 @@ async fn streamed_chat(base_url: &str) -> ChatResult {
         "stream": true,
         "stream_options": {"include_usage": true},
     });
+    anvil_net::install_crypto_provider();
     let client = reqwest::Client::builder().no_proxy().build().expect("client");
     let started = Instant::now();
     let response =

@@ -99,6 +99,7 @@ fn ground_truth(addr: std::net::SocketAddr) -> Vec<Value> {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         runtime.block_on(async move {
             let url = format!("http://{addr}/debug/ground-truth?clear=1");
+            anvil_net::install_crypto_provider();
             reqwest::get(url)
                 .await
                 .expect("ground truth")

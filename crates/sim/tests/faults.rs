@@ -135,7 +135,7 @@ async fn exit_after_requests_stops_an_in_process_server() {
     let url = format!("{}/health", sim.base_url());
     let mut refused = false;
     for _ in 0..200 {
-        if reqwest::Client::new().get(&url).send().await.is_err() {
+        if common::client().get(&url).send().await.is_err() {
             refused = true;
             break;
         }

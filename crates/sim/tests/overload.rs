@@ -55,7 +55,7 @@ impl PoissonGaps {
 /// Send streamed requests at Poisson arrivals of `rate` per second for
 /// `RUN_FOR`; return (scheduled send offset, timing) per request.
 async fn drive(base_url: &str, rate: f64) -> Vec<(Duration, StreamTiming)> {
-    let client = reqwest::Client::new();
+    let client = common::client();
     let mut gaps = PoissonGaps { state: 0x9e37_79b9_7f4a_7c15, mean_s: 1.0 / rate };
     let start = tokio::time::Instant::now();
     let mut at = Duration::ZERO;
@@ -125,7 +125,7 @@ async fn ttft_stays_bounded_below_capacity_and_climbs_above_it() {
 
 /// Send `n` streamed requests at once; return the status of each.
 async fn burst_statuses(base_url: &str, n: usize) -> Vec<(u16, String)> {
-    let client = reqwest::Client::new();
+    let client = common::client();
     let mut tasks = Vec::new();
     for _ in 0..n {
         let (client, url) = (client.clone(), format!("{base_url}/v1/chat/completions"));

@@ -20,6 +20,7 @@ fn exit_after_requests_exits_the_process_with_status_3() {
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
+        anvil_net::install_crypto_provider();
         let client = reqwest::Client::new();
         for _ in 0..2 {
             let body = json!({"messages": [{"role": "user", "content": "Write about 3 words."}]});

@@ -30,7 +30,9 @@ pub async fn start_profile(profile: SimProfile) -> SimHandle {
     anvil_sim::spawn(profile, listener).await.expect("sim starts")
 }
 
+/// A reqwest client; reqwest's TLS needs the crypto provider anvil-net installs.
 pub fn client() -> reqwest::Client {
+    anvil_net::install_crypto_provider();
     reqwest::Client::new()
 }
 
@@ -180,7 +182,7 @@ pub async fn burst(
     prompt_words: usize,
     output_words: usize,
 ) -> Vec<StreamTiming> {
-    let client = reqwest::Client::new();
+    let client = client();
     let tasks: Vec<_> = (0..concurrency)
         .map(|i| {
             let filler: String = (0..prompt_words).map(|w| format!("w{i}x{w} ")).collect();
