@@ -353,3 +353,82 @@ pub(super) fn explain(plan: &Plan, i: usize, store: Option<&Store>) -> (String, 
         Err(why) => (format!("search {}: {why}", site.name), true),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recipe::testing::load_text;
+
+    fn search(settings: &str) -> SearchDecl {
+        let text = format!("server \"sim\"\nsearch \"s\" server=\"sim\" {{\n{settings}\n}}\n");
+        let recipe = load_text(&text).expect("loads");
+        let Spec::Search(search) = &recipe.step("s").expect("search").spec else { panic!("not a search") };
+        search.clone()
+    }
+
+    /// Run the walk to its end against a server whose outcome is `passes(value)`.
+    fn run(search: &SearchDecl, passes: impl Fn(f64) -> (bool, f64)) -> (Vec<f64>, Stop) {
+        let mut made: Vec<ProbeOutcome> = Vec::new();
+        loop {
+            let walked = walk(search, |v| Ok(made.iter().find(|p| p.value == v).cloned())).unwrap();
+            match walked.next {
+                Next::Stop(stop) => return (walked.probes.iter().map(|p| p.value).collect(), stop),
+                Next::Probe(value) => {
+                    let (passed, throughput) = passes(value);
+                    made.push(ProbeOutcome {
+                        value,
+                        fingerprint: Fingerprint::from(blake3::hash(&value.to_le_bytes())),
+                        passed,
+                        details: Vec::new(),
+                        metrics: Map::new(),
+                        throughput_tok_s: Some(throughput),
+                        completed: 1,
+                        failed: 0,
+                        simulated: true,
+                    });
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bracket_doubles_then_bisects_to_the_precision() {
+        let s = search("variable \"rate\"\nrange 2 100\nslo \"probe.ok\"\nprecision 1");
+        let (values, stop) = run(&s, |v| (v <= 37.3, v));
+        assert_eq!(values, [2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 48.0, 40.0, 36.0, 38.0, 37.0]);
+        assert_eq!(stop, Stop::Precision);
+    }
+
+    #[test]
+    fn each_stop_rule() {
+        let s = search("variable \"concurrency\"\nrange 1 16\nslo \"probe.ok\"\nbudget 3");
+        assert_eq!(run(&s, |v| (true, v)), (vec![1.0, 2.0, 4.0], Stop::Budget));
+        let s = search("variable \"concurrency\"\nrange 1 16\nslo \"probe.ok\"");
+        assert_eq!(run(&s, |v| (true, v)), (vec![1.0, 2.0, 4.0, 8.0, 16.0], Stop::TopOfRange));
+        assert_eq!(run(&s, |_| (false, 1.0)), (vec![1.0], Stop::BottomOfRange));
+        // Whole concurrencies: 5 passes, 6 fails, within the default precision of 1.
+        assert_eq!(run(&s, |v| (v <= 5.0, v)), (vec![1.0, 2.0, 4.0, 8.0, 6.0, 5.0], Stop::Precision));
+        let s = search("variable \"concurrency\"\nrange 1 64\nslo \"probe.ok\"\nsaturation-pct 10");
+        // Throughput flat from 4 on: doubling 4 → 8 grew it by less than 10%.
+        assert_eq!(run(&s, |v| (true, v.min(4.0))), (vec![1.0, 2.0, 4.0, 8.0], Stop::Saturation));
+        let s = search("variable \"rate\"\nladder 3 1 2\nslo \"probe.ok\"");
+        assert_eq!(run(&s, |v| (v != 1.0, v)), (vec![3.0, 1.0, 2.0], Stop::LadderDone));
+    }
+
+    #[test]
+    fn the_answer_is_the_highest_pass_below_every_fail() {
+        let outcome = |value: f64, passed: bool| ProbeOutcome {
+            value,
+            fingerprint: Fingerprint::from(blake3::hash(b"x")),
+            passed,
+            details: Vec::new(),
+            metrics: Map::new(),
+            throughput_tok_s: None,
+            completed: 1,
+            failed: 0,
+            simulated: false,
+        };
+        assert_eq!(highest_pass(&[outcome(1.0, true), outcome(2.0, false), outcome(3.0, true)]), Some(1.0));
+        assert_eq!(highest_pass(&[outcome(1.0, false)]), None);
+    }
+}

@@ -52,6 +52,13 @@ pub const RESULT_FIELDS: &[&str] = &[
     "simulated",
 ];
 
+/// The load generator's request count when a workload sets none.
+const DEFAULT_PROBE_REQUESTS: u64 = 16;
+
+/// The in-flight cap a rate probe sets when its workload sets no `concurrency`
+/// (each request may be in flight, up to this many connections).
+pub const MAX_IN_FLIGHT: u64 = 1024;
+
 /// Probes a search makes at most when `budget` is unset.
 pub const DEFAULT_BUDGET: u64 = 12;
 
@@ -127,6 +134,13 @@ impl SearchDecl {
                 let constant = self.template.settings.str("arrival") == Some("constant");
                 set("arrival", Value::from(if constant { "constant" } else { "poisson" }));
                 set("rate", number(value));
+                // An open loop's `concurrency` caps requests in flight; the
+                // load generator's default (1) would queue them in the client
+                // and hide the server's queue. Unset, no cap binds.
+                if !self.template.settings.contains("concurrency") {
+                    let requests = self.template.settings.u64("requests").unwrap_or(DEFAULT_PROBE_REQUESTS);
+                    set("concurrency", Value::from(requests.clamp(1, MAX_IN_FLIGHT)));
+                }
             }
             SearchVariable::Concurrency => set("concurrency", Value::from(value.round() as u64)),
         }
@@ -456,4 +470,52 @@ fn slo_expressions(draft: &Draft, problems: &mut Problems) -> Vec<Expression> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::recipe::Spec;
+    use crate::recipe::testing::load_text;
+
+    fn probe_settings(text: &str, value: f64) -> serde_json::Map<String, serde_json::Value> {
+        let recipe = load_text(text).expect("loads");
+        let Spec::Search(search) = &recipe.step("s").expect("search s").spec else { panic!("not a search") };
+        search.probe(value).fingerprinted_settings(false).into_iter().collect()
+    }
+
+    #[test]
+    fn a_rate_probe_is_the_workload_with_a_poisson_rate_and_nothing_of_the_slo() {
+        let settings = probe_settings(
+            r#"
+server "sim"
+workload "w" { requests 40; max-tokens 8; slo ttft="2s"; }
+search "s" server="sim" workload="w" { variable "rate"; range 1 8; slo "probe.ttft_p99_ms <= 5"; repeats 3; }
+"#,
+            2.5,
+        );
+        let keys: Vec<&str> = settings.keys().map(String::as_str).collect();
+        // The workload's own `slo` (goodput limits) is a probe setting; the
+        // search's SLO, range and stop rules are not.
+        assert_eq!(keys, ["arrival", "concurrency", "max-tokens", "rate", "repeat", "requests", "slo"]);
+        assert_eq!(settings["arrival"], "poisson");
+        assert_eq!(settings["rate"], 2.5);
+        assert_eq!(settings["repeat"], 3);
+        // No workload `concurrency`: the in-flight cap is the request count.
+        assert_eq!(settings["concurrency"], 40);
+    }
+
+    #[test]
+    fn a_concurrency_probe_sets_only_the_concurrency() {
+        let settings = probe_settings(
+            r#"
+server "sim"
+workload "w" { requests 40; arrival "poisson"; rate 3; }
+search "s" server="sim" workload="w" { variable "concurrency"; ladder 2 4; slo "probe.failed == 0"; }
+"#,
+            4.0,
+        );
+        assert_eq!(settings["concurrency"], 4);
+        assert_eq!(settings["rate"], 3.0);
+        assert!(!settings.contains_key("repeat"));
+    }
 }
