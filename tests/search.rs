@@ -600,3 +600,50 @@ gate "h" { require "search.capacity.max_rat >= 2"; }
     assert!(out.stderr.contains("read `max_rate` (or `max_value`)"), "{}", out.stderr);
     assert!(out.stderr.contains("`max_rat` (did you mean `max_rate`?)"), "{}", out.stderr);
 }
+
+/// Under `--executor slurm` a search runs inside its server's job, with the
+/// cells on that server (skipped, with a notice, where Slurm does not answer).
+#[test]
+fn a_search_runs_in_its_servers_slurm_job() {
+    let up = Command::new("scontrol").arg("ping").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    if !up.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var("ANVIL_REQUIRE_SLURM").map_or(true, |v| v != "1"),
+            "ANVIL_REQUIRE_SLURM=1 but Slurm is not reachable (run scripts/start-slurm.sh)"
+        );
+        eprintln!(
+            "NOTICE: a_search_runs_in_its_servers_slurm_job skipped: no Slurm here (scripts/start-slurm.sh)"
+        );
+        return;
+    }
+    let _one = serial();
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "slurm.kdl",
+        r#"
+server "sim" { model "m"; sim { decode-step-ms 2; max-running-seqs 8; prefix-cache #false; } }
+workload "w" { context-tokens 128; max-tokens 8; thinking "off"; requests 40; warmup-requests 0; concurrency 256; }
+search "capacity" server="sim" workload="w" {
+    variable "rate"
+    range 16 400
+    slo "probe.ttft_p99_ms <= 150"
+    precision "20%"
+}
+cell "after" server="sim" workload="w" { arrival "poisson"; rate 20; }
+gate "enough" { require "search.capacity.max_rate >= 16"; }
+"#,
+    );
+    let run = scratch.run(&recipe, &["--executor", "slurm"], 0);
+    assert!(
+        run.stderr.contains(": server sim (capacity, after)"),
+        "one job for the server's group:\n{}",
+        run.stderr
+    );
+    let result = stored_result(&scratch, &recipe, "capacity");
+    assert_eq!(result["stopped"], "precision", "{result}");
+    for p in result["curve"].as_array().unwrap() {
+        assert!(entry_dir(&scratch.store(), p["fingerprint"].as_str().unwrap()).is_dir(), "probe stored");
+    }
+    let again = scratch.run(&recipe, &["--executor", "slurm"], 0);
+    assert!(!again.stderr.contains("submitted"), "a rerun submits nothing:\n{}", again.stderr);
+}
