@@ -143,6 +143,25 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
                 Value::Object(map)
             })
         }
+        Shape::Headed => {
+            let [head] = field.args.as_slice() else {
+                let found =
+                    if field.args.is_empty() { "no value".into() } else { format!("{} values", field.args.len()) };
+                return fail(problems, field.span, found);
+            };
+            let mut map = Map::new();
+            map.insert("value".into(), scalar(&head.value));
+            for (key, value) in &field.props {
+                map.insert(key.value.clone(), scalar(&value.value));
+            }
+            for child in &field.children {
+                let list = map.entry(child.name.value.clone()).or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(items) = list {
+                    items.push(block_value(child));
+                }
+            }
+            Some(Value::Object(map))
+        }
         Shape::Block => {
             let mut map = Map::new();
             for child in &field.children {

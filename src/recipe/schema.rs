@@ -22,6 +22,10 @@ pub enum Shape {
     Records,
     /// A block of children turned into a JSON object: `sim { decode-step-ms 12 }`.
     Block,
+    /// One value, then key=value properties and optional child lines:
+    /// `trace "t.jsonl" format="mooncake"`, `sessions 8 turns=3 { turn "Hi" }`.
+    /// Becomes an object: `value`, each property, and each child name's values as a list.
+    Headed,
     /// One of a fixed set of words.
     OneOf(&'static [&'static str]),
     /// The name of another declaration of this kind.
@@ -42,6 +46,7 @@ impl Shape {
             Shape::Props => "key=value properties".into(),
             Shape::Records => "key=value properties".into(),
             Shape::Block => "a { … } block".into(),
+            Shape::Headed => "a value followed by key=value properties".into(),
             Shape::OneOf(words) => {
                 format!("one of {}", words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", "))
             }

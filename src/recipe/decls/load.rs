@@ -8,6 +8,8 @@ use serde_json::Value;
 use super::super::decl::Draft;
 use super::super::problem::Problems;
 use super::super::schema::{FieldSpec, Shape, field, many};
+pub mod traffic;
+pub use traffic::TrafficDecl;
 use super::super::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, Thinking};
 
 pub const FIELDS: &[FieldSpec] = &[
@@ -34,6 +36,9 @@ pub const FIELDS: &[FieldSpec] = &[
     many("extra-body", Shape::Block),
     field("balance", Shape::OneOf(Balance::WORDS)),
     field("connect", Shape::OneOf(CONNECT_WORDS)),
+    field("trace", Shape::Headed),
+    field("dataset", Shape::Headed),
+    field("sessions", Shape::Headed),
 ];
 
 /// `connect`: when a cell opens its connections.
@@ -78,6 +83,10 @@ pub struct LoadDecl {
     pub balance: Balance,
     /// Unset: `ahead`.
     pub connect: ConnectWord,
+    /// Where the requests come from (a trace, a dataset, sessions; else synthetic).
+    pub traffic: TrafficDecl,
+    /// Files the traffic reads, relative to the recipe's folder.
+    pub reads: Vec<String>,
 }
 
 /// When requests are sent.
@@ -132,6 +141,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         };
         SloDecl { ttft: limit("ttft"), tpot: limit("tpot"), e2e: limit("e2e") }
     });
+    let (traffic, reads) = traffic::build(draft, problems);
     LoadDecl {
         api: word("api").and_then(Api::from_word).unwrap_or(Api::Chat),
         context_tokens: s.u64("context-tokens"),
@@ -160,5 +170,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
             Some("on-demand") => ConnectWord::OnDemand,
             _ => ConnectWord::Ahead,
         },
+        traffic,
+        reads,
     }
 }

@@ -81,6 +81,8 @@ impl Spec {
         match self {
             Spec::Server(server) => &server.reads,
             Spec::Task(task) | Spec::Finally(FinallyDecl { task, .. }) => &task.reads,
+            // A cell's trace or dataset file.
+            Spec::Cell(cell) => &cell.load.reads,
             _ => &[],
         }
     }
