@@ -326,6 +326,13 @@ fn a_killed_search_resumes_from_its_stored_probes_and_repeats_none() {
     assert!(expected >= 40 * measured);
     assert_eq!(served, expected, "requests served by the rerun:\n{}", rerun.stderr);
     assert_eq!(after.len(), before.len() + measured as usize + 1, "the probes and the search's own entry");
+    // The run record lists every probe: measured by this run, or reused.
+    let statuses = scratch.last_run_statuses();
+    for p in result["curve"].as_array().unwrap() {
+        let name = format!("capacity@rate={}", p["value"].as_f64().unwrap());
+        let reused = before.contains(p["fingerprint"].as_str().unwrap());
+        assert_eq!(statuses[&name], if reused { "cached" } else { "ran" }, "{name}: {statuses:?}");
+    }
     let measured_lines =
         rerun.stderr.lines().filter(|l| l.contains("cell") && l.contains("capacity@")).count();
     assert_eq!(measured_lines as u64, measured, "{}", rerun.stderr);

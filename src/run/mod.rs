@@ -225,6 +225,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         (None, false) => RunStatus::Failed,
     };
     record::finish(&mut record, &summary.plan, &steps, status, &summary.finished_at);
+    record.nodes.extend(search::probe_nodes(&summary, &store));
     if let (Some(head), Value::Object(extra)) = (&remote, &mut record.extra) {
         extra.insert("jobs".into(), head.jobs_json().await);
     }

@@ -187,3 +187,49 @@ fn stop_sentence(
         Stop::LadderDone => format!("every rung of the ladder was probed ({probes})"),
     }
 }
+
+/// The stored probes of this run's searches as run-record nodes, so the
+/// record says which this run measured (`ran`) and which it reused
+/// (`cached`), `anvil gc` keeps them and bundles carry them. A search that
+/// failed or was interrupted lists the probes it stored before. (Under
+/// Slurm a probe measured by a worker is `ran` in the worker's record.)
+pub(super) fn probe_nodes(
+    summary: &super::RunSummary,
+    store: &anvil_store::Store,
+) -> Vec<anvil_store::RunNode> {
+    let mut nodes = Vec::new();
+    for (i, step) in summary.steps.iter().enumerate() {
+        let Some(site) = summary.plan.probe_site(i).filter(|_| step.kind == Kind::Search) else { continue };
+        let Ok(walked) = walk(&site.search, |value| site.stored(store, value).or(Ok(None))) else { continue };
+        for probe in walked.probes {
+            let measured_now = store
+                .read(&probe.fingerprint)
+                .ok()
+                .flatten()
+                .and_then(|entry| std::fs::File::open(entry.path_of("benchmark.json")).ok())
+                .and_then(|file| serde_json::from_reader::<_, RunOf>(std::io::BufReader::new(file)).ok())
+                .is_some_and(|artifact| artifact.run_id == summary.run_id);
+            nodes.push(anvil_store::RunNode {
+                name: site.search.probe(probe.value).name,
+                kind: Kind::Cell.as_str().to_string(),
+                fingerprint: probe.fingerprint,
+                status: if measured_now {
+                    anvil_store::NodeStatus::Ran
+                } else {
+                    anvil_store::NodeStatus::Cached
+                },
+                started_at: None,
+                duration_ms: None,
+                detail: Some(format!("probe of search {}", step.name)),
+            });
+        }
+    }
+    nodes
+}
+
+/// The run that measured a cell, from its artifact.
+#[derive(serde::Deserialize)]
+struct RunOf {
+    #[serde(default)]
+    run_id: String,
+}
