@@ -83,6 +83,8 @@ pub fn dependencies(recipe: &Recipe, problems: &mut Vec<Problem>) -> Vec<Vec<usi
                 deps.insert(server);
             }
             deps.extend(step.after.iter().filter_map(|n| index_of(n)));
+            // `{screen.X.winner_server}` in a setting: the screen comes first.
+            deps.extend(result_input_steps(step).filter_map(index_of));
             for expression in step.expressions() {
                 for reference in expression.parsed.references() {
                     deps.extend(resolve_reference(&reference, recipe, &index, step, expression, problems));
@@ -107,4 +109,9 @@ pub fn dependencies(recipe: &Recipe, problems: &mut Vec<Problem>) -> Vec<Vec<usi
             deps.into_iter().collect()
         })
         .collect()
+}
+
+/// The steps whose results a step's settings read (`{screen.X.field}` → `X`).
+pub fn result_input_steps(step: &Decl) -> impl Iterator<Item = &str> {
+    step.result_inputs.iter().filter_map(|name| crate::recipe::result_refs::parse(name)).map(|r| r.step)
 }

@@ -7,6 +7,7 @@ mod dependencies;
 mod fingerprint;
 mod graph;
 mod preimage;
+mod provisional;
 pub mod search;
 mod status;
 mod step_index;
@@ -34,8 +35,12 @@ pub struct PlannedNode {
     pub preimage: Value,
     pub fingerprint: Fingerprint,
     /// True for a gate, screen or decision whose inputs are not all stored
-    /// yet: its fingerprint is settled only when they are.
+    /// yet, or a step whose settings wait for upstream results: its
+    /// fingerprint is settled only when they are.
     pub provisional: bool,
+    /// The steps whose results its settings (or its server's) still wait
+    /// for (`{screen.X.winner_server}`); empty once settled.
+    pub waits_for: Vec<String>,
     pub status: Status,
     pub reason: String,
 }
@@ -54,6 +59,16 @@ impl Plan {
     /// Build the DAG and fingerprint every step. With a store, each step is
     /// marked cached or pending, with the reason it must run.
     pub fn build(recipe: Recipe, store: Option<&Store>, mode: EngineMode) -> Result<Plan, RecipeError> {
+        let plan = Plan::build_once(recipe, store, mode)?;
+        match store {
+            // Upstream results the store already holds settle the steps that read them.
+            Some(store) if plan.nodes.iter().any(|n| !n.waits_for.is_empty()) => plan.settle_results(store),
+            _ => Ok(plan),
+        }
+    }
+
+    /// The plan of the recipe as loaded, result placeholders and all.
+    fn build_once(recipe: Recipe, store: Option<&Store>, mode: EngineMode) -> Result<Plan, RecipeError> {
         let mut problems = Vec::new();
         let deps = dependencies::dependencies(&recipe, &mut problems);
         let order = match graph::execution_order(&deps) {
@@ -74,10 +89,17 @@ impl Plan {
         let mut nodes: Vec<Option<PlannedNode>> = vec![None; recipe.steps.len()];
         for &i in &order {
             let step = &recipe.steps[i];
-            let upstream: Vec<(String, Upstream)> = deps[i]
+            // A result a setting reads enters the fingerprint as its value, in the settings.
+            let flow_only = provisional::flow_only_deps(step, &recipe, &deps[i]);
+            let shaping: Vec<usize> = deps[i]
                 .iter()
+                .copied()
                 // A finally step waits for everything, but only its `after` steps shape its fingerprint.
-                .filter(|&&d| step.kind != Kind::Finally || step.after.contains(&recipe.steps[d].name))
+                .filter(|&d| step.kind != Kind::Finally || step.after.contains(&recipe.steps[d].name))
+                .filter(|d| !flow_only.contains(d))
+                .collect();
+            let upstream: Vec<(String, Upstream)> = shaping
+                .iter()
                 .map(|&d| {
                     let dep = nodes[d].as_ref().expect("execution order visits dependencies first");
                     let role = if recipe.steps[d].kind == Kind::Server {
@@ -98,7 +120,12 @@ impl Plan {
                     (role, link)
                 })
                 .collect();
-            let (preimage, provisional) = preimage_of(step, &recipe, &upstream, mode, &mut world);
+            let (preimage, reads_unsettled) = preimage_of(step, &recipe, &upstream, mode, &mut world);
+            let waits_for = provisional::waits_for(
+                step,
+                shaping.iter().map(|&d| nodes[d].as_ref().expect("visited first")),
+            );
+            let provisional = reads_unsettled || !waits_for.is_empty();
             nodes[i] = Some(PlannedNode {
                 name: step.name.clone(),
                 kind: step.kind,
@@ -106,6 +133,7 @@ impl Plan {
                 fingerprint: fingerprint_of(&preimage),
                 preimage,
                 provisional,
+                waits_for,
                 status: Status::Pending,
                 reason: String::new(),
             });

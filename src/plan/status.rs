@@ -52,6 +52,9 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
             _ if store.is_some_and(|s| s.contains(&node.fingerprint)) => {
                 (Status::Cached, "stored".to_string())
             }
+            _ if !node.waits_for.is_empty() => {
+                (Status::Pending, format!("provisional: waits for {}", listing(&node.waits_for)))
+            }
             _ if node.provisional => {
                 let waiting: Vec<String> = node
                     .deps
@@ -112,7 +115,11 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
             (Status::Cached, "every step that needs it is stored: it will not start".to_string())
         } else {
             let steps = if needing.len() == 1 { "step" } else { "steps" };
-            (Status::Pending, format!("starts for {} {steps}: {}", needing.len(), listing(&needing)))
+            let starts = format!("starts for {} {steps}: {}", needing.len(), listing(&needing));
+            match plan.nodes[i].waits_for.as_slice() {
+                [] => (Status::Pending, starts),
+                waits => (Status::Pending, format!("provisional: waits for {}; {starts}", listing(waits))),
+            }
         };
         plan.nodes[i].status = status;
         plan.nodes[i].reason = reason;

@@ -36,7 +36,8 @@ pub(super) fn check_references(steps: &[&Draft], workloads: &[&Draft], problems:
     for step in steps {
         for (key, kind) in [("server", Kind::Server), ("workload", Kind::Workload)] {
             let Some(target) = step.settings.str(key) else { continue };
-            if !declared.contains(&(kind, target)) {
+            // `server="{screen.X.winner_server}"`: checked once the winner is known.
+            if !declared.contains(&(kind, target)) && !super::result_refs::is_whole_placeholder(target) {
                 let pool: &[&Draft] = if kind == Kind::Workload { workloads } else { steps };
                 let known = pool.iter().filter(|d| d.kind == kind).map(|d| d.name.as_str());
                 problems.push(

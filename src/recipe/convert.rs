@@ -219,6 +219,11 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
 /// One typed value; `Err(None)` is a plain type mismatch, `Err(Some(msg))` a bad value of the right type.
 fn single(shape: Shape, arg: &Spanned<KdlValue>) -> Result<Value, Option<String>> {
     match (shape, &arg.value) {
+        // An upstream result not known yet (`rate "{search.c.max_rate}"`): its
+        // type is checked when the recipe is loaded again with its value.
+        (_, KdlValue::String(s)) if super::result_refs::is_whole_placeholder(s) => {
+            Ok(Value::String(s.clone()))
+        }
         (Shape::Int, KdlValue::Integer(i)) => {
             let i = u64::try_from(*i)
                 .map_err(|_| Some(format!("{i} is out of range (expected 0 … {})", u64::MAX)))?;

@@ -139,6 +139,11 @@ pub struct Decl {
     pub after: Vec<String>,
     /// What the step does, typed.
     pub spec: Spec,
+    /// The upstream results its settings read (`screen.x.winner_server`),
+    /// filled or not (`result_refs.rs`).
+    pub result_inputs: Vec<String>,
+    /// Those of them this load had no value for: the step is provisional.
+    pub unresolved: Vec<String>,
     settings: Settings,
 }
 
@@ -153,6 +158,8 @@ impl Decl {
             span: draft.span,
             name_span: draft.name_span,
             spec,
+            result_inputs: Vec::new(),
+            unresolved: Vec::new(),
             settings: draft.settings,
         }
     }

@@ -51,6 +51,11 @@ fn merged(
         ));
         return None;
     };
+    if super::result_refs::is_whole_placeholder(&base_name) {
+        // Its base is an upstream result not known yet: kept without one
+        // (the plan holds it back until the result exists).
+        return Some(decl.clone());
+    }
     let Some(&base_index) = by_name.get(&(decl.kind, base_name.clone())) else {
         let known = all.iter().filter(|d| d.kind == decl.kind).map(|d| d.name.value.as_str());
         problems.push(
@@ -77,15 +82,26 @@ fn merged(
     let mut fields: Vec<RawField> = base
         .fields
         .into_iter()
-        .filter(|f| !schema::STRUCTURAL.contains(&f.name.value.as_str()))
+        // A base still waiting for its own base passes the wait on.
+        .filter(|f| !schema::STRUCTURAL.contains(&f.name.value.as_str()) || waits_for_a_result(f))
         .filter(|f| {
             // A variant replaces what it sets again, unless the field adds up.
             let accumulates = schema::field_of(decl.kind, &f.name.value).is_some_and(|s| s.accumulates);
-            accumulates || decl.field(&f.name.value).is_none()
+            accumulates || decl.field(&f.name.value).is_none() || waits_for_a_result(f)
         })
         .collect();
     fields.extend(decl.fields.iter().filter(|f| f.name.value != "extends").cloned());
     Some(RawDecl { fields, ..decl.clone() })
+}
+
+/// `extends="{screen.X.winner_server}"`, not filled yet.
+fn waits_for_a_result(field: &RawField) -> bool {
+    field.name.value == "extends"
+        && field
+            .args
+            .first()
+            .and_then(|a| a.value.as_string())
+            .is_some_and(super::result_refs::is_whole_placeholder)
 }
 
 /// One sweep variable and the values it takes.

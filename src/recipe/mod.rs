@@ -17,6 +17,7 @@ mod params;
 pub mod placeholders;
 mod problem;
 mod raw;
+pub mod result_refs;
 mod schema;
 pub mod words;
 
@@ -29,6 +30,7 @@ pub use decls::Spec;
 pub use expression::Expression;
 pub use kind::Kind;
 pub use problem::{Problem, RecipeError, SourceText, did_you_mean};
+pub use result_refs::ResultValues;
 
 use checks::{check_properties, check_references, check_unique};
 use decl::Draft;
@@ -81,12 +83,45 @@ impl Recipe {
 
 /// Load and check a recipe. `overrides` are `name=value` texts from `--set`.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
+    load_with_results(path, overrides, &ResultValues::new())
+}
+
+/// `extends`, sweeps and placeholders, with the upstream results known so far.
+fn expand_with(
+    decls: Vec<raw::RawDecl>,
+    params: &BTreeMap<String, kdl::KdlValue>,
+    results: &ResultValues,
+    problems: &mut Problems,
+) -> Vec<raw::RawDecl> {
+    let mut decls = decls;
+    result_refs::fill_extends(&mut decls, results);
+    let decls = expand::apply_extends(decls, problems);
+    let mut vars = params.clone();
+    vars.extend(results.iter().map(|(name, value)| (name.clone(), result_refs::kdl_value(value))));
+    expand::apply_sweeps_and_placeholders(decls, &vars, problems)
+}
+
+/// Load a recipe with the values of upstream results its settings read
+/// (`{screen.X.winner_server}`); placeholders without a value stay, and their
+/// steps are provisional (`Decl::unresolved`).
+pub fn load_with_results(
+    path: &Path,
+    overrides: &[String],
+    results: &ResultValues,
+) -> Result<Recipe, RecipeError> {
     let mut problems = Problems::default();
     let loaded = loader::load_files(path, &mut problems);
     let params = resolve_params(&loaded.params, overrides, &mut problems);
 
-    let decls = expand::apply_extends(loaded.decls, &mut problems);
-    let decls = expand::apply_sweeps_and_placeholders(decls, &params, &mut problems);
+    // With every result placeholder unfilled: which steps read which results.
+    let mut outline_problems = Problems::default();
+    let outline_sink = if results.is_empty() { &mut problems } else { &mut outline_problems };
+    let outline = expand_with(loaded.decls.clone(), &params, &ResultValues::new(), outline_sink);
+    result_refs::check(&outline, &mut problems);
+    let result_inputs = result_refs::placeholders_by_step(&outline);
+    let decls =
+        if results.is_empty() { outline } else { expand_with(loaded.decls, &params, results, &mut problems) };
+    let mut unresolved = result_refs::placeholders_by_step(&decls);
     let mut drafts: Vec<Draft> = decls.iter().map(|raw| convert::convert(raw, &mut problems)).collect();
     let (workload_drafts, step_drafts): (Vec<&Draft>, Vec<&Draft>) =
         drafts.iter().partition(|d| d.kind == Kind::Workload);
@@ -113,7 +148,9 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
     let mut workloads = Vec::new();
     for draft in drafts {
         let spec = Spec::build(&draft, &mut problems);
-        let decl = Decl::from_draft(draft, spec);
+        let mut decl = Decl::from_draft(draft, spec);
+        decl.result_inputs = result_inputs.get(&decl.name).cloned().unwrap_or_default();
+        decl.unresolved = unresolved.remove(&decl.name).unwrap_or_default();
         if decl.kind == Kind::Workload { workloads.push(decl) } else { steps.push(decl) }
     }
 

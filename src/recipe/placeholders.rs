@@ -4,7 +4,9 @@
 //! `}}` are literal braces: loading keeps them doubled so the run-time pass
 //! still sees them as escapes, and the run-time pass turns them into one.
 //! (The load generator fills `{marker}`, `{index}` and `{seed}` in request
-//! bodies itself, per request.)
+//! bodies itself, per request.) Names with dots, `{screen.NAME.winner_server}`,
+//! are upstream results (`result_refs.rs`): loading fills those it is given
+//! and keeps the others, for the plan to settle once the results exist.
 
 use std::collections::BTreeMap;
 
@@ -89,7 +91,7 @@ pub fn fill_at_load(text: &str, vars: &BTreeMap<String, String>) -> Result<Strin
             }
             Token::Placeholder(name) => match vars.get(name) {
                 Some(value) => out.push_str(value),
-                None if RUNTIME_PLACEHOLDERS.contains(&name) => {
+                None if RUNTIME_PLACEHOLDERS.contains(&name) || is_result_name(name) => {
                     out.push('{');
                     out.push_str(name);
                     out.push('}');
@@ -101,6 +103,22 @@ pub fn fill_at_load(text: &str, vars: &BTreeMap<String, String>) -> Result<Strin
         }
     }
     Ok(out)
+}
+
+/// `kind.step.field`: a placeholder that names an upstream result.
+pub fn is_result_name(name: &str) -> bool {
+    name.contains('.')
+}
+
+/// The result placeholders (`{screen.x.winner}`) a loaded string still holds.
+pub fn result_names(text: &str) -> Vec<&str> {
+    tokens(text, false, &is_result_name)
+        .into_iter()
+        .filter_map(|token| match token {
+            Token::Placeholder(name) => Some(name),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Fill run-time placeholders: `{port}`, `{gpus}`, …; `{{` is a literal `{`.
@@ -149,6 +167,16 @@ mod tests {
         assert_eq!(fill_at_load("{dept}", &v), Err(PlaceholderError::Unknown("dept".into())));
         assert_eq!(fill_at_load("a } b", &v), Err(PlaceholderError::LoneClose));
         assert_eq!(fill_at_load("a { b", &v), Err(PlaceholderError::Unclosed));
+    }
+
+    #[test]
+    fn result_names_wait_for_the_plan() {
+        let v = vars(&[("screen.d.winner_server", "k12")]);
+        assert_eq!(fill_at_load("{screen.d.winner_server}", &v), Ok("k12".into()));
+        let kept = fill_at_load("--rate={search.c.max_rate} {{x}}", &v).unwrap();
+        assert_eq!(kept, "--rate={search.c.max_rate} {{x}}");
+        assert_eq!(result_names(&kept), vec!["search.c.max_rate"]);
+        assert_eq!(result_names("{port} {{a.b}}"), Vec::<&str>::new());
     }
 
     #[test]

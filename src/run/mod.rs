@@ -146,35 +146,20 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         .map(|name| plan.index_of(name).ok_or_else(|| unknown_step("--force", name, &plan)))
         .collect::<Result<_, _>>()?;
 
+    if options.slurm.is_some()
+        && let Some(&waiting) = plan.waiting().first()
+    {
+        // Slurm groups steps by server when the run starts; these do not know theirs yet.
+        return Err(RunError::Executor(format!(
+            "{} waits for {}: steps whose settings read upstream results are not supported under \
+             --executor slurm yet (run those upstream steps first, or run here)",
+            plan.recipe.steps[waiting].qualified(),
+            plan.nodes[waiting].waits_for.join(", ")
+        )));
+    }
     // `--executor slurm`: cells, checks and tasks go to Slurm jobs (src/slurm).
     let remote = crate::slurm::Head::for_run(&plan, &selected, &forced, &options, &store, &run_id)
         .map_err(RunError::Executor)?;
-    let users = server_users(&plan, &selected, &forced);
-    // No server to start: no log folder and no GPU detection (nvidia-smi),
-    // which a fully cached rerun would otherwise pay for every time.
-    let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
-    if !users.is_empty() {
-        std::fs::create_dir_all(&log_dir).map_err(|source| RunError::Io {
-            what: "creating the log folder",
-            path: log_dir.clone(),
-            source,
-        })?;
-    }
-    let gpus = match &options.gpus {
-        Some(list) => anvil_proc::GpuPool::from_list(list),
-        None if users.is_empty() => anvil_proc::GpuPool::from_list(""),
-        None => anvil_proc::GpuPool::detect(),
-    };
-    let ctx = Arc::new(Context {
-        store: store.clone(),
-        servers: ServerPool::new(server_decls(&plan), users, plan.mode, log_dir, plan.recipe.dir(), gpus),
-        recipe_dir: plan.recipe.dir(),
-        recipe_key: plan.recipe.key.clone(),
-        seed: plan.recipe.campaign.seed,
-        run_id: run_id.clone(),
-        progress: Arc::new(Progress::new(0)),
-        remote: remote.clone(),
-    });
 
     let executes = will_execute(&plan, &selected, &forced);
     let environment = if executes { None } else { record::carried_environment(&store, &plan) };
@@ -187,13 +172,50 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
 
     // Under Slurm every ready group is submitted at once; Slurm decides placement.
     let jobs = if remote.is_some() { plan.nodes.len().max(1) } else { options.jobs };
-    let setup = scheduler::Setup { selected, forced, jobs, keep_going: options.keep_going };
-    let schedule = scheduler::Scheduler::new(plan, store.clone(), ctx, setup).run().await?;
-    let plan = schedule.plan;
+    // Waves: steps whose settings wait for upstream results are held until
+    // nothing else can run, then settled on the stored results and run in the
+    // next wave (with servers only they may need, `extends` of a winner).
+    let mut plan = plan;
+    let mut selected = selected;
+    let mut done: Vec<Option<Finished>> = (0..plan.nodes.len()).map(|_| None).collect();
+    let interrupted = loop {
+        let held: Vec<bool> = plan.nodes.iter().map(|n| !n.waits_for.is_empty()).collect();
+        // Held and finished steps start no server in this wave.
+        let this_wave: Vec<bool> =
+            (0..plan.nodes.len()).map(|i| selected[i] && !held[i] && done[i].is_none()).collect();
+        let ctx = wave_context(&plan, &this_wave, &forced, &options, &store, &run_id, &remote)?;
+        let setup = scheduler::Setup {
+            selected: selected.clone(),
+            forced: forced.clone(),
+            jobs,
+            keep_going: options.keep_going,
+            held: held.clone(),
+            done,
+        };
+        let schedule = scheduler::Scheduler::new(plan, store.clone(), ctx, setup).run().await?;
+        (plan, done) = (schedule.plan, schedule.endings);
+        if schedule.interrupted.is_some() || !held.contains(&true) {
+            break schedule.interrupted;
+        }
+        let waiting = plan.waiting().len();
+        let settled = plan.clone().settle_results(&store).map_err(|err| {
+            RunError::Executor(format!("settling the steps that read upstream results: {err}"))
+        })?;
+        plan = keep_what_ended(plan, settled, &done);
+        if plan.waiting().len() == waiting {
+            // What they wait for failed or produced no value: they cannot run.
+            for i in plan.waiting() {
+                let reason =
+                    format!("provisional: {} produced no result", plan.nodes[i].waits_for.join(", "));
+                done[i] = Some(Finished::without_work(i, Ending::Skipped, reason));
+            }
+            break None;
+        }
+        selected = selection(&plan, &options.only)?;
+    };
 
-    let unfinished = if schedule.interrupted.is_some() { "interrupted" } else { "never reached" };
-    let steps: Vec<(StepReport, Option<String>)> = schedule
-        .endings
+    let unfinished = if interrupted.is_some() { "interrupted" } else { "never reached" };
+    let steps: Vec<(StepReport, Option<String>)> = done
         .into_iter()
         .enumerate()
         .map(|(i, finished)| {
@@ -216,7 +238,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         steps: steps.iter().map(|(report, _)| report.clone()).collect(),
         elapsed: started.elapsed(),
         finished_at: now_rfc3339(),
-        interrupted: schedule.interrupted,
+        interrupted,
         plan,
     };
     let status = match (summary.interrupted, summary.succeeded()) {
@@ -236,6 +258,56 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         store.record_run_lightly(&record)?;
     }
     Ok(summary)
+}
+
+/// One wave's servers (a fresh pool: a server settled in this wave may be
+/// new) around what every step shares. `this_wave`: the steps it may run.
+fn wave_context(
+    plan: &Plan,
+    this_wave: &[bool],
+    forced: &BTreeSet<usize>,
+    options: &RunOptions,
+    store: &Store,
+    run_id: &str,
+    remote: &Option<Arc<crate::slurm::Head>>,
+) -> Result<Arc<Context>, RunError> {
+    let users = server_users(plan, this_wave, forced);
+    // No server to start: no log folder and no GPU detection (nvidia-smi),
+    // which a fully cached rerun would otherwise pay for every time.
+    let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
+    if !users.is_empty() {
+        std::fs::create_dir_all(&log_dir).map_err(|source| RunError::Io {
+            what: "creating the log folder",
+            path: log_dir.clone(),
+            source,
+        })?;
+    }
+    let gpus = match &options.gpus {
+        Some(list) => anvil_proc::GpuPool::from_list(list),
+        None if users.is_empty() => anvil_proc::GpuPool::from_list(""),
+        None => anvil_proc::GpuPool::detect(),
+    };
+    Ok(Arc::new(Context {
+        store: store.clone(),
+        servers: ServerPool::new(server_decls(plan), users, plan.mode, log_dir, plan.recipe.dir(), gpus),
+        recipe_dir: plan.recipe.dir(),
+        recipe_key: plan.recipe.key.clone(),
+        seed: plan.recipe.campaign.seed,
+        run_id: run_id.to_string(),
+        progress: Arc::new(Progress::new(0)),
+        remote: remote.clone(),
+    }))
+}
+
+/// The settled plan, except for steps that already ended: they keep the
+/// node they ran with.
+fn keep_what_ended(ran: Plan, mut settled: Plan, done: &[Option<Finished>]) -> Plan {
+    for (i, node) in ran.nodes.into_iter().enumerate() {
+        if done[i].is_some() {
+            settled.nodes[i] = node;
+        }
+    }
+    settled
 }
 
 /// Whether a run will execute anything: a selected step that is pending

@@ -51,17 +51,24 @@ pub(super) struct Setup {
     pub forced: BTreeSet<usize>,
     pub jobs: usize,
     pub keep_going: bool,
+    /// Steps whose settings wait for upstream results: not started in this
+    /// wave (the runner settles them for the next, `plan/provisional.rs`).
+    pub held: Vec<bool>,
+    /// How steps ended in earlier waves of the same run.
+    pub done: Vec<Option<Finished>>,
 }
 
 impl Scheduler {
     pub fn new(plan: Plan, store: Store, ctx: Arc<Context>, setup: Setup) -> Scheduler {
         let n = plan.nodes.len();
+        debug_assert!(setup.held.len() == n && setup.done.len() == n);
         let progress = ctx.progress.clone();
         progress.set_total(
             plan.nodes
                 .iter()
                 .enumerate()
                 .filter(|(i, n)| setup.selected[*i] && n.kind != Kind::Server)
+                .filter(|(i, _)| !setup.held[*i] && setup.done[*i].is_none())
                 .count(),
         );
         Scheduler {
@@ -73,8 +80,8 @@ impl Scheduler {
             forced: setup.forced,
             jobs: setup.jobs.max(1),
             keep_going: setup.keep_going,
-            endings: (0..n).map(|_| None).collect(),
-            launched: vec![false; n],
+            launched: (0..n).map(|i| setup.held[i] || setup.done[i].is_some()).collect(),
+            endings: setup.done,
             first_unlaunched: 0,
             running: JoinSet::new(),
             stop_reason: None,
