@@ -593,6 +593,19 @@ fn recipe_errors_point_at_the_search() {
         assert!(out.stderr.contains(expected), "{settings}: {}", out.stderr);
         assert!(out.stderr.contains("bad.kdl"), "{}", out.stderr);
     }
+    // A probe is its workload with the variable set: sessions decide their own load.
+    let recipe = scratch.write(
+        "staged.kdl",
+        r#"
+server "sim" { model "m"; }
+workload "w" {
+    sessions 2 turns=2 { turn "hello"; }
+}
+search "capacity" server="sim" workload="w" { variable "rate"; range 1 8; slo "probe.failed == 0"; }
+"#,
+    );
+    let out = scratch.anvil(&["plan", recipe.to_str().unwrap()]).expect_code(2);
+    assert!(out.stderr.contains("its workload sets `sessions`"), "{}", out.stderr);
     // A gate reading the other variable's answer is refused at plan time.
     let recipe = scratch.write(
         "gate.kdl",

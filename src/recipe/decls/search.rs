@@ -121,6 +121,13 @@ impl SearchDecl {
     /// The probe at `value`: a cell of this search's server and workload with
     /// the variable set, named `search@variable=value` (names are not hashed).
     pub fn probe(&self, value: f64) -> Decl {
+        let draft = self.probe_draft(value);
+        let spec = cell::build(&draft, &mut Problems::default());
+        Decl::from_draft(draft, Spec::Cell(spec))
+    }
+
+    /// The probe's declaration before its typed form is built.
+    fn probe_draft(&self, value: f64) -> Draft {
         let mut draft = self.template.clone();
         draft.kind = Kind::Cell;
         draft.name = format!("{}@{}={}", self.template.name, self.variable, format_value(value));
@@ -147,8 +154,7 @@ impl SearchDecl {
         if let Some(repeats) = self.repeats {
             set("repeat", Value::from(repeats));
         }
-        let spec = cell::build(&draft, &mut Problems::default());
-        Decl::from_draft(draft, Spec::Cell(spec))
+        draft
     }
 
     /// A value as the variable takes it: concurrency is whole.
@@ -276,6 +282,36 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
         stop_on_errors: s.bool("stop-on-errors").unwrap_or(false),
         template,
     };
+    // A trace, sessions or stages decide the load themselves.
+    for key in ["trace", "sessions", "stage"] {
+        if search.template.settings.contains(key) {
+            problems.push(
+                draft
+                    .problem_at(
+                        "workload",
+                        format!("{}: its workload sets `{key}`, which decides the load itself", draft.what()),
+                    )
+                    .label("a search varies the load")
+                    .help(format!(
+                        "a search's probes are its workload with `{}` set: use a workload of synthetic prompts or a dataset",
+                        search.variable
+                    )),
+            );
+        }
+    }
+    // A probe must be a valid cell (a workload with `stage`s or a trace sets
+    // its own load, which the variable would contradict).
+    let mut probe_problems = Problems::default();
+    cell::build(&search.probe_draft(search.snap(search.min)), &mut probe_problems);
+    if let Err(err) = probe_problems.into_result("", ()) {
+        for problem in err.problems {
+            problems.push(problem.help(format!(
+                "{}'s probes are its workload with `{}` set: the workload must leave the load to it",
+                draft.what(),
+                search.variable
+            )));
+        }
+    }
     if search.budget == 0 {
         problems.push(
             draft.problem_at("budget", format!("{}: a budget of 0 probes measures nothing", draft.what())),
