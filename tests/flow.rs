@@ -215,3 +215,53 @@ fn slurm_refuses_steps_that_wait_for_results() {
     let out = scratch.run(&path, &["--executor", "slurm"], 1);
     assert!(out.stderr.contains("not supported under --executor slurm"), "{}", out.transcript());
 }
+
+/// A search's answer as a number setting: the cell measures the rate found.
+const SEARCH_RECIPE: &str = r#"
+campaign "flow-search" {
+    seed 7
+}
+
+server "sim" {
+    model "flow-model"
+    sim { decode-step-ms 1; max-running-seqs 16; }
+}
+
+workload "chat" {
+    context-tokens 64
+    max-tokens 8
+    requests 8
+    concurrency 64
+    thinking "off"
+}
+
+search "capacity" server="sim" workload="chat" {
+    variable "rate"
+    ladder 4 8
+    slo "probe.failure_pct == 0"
+}
+
+cell "at-capacity" server="sim" workload="chat" {
+    arrival "poisson"
+    rate "{search.capacity.max_rate}"
+    requests 6
+}
+"#;
+
+#[test]
+fn a_search_answer_sets_a_rate() {
+    let scratch = Scratch::new();
+    let path = scratch.write("recipe.kdl", SEARCH_RECIPE);
+    let plan = scratch.plan(&path, &[]);
+    let cell = plan.nodes().iter().find(|n| n["name"] == "at-capacity").expect("in the plan");
+    assert_eq!(cell["provisional"], true, "{cell}");
+    assert!(cell["reason"].as_str().unwrap_or_default().contains("waits for search.capacity"), "{cell}");
+
+    let out = scratch.run(&path, &[], 0);
+    assert!(executed(&scratch).contains("at-capacity"), "{}", out.transcript());
+    // Both rungs pass: the answer is 8, and the cell is the one written with `rate 8`.
+    let by_hand = scratch.write("by-hand.kdl", &SEARCH_RECIPE.replace("\"{search.capacity.max_rate}\"", "8"));
+    let written = scratch.plan(&by_hand, &[]);
+    assert_eq!(written.statuses()["at-capacity"], "cached", "{:?}", written.statuses());
+    assert_eq!(written.fingerprint("at-capacity"), scratch.plan(&path, &[]).fingerprint("at-capacity"));
+}

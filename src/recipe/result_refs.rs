@@ -25,7 +25,7 @@ pub type ResultValues = BTreeMap<String, Value>;
 pub const OFFERED: &[(&str, &[&str])] = &[
     // `winner_server` is the server of the winning cell; `winner_value` its metric.
     ("screen", &["winner", "winner_server", "winner_value", "meaningful"]),
-    ("search", &["max_rate", "max_concurrency"]),
+    ("search", &["max_rate", "max_concurrency", "max_value"]),
 ];
 
 /// `kind.step.field`, split.

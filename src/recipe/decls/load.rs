@@ -119,6 +119,10 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         (ArrivalWord::Poisson, Some(rate_per_s)) => Arrival::Poisson { rate_per_s },
         (ArrivalWord::Constant, Some(rate_per_s)) => Arrival::Constant { rate_per_s },
         (_, None) if draft.from_workload.iter().any(|k| k == "arrival") => Arrival::Closed,
+        // `rate "{search.X.max_rate}"`: settled (and checked) once the search has answered.
+        (_, None) if s.str("rate").is_some_and(crate::recipe::result_refs::is_whole_placeholder) => {
+            Arrival::Closed
+        }
         (_, None) => {
             problems.push(
                 draft
