@@ -667,3 +667,34 @@ gate "enough" { require "search.capacity.max_rate >= 16"; }
     let again = scratch.run(&recipe, &["--executor", "slurm"], 0);
     assert!(!again.stderr.contains("submitted"), "a rerun submits nothing:\n{}", again.stderr);
 }
+
+/// A bundle carries a search's probes (they are in the run record), and
+/// `anvil verify` judges the search again from them with no server.
+#[test]
+fn verify_rejudges_a_bundled_search_from_its_probes() {
+    let _one = serial();
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "bundled.kdl",
+        r#"
+server "sim" { model "m"; sim { decode-step-ms 2; } }
+workload "w" { context-tokens 64; max-tokens 8; thinking "off"; requests 8; warmup-requests 0; }
+search "capacity" server="sim" workload="w" {
+    variable "concurrency"
+    ladder 1 2
+    slo "probe.completed == 8"
+}
+"#,
+    );
+    scratch.run(&recipe, &[], 0);
+    scratch.anvil(&["export", "bundled.kdl", "-o", "search.anvil"]).expect_code(0);
+    let elsewhere = Scratch::new();
+    let bundle = scratch.path().join("search.anvil");
+    let verified = elsewhere.anvil(&["verify", bundle.to_str().unwrap()]).expect_code(0);
+    assert!(verified.stdout.contains("verified: clean"), "{}", verified.transcript());
+    assert!(
+        verified.stdout.contains("1 gates, screens and decisions evaluated again"),
+        "{}",
+        verified.transcript()
+    );
+}

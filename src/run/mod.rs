@@ -376,14 +376,16 @@ pub fn now_rfc3339() -> String {
 }
 
 /// Evaluate a result-reading step (gate, screen, decision) of a settled plan
-/// again from the stored results of its inputs, as `anvil verify` does: the
-/// same executor code, no server, nothing stored. None for other kinds.
+/// again from the stored results of its inputs, or a search from its stored
+/// probes, as `anvil verify` does: the same executor code, no server,
+/// nothing stored. None for other kinds.
 pub(crate) fn reevaluate(plan: &Plan, index: usize, store: &Store) -> Option<Result<Value, String>> {
     let inputs = results::inputs_of(plan, index, store);
     let produced = match &plan.recipe.steps[index].spec {
         Spec::Gate(gate) => gate::evaluate_gate(gate, &inputs),
         Spec::Screen(screen) => screen::run_screen(screen, &inputs),
         Spec::Decision(decision) => decision::run_decision(decision, &inputs),
+        Spec::Search(_) => search::rejudge(plan, index, store),
         _ => return None,
     };
     Some(produced.map(|p| p.result).map_err(|f| f.reason))

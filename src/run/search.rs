@@ -233,3 +233,21 @@ struct RunOf {
     #[serde(default)]
     run_id: String,
 }
+
+/// Judge a search again from its stored probes alone, as `anvil verify`
+/// does with a bundle: nothing is measured, so every probe the walk needs
+/// must be stored.
+pub(super) fn rejudge(
+    plan: &crate::plan::Plan,
+    index: usize,
+    store: &anvil_store::Store,
+) -> Result<Produced, Failure> {
+    let site = plan.probe_site(index).ok_or_else(|| Failure::new("search has no probes planned"))?;
+    let walked = walk(&site.search, |value| site.stored(store, value)).map_err(Failure::new)?;
+    match walked.next {
+        Next::Stop(stop) => Ok(finish(&site, walked.probes, stop, 0)),
+        Next::Probe(value) => {
+            Err(Failure::new(format!("probe {}={} is not stored", site.search.variable, format_value(value))))
+        }
+    }
+}
