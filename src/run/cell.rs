@@ -2,7 +2,8 @@
 //! under the capacity-v4 protocol; the artifact is `anvil-serving.benchmark/v1`.
 
 use anvil_loadgen::{
-    Api, Arrival, Balance, CellContext, CellSpec, OutputPolicy, PromptCacheMode, Slo, ThinkingMode,
+    Api, Arrival, Balance, CellContext, CellSpec, DatasetFormat, DatasetSpec, OutputPolicy, PromptCacheMode,
+    SessionSpec, Slo, ThinkingMode, TraceFormat, TraceSpec, Traffic,
 };
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
+use crate::recipe::decls::load::TrafficDecl;
 use crate::recipe::decls::{self, CellDecl};
 use crate::recipe::placeholders::unescape;
 use crate::recipe::words;
@@ -32,7 +34,7 @@ pub fn cell_spec(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpe
             words::Api::Responses => Api::Responses,
         },
         context_tokens: load.context_tokens.unwrap_or(defaults.context_tokens),
-        concurrency: count(load.concurrency, defaults.concurrency).max(1),
+        concurrency: count(load.concurrency, default_concurrency(&load.traffic, defaults.concurrency)).max(1),
         arrival: match load.arrival {
             decls::Arrival::Closed => Arrival::ClosedLoop,
             decls::Arrival::Poisson { rate_per_s } => Arrival::Poisson { rate_per_s },
@@ -74,6 +76,57 @@ pub fn cell_spec(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpe
             decls::load::ConnectWord::Ahead => anvil_loadgen::Connect::Ahead,
             decls::load::ConnectWord::OnDemand => anvil_loadgen::Connect::OnDemand,
         },
+        traffic: traffic(&load.traffic),
+    }
+}
+
+/// A trace's arrivals are its own, so its in-flight cap is wide unless set;
+/// sessions hold one connection each.
+fn default_concurrency(traffic: &TrafficDecl, synthetic: u32) -> u32 {
+    match traffic {
+        TrafficDecl::Trace(_) => 1024,
+        TrafficDecl::Sessions(s) => s.sessions.min(u64::from(u32::MAX)) as u32,
+        TrafficDecl::Synthetic | TrafficDecl::Dataset(_) => synthetic,
+    }
+}
+
+/// The declared traffic as the load generator reads it (file paths as
+/// written; [`run_cell`] resolves them against the recipe's folder).
+fn traffic(decl: &TrafficDecl) -> Traffic {
+    match decl {
+        TrafficDecl::Synthetic => Traffic::Synthetic,
+        TrafficDecl::Trace(t) => Traffic::Trace(TraceSpec {
+            path: t.file.clone().into(),
+            format: if t.format == "jsonl" { TraceFormat::Jsonl } else { TraceFormat::Mooncake },
+            block_tokens: t.block_tokens.min(u64::from(u32::MAX)) as u32,
+            time_scale: t.time_scale,
+            start_ms: t.start.as_millis() as u64,
+            duration_ms: t.duration.map(|d| d.as_millis() as u64),
+            max_requests: t.max_requests,
+            looped: t.looped,
+            ignore_eos: t.ignore_eos,
+        }),
+        TrafficDecl::Dataset(d) => Traffic::Dataset(DatasetSpec {
+            path: d.file.clone().into(),
+            format: if d.format == "jsonl" { DatasetFormat::Jsonl } else { DatasetFormat::Sharegpt },
+        }),
+        TrafficDecl::Sessions(s) => Traffic::Sessions(SessionSpec {
+            sessions: s.sessions.min(u64::from(u32::MAX)) as u32,
+            turns: s.turns.min(u64::from(u32::MAX)) as u32,
+            think_time_ms: s.think_time.as_millis() as u64,
+            turn_texts: s.turn_texts.clone(),
+        }),
+    }
+}
+
+/// Trace and dataset paths are relative to the recipe's folder (as its
+/// fingerprint reads them).
+fn resolve_paths(spec: &mut CellSpec, recipe_key: &str) {
+    let dir = std::path::Path::new(recipe_key).parent().unwrap_or(std::path::Path::new("."));
+    match &mut spec.traffic {
+        Traffic::Trace(t) => t.path = dir.join(&t.path),
+        Traffic::Dataset(d) => d.path = dir.join(&d.path),
+        Traffic::Synthetic | Traffic::Sessions(_) => {}
     }
 }
 
@@ -93,7 +146,8 @@ pub async fn run_cell(
     at: &CellRun<'_>,
 ) -> Result<Produced, Failure> {
     let (fingerprint, display) = (at.fingerprint, at.progress);
-    let spec = cell_spec(name, cell, &server.model, at.seed);
+    let mut spec = cell_spec(name, cell, &server.model, at.seed);
+    resolve_paths(&mut spec, at.recipe);
     let context = CellContext {
         engine: server.engine.clone(),
         simulated: server.simulated,

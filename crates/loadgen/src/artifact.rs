@@ -469,7 +469,7 @@ pub fn build(
         crate::spec::OutputPolicy::Observe => "observe",
         crate::spec::OutputPolicy::Strict => "strict",
     };
-    Ok(json!({
+    let mut artifact = json!({
         "schema": SCHEMA,
         "measurement_protocol": PROTOCOL,
         "base_url": "[redacted]",
@@ -530,7 +530,15 @@ pub fn build(
         "request_timeout_ms": spec.request_timeout_ms,
         "loadgen_version": env!("CARGO_PKG_VERSION"),
         "connections": connections(spec, out),
-    }))
+    });
+    if !out.traffic.is_null() {
+        // Replayed traffic: what it was; a trace's arrivals are its own.
+        if out.traffic["kind"] == "trace" {
+            artifact["arrival"] = json!({"kind": "trace", "time_scale": out.traffic["time_scale"]});
+        }
+        artifact["traffic"] = out.traffic.clone();
+    }
+    Ok(artifact)
 }
 
 /// Top-level keys whose values are the stored per-request arrays.

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::source::{Content, Message};
 use crate::spec::{Api, CellSpec, ThinkingMode};
 
 /// The endpoint URL for `api` under a target's base URL.
@@ -18,10 +19,43 @@ pub fn endpoint(base_url: &str, api: Api) -> String {
 
 /// The JSON body of request `index`.
 pub fn request_body(spec: &CellSpec, prompt: &str, index: u64, marker: &str, max_tokens: u32) -> Value {
+    planned_body(spec, &Content::Prompt(prompt.to_string()), index, marker, max_tokens, false)
+}
+
+/// The messages of a chat request (one user message for a plain prompt).
+fn messages(content: &Content) -> Value {
+    match content {
+        Content::Prompt(prompt) => json!([{"role": "user", "content": prompt}]),
+        Content::Messages(list) => {
+            Value::Array(list.iter().map(|m| json!({"role": m.role, "content": m.text})).collect())
+        }
+    }
+}
+
+/// A conversation as one prompt, for the completions API: its messages in order.
+fn flattened(list: &[Message]) -> String {
+    list.iter().map(|m| m.text.as_str()).collect::<Vec<_>>().join("\n\n")
+}
+
+/// The JSON body of request `index` for any content; `ignore_eos` asks the
+/// engine to generate exactly `max_tokens` (vLLM, SGLang, llama.cpp and
+/// the sim read `ignore_eos`).
+pub fn planned_body(
+    spec: &CellSpec,
+    content: &Content,
+    index: u64,
+    marker: &str,
+    max_tokens: u32,
+    ignore_eos: bool,
+) -> Value {
+    let prompt = match content {
+        Content::Prompt(p) => std::borrow::Cow::Borrowed(p.as_str()),
+        Content::Messages(list) => std::borrow::Cow::Owned(flattened(list)),
+    };
     let mut body = match spec.api {
         Api::Chat => json!({
             "model": spec.model,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": messages(content),
             "max_tokens": max_tokens,
             "stream": true,
             "stream_options": {"include_usage": true},
@@ -35,12 +69,18 @@ pub fn request_body(spec: &CellSpec, prompt: &str, index: u64, marker: &str, max
         }),
         Api::Responses => json!({
             "model": spec.model,
-            "input": prompt,
+            "input": match content {
+                Content::Prompt(p) => json!(p),
+                Content::Messages(_) => messages(content),
+            },
             "max_output_tokens": max_tokens,
             "stream": true,
         }),
     };
     let Value::Object(fields) = &mut body else { unreachable!("built as an object above") };
+    if ignore_eos {
+        fields.insert("ignore_eos".into(), json!(true));
+    }
     if let Some(t) = spec.temperature {
         fields.insert("temperature".into(), json!(t));
     }
@@ -114,5 +154,21 @@ mod tests {
         assert_eq!(body["stream_options"]["continuous_usage_stats"], true);
         assert_eq!(body["n"], "4/9");
         assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
+        assert!(body.get("ignore_eos").is_none());
+    }
+
+    #[test]
+    fn conversations_and_ignore_eos() {
+        let spec = CellSpec { model: "m".into(), ..CellSpec::default() };
+        let talk = Content::Messages(vec![
+            Message { role: "user", text: "hi".into() },
+            Message { role: "assistant", text: "hello".into() },
+            Message { role: "user", text: "more".into() },
+        ]);
+        let body = planned_body(&spec, &talk, 0, "", 7, true);
+        assert_eq!(body["messages"][1], json!({"role": "assistant", "content": "hello"}));
+        assert_eq!((body["max_tokens"].as_u64(), body["ignore_eos"].as_bool()), (Some(7), Some(true)));
+        let spec = CellSpec { api: Api::Completions, ..spec };
+        assert_eq!(planned_body(&spec, &talk, 0, "", 7, false)["prompt"], "hi\n\nhello\n\nmore");
     }
 }

@@ -83,7 +83,7 @@ impl Dataset {
         seed: u64,
         requests: u32,
         repeats: u32,
-        staged: bool,
+        staged_below: Option<u64>,
     ) -> anyhow::Result<Self> {
         let raw = std::fs::read_to_string(&spec.path)?;
         let mut texts = String::new();
@@ -120,10 +120,7 @@ impl Dataset {
         }
         let order = sample(entries.len(), requests as usize, seed);
         // Staged requests are numbered up to the stages' end; they cycle through the sample.
-        let measured_below = match staged {
-            true => crate::stages::UNMEASURED_INDEX_BASE,
-            false => u64::from(requests) * u64::from(repeats.max(1)),
-        };
+        let measured_below = staged_below.unwrap_or(u64::from(requests) * u64::from(repeats.max(1)));
         Ok(Self { spec: spec.clone(), texts, entries, order, skipped, measured_below })
     }
 
@@ -199,7 +196,7 @@ mod tests {
         )
         .unwrap();
         let spec = DatasetSpec { path: path.clone(), format: DatasetFormat::Sharegpt };
-        let d = Dataset::load(&spec, 3, 4, 1, false).unwrap();
+        let d = Dataset::load(&spec, 3, 4, 1, None).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(d.skipped, 1);
         let p = d.plan(2, 64).unwrap();

@@ -11,6 +11,7 @@ mod calibrate;
 mod canary;
 mod chunk;
 mod client;
+mod dataset;
 #[cfg(test)]
 #[path = "../../../fuzz/harness.rs"]
 mod fuzz_harness;
@@ -26,10 +27,13 @@ mod record;
 mod record_log;
 mod run;
 mod sender;
+mod session;
+mod source;
 mod spec;
 pub mod sse;
 mod stats;
 mod table;
+mod trace;
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
@@ -37,14 +41,17 @@ use serde::{Deserialize, Serialize};
 pub use artifact::{PROTOCOL, SCHEMA};
 pub use calibrate::{Calibration, Probe};
 pub use canary::CanaryResult;
+pub use dataset::DatasetFormat;
 pub use prompt::marker;
 pub use record::{ControlledOutput, Failure, FailureClass, RequestRecord};
+pub use source::{DatasetSpec, SessionSpec, TraceSpec, Traffic};
 pub use spec::{
     Api, Arrival, Balance, CellContext, CellSpec, Connect, OutputPolicy, Progress, PromptCacheMode, Slo,
     Target, ThinkingMode,
 };
 pub use stats::{Distribution, nearest_rank};
 pub use table::render_table;
+pub use trace::TraceFormat;
 
 /// What a finished cell hands back.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -198,6 +205,14 @@ async fn run_cell_inner(
     keep_records: bool,
 ) -> anyhow::Result<StreamedCell> {
     run::validate(spec, targets)?;
+    // Trace and dataset files are read once, here; a trace or sessions fix the request count.
+    let source = source::Source::load(&spec.traffic, spec.seed, spec.requests, spec.repeat, None)
+        .with_context(|| format!("cell `{}`", spec.name))?;
+    let mut spec = spec.clone();
+    if let Some(n) = source.requests() {
+        spec.requests = u32::try_from(n).context("more than 4 billion requests per repeat")?;
+    }
+    let spec = &spec;
     let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
     let (result_tx, mut result_rx) = tokio::sync::oneshot::channel();
     let (spec_owned, targets_owned, ctx_owned) = (spec.clone(), targets.to_vec(), ctx.clone());
@@ -214,7 +229,7 @@ async fn run_cell_inner(
         let result = match runtime {
             Ok(rt) => rt.block_on(async {
                 tokio::select! {
-                    r = run::measure(spec_owned, targets_owned, ctx_owned, progress_tx, scratch_dir, keep_records) => Some(r),
+                    r = run::measure(spec_owned, source, targets_owned, ctx_owned, progress_tx, scratch_dir, keep_records) => Some(r),
                     () = result_tx.closed() => None, // the caller went away
                 }
             }),

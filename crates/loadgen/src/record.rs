@@ -163,6 +163,24 @@ pub struct RequestRecord {
     /// or open loop with connect `on-demand`); see `timing_methodology`.
     #[serde(default)]
     pub connect_ms: Option<f64>,
+    // --- where a replayed request came from (absent for synthetic prompts) ---
+    /// The 1-based line of the trace file it replays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_line: Option<u64>,
+    /// The 0-based entry of the prompt dataset it sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_entry: Option<u64>,
+    /// Its multi-turn session (0-based within the run) and turn (0-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// The output length its trace line or dataset entry asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_output_tokens: Option<u64>,
+    /// Whether `output_tokens` equals `requested_output_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_length_met: Option<bool>,
 }
 
 /// Per-request facts that the observation does not hold.
@@ -307,6 +325,26 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         request_start_unix_ns: obs.start_unix_ns,
         connection_id: obs.connection_id,
         connect_ms: obs.connect_time.map(ms),
+        trace_line: None,
+        dataset_entry: None,
+        session: None,
+        turn: None,
+        requested_output_tokens: None,
+        output_length_met: None,
+    }
+}
+
+impl RequestRecord {
+    /// Notes where a replayed request came from, and whether its output
+    /// length was met.
+    pub fn set_origin(&mut self, origin: &crate::source::Origin) {
+        self.trace_line = origin.trace_line;
+        self.dataset_entry = origin.dataset_entry;
+        self.session = origin.session;
+        self.turn = origin.turn;
+        self.requested_output_tokens = origin.requested_output_tokens;
+        self.output_length_met =
+            origin.requested_output_tokens.map(|asked| self.output_tokens == Some(asked));
     }
 }
 

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, bail};
+use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::calibrate::{Calibration, calibrate};
-use crate::client::{endpoint, request_body};
+use crate::client::{endpoint, planned_body, request_body};
 use crate::http::{Endpoint, execute, execute_at};
 use crate::pacer;
 use crate::prepare::presize_fd_table;
@@ -18,6 +19,8 @@ use crate::prompt::{PromptBuilder, SplitMix64, marker, streams};
 use crate::record::{RecordInputs, RequestRecord, derive};
 use crate::record_log::{RecordLog, Stored};
 use crate::sender::{self, SendJob};
+use crate::session;
+use crate::source::{Planned, Source};
 use crate::spec::{Arrival, Balance, CellContext, CellSpec, Connect, Progress, Target};
 
 /// Everything a finished cell run produced, before it becomes an artifact.
@@ -30,6 +33,9 @@ pub struct RunOutput {
     pub warmup_failed: u32,
     pub started_at: SystemTime,
     pub finished_at: SystemTime,
+    /// The artifact's `traffic`: where the requests came from (`null`:
+    /// synthetic prompts), with per-turn figures for sessions.
+    pub traffic: serde_json::Value,
 }
 
 pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
@@ -96,6 +102,8 @@ struct Runner {
     outstanding: Vec<AtomicU32>,
     next_round_robin: AtomicU64,
     prompts: PromptBuilder,
+    /// What each request is (synthetic prompts, a trace, a dataset, sessions).
+    source: Source,
     timeout: Duration,
 }
 
@@ -123,9 +131,36 @@ impl Runner {
     ) -> (RequestRecord, Instant) {
         let t = self.pick_target();
         self.outstanding[t].fetch_add(1, Ordering::Relaxed);
+        let planned = self.source.plan(index, &self.prompts, self.spec.max_tokens, self.spec.seed);
+        let (rec, finished, _) =
+            self.send_planned(index, repeat, run_start, intended, queue, planned, t).await;
+        (rec, finished)
+    }
+
+    /// Sends `planned` as request `index` to target `t`; also returns the
+    /// visible reply (a session's next turn resends it).
+    #[allow(clippy::too_many_arguments)]
+    async fn send_planned(
+        &self,
+        index: u64,
+        repeat: u32,
+        run_start: Instant,
+        intended: Instant,
+        queue: Option<&std::sync::mpsc::Sender<SendJob>>,
+        planned: Planned,
+        t: usize,
+    ) -> (RequestRecord, Instant, String) {
         let marker = marker(self.spec.seed, index);
-        let prompt = self.prompts.build(index);
-        let body = request_body(&self.spec, &prompt, index, &marker, self.spec.max_tokens);
+        // Replayed prompts are the trace's or dataset's own: no canary instruction was added.
+        let synthetic = planned.origin == crate::source::Origin::default();
+        let body = planned_body(
+            &self.spec,
+            &planned.content,
+            index,
+            &marker,
+            planned.max_tokens,
+            planned.ignore_eos,
+        );
         let body = serde_json::to_vec(&body).unwrap_or_default();
         let (obs, finished) = match queue {
             Some(queue) => {
@@ -136,19 +171,56 @@ impl Runner {
             None => execute(&self.endpoints[t], self.spec.api, &body, self.timeout).await,
         };
         self.outstanding[t].fetch_sub(1, Ordering::Relaxed);
+        let reply = if planned.origin.session.is_some() { obs.capture.clone() } else { String::new() };
         let inputs = RecordInputs {
             index,
             repeat,
             target: &self.targets[t].label,
-            planned_context_tokens: self.spec.context_tokens,
-            marker: self.spec.canaries.then_some(marker.as_str()),
-            response_words: self.spec.response_words,
+            planned_context_tokens: planned.origin.planned_input_tokens.unwrap_or(self.spec.context_tokens),
+            marker: (self.spec.canaries && synthetic).then_some(marker.as_str()),
+            response_words: if synthetic { self.spec.response_words } else { 0 },
             policy: self.spec.controlled_output_policy,
             slo: self.spec.slo.as_ref(),
             run_start,
             intended,
         };
-        (derive(obs, &inputs, finished), finished)
+        let mut rec = derive(obs, &inputs, finished);
+        rec.set_origin(&planned.origin);
+        (rec, finished, reply)
+    }
+}
+
+/// A session turn goes through the runner like any request, then to the sink.
+struct SessionTurns {
+    runner: Arc<Runner>,
+    sink: Arc<Sink>,
+    repeat: u32,
+}
+
+impl session::TurnSender for SessionTurns {
+    fn plan(&self, index: u64) -> Planned {
+        self.runner.source.plan(
+            index,
+            &self.runner.prompts,
+            self.runner.spec.max_tokens,
+            self.runner.spec.seed,
+        )
+    }
+
+    async fn send_turn(
+        &self,
+        index: u64,
+        run_start: Instant,
+        intended: Instant,
+        planned: Planned,
+    ) -> (RequestRecord, Instant, String) {
+        let t = self.runner.pick_target();
+        self.runner.outstanding[t].fetch_add(1, Ordering::Relaxed);
+        self.runner.send_planned(index, self.repeat, run_start, intended, None, planned, t).await
+    }
+
+    fn finished(&self, rec: RequestRecord) {
+        self.sink.finished(rec);
     }
 }
 
@@ -239,7 +311,11 @@ async fn run_phase(
         }
         Arrival::Poisson { .. } | Arrival::Constant { .. } => {
             let cap = Arc::new(Semaphore::new(runner.spec.concurrency as usize));
-            let arrivals = arrival_times(run_start, count, arrival, runner.spec.seed, repeat);
+            let arrivals = match runner.source.schedule() {
+                // A trace's requests are due at their recorded times.
+                Some(trace) => trace.arrivals(run_start),
+                None => arrival_times(run_start, count, arrival, runner.spec.seed, repeat),
+            };
             let mut paced = if mode == pacer::Mode::Thread { pacer::spawn(arrivals.clone()) } else { None };
             for (k, intended) in (0u32..).zip(arrivals) {
                 match (&queue, &mut paced) {
@@ -375,8 +451,10 @@ async fn probe_prompt_tokens(
 }
 
 /// The whole measurement; runs on the load generator's own runtime.
+#[allow(clippy::too_many_arguments)]
 pub async fn measure(
     spec: CellSpec,
+    source: Source,
     targets: Vec<Target>,
     ctx: CellContext,
     progress_tx: mpsc::UnboundedSender<Progress>,
@@ -414,7 +492,8 @@ pub async fn measure(
     // All probes use one prompt index, so the search sees how length changes
     // the count, not how one random prompt differs from another.
     let probe_index = measured_total + u64::from(spec.warmup_requests);
-    let calibration = if spec.context_tokens > 0 {
+    // Replayed and conversational prompts have their own lengths.
+    let calibration = if spec.context_tokens > 0 && spec.traffic.is_synthetic() {
         let c = calibrate(spec.context_tokens, async |words| {
             probe_prompt_tokens(&endpoints[0], &spec, &prompts, probe_index, words).await
         })
@@ -433,6 +512,7 @@ pub async fn measure(
         balance: ctx.balance,
         next_round_robin: AtomicU64::new(0),
         prompts,
+        source,
         timeout: Duration::from_millis(spec.request_timeout_ms),
         spec,
     });
@@ -457,9 +537,25 @@ pub async fn measure(
     });
     let measured = Sink::new(Some(log.clone()), Some(counter));
     let mut preparation = Preparation { fd_table_slots, ahead: Vec::new() };
+    let sessions = runner.source.sessions();
+    let session_tally = Arc::new(std::sync::Mutex::new(session::SessionTally::default()));
     for repeat in 0..runner.spec.repeat {
         let first = u64::from(repeat) * u64::from(runner.spec.requests);
-        let arrival = runner.spec.arrival;
+        if let Some(plan) = &sessions {
+            preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
+            let turns = Arc::new(SessionTurns { runner: runner.clone(), sink: measured.clone(), repeat });
+            let trace = match &runner.source {
+                Source::Trace(t) => Some(t.clone()),
+                _ => None,
+            };
+            session::run(turns, plan, trace, first, &session_tally).await?;
+            continue;
+        }
+        // A trace's arrivals are open loop, whatever `arrival` says.
+        let arrival = match runner.source.schedule() {
+            Some(_) => Arrival::Constant { rate_per_s: 1.0 },
+            None => runner.spec.arrival,
+        };
         preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
         run_phase(&runner, first, runner.spec.requests, repeat, arrival, &measured).await?;
     }
@@ -467,7 +563,15 @@ pub async fn measure(
     let log = Arc::try_unwrap(log).map_err(|_| anyhow::anyhow!("the record log is still in use"))?;
     let store = log.finish().context("writing the request records")?;
     let warmup_failed = warmup.failed.load(Ordering::Relaxed);
+    let mut traffic = runner.source.describe();
+    if sessions.is_some()
+        && let (Value::Object(t), Ok(tally)) = (&mut traffic, session_tally.lock())
+        && let Value::Object(summary) = tally.summary()
+    {
+        t.extend(summary);
+    }
     Ok(RunOutput {
+        traffic,
         store,
         preparation,
         calibration,

@@ -123,15 +123,16 @@ pub enum Source {
 
 impl Source {
     /// Reads the files the traffic names (once, before the run). A staged
-    /// cell sends as many requests as its stages' times allow.
+    /// cell (`staged_below`: where its unmeasured request indices start)
+    /// sends as many requests as its stages' times allow.
     pub fn load(
         traffic: &Traffic,
         seed: u64,
         requests: u32,
         repeats: u32,
-        staged: bool,
+        staged_below: Option<u64>,
     ) -> anyhow::Result<Self> {
-        if staged && matches!(traffic, Traffic::Trace(_) | Traffic::Sessions(_)) {
+        if staged_below.is_some() && matches!(traffic, Traffic::Trace(_) | Traffic::Sessions(_)) {
             anyhow::bail!("a trace or sessions set their own arrivals: they cannot run in load stages");
         }
         Ok(match traffic {
@@ -143,7 +144,7 @@ impl Source {
                 Self::Trace(Arc::new(trace))
             }
             Traffic::Dataset(d) => Self::Dataset(Arc::new(
-                Dataset::load(d, seed, requests, repeats, staged)
+                Dataset::load(d, seed, requests, repeats, staged_below)
                     .with_context(|| format!("reading the dataset {}", d.path.display()))?,
             )),
             Traffic::Sessions(s) => Self::Sessions(Arc::new(SessionPlan::synthetic(s, repeats)?)),

@@ -42,6 +42,9 @@ pub struct CellSpec {
     pub repeat: u32,
     /// When the cell's connections are opened.
     pub connect: Connect,
+    /// Where the requests come from: synthetic prompts (the default), a
+    /// trace, a dataset or multi-turn sessions (see [`crate::source`]).
+    pub traffic: crate::source::Traffic,
 }
 
 impl Default for CellSpec {
@@ -70,6 +73,7 @@ impl Default for CellSpec {
             slo: None,
             repeat: 1,
             connect: Connect::Ahead,
+            traffic: crate::source::Traffic::Synthetic,
         }
     }
 }
