@@ -1,17 +1,15 @@
-//! The Searches section: for each `search`, its answer, why it stopped, a
-//! plot of the SLO's first metric against the variable (passing and failing
-//! probes apart) and the table of every probe, each linked to its stored cell.
+//! The Searches section: for each `search`, its answer, why it stopped, its
+//! curve (the SLO's first metric against the variable, `plot/search.rs`) and
+//! the table of every probe with its stored cell's fingerprint.
 
 use std::fmt::Write;
 
-use plotters::chart::SeriesLabelPosition;
-
-use super::format::{count, num, short};
+use super::format::{count, short};
 use super::link::step_link;
 use super::table::num_td;
 use super::{Page, escape};
 use crate::report::model::{Body, Report};
-use crate::report::plot::{Series, scatter};
+use crate::report::plot::{CurvePoint, search_curve};
 use crate::results::SearchResult;
 
 pub(super) fn searches(page: &mut Page, report: &Report) {
@@ -84,25 +82,19 @@ fn curve(page: &mut Page, result: &SearchResult) {
         page.table("search", &header, &rows);
         return;
     };
-    let series = |passed: bool| {
-        let points: Vec<(f64, f64)> = result
-            .curve
-            .iter()
-            .filter(|p| p.passed == passed)
-            .filter_map(|p| Some((p.value, p.metrics.get(&metric)?.as_f64()?)))
-            .collect();
-        let names = points.iter().map(|(v, _)| num(Some(*v))).collect();
-        let name = if passed { "passed" } else { "failed" };
-        (Series { name: name.into(), points }, names)
-    };
-    let svg = scatter(
-        SeriesLabelPosition::UpperLeft,
+    let probes: Vec<CurvePoint> = result
+        .curve
+        .iter()
+        .filter_map(|p| {
+            Some(CurvePoint { value: p.value, metric: p.metrics.get(&metric)?.as_f64()?, passed: p.passed })
+        })
+        .collect();
+    let svg = search_curve(
         &format!("{metric} by {}", result.variable),
         &result.variable,
         &metric,
-        &[series(true), series(false)],
-        None,
-        false,
+        &probes,
+        result.max_value,
     );
     page.figure(&svg, &format!("every probe: {metric} against {}", result.variable), &header, &rows);
 }

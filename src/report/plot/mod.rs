@@ -10,12 +10,14 @@ mod axis;
 mod bars;
 mod distribution;
 mod scatter;
+mod search;
 mod svg;
 mod timeline;
 
 pub use bars::{Bar, bars};
 pub use distribution::{histogram, lines};
 pub use scatter::scatter;
+pub use search::{CurvePoint, search_curve};
 pub use svg::escape;
 pub use timeline::{Span, timeline};
 
@@ -51,6 +53,16 @@ mod tests {
             ),
             histogram("h", "ms", &[(0.0, 1.0, 3), (1.0, 2.0, 5)], None),
             timeline("t", &[Span { send: 0.0, first: Some(1.0), end: 3.0, failed: false }], None),
+            search_curve(
+                "c",
+                "rate",
+                "ttft_p99_ms",
+                &[
+                    CurvePoint { value: 1.0, metric: 10.0, passed: true },
+                    CurvePoint { value: 2.0, metric: 90.0, passed: false },
+                ],
+                Some(1.0),
+            ),
             scatter(
                 SeriesLabelPosition::UpperLeft,
                 "s",
