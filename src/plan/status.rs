@@ -67,16 +67,7 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
                 (Status::Pending, format!("reads results this run produces: {}", listing(&waiting)))
             }
             _ => {
-                let previous = previous.get_or_insert_with(|| {
-                    let run = last_run
-                        .get_or_init(|| store.and_then(|s| s.last_run_of(&plan.recipe.key).ok().flatten()));
-                    // The last run's nodes by name: one lookup per pending step.
-                    let mut by_name = HashMap::new();
-                    for node in run.iter().flat_map(|run| &run.nodes) {
-                        by_name.entry(node.name.as_str()).or_insert(node);
-                    }
-                    by_name
-                });
+                let previous = previous.get_or_insert_with(|| nodes_by_name(&last_run, store, &plan.recipe.key));
                 (Status::Pending, why_pending(plan, i, store, previous))
             }
         };
@@ -143,6 +134,20 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
         plan.nodes[i].status = status;
         plan.nodes[i].reason = reason.to_string();
     }
+}
+
+/// The last run's nodes by name (read on first use): one lookup per pending step.
+fn nodes_by_name<'r>(
+    last_run: &'r OnceCell<Option<RunRecord>>,
+    store: Option<&Store>,
+    recipe_key: &str,
+) -> HashMap<&'r str, &'r RunNode> {
+    let run = last_run.get_or_init(|| store.and_then(|s| s.last_run_of(recipe_key).ok().flatten()));
+    let mut by_name = HashMap::new();
+    for node in run.iter().flat_map(|run| &run.nodes) {
+        by_name.entry(node.name.as_str()).or_insert(node);
+    }
+    by_name
 }
 
 /// Names for one line: the first few, then how many more.
