@@ -94,7 +94,21 @@ pub(super) fn check_properties(step: &Draft, problems: &mut Problems) {
         ),
         (
             "slo",
-            &[("ttft", PropShape::Duration), ("tpot", PropShape::Duration), ("e2e", PropShape::Duration)],
+            &[
+                ("ttft", PropShape::Duration),
+                ("tpot", PropShape::Duration),
+                ("e2e", PropShape::Duration),
+                ("from", PropShape::Text),
+            ],
+        ),
+        (
+            "stage",
+            &[
+                ("rate", PropShape::Number),
+                ("concurrency", PropShape::Integer),
+                ("duration", PropShape::Duration),
+                ("arrival", PropShape::Text),
+            ],
         ),
         ("warmup", &[("requests", PropShape::Integer), ("max-tokens", PropShape::Integer)]),
         (
@@ -137,6 +151,9 @@ pub(super) fn check_properties(step: &Draft, problems: &mut Problems) {
                     PropShape::Integer => {
                         (!v.is_u64()).then(|| format!("`{setting} {key}=` takes an integer"))
                     }
+                    PropShape::Number => {
+                        (!v.is_number()).then(|| format!("`{setting} {key}=` takes a number"))
+                    }
                     PropShape::Duration => match v.as_str().map(parse_duration) {
                         Some(Ok(_)) => None,
                         Some(Err(err)) => Some(format!("`{setting} {key}=`: {err}")),
@@ -155,5 +172,6 @@ pub(super) fn check_properties(step: &Draft, problems: &mut Problems) {
 enum PropShape {
     Text,
     Integer,
+    Number,
     Duration,
 }

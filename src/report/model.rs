@@ -86,6 +86,9 @@ pub struct Artifact {
     pub wall_clock_ms: Option<f64>,
     pub simulated: Option<bool>,
     pub request_timings: Vec<Timing>,
+    /// Load stages (staged cells only) and the per-second series.
+    pub stages: Value,
+    pub series: Value,
 }
 
 /// One request, as the plots need it (ms after the run started, or durations in ms).

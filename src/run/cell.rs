@@ -70,12 +70,17 @@ pub fn cell_spec(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpe
             ttft_ms: slo.ttft.map(ms),
             tpot_ms: slo.tpot.map(ms),
             e2e_ms: slo.e2e.map(ms),
+            from: match slo.from {
+                decls::load::SloFrom::Send => anvil_loadgen::SloFrom::Send,
+                decls::load::SloFrom::Schedule => anvil_loadgen::SloFrom::Schedule,
+            },
         }),
         repeat: count(load.repeat, 1).max(1),
         connect: match load.connect {
             decls::load::ConnectWord::Ahead => anvil_loadgen::Connect::Ahead,
             decls::load::ConnectWord::OnDemand => anvil_loadgen::Connect::OnDemand,
         },
+        stages: load.stages.iter().map(|s| stage(s, count(load.concurrency, defaults.concurrency))).collect(),
         traffic: traffic(&load.traffic),
     }
 }
@@ -128,6 +133,18 @@ fn resolve_paths(spec: &mut CellSpec, recipe_key: &str) {
         Traffic::Dataset(d) => d.path = dir.join(&d.path),
         Traffic::Synthetic | Traffic::Sessions(_) => {}
     }
+}
+
+/// A declared stage as the load generator runs it: with a rate, open loop
+/// capped at its own or the cell's concurrency; without, closed loop.
+fn stage(s: &decls::load::StageDecl, cell_concurrency: u32) -> anvil_loadgen::Stage {
+    let concurrency = s.concurrency.map_or(cell_concurrency, |c| c.min(u64::from(u32::MAX)) as u32).max(1);
+    let arrival = match (s.rate, s.arrival) {
+        (None, _) => Arrival::ClosedLoop,
+        (Some(rate_per_s), words::ArrivalWord::Constant) => Arrival::Constant { rate_per_s },
+        (Some(rate_per_s), _) => Arrival::Poisson { rate_per_s },
+    };
+    anvil_loadgen::Stage { arrival, concurrency, duration_ms: s.duration.as_millis() as u64 }
 }
 
 /// Where a cell is measured: the facts its artifact carries besides the cell itself.

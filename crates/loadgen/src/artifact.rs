@@ -39,12 +39,21 @@ const REQUEST_METRICS: &[MetricDef] = &[
     MetricDef { name: "tokens_per_chunk", style: KeyStyle::Plain, column: col::TOKENS_PER_CHUNK },
 ];
 
+/// Latencies counted from the scheduled send (open loop only; closed-loop
+/// cells write them with 0 samples). Kept out of `metric_population`,
+/// whose p99 label would otherwise call every closed-loop cell descriptive.
+const SCHEDULE_METRICS: &[MetricDef] = &[
+    MetricDef { name: "ttft_from_schedule", style: KeyStyle::Millis, column: col::TTFT_FROM_SCHEDULE },
+    MetricDef { name: "e2e_from_schedule", style: KeyStyle::Millis, column: col::E2E_FROM_SCHEDULE },
+];
+
 /// Which stored rows a computation covers.
 #[derive(Clone, Copy)]
 enum Subset {
     All,
     Repeat(u32),
     Target(usize),
+    Stage(u32),
 }
 
 impl Subset {
@@ -53,6 +62,7 @@ impl Subset {
             Self::All => true,
             Self::Repeat(r) => row[col::REPEAT] == f64::from(r),
             Self::Target(t) => row[col::TARGET] == t as f64,
+            Self::Stage(s) => row[col::STAGE] == f64::from(s),
         }
     }
 }
@@ -138,13 +148,21 @@ impl Tally {
 /// Sum of the wall spans of each repeat (repeats are separate runs; the
 /// pauses between them are not part of any run).
 fn total_wall_ms(store: &Stored, repeats: u32) -> std::io::Result<f64> {
+    let _ = repeats;
+    wall_ms_of(store, Subset::All)
+}
+
+/// Sum over repeats of the span of `subset`'s requests in that repeat.
+fn wall_ms_of(store: &Stored, subset: Subset) -> std::io::Result<f64> {
     let mut spans: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
     store.scan(|row| {
+        if !subset.keeps(row) {
+            return;
+        }
         let span = spans.entry(row[col::REPEAT] as u32).or_insert((f64::INFINITY, f64::NEG_INFINITY));
         span.0 = span.0.min(row[col::ACTUAL_SEND]);
         span.1 = span.1.max(row[col::FINISHED]);
     })?;
-    let _ = repeats;
     Ok(spans.values().map(|(first, last)| (last - first).max(0.0)).sum())
 }
 
@@ -182,6 +200,10 @@ fn metrics(
     // Raw chunk gaps, pooled over every eligible request (real inter-chunk latency).
     let gaps: Vec<(f64, u64)> = gaps.sorted().into_iter().map(|(g, n)| (f64::from(g) / 1000.0, n)).collect();
     write_distribution(&mut m, "chunk_gap", KeyStyle::Millis, Distribution::of_sorted_counts(&gaps).as_ref());
+    for def in SCHEDULE_METRICS {
+        let d = Distribution::of(&store.column(def.column, eligible_in(subset))?);
+        write_distribution(&mut m, def.name, def.style, d.as_ref());
+    }
     // Client schedule lag covers every attempted request: it is about the client.
     let lags = store.column(col::SEND_LAG, |row| subset.keeps(row))?;
     write_distribution(&mut m, "send_lag", KeyStyle::Millis, Distribution::of(&lags).as_ref());
@@ -326,6 +348,9 @@ fn timing_methodology() -> Value {
         "goodput": "requests meeting every configured SLO (ttft, tpot, e2e limits) among attempted requests; failed requests never meet an SLO",
         "prompt_calibration": "filler length chosen by probing the server's usage.prompt_tokens with one-token requests before warmup; planned and actual prompt tokens are recorded per request",
         "repeats": "each repeat is a separate measured run; across-repeat CIs use Student t over per-repeat aggregates",
+        "from_schedule": "open loop only: ttft_from_schedule_ms = ttft_ms + send_lag_ms and e2e_from_schedule_ms = e2e_ms + send_lag_ms per request, i.e. measured from the scheduled send, so time the client spent behind its schedule is not hidden (coordinated omission); distributions over eligible open-loop requests; an slo with from=\"schedule\" judges ttft and e2e by them",
+        "stages": "stages[]: consecutive windows of one measured run, each with its own rate or concurrency; a stage's duration bounds when its requests start, requests in flight at its end finish and count for it; its metrics are the cell's over its own requests, throughput over their span",
+        "series": "series: per interval_s of each run (repeat), from the records: in_flight (time-averaged requests between actual send and finish), sent, completed and failed (by finish), output_tok_s (eligible output tokens spread evenly from first output to finish), ttft_p50_ms/ttft_p99_ms (nearest rank over eligible requests sent in the interval)",
     })
 }
 
@@ -409,6 +434,70 @@ fn per_target(targets: &[Target], store: &Stored, wall_ms: f64) -> std::io::Resu
     Ok(Value::Array(rows))
 }
 
+/// Each stage's figures: the cell's metric of the same name over the
+/// requests the stage sent.
+const STAGE_KEYS: [&str; 17] = [
+    "throughput_tok_s",
+    "request_throughput_req_s",
+    "output_tokens",
+    "ttft_mean_ms",
+    "ttft_p50_ms",
+    "ttft_p90_ms",
+    "ttft_p99_ms",
+    "tpot_p50_ms",
+    "tpot_p99_ms",
+    "e2e_p50_ms",
+    "e2e_p99_ms",
+    "ttft_from_schedule_p50_ms",
+    "ttft_from_schedule_p99_ms",
+    "e2e_from_schedule_p50_ms",
+    "e2e_from_schedule_p99_ms",
+    "send_lag_p50_ms",
+    "send_lag_p99_ms",
+];
+
+/// The `stages` array of a staged cell: each stage's settings, its window
+/// on the run's clock and its metrics (throughput over the span of its own
+/// requests, summed over repeats, as the cell's).
+fn stages(spec: &CellSpec, store: &Stored) -> std::io::Result<Value> {
+    let no_gaps = GapCounts::default();
+    let mut out = Vec::new();
+    for (i, (stage, (start, end))) in
+        (0u32..).zip(spec.stages.iter().zip(crate::stages::windows_ms(&spec.stages)))
+    {
+        let subset = Subset::Stage(i);
+        let t = tally(store, subset)?;
+        let wall = wall_ms_of(store, subset)?;
+        let m = metrics(store, subset, &t, &no_gaps, wall, spec)?;
+        let mut picked = Map::new();
+        let goodput = ["goodput_rate", "goodput_req_s"];
+        for key in STAGE_KEYS.iter().chain(goodput.iter().filter(|_| spec.slo.is_some())) {
+            picked.insert(key.to_string(), m.get(*key).cloned().unwrap_or(Value::Null));
+        }
+        out.push(json!({
+            "stage": i,
+            "arrival": arrival_json(stage.arrival),
+            "concurrency": stage.concurrency,
+            "duration_ms": stage.duration_ms,
+            "window_ms": [start, end],
+            "attempted": t.attempted,
+            "completed": t.eligible,
+            "failed": t.attempted - t.eligible,
+            "wall_clock_ms": wall,
+            "metrics": picked,
+        }));
+    }
+    Ok(Value::Array(out))
+}
+
+fn arrival_json(arrival: Arrival) -> Value {
+    match arrival {
+        Arrival::ClosedLoop => json!({"kind": "closed_loop"}),
+        Arrival::Poisson { rate_per_s } => json!({"kind": "poisson", "rate_per_s": rate_per_s}),
+        Arrival::Constant { rate_per_s } => json!({"kind": "constant", "rate_per_s": rate_per_s}),
+    }
+}
+
 /// The connections a cell opened before its clocks started.
 fn connections(spec: &CellSpec, out: &RunOutput) -> Value {
     json!({
@@ -460,11 +549,7 @@ pub fn build(
         PromptCacheMode::Unique => ("unique", 0),
         PromptCacheMode::SharedPrefix { prefix_tokens } => ("shared-prefix", prefix_tokens),
     };
-    let arrival = match spec.arrival {
-        Arrival::ClosedLoop => json!({"kind": "closed_loop"}),
-        Arrival::Poisson { rate_per_s } => json!({"kind": "poisson", "rate_per_s": rate_per_s}),
-        Arrival::Constant { rate_per_s } => json!({"kind": "constant", "rate_per_s": rate_per_s}),
-    };
+    let arrival = arrival_json(spec.arrival);
     let policy = match spec.controlled_output_policy {
         crate::spec::OutputPolicy::Observe => "observe",
         crate::spec::OutputPolicy::Strict => "strict",
@@ -519,7 +604,8 @@ pub fn build(
         "balance": ctx.balance,
         "targets": targets.iter().map(|t| json!({"label": t.label})).collect::<Vec<_>>(),
         "per_target": per_target(targets, store, wall_ms)?,
-        "requests_per_repeat": spec.requests,
+        // A staged cell sends what its stages' durations allow: no fixed count.
+        "requests_per_repeat": if spec.stages.is_empty() { json!(spec.requests) } else { Value::Null },
         "repeat": spec.repeat,
         "repeats": repeats(spec, store)?,
         "failure_counts": failure_counts,
@@ -530,7 +616,11 @@ pub fn build(
         "request_timeout_ms": spec.request_timeout_ms,
         "loadgen_version": env!("CARGO_PKG_VERSION"),
         "connections": connections(spec, out),
+        "series": crate::series::build(store, spec.repeat)?,
     });
+    if !spec.stages.is_empty() {
+        artifact["stages"] = stages(spec, store)?;
+    }
     if !out.traffic.is_null() {
         // Replayed traffic: what it was; a trace's arrivals are its own.
         if out.traffic["kind"] == "trace" {

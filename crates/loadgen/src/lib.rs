@@ -29,7 +29,9 @@ mod run;
 mod sender;
 mod session;
 mod source;
+mod series;
 mod spec;
+mod stages;
 pub mod sse;
 mod stats;
 mod table;
@@ -47,7 +49,7 @@ pub use record::{ControlledOutput, Failure, FailureClass, RequestRecord};
 pub use source::{DatasetSpec, SessionSpec, TraceSpec, Traffic};
 pub use spec::{
     Api, Arrival, Balance, CellContext, CellSpec, Connect, OutputPolicy, Progress, PromptCacheMode, Slo,
-    Target, ThinkingMode,
+    SloFrom, Stage, Target, ThinkingMode,
 };
 pub use stats::{Distribution, nearest_rank};
 pub use table::render_table;
@@ -206,7 +208,8 @@ async fn run_cell_inner(
 ) -> anyhow::Result<StreamedCell> {
     run::validate(spec, targets)?;
     // Trace and dataset files are read once, here; a trace or sessions fix the request count.
-    let source = source::Source::load(&spec.traffic, spec.seed, spec.requests, spec.repeat, None)
+    let staged = (!spec.stages.is_empty()).then_some(stages::UNMEASURED_INDEX_BASE);
+    let source = source::Source::load(&spec.traffic, spec.seed, spec.requests, spec.repeat, staged)
         .with_context(|| format!("cell `{}`", spec.name))?;
     let mut spec = spec.clone();
     if let Some(n) = source.requests() {

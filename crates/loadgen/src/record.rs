@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::canary::{CanaryResult, evaluate, words_after_marker};
 use crate::observe::StreamObservation;
-use crate::spec::{OutputPolicy, Slo};
+use crate::spec::{OutputPolicy, Slo, SloFrom};
 
 /// Why a request is excluded from the performance distributions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -163,6 +163,18 @@ pub struct RequestRecord {
     /// or open loop with connect `on-demand`); see `timing_methodology`.
     #[serde(default)]
     pub connect_ms: Option<f64>,
+    /// Open loop only: `ttft_ms + send_lag_ms`, the TTFT counted from the
+    /// scheduled send, so a client that fell behind cannot hide the wait
+    /// (coordinated omission). Absent in closed loop, which has no schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_from_schedule_ms: Option<f64>,
+    /// Open loop only: `e2e_ms + send_lag_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_from_schedule_ms: Option<f64>,
+    /// The load stage (0-based index into the artifact's `stages`) that
+    /// sent it; absent in a cell without stages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<u32>,
     // --- where a replayed request came from (absent for synthetic prompts) ---
     /// The 1-based line of the trace file it replays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,6 +207,10 @@ pub struct RecordInputs<'a> {
     pub slo: Option<&'a Slo>,
     pub run_start: Instant,
     pub intended: Instant,
+    /// Sent on an open-loop schedule (`intended` is an arrival time, not
+    /// the end of the worker's previous request).
+    pub open_loop: bool,
+    pub stage: Option<u32>,
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -269,14 +285,21 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
 
     let failure = obs.failure.take().map(|(class, detail)| Failure { class, detail });
     let eligible = failure.is_none();
-    let slo_met = inputs.slo.map(|slo| {
-        eligible
-            && slo.ttft_ms.is_none_or(|l| ttft.is_some_and(|v| v <= l))
-            && slo.tpot_ms.is_none_or(|l| tpot.is_some_and(|v| v <= l))
-            && slo.e2e_ms.is_none_or(|l| e2e.is_some_and(|v| v <= l))
-    });
     let intended_send_ms = ms(inputs.intended.saturating_duration_since(inputs.run_start));
     let actual_send_ms = ms(obs.start.saturating_duration_since(inputs.run_start));
+    let send_lag_ms = actual_send_ms - intended_send_ms;
+    let from_schedule = |v: Option<f64>| v.filter(|_| inputs.open_loop).map(|v| v + send_lag_ms);
+    let (ttft_from_schedule, e2e_from_schedule) = (from_schedule(ttft), from_schedule(e2e));
+    let slo_met = inputs.slo.map(|slo| {
+        let (slo_ttft, slo_e2e) = match slo.from {
+            SloFrom::Schedule if inputs.open_loop => (ttft_from_schedule, e2e_from_schedule),
+            _ => (ttft, e2e),
+        };
+        eligible
+            && slo.ttft_ms.is_none_or(|l| slo_ttft.is_some_and(|v| v <= l))
+            && slo.tpot_ms.is_none_or(|l| tpot.is_some_and(|v| v <= l))
+            && slo.e2e_ms.is_none_or(|l| slo_e2e.is_some_and(|v| v <= l))
+    });
     RequestRecord {
         content_chunks: obs.content_chunks,
         controlled_output: controlled,
@@ -315,7 +338,7 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         },
         intended_send_ms,
         actual_send_ms,
-        send_lag_ms: actual_send_ms - intended_send_ms,
+        send_lag_ms,
         chunk_gaps_us: std::mem::take(&mut obs.gaps_us),
         tokens_per_chunk,
         performance_eligible: eligible,
@@ -325,6 +348,9 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         request_start_unix_ns: obs.start_unix_ns,
         connection_id: obs.connection_id,
         connect_ms: obs.connect_time.map(ms),
+        ttft_from_schedule_ms: ttft_from_schedule,
+        e2e_from_schedule_ms: e2e_from_schedule,
+        stage: inputs.stage,
         trace_line: None,
         dataset_entry: None,
         session: None,

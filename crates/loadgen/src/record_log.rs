@@ -71,8 +71,11 @@ pub mod col {
     pub const FAILURE_AT: usize = 35;
     pub const FAILURE_LEN: usize = 36;
     pub const CONNECT: usize = 37;
-    pub const PRESENT: usize = 38;
-    pub const COUNT: usize = 39;
+    pub const TTFT_FROM_SCHEDULE: usize = 38;
+    pub const E2E_FROM_SCHEDULE: usize = 39;
+    pub const STAGE: usize = 40;
+    pub const PRESENT: usize = 41;
+    pub const COUNT: usize = 42;
 }
 
 pub type Row = [f64; col::COUNT];
@@ -157,6 +160,9 @@ fn row_of(r: &RequestRecord, target: usize) -> Row {
         .and_then(|f| FAILURE_CLASSES.iter().position(|c| *c == f.class))
         .map(|i| i as f64));
     row[col::CONNECT] = opt(r.connect_ms);
+    row[col::TTFT_FROM_SCHEDULE] = opt(r.ttft_from_schedule_ms);
+    row[col::E2E_FROM_SCHEDULE] = opt(r.e2e_from_schedule_ms);
+    row[col::STAGE] = opt(r.stage.map(f64::from));
     row[col::PRESENT] = 1.0;
     row
 }

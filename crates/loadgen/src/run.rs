@@ -22,6 +22,7 @@ use crate::sender::{self, SendJob};
 use crate::session;
 use crate::source::{Planned, Source};
 use crate::spec::{Arrival, Balance, CellContext, CellSpec, Connect, Progress, Target};
+use crate::stages;
 
 /// Everything a finished cell run produced, before it becomes an artifact.
 pub struct RunOutput {
@@ -59,6 +60,9 @@ pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
     if !(spec.extra_body.is_null() || spec.extra_body.is_object()) {
         bail!("cell `{}`: extra_body must be a JSON object", spec.name);
     }
+    if let Err(problem) = stages::check(spec) {
+        bail!("cell `{}`: {problem}", spec.name);
+    }
     Ok(())
 }
 
@@ -90,6 +94,15 @@ pub struct AheadConnection {
     pub connect_ms: f64,
     /// The TLS handshake's part of `connect_ms` (https only).
     pub tls_handshake_ms: Option<f64>,
+}
+
+/// Which part of the measurement a request belongs to.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    repeat: u32,
+    stage: Option<u32>,
+    /// Sent on an open-loop schedule.
+    open_loop: bool,
 }
 
 /// Shared state of the requests in flight.
@@ -124,7 +137,7 @@ impl Runner {
     async fn send(
         &self,
         index: u64,
-        repeat: u32,
+        origin: Origin,
         run_start: Instant,
         intended: Instant,
         queue: Option<&std::sync::mpsc::Sender<SendJob>>,
@@ -133,7 +146,7 @@ impl Runner {
         self.outstanding[t].fetch_add(1, Ordering::Relaxed);
         let planned = self.source.plan(index, &self.prompts, self.spec.max_tokens, self.spec.seed);
         let (rec, finished, _) =
-            self.send_planned(index, repeat, run_start, intended, queue, planned, t).await;
+            self.send_planned(index, origin, run_start, intended, queue, planned, t).await;
         (rec, finished)
     }
 
@@ -143,7 +156,7 @@ impl Runner {
     async fn send_planned(
         &self,
         index: u64,
-        repeat: u32,
+        origin: Origin,
         run_start: Instant,
         intended: Instant,
         queue: Option<&std::sync::mpsc::Sender<SendJob>>,
@@ -174,7 +187,7 @@ impl Runner {
         let reply = if planned.origin.session.is_some() { obs.capture.clone() } else { String::new() };
         let inputs = RecordInputs {
             index,
-            repeat,
+            repeat: origin.repeat,
             target: &self.targets[t].label,
             planned_context_tokens: planned.origin.planned_input_tokens.unwrap_or(self.spec.context_tokens),
             marker: (self.spec.canaries && synthetic).then_some(marker.as_str()),
@@ -183,6 +196,8 @@ impl Runner {
             slo: self.spec.slo.as_ref(),
             run_start,
             intended,
+            open_loop: origin.open_loop,
+            stage: origin.stage,
         };
         let mut rec = derive(obs, &inputs, finished);
         rec.set_origin(&planned.origin);
@@ -214,9 +229,10 @@ impl session::TurnSender for SessionTurns {
         intended: Instant,
         planned: Planned,
     ) -> (RequestRecord, Instant, String) {
+        let origin = Origin { repeat: self.repeat, stage: None, open_loop: false };
         let t = self.runner.pick_target();
         self.runner.outstanding[t].fetch_add(1, Ordering::Relaxed);
-        self.runner.send_planned(index, self.repeat, run_start, intended, None, planned, t).await
+        self.runner.send_planned(index, origin, run_start, intended, None, planned, t).await
     }
 
     fn finished(&self, rec: RequestRecord) {
@@ -274,6 +290,27 @@ impl Sink {
     }
 }
 
+/// Where a phase's request indices come from.
+enum Indices {
+    /// `first..first + count`, in order: a phase with a request budget.
+    Budget { first: u64, count: u32 },
+    /// As many as the phase sends before `until`, from a counter the run's
+    /// stages share (a stage's length is a time, not a count).
+    Until { next: Arc<AtomicU64>, until: Instant },
+}
+
+/// What one phase sends and how.
+struct Load {
+    arrival: Arrival,
+    /// Closed loop: the workers; open loop: the in-flight cap.
+    concurrency: u32,
+    /// Open loop: when each request is due (empty in closed loop).
+    arrivals: Vec<Instant>,
+    indices: Indices,
+    /// Closed loop: when the workers mean to send their first requests.
+    start: Instant,
+}
+
 /// Sends `count` requests starting at index `first` on the given schedule.
 async fn run_phase(
     runner: &Arc<Runner>,
@@ -288,21 +325,111 @@ async fn run_phase(
     let mode = pacer::mode();
     let queue = if open_loop && mode == pacer::Mode::Sender { sender::spawn() } else { None };
     let run_start = Instant::now();
+    let arrivals = match (open_loop, runner.source.schedule()) {
+        // A trace's requests are due at their recorded times.
+        (true, Some(trace)) => trace.arrivals(run_start),
+        (true, None) => arrival_times(run_start, count, arrival, runner.spec.seed, repeat),
+        (false, _) => Vec::new(),
+    };
+    let load = Load {
+        arrival,
+        concurrency: runner.spec.concurrency,
+        arrivals,
+        indices: Indices::Budget { first, count },
+        start: run_start,
+    };
     let mut tasks: JoinSet<()> = JoinSet::new();
-    match arrival {
+    let origin = Origin { repeat, stage: None, open_loop };
+    launch(runner, load, origin, run_start, queue.as_ref(), &mut tasks, sink).await?;
+    join_all(tasks).await
+}
+
+/// One measured run of a staged cell: each stage's load in its window,
+/// one after another on one clock (see [`crate::stages`]).
+async fn run_stages(
+    runner: &Arc<Runner>,
+    repeat: u32,
+    next: &Arc<AtomicU64>,
+    sink: &Arc<Sink>,
+) -> anyhow::Result<()> {
+    let (_, any_open) = stages::widest(&runner.spec);
+    let queue = if any_open && pacer::mode() == pacer::Mode::Sender { sender::spawn() } else { None };
+    let run_start = Instant::now();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut start = run_start;
+    for (i, stage) in (0u32..).zip(&runner.spec.stages) {
+        let duration = Duration::from_millis(stage.duration_ms);
+        let until = start + duration;
+        let open_loop = !matches!(stage.arrival, Arrival::ClosedLoop);
+        let arrivals = if open_loop {
+            stages::arrivals_in(start, duration, stage.arrival, runner.spec.seed, repeat, i)
+        } else {
+            // Closed-loop workers start with their window.
+            tokio::time::sleep_until(start.into()).await;
+            Vec::new()
+        };
+        let load = Load {
+            arrival: stage.arrival,
+            concurrency: stage.concurrency,
+            arrivals,
+            indices: Indices::Until { next: next.clone(), until },
+            start,
+        };
+        let origin = Origin { repeat, stage: Some(i), open_loop };
+        launch(runner, load, origin, run_start, queue.as_ref(), &mut tasks, sink).await?;
+        start = until;
+    }
+    join_all(tasks).await
+}
+
+async fn join_all(mut tasks: JoinSet<()>) -> anyhow::Result<()> {
+    while let Some(done) = tasks.join_next().await {
+        done.context("a request task panicked")?;
+    }
+    Ok(())
+}
+
+/// Starts `load`'s requests as tasks in `tasks`: closed loop, its workers
+/// (at once); open loop, each request at its arrival (returns after the last).
+async fn launch(
+    runner: &Arc<Runner>,
+    load: Load,
+    origin: Origin,
+    run_start: Instant,
+    queue: Option<&std::sync::mpsc::Sender<SendJob>>,
+    tasks: &mut JoinSet<()>,
+    sink: &Arc<Sink>,
+) -> anyhow::Result<()> {
+    match load.arrival {
         Arrival::ClosedLoop => {
-            let next = Arc::new(AtomicU64::new(0));
-            for _ in 0..runner.spec.concurrency.min(count) {
-                let (runner, next, sink) = (runner.clone(), next.clone(), sink.clone());
+            let workers = match &load.indices {
+                Indices::Budget { count, .. } => load.concurrency.min(*count),
+                Indices::Until { .. } => load.concurrency,
+            };
+            let indices = Arc::new(load.indices);
+            let taken = Arc::new(AtomicU64::new(0));
+            for _ in 0..workers {
+                let (runner, indices, taken, sink) = (runner.clone(), indices.clone(), taken.clone(), sink.clone());
                 tasks.spawn(async move {
                     // A closed-loop worker means to send as soon as its previous request ends.
-                    let mut intended = run_start;
+                    let mut intended = load.start;
                     loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        if k >= u64::from(count) {
-                            break;
-                        }
-                        let (rec, finished) = runner.send(first + k, repeat, run_start, intended, None).await;
+                        let index = match &*indices {
+                            Indices::Budget { first, count } => {
+                                let k = taken.fetch_add(1, Ordering::Relaxed);
+                                if k >= u64::from(*count) {
+                                    break;
+                                }
+                                first + k
+                            }
+                            Indices::Until { next, until } => {
+                                if Instant::now() >= *until {
+                                    break;
+                                }
+                                next.fetch_add(1, Ordering::Relaxed)
+                            }
+                        };
+                        let (rec, finished) = runner.send(index, origin, run_start, intended, None).await;
                         intended = finished;
                         sink.finished(rec);
                     }
@@ -310,15 +437,15 @@ async fn run_phase(
             }
         }
         Arrival::Poisson { .. } | Arrival::Constant { .. } => {
-            let cap = Arc::new(Semaphore::new(runner.spec.concurrency as usize));
-            let arrivals = match runner.source.schedule() {
-                // A trace's requests are due at their recorded times.
-                Some(trace) => trace.arrivals(run_start),
-                None => arrival_times(run_start, count, arrival, runner.spec.seed, repeat),
+            let first = match &load.indices {
+                Indices::Budget { first, .. } => *first,
+                Indices::Until { next, .. } => next.fetch_add(load.arrivals.len() as u64, Ordering::Relaxed),
             };
-            let mut paced = if mode == pacer::Mode::Thread { pacer::spawn(arrivals.clone()) } else { None };
-            for (k, intended) in (0u32..).zip(arrivals) {
-                match (&queue, &mut paced) {
+            let cap = Arc::new(Semaphore::new(load.concurrency as usize));
+            let mut paced =
+                if pacer::mode() == pacer::Mode::Thread { pacer::spawn(load.arrivals.clone()) } else { None };
+            for (k, intended) in (0u64..).zip(load.arrivals) {
+                match (queue, &mut paced) {
                     // Prepared ahead; the sender thread sends at `intended`.
                     (Some(_), _) => {
                         let ahead = intended.checked_sub(PREPARE_AHEAD).unwrap_or(intended);
@@ -331,29 +458,33 @@ async fn run_phase(
                 }
                 // The cap may hold the request back; that lag is recorded, not hidden.
                 let permit = cap.clone().acquire_owned().await.context("concurrency cap closed")?;
-                let (runner, sink, queue) = (runner.clone(), sink.clone(), queue.clone());
+                let (runner, sink, queue) = (runner.clone(), sink.clone(), queue.cloned());
                 tasks.spawn(async move {
-                    let (rec, _) =
-                        runner.send(first + u64::from(k), repeat, run_start, intended, queue.as_ref()).await;
+                    let (rec, _) = runner.send(first + k, origin, run_start, intended, queue.as_ref()).await;
                     drop(permit);
                     sink.finished(rec);
                 });
+                // A finished task keeps its memory (the size of its future,
+                // ~4 KB) until it is joined: join as we go, or a 100,000-request
+                // cell holds ~400 MB of finished tasks (benches/schedule.rs).
+                while let Some(done) = tasks.try_join_next() {
+                    done.context("a request task panicked")?;
+                }
             }
         }
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.context("a request task panicked")?;
     }
     Ok(())
 }
 
 /// Connections per target the run can use at once.
 fn connections_wanted(spec: &CellSpec, count: u32, targets: usize, balance: Balance) -> usize {
-    let at_once = match spec.arrival {
-        Arrival::ClosedLoop => spec.concurrency.min(count),
-        Arrival::Poisson { .. } | Arrival::Constant { .. } => {
-            spec.concurrency.min(count).min(OPEN_LOOP_AHEAD)
-        }
+    let (concurrency, open_loop) = match spec.stages.is_empty() {
+        true => (spec.concurrency, !matches!(spec.arrival, Arrival::ClosedLoop)),
+        false => stages::widest(spec),
+    };
+    let at_once = match open_loop {
+        false => concurrency.min(count),
+        true => concurrency.min(count).min(OPEN_LOOP_AHEAD),
     } as usize;
     let share = at_once.div_ceil(targets.max(1));
     match balance {
@@ -421,11 +552,7 @@ fn arrival_times(run_start: Instant, count: u32, arrival: Arrival, seed: u64, re
     let mut times = Vec::with_capacity(count as usize);
     for _ in 0..count {
         times.push(run_start + Duration::from_secs_f64(offset_s));
-        offset_s += match arrival {
-            Arrival::Poisson { rate_per_s } => -(1.0 - rng.next_f64()).ln() / rate_per_s,
-            Arrival::Constant { rate_per_s } => 1.0 / rate_per_s,
-            Arrival::ClosedLoop => 0.0,
-        };
+        offset_s += stages::gap_s(arrival, &mut rng);
     }
     times
 }
@@ -464,7 +591,11 @@ pub async fn measure(
     // The descriptor table's final size, before any socket is opened: every
     // connection the cell may hold at once, their duplicates for the sender
     // thread, and room for the rest of the process.
-    let at_once = (spec.concurrency.min(spec.requests.max(spec.warmup_requests)) as usize).max(1);
+    let staged = !spec.stages.is_empty();
+    let at_once = match staged {
+        false => (spec.concurrency.min(spec.requests.max(spec.warmup_requests)) as usize).max(1),
+        true => stages::widest(&spec).0 as usize,
+    };
     let fd_table_slots = presize_fd_table(at_once.saturating_mul(targets.len()).saturating_mul(2) + 256);
     let endpoints = targets
         .iter()
@@ -478,7 +609,12 @@ pub async fn measure(
         // A failure shows up as the requests' connect failures.
         let _ = endpoint.resolve().await.map_err(|e| anyhow::anyhow!("resolving {}: {e}", target.label));
     }
-    let measured_total = u64::from(spec.requests) * u64::from(spec.repeat);
+    // A staged cell's request count follows from its stages' durations.
+    let measured_total = match staged {
+        false => u64::from(spec.requests) * u64::from(spec.repeat),
+        true => stages::expected_requests(&spec.stages) * u64::from(spec.repeat),
+    };
+    let unmeasured_base = if staged { stages::UNMEASURED_INDEX_BASE } else { measured_total };
     let mut prompts = PromptBuilder {
         seed: spec.seed,
         mode: spec.prompt_cache_mode,
@@ -491,7 +627,7 @@ pub async fn measure(
     // prompts can never pre-fill a prefix cache for a measured request.
     // All probes use one prompt index, so the search sees how length changes
     // the count, not how one random prompt differs from another.
-    let probe_index = measured_total + u64::from(spec.warmup_requests);
+    let probe_index = unmeasured_base + u64::from(spec.warmup_requests);
     // Replayed and conversational prompts have their own lengths.
     let calibration = if spec.context_tokens > 0 && spec.traffic.is_synthetic() {
         let c = calibrate(spec.context_tokens, async |words| {
@@ -518,7 +654,7 @@ pub async fn measure(
     });
 
     let warmup = Sink::new(None, None);
-    run_phase(&runner, measured_total, runner.spec.warmup_requests, 0, Arrival::ClosedLoop, &warmup).await?;
+    run_phase(&runner, unmeasured_base, runner.spec.warmup_requests, 0, Arrival::ClosedLoop, &warmup).await?;
 
     let dir = scratch_dir;
     let labels = runner.targets.iter().map(|t| t.label.clone()).collect();
@@ -537,11 +673,12 @@ pub async fn measure(
     });
     let measured = Sink::new(Some(log.clone()), Some(counter));
     let mut preparation = Preparation { fd_table_slots, ahead: Vec::new() };
+    let next_staged_index = Arc::new(AtomicU64::new(0));
     let sessions = runner.source.sessions();
     let session_tally = Arc::new(std::sync::Mutex::new(session::SessionTally::default()));
     for repeat in 0..runner.spec.repeat {
-        let first = u64::from(repeat) * u64::from(runner.spec.requests);
         if let Some(plan) = &sessions {
+            let first = u64::from(repeat) * u64::from(runner.spec.requests);
             preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
             let turns = Arc::new(SessionTurns { runner: runner.clone(), sink: measured.clone(), repeat });
             let trace = match &runner.source {
@@ -551,6 +688,12 @@ pub async fn measure(
             session::run(turns, plan, trace, first, &session_tally).await?;
             continue;
         }
+        if staged {
+            preparation.ahead.extend(prepare_connections(&runner, repeat, u32::MAX).await);
+            run_stages(&runner, repeat, &next_staged_index, &measured).await?;
+            continue;
+        }
+        let first = u64::from(repeat) * u64::from(runner.spec.requests);
         // A trace's arrivals are open loop, whatever `arrival` says.
         let arrival = match runner.source.schedule() {
             Some(_) => Arrival::Constant { rate_per_s: 1.0 },

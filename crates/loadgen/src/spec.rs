@@ -42,6 +42,10 @@ pub struct CellSpec {
     pub repeat: u32,
     /// When the cell's connections are opened.
     pub connect: Connect,
+    /// Load stages run one after another in each measured run; when set
+    /// they replace `requests`, `arrival` and `concurrency` (see
+    /// [`crate::stages`]).
+    pub stages: Vec<Stage>,
     /// Where the requests come from: synthetic prompts (the default), a
     /// trace, a dataset or multi-turn sessions (see [`crate::source`]).
     pub traffic: crate::source::Traffic,
@@ -73,6 +77,7 @@ impl Default for CellSpec {
             slo: None,
             repeat: 1,
             connect: Connect::Ahead,
+            stages: Vec::new(),
             traffic: crate::source::Traffic::Synthetic,
         }
     }
@@ -164,6 +169,38 @@ pub struct Slo {
     pub ttft_ms: Option<f64>,
     pub tpot_ms: Option<f64>,
     pub e2e_ms: Option<f64>,
+    /// Where the TTFT and E2E limits are measured from (TPOT has no start).
+    #[serde(skip_serializing_if = "SloFrom::is_send")]
+    pub from: SloFrom,
+}
+
+/// The moment an SLO's TTFT and E2E are measured from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SloFrom {
+    /// The actual send (`ttft_ms`, `e2e_ms`): what the server did.
+    #[default]
+    Send,
+    /// The scheduled send of an open-loop request (`ttft_from_schedule_ms`,
+    /// `e2e_from_schedule_ms`): what a user arriving on time saw, client
+    /// lag included. Closed-loop requests have no schedule: their send.
+    Schedule,
+}
+
+impl SloFrom {
+    pub fn is_send(&self) -> bool {
+        *self == Self::Send
+    }
+}
+
+/// One load stage: for `duration_ms`, open-loop arrivals at `arrival`'s
+/// rate (capped at `concurrency` in flight), or `concurrency` closed-loop
+/// workers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    pub arrival: Arrival,
+    pub concurrency: u32,
+    pub duration_ms: u64,
 }
 
 /// One server endpoint; several targets are replicas of one deployment.

@@ -99,10 +99,12 @@ pub fn expected_requests(stages: &[Stage]) -> u64 {
 
 /// A stage's problems, for the cell's validation.
 pub fn check(spec: &CellSpec) -> Result<(), String> {
-    // A trace and sessions set their own arrivals; a dataset's draws are
-    // sized by `requests`, which stages replace.
-    if !spec.stages.is_empty() && !spec.traffic.is_synthetic() {
-        return Err("stages need synthetic prompts (not a trace, a dataset or sessions)".into());
+    // A trace and sessions set their own arrivals (a dataset's sample
+    // cycles through the stages' requests).
+    if !spec.stages.is_empty()
+        && matches!(spec.traffic, crate::source::Traffic::Trace(_) | crate::source::Traffic::Sessions(_))
+    {
+        return Err("stages do not combine with a trace or sessions (they set their own arrivals)".into());
     }
     for (i, s) in spec.stages.iter().enumerate() {
         if s.duration_ms == 0 {

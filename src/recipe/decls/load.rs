@@ -8,6 +8,8 @@ use serde_json::Value;
 use super::super::decl::Draft;
 use super::super::problem::Problems;
 use super::super::schema::{FieldSpec, Shape, field, many};
+mod stage;
+pub use stage::{SloFrom, StageDecl};
 pub mod traffic;
 pub use traffic::TrafficDecl;
 use super::super::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, Thinking};
@@ -36,6 +38,7 @@ pub const FIELDS: &[FieldSpec] = &[
     many("extra-body", Shape::Block),
     field("balance", Shape::OneOf(Balance::WORDS)),
     field("connect", Shape::OneOf(CONNECT_WORDS)),
+    many("stage", Shape::Records),
     field("trace", Shape::Headed),
     field("dataset", Shape::Headed),
     field("sessions", Shape::Headed),
@@ -83,6 +86,8 @@ pub struct LoadDecl {
     pub balance: Balance,
     /// Unset: `ahead`.
     pub connect: ConnectWord,
+    /// Load stages, in order; empty: one phase of `requests`.
+    pub stages: Vec<StageDecl>,
     /// Where the requests come from (a trace, a dataset, sessions; else synthetic).
     pub traffic: TrafficDecl,
     /// Files the traffic reads, relative to the recipe's folder.
@@ -108,14 +113,19 @@ pub struct SloDecl {
     pub ttft: Option<Duration>,
     pub tpot: Option<Duration>,
     pub e2e: Option<Duration>,
+    /// Whether TTFT and E2E count from the actual or the scheduled send.
+    pub from: SloFrom,
 }
 
 pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
     let s = &draft.settings;
     let word = |key: &str| s.str(key);
     let arrival_word = word("arrival").and_then(ArrivalWord::from_word).unwrap_or(ArrivalWord::Closed);
+    let staged = s.contains("stage");
     let arrival = match (arrival_word, s.f64("rate")) {
         (ArrivalWord::Closed, _) => Arrival::Closed,
+        // Each stage has its own rate; the word says which kind of gaps.
+        (_, None) if staged => Arrival::Closed,
         (ArrivalWord::Poisson, Some(rate_per_s)) => Arrival::Poisson { rate_per_s },
         (ArrivalWord::Constant, Some(rate_per_s)) => Arrival::Constant { rate_per_s },
         (_, None) if draft.from_workload.iter().any(|k| k == "arrival") => Arrival::Closed,
@@ -143,8 +153,10 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         let limit = |key: &str| {
             props.get(key).and_then(Value::as_str).and_then(|t| super::super::parse_duration(t).ok())
         };
-        SloDecl { ttft: limit("ttft"), tpot: limit("tpot"), e2e: limit("e2e") }
+        let from = stage::slo_from(draft, props.get("from"), problems);
+        SloDecl { ttft: limit("ttft"), tpot: limit("tpot"), e2e: limit("e2e"), from }
     });
+    let stages = stage::build(draft, arrival_word, problems);
     let (traffic, reads) = traffic::build(draft, problems);
     LoadDecl {
         api: word("api").and_then(Api::from_word).unwrap_or(Api::Chat),
@@ -174,6 +186,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
             Some("on-demand") => ConnectWord::OnDemand,
             _ => ConnectWord::Ahead,
         },
+        stages,
         traffic,
         reads,
     }

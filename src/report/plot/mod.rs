@@ -4,13 +4,14 @@
 //! same numbers beside it as a table.
 //!
 //! One file per family of plot (`bars.rs`, `distribution.rs`, `scatter.rs`,
-//! `timeline.rs`); `svg.rs` and `axis.rs` hold what they all share.
+//! `series.rs`, `timeline.rs`); `svg.rs` and `axis.rs` hold what they all share.
 
 mod axis;
 mod bars;
 mod distribution;
 mod scatter;
 mod search;
+mod series;
 mod svg;
 mod timeline;
 
@@ -18,6 +19,7 @@ pub use bars::{Bar, bars};
 pub use distribution::{histogram, lines};
 pub use scatter::scatter;
 pub use search::{CurvePoint, search_curve};
+pub use series::load_over_time;
 pub use svg::escape;
 pub use timeline::{Span, timeline};
 
