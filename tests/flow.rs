@@ -265,3 +265,23 @@ fn a_search_answer_sets_a_rate() {
     assert_eq!(written.statuses()["at-capacity"], "cached", "{:?}", written.statuses());
     assert_eq!(written.fingerprint("at-capacity"), scratch.plan(&path, &[]).fingerprint("at-capacity"));
 }
+
+#[test]
+fn when_the_screen_cannot_choose_what_reads_it_is_skipped_and_the_rest_runs() {
+    // The steady variant's server cannot start: its cell fails, so the screen never chooses.
+    let broken = recipe("1", "3").replace(
+        "server \"steady\" extends=\"base\" {\n    sim { decode-step-ms 3; }\n}",
+        "server \"steady\" {\n    command \"sh\" \"-c\" \"exit 3\"\n    model \"flow-model\"\n}",
+    );
+    assert_ne!(broken, recipe("1", "3"), "the fixture still has the steady server");
+    let scratch = Scratch::new();
+    let path = scratch.write("recipe.kdl", &broken);
+    let out = scratch.run(&path, &["--keep-going"], 1);
+    let statuses = scratch.last_run_statuses();
+    for name in ["headline", "again", "headline-ok"] {
+        assert_eq!(statuses[name], "skipped", "{name}: {statuses:?}\n{}", out.transcript());
+    }
+    assert!(out.stderr.contains("provisional: screen.speed produced no result"), "{}", out.transcript());
+    assert_eq!(statuses["bystander"], "ran", "{statuses:?}");
+    assert_eq!(statuses["try-steady"], "failed", "{statuses:?}");
+}

@@ -174,12 +174,16 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     let jobs = if remote.is_some() { plan.nodes.len().max(1) } else { options.jobs };
     // Waves: steps whose settings wait for upstream results are held until
     // nothing else can run, then settled on the stored results and run in the
-    // next wave (with servers only they may need, `extends` of a winner).
+    // next wave (with servers only they may need, `extends` of a winner). A
+    // wave ends when nothing more can start: the server pool cannot take a
+    // server settled while others run.
     let mut plan = plan;
     let mut selected = selected;
     let mut done: Vec<Option<Finished>> = (0..plan.nodes.len()).map(|_| None).collect();
+    let mut stop_reason = None;
     let interrupted = loop {
-        let held: Vec<bool> = plan.nodes.iter().map(|n| !n.waits_for.is_empty()).collect();
+        let held: Vec<bool> =
+            (0..plan.nodes.len()).map(|i| !plan.nodes[i].waits_for.is_empty() && done[i].is_none()).collect();
         // Held and finished steps start no server in this wave.
         let this_wave: Vec<bool> =
             (0..plan.nodes.len()).map(|i| selected[i] && !held[i] && done[i].is_none()).collect();
@@ -191,24 +195,35 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
             keep_going: options.keep_going,
             held: held.clone(),
             done,
+            stop_reason: stop_reason.take(),
         };
         let schedule = scheduler::Scheduler::new(plan, store.clone(), ctx, setup).run().await?;
-        (plan, done) = (schedule.plan, schedule.endings);
+        (plan, done, stop_reason) = (schedule.plan, schedule.endings, schedule.stop_reason);
         if schedule.interrupted.is_some() || !held.contains(&true) {
             break schedule.interrupted;
         }
-        let waiting = plan.waiting().len();
+        let still_held = |plan: &Plan, done: &[Option<Finished>]| {
+            plan.waiting().into_iter().filter(|&i| done[i].is_none()).count()
+        };
+        let before = still_held(&plan, &done);
         let settled = plan.clone().settle_results(&store).map_err(|err| {
             RunError::Executor(format!("settling the steps that read upstream results: {err}"))
         })?;
         plan = keep_what_ended(plan, settled, &done);
-        if plan.waiting().len() == waiting {
-            // What they wait for failed or produced no value: they cannot run.
-            for i in plan.waiting() {
-                let reason =
-                    format!("provisional: {} produced no result", plan.nodes[i].waits_for.join(", "));
+        let progress = Progress::new(0);
+        for i in plan.waiting() {
+            if done[i].is_none() && scheduler::waited_for(&plan, i).iter().all(|&d| done[d].is_some()) {
+                // What it waits for ended without a value (failed, skipped): it cannot run.
+                let node = &plan.nodes[i];
+                let reason = format!("provisional: {} produced no result", node.waits_for.join(", "));
+                let shown = selected[i] || node.kind != Kind::Server;
+                progress.finished(&node.name, node.kind, Ending::Skipped, &reason, Duration::ZERO, shown);
                 done[i] = Some(Finished::without_work(i, Ending::Skipped, reason));
             }
+        }
+        progress.clear();
+        if still_held(&plan, &done) == before && done.iter().any(Option::is_none) && before > 0 {
+            // Nothing settled and nothing could: a next wave would start nothing new.
             break None;
         }
         selected = selection(&plan, &options.only)?;

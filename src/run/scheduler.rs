@@ -43,6 +43,7 @@ pub(super) struct Schedule {
     pub plan: Plan,
     pub endings: Vec<Option<Finished>>,
     pub interrupted: Option<i32>,
+    pub stop_reason: Option<String>,
 }
 
 /// How the scheduler is set up for one run.
@@ -56,6 +57,8 @@ pub(super) struct Setup {
     pub held: Vec<bool>,
     /// How steps ended in earlier waves of the same run.
     pub done: Vec<Option<Finished>>,
+    /// Why steps do not start (a failure in an earlier wave).
+    pub stop_reason: Option<String>,
 }
 
 impl Scheduler {
@@ -84,7 +87,7 @@ impl Scheduler {
             endings: setup.done,
             first_unlaunched: 0,
             running: JoinSet::new(),
-            stop_reason: None,
+            stop_reason: setup.stop_reason,
         }
     }
 
@@ -115,7 +118,7 @@ impl Scheduler {
         }
         self.ctx.servers.stop_all().await;
         self.progress.clear();
-        Ok(Schedule { plan: self.plan, endings: self.endings, interrupted })
+        Ok(Schedule { plan: self.plan, endings: self.endings, interrupted, stop_reason: self.stop_reason })
     }
 
     /// Start every step whose dependencies are settled, up to `--jobs` at once.
@@ -266,6 +269,15 @@ impl Scheduler {
         }
         self.endings[i] = Some(finished);
     }
+}
+
+/// The steps whose results held step `i` waits for (`PlannedNode::waits_for`).
+pub(super) fn waited_for(plan: &Plan, i: usize) -> Vec<usize> {
+    plan.nodes[i]
+        .waits_for
+        .iter()
+        .filter_map(|qualified| qualified.split_once('.').and_then(|(_, name)| plan.index_of(name)))
+        .collect()
 }
 
 /// Resolves when the user asks anvil to stop: the conventional exit code
