@@ -168,12 +168,12 @@ fn a_settled_step_has_the_fingerprint_of_the_same_step_written_by_hand() {
     assert!(written.pending().is_empty(), "the hand-written recipe finds the same stored steps");
 }
 
-/// `anvil plan` refuses `text` with a diagnostic pointing into recipe.kdl that says `says`.
-fn assert_refused(text: &str, says: &str) {
+/// `anvil plan` refuses `text` with a diagnostic pointing at `recipe.kdl:LINE:` that says `says`.
+fn assert_refused(text: &str, line: usize, says: &str) {
     let scratch = Scratch::new();
     scratch.write("recipe.kdl", text);
     let out = scratch.anvil(&["plan", "recipe.kdl"]).expect_code(2);
-    assert!(out.stderr.contains("recipe.kdl:"), "points into the file:\n{}", out.stderr);
+    assert!(out.stderr.contains(&format!("recipe.kdl:{line}:")), "points at line {line}:\n{}", out.stderr);
     assert!(out.stderr.contains(says), "expected {says:?} in:\n{}", out.stderr);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }
@@ -186,10 +186,12 @@ fn the_loader_refuses_unknown_steps_fields_and_cycles() {
             "{screen.speed.winner_server}\" {\n    identity",
             "{screen.sped.winner_server}\" {\n    identity",
         ),
+        39,
         "but there is no",
     );
     assert_refused(
         &base.replace("server=\"{screen.speed.winner_server}\"", "server=\"{screen.speed.loser}\""),
+        43,
         "a screen result has no field `loser`",
     );
     assert_refused(
@@ -197,6 +199,7 @@ fn the_loader_refuses_unknown_steps_fields_and_cycles() {
             "server=\"{screen.speed.winner_server}\"",
             "server=\"{cell.try-quick.aggregate_tok_s}\"",
         ),
+        43,
         "cell results cannot be settings",
     );
     // The screen's own cell measures the screen's winner: a cycle.
@@ -205,6 +208,7 @@ fn the_loader_refuses_unknown_steps_fields_and_cycles() {
             "cell \"try-quick\" server=\"quick\"",
             "cell \"try-quick\" server=\"{screen.speed.winner_server}\"",
         ),
+        30,
         "dependency cycle",
     );
 }

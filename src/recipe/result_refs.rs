@@ -96,10 +96,11 @@ pub fn fill_extends(decls: &mut [RawDecl], values: &ResultValues) {
     }
 }
 
-/// One result placeholder in a declaration, and where it was written.
+/// One result placeholder in a declaration, and the string that holds it.
 struct Site<'a> {
     name: String,
     field: &'a RawField,
+    span: miette::SourceSpan,
 }
 
 fn sites(decl: &RawDecl) -> Vec<Site<'_>> {
@@ -107,7 +108,11 @@ fn sites(decl: &RawDecl) -> Vec<Site<'_>> {
         let values = field.args.iter().chain(field.props.iter().map(|(_, v)| v));
         for value in values {
             if let Some(text) = value.value.as_string() {
-                out.extend(result_names(text).into_iter().map(|name| Site { name: name.to_string(), field }));
+                out.extend(result_names(text).into_iter().map(|name| Site {
+                    name: name.to_string(),
+                    field,
+                    span: value.span,
+                }));
             }
         }
         for child in &field.children {
@@ -146,10 +151,9 @@ pub fn placeholders_by_step(decls: &[RawDecl]) -> BTreeMap<String, Vec<String>> 
 pub fn check(decls: &[RawDecl], problems: &mut Problems) {
     for decl in decls {
         for site in sites(decl) {
-            if let Some(message) = problem_with(decl, &site.name, decls) {
-                let (message, help) = message;
+            if let Some((message, help)) = problem_with(decl, &site.name, decls) {
                 problems.push(
-                    Problem::new(&site.field.source, site.field.span, message)
+                    Problem::new(&site.field.source, site.span, message)
                         .label("this placeholder")
                         .maybe_help(help),
                 );
