@@ -67,7 +67,8 @@ pub fn assign(plan: &mut Plan, store: Option<&Store>) {
                 (Status::Pending, format!("reads results this run produces: {}", listing(&waiting)))
             }
             _ => {
-                let previous = previous.get_or_insert_with(|| nodes_by_name(&last_run, store, &plan.recipe.key));
+                let previous =
+                    previous.get_or_insert_with(|| nodes_by_name(&last_run, store, &plan.recipe.key));
                 (Status::Pending, why_pending(plan, i, store, previous))
             }
         };

@@ -145,8 +145,11 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
         }
         Shape::Headed => {
             let [head] = field.args.as_slice() else {
-                let found =
-                    if field.args.is_empty() { "no value".into() } else { format!("{} values", field.args.len()) };
+                let found = if field.args.is_empty() {
+                    "no value".into()
+                } else {
+                    format!("{} values", field.args.len())
+                };
                 return fail(problems, field.span, found);
             };
             let mut map = Map::new();

@@ -409,7 +409,8 @@ async fn launch(
             let indices = Arc::new(load.indices);
             let taken = Arc::new(AtomicU64::new(0));
             for _ in 0..workers {
-                let (runner, indices, taken, sink) = (runner.clone(), indices.clone(), taken.clone(), sink.clone());
+                let (runner, indices, taken, sink) =
+                    (runner.clone(), indices.clone(), taken.clone(), sink.clone());
                 tasks.spawn(async move {
                     // A closed-loop worker means to send as soon as its previous request ends.
                     let mut intended = load.start;

@@ -11,8 +11,8 @@ use super::super::schema::{FieldSpec, Shape, field, many};
 mod stage;
 pub use stage::{SloFrom, StageDecl};
 pub mod traffic;
-pub use traffic::TrafficDecl;
 use super::super::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, Thinking};
+pub use traffic::TrafficDecl;
 
 pub const FIELDS: &[FieldSpec] = &[
     field("api", Shape::OneOf(Api::WORDS)),
