@@ -580,6 +580,7 @@ fn recipe_errors_point_at_the_search() {
         ("slo \"probe.ok\"\n    range 8 4", "the range must be 0 < min < max"),
         ("slo \"probe.ok\"\n    precision \"ten\"", "`precision` is a positive number"),
         ("slo \"probe.ok\"\n    range 1 2\n    min 3", "give `range` or `min`/`max`, not both"),
+        ("slo \"probe.ok\"\n    probe-duration \"0s\"", "a probe of no time measures nothing"),
     ];
     for (settings, expected) in cases {
         let extra = if settings.contains("range") || settings.contains("min") { "" } else { "range 1 8" };
@@ -606,6 +607,16 @@ search "capacity" server="sim" workload="w" { variable "rate"; range 1 8; slo "p
     );
     let out = scratch.anvil(&["plan", recipe.to_str().unwrap()]).expect_code(2);
     assert!(out.stderr.contains("its workload sets `sessions`"), "{}", out.stderr);
+    // A probe duration sets a rate probe's request count; a concurrency probe has none to set.
+    let recipe = scratch.write(
+        "duration.kdl",
+        r#"
+server "sim" { model "m"; }
+search "capacity" server="sim" { variable "concurrency"; range 1 8; slo "probe.failed == 0"; probe-duration "5s"; }
+"#,
+    );
+    let out = scratch.anvil(&["plan", recipe.to_str().unwrap()]).expect_code(2);
+    assert!(out.stderr.contains("`probe-duration` sets a rate probe's request count"), "{}", out.stderr);
     // A gate reading the other variable's answer is refused at plan time.
     let recipe = scratch.write(
         "gate.kdl",

@@ -27,6 +27,7 @@ pub const FIELDS: &[FieldSpec] = &[
     field("ladder", Shape::Strings),
     field("precision", Shape::Strings),
     field("repeats", Shape::Int),
+    field("probe-duration", Shape::Duration),
     field("budget", Shape::Int),
     field("saturation-pct", Shape::Number),
     field("stop-on-errors", Shape::Bool),
@@ -107,6 +108,9 @@ pub struct SearchDecl {
     pub precision: Precision,
     /// Each probe's `repeat` (unset: the workload's).
     pub repeats: Option<u64>,
+    /// A rate probe sends `rate × this` requests (unset: the workload's
+    /// `requests`), so every probe lasts as long whatever its rate.
+    pub probe_duration: Option<std::time::Duration>,
     pub budget: u64,
     /// Stop when doubling the variable grows throughput by less than this (percent).
     pub saturation_pct: Option<f64>,
@@ -141,11 +145,21 @@ impl SearchDecl {
                 let constant = self.template.settings.str("arrival") == Some("constant");
                 set("arrival", Value::from(if constant { "constant" } else { "poisson" }));
                 set("rate", number(value));
+                // Past capacity the queue grows by (rate − capacity) each
+                // second: a fixed request count makes fast probes too short
+                // to show it, so a duration sets the count per rate.
+                let requests = match self.probe_duration {
+                    Some(duration) => {
+                        let requests = (value * duration.as_secs_f64()).ceil().max(1.0) as u64;
+                        set("requests", Value::from(requests));
+                        requests
+                    }
+                    None => self.template.settings.u64("requests").unwrap_or(DEFAULT_PROBE_REQUESTS),
+                };
                 // An open loop's `concurrency` caps requests in flight; the
                 // load generator's default (1) would queue them in the client
                 // and hide the server's queue. Unset, no cap binds.
                 if !self.template.settings.contains("concurrency") {
-                    let requests = self.template.settings.u64("requests").unwrap_or(DEFAULT_PROBE_REQUESTS);
                     set("concurrency", Value::from(requests.clamp(1, MAX_IN_FLIGHT)));
                 }
             }
@@ -277,6 +291,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
         ladder,
         precision: precision(draft, variable, problems),
         repeats: s.u64("repeats"),
+        probe_duration: s.duration("probe-duration"),
         budget: s.u64("budget").unwrap_or(DEFAULT_BUDGET),
         saturation_pct: s.f64("saturation-pct"),
         stop_on_errors: s.bool("stop-on-errors").unwrap_or(false),
@@ -311,6 +326,25 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
                 search.variable
             )));
         }
+    }
+    if search.probe_duration.is_some() && variable == SearchVariable::Concurrency {
+        problems.push(
+            draft
+                .problem_at(
+                    "probe-duration",
+                    format!("{}: `probe-duration` sets a rate probe's request count", draft.what()),
+                )
+                .label("for `variable \"rate\"`")
+                .help("a concurrency probe sends the workload's `requests`"),
+        );
+    }
+    if search.probe_duration.is_some_and(|d| d.is_zero()) {
+        problems.push(
+            draft.problem_at(
+                "probe-duration",
+                format!("{}: a probe of no time measures nothing", draft.what()),
+            ),
+        );
     }
     if search.budget == 0 {
         problems.push(
@@ -538,6 +572,20 @@ search "s" server="sim" workload="w" { variable "rate"; range 1 8; slo "probe.tt
         assert_eq!(settings["repeat"], 3);
         // No workload `concurrency`: the in-flight cap is the request count.
         assert_eq!(settings["concurrency"], 40);
+    }
+
+    #[test]
+    fn a_probe_duration_sets_each_rate_probes_request_count() {
+        let text = r#"
+server "sim"
+workload "w" { requests 40; max-tokens 8; }
+search "s" server="sim" workload="w" { variable "rate"; range 1 64; slo "probe.failed == 0"; probe-duration "5s"; }
+"#;
+        let slow = probe_settings(text, 2.0);
+        let fast = probe_settings(text, 32.5);
+        assert_eq!((slow["requests"].clone(), slow["concurrency"].clone()), (10.into(), 10.into()));
+        assert_eq!(fast["requests"], 163, "32.5 req/s for 5 s, rounded up");
+        assert_eq!(fast["concurrency"], 163);
     }
 
     #[test]
