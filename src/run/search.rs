@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::outcome::{Ending, Failure, Produced};
-use super::{Context, cell, step};
+use super::{Context, step};
 use crate::plan::search::{Next, Probe, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};
 use crate::recipe::Kind;
 use crate::recipe::Spec;
@@ -63,32 +63,12 @@ async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) 
     }
     let started = Instant::now();
     ctx.progress.started(name, Kind::Cell);
-    let produced = {
-        let _turn = ctx.servers.turn(server).await;
-        let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
-        let fingerprint = probe.fingerprint.to_string();
-        let at = cell::CellRun {
-            seed: ctx.seed,
-            fingerprint: &fingerprint,
-            run_id: &ctx.run_id,
-            recipe: &ctx.recipe_key,
-            progress: &ctx.progress,
-        };
-        let result = cell::run_cell(name, cell_decl, &info, &at).await;
-        match ctx.servers.crashed(server).await {
-            Some(crash) => Err(Failure::new(format!(
-                "server `{}` died during probe {}={}",
-                info.name,
-                site.search.variable,
-                format_value(probe.value)
-            ))
-            .with_detail(crash)),
-            None => result.map_err(|f| Failure {
-                reason: format!("probe {}={}: {}", site.search.variable, format_value(probe.value), f.reason),
-                detail: f.detail,
-            }),
-        }
-    };
+    let what = format!("probe {}={}", site.search.variable, format_value(probe.value));
+    let produced = step::measure_cell(ctx, server, name, cell_decl, &probe.fingerprint, &what, |f| Failure {
+        reason: format!("{what}: {}", f.reason),
+        detail: f.detail,
+    })
+    .await;
     let ending = if produced.is_ok() { Ending::Ran } else { Ending::Failed };
     let line = match &produced {
         Ok(p) => p.summary.clone(),

@@ -94,24 +94,7 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
         Spec::Decision(decision) => decision::run_decision(decision, inputs),
         Spec::Cell(cell) => {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
-            let _turn = ctx.servers.turn(server).await;
-            let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
-            let fingerprint = job.fingerprint.to_string();
-            let at = cell::CellRun {
-                seed: ctx.seed,
-                fingerprint: &fingerprint,
-                run_id: &ctx.run_id,
-                recipe: &ctx.recipe_key,
-                progress: &ctx.progress,
-            };
-            let result = cell::run_cell(name, cell, &info, &at).await;
-            match ctx.servers.crashed(server).await {
-                Some(crash) => {
-                    Err(Failure::new(format!("server `{}` died during the cell", info.name))
-                        .with_detail(crash))
-                }
-                None => result,
-            }
+            measure_cell(ctx, server, name, cell, &job.fingerprint, "the cell", |f| f).await
         }
         Spec::Check(check) => {
             let server = job.server.ok_or_else(|| Failure::new("check has no server"))?;
@@ -164,4 +147,35 @@ pub(super) fn commit_entry(
     }
     staged.commit()?;
     Ok(String::new())
+}
+
+/// Measure `cell` on `server` in its turn (a cell, or a search's probe). A
+/// server that exited meanwhile fails it, whatever the cell saw: "server `x`
+/// died during {during}"; `relabel` words any other failure.
+pub(super) async fn measure_cell(
+    ctx: &Context,
+    server: usize,
+    name: &str,
+    cell: &crate::recipe::decls::CellDecl,
+    fingerprint: &anvil_store::Fingerprint,
+    during: &str,
+    relabel: impl FnOnce(Failure) -> Failure,
+) -> Result<Produced, Failure> {
+    let _turn = ctx.servers.turn(server).await;
+    let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
+    let fingerprint = fingerprint.to_string();
+    let at = cell::CellRun {
+        seed: ctx.seed,
+        fingerprint: &fingerprint,
+        run_id: &ctx.run_id,
+        recipe: &ctx.recipe_key,
+        progress: &ctx.progress,
+    };
+    let result = cell::run_cell(name, cell, &info, &at).await;
+    match ctx.servers.crashed(server).await {
+        Some(crash) => {
+            Err(Failure::new(format!("server `{}` died during {during}", info.name)).with_detail(crash))
+        }
+        None => result.map_err(relabel),
+    }
 }

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use super::Series;
 use super::axis::span;
-use super::svg::{FONT, PALETTE, draw, note_on, numeric_chart};
+use super::svg::{PALETTE, draw, legend, note_on, numeric_chart};
 
 /// Lines (cumulative distributions, rates over time), one colour per series.
 pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], note: Option<&str>) -> String {
@@ -23,13 +23,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Series], note: O
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3)));
         }
         if series.len() > 1 {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.4))
-                .label_font((FONT, 12))
-                .draw()?;
+            legend(&mut chart.configure_series_labels(), SeriesLabelPosition::LowerRight).draw()?;
         }
         note_on(&chart.plotting_area().strip_coord_spec(), note)?;
         Ok(())

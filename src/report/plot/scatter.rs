@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use super::Series;
 use super::axis::span;
-use super::svg::{FONT, PALETTE, draw, numeric_chart};
+use super::svg::{FONT, PALETTE, draw, legend, numeric_chart};
 
 /// Points per series, each labelled; `front` (already sorted by x) is drawn
 /// as a dashed line through the points it names.
@@ -52,13 +52,7 @@ pub fn scatter(
         if series.len() > 6 {
             return Ok(());
         }
-        chart
-            .configure_series_labels()
-            .position(legend_at)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font((FONT, 12))
-            .draw()?;
+        legend(&mut chart.configure_series_labels(), legend_at).draw()?;
         Ok(())
     })
 }

@@ -6,7 +6,7 @@ use plotters::element::{Circle, Cross, PathElement, Text};
 use plotters::prelude::*;
 
 use super::axis::span;
-use super::svg::{FAILED, FONT, draw, numeric_chart};
+use super::svg::{FAILED, FONT, draw, legend, numeric_chart};
 
 const PASSED: RGBColor = RGBColor(0, 158, 115);
 
@@ -60,13 +60,7 @@ pub fn search_curve(
                 order.map(|(i, p)| Text::new(format!(" #{}", i + 1), (p.value, p.metric), (FONT, 11))),
             )?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font((FONT, 12))
-            .draw()?;
+        legend(&mut chart.configure_series_labels(), SeriesLabelPosition::UpperLeft).draw()?;
         Ok(())
     })
 }

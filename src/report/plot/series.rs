@@ -6,7 +6,7 @@ use plotters::element::PathElement;
 use plotters::prelude::*;
 
 use super::axis::{span, tick};
-use super::svg::{FONT, PALETTE, draw, frame};
+use super::svg::{FONT, PALETTE, draw, frame, legend};
 
 /// `in_flight` and `tok_s` as (s after the run started, value); stages
 /// start at `stage_starts` (s).
@@ -55,13 +55,7 @@ pub fn load_over_time(
             .draw_secondary_series(LineSeries::new(tok_s.iter().copied(), tokens.stroke_width(2)))?
             .label("output tok/s (right)")
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], tokens.stroke_width(3)));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font((FONT, 12))
-            .draw()?;
+        legend(&mut chart.configure_series_labels(), SeriesLabelPosition::UpperLeft).draw()?;
         Ok(())
     })
 }

@@ -55,6 +55,14 @@ pub(super) fn frame<'a, 'b>(
     builder
 }
 
+/// Every plot's legend: a light box with the series names, where `at` says.
+pub(super) fn legend<'s, 'a, 'b, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    labels: &'s mut plotters::chart::SeriesLabelStyle<'a, 'b, DB, CT>,
+    at: SeriesLabelPosition,
+) -> &'s mut plotters::chart::SeriesLabelStyle<'a, 'b, DB, CT> {
+    labels.position(at).background_style(WHITE.mix(0.85)).border_style(BLACK.mix(0.4)).label_font((FONT, 12))
+}
+
 /// A chart with numbers on both axes, framed, its ticks and axis names drawn.
 pub(super) fn numeric_chart<'a, 'b>(
     root: &'a DrawingArea<SVGBackend<'b>, Shift>,

@@ -3,7 +3,7 @@
 use plotters::element::PathElement;
 use plotters::prelude::*;
 
-use super::svg::{FAILED, FONT, PALETTE, draw, note_on, numeric_chart};
+use super::svg::{FAILED, PALETTE, draw, legend, note_on, numeric_chart};
 
 /// One request on the timeline, in ms after the run started.
 pub struct Span {
@@ -50,13 +50,7 @@ pub fn timeline(title: &str, spans: &[Span], note: Option<&str>) -> String {
                 .label("failed")
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], FAILED.stroke_width(3)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font((FONT, 12))
-            .draw()?;
+        legend(&mut chart.configure_series_labels(), SeriesLabelPosition::UpperLeft).draw()?;
         note_on(&chart.plotting_area().strip_coord_spec(), note)?;
         Ok(())
     })
