@@ -159,9 +159,8 @@ const CAPACITY_SIM: &str = r#"
         decode-step-ms-per-seq 0.25
         max-running-seqs 8
         prefill-tok-s 20000
-        // Probes send the same prompts (the campaign seed): without this,
-        // later probes would be served from the prefix cache.
-        prefix-cache #false
+        // The prefix cache stays on: every probe has prompts of its own
+        // (`prompt-salt`), so no probe is served from another's.
     }
 "#;
 
@@ -213,6 +212,7 @@ gate "enough" {{
 cell "by-hand" server="sim" workload="short" {{
     arrival "poisson"
     rate 24
+    prompt-salt 24001  // a probe's prompts are its own: 1 + 24 × 1000
 }}
 "#
         ),

@@ -59,6 +59,7 @@ pub fn cell_spec(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpe
         temperature: load.temperature,
         top_p: load.top_p,
         sampling_seed: load.sampling_seed,
+        prompt_salt: load.prompt_salt.unwrap_or(0),
         controlled_output_policy: match load.output_policy {
             words::OutputPolicy::Observe => OutputPolicy::Observe,
             words::OutputPolicy::Strict => OutputPolicy::Strict,

@@ -628,6 +628,9 @@ pub fn build(
         }
         artifact["traffic"] = out.traffic.clone();
     }
+    if spec.prompt_salt != 0 {
+        artifact["prompt_salt"] = json!(spec.prompt_salt);
+    }
     Ok(artifact)
 }
 

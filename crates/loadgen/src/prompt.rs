@@ -70,7 +70,10 @@ fn push_words(out: &mut String, rng: &mut SplitMix64, count: u64) {
 /// Builds the prompt text of each request.
 #[derive(Debug, Clone)]
 pub struct PromptBuilder {
+    /// The campaign seed: the canary markers' (a check of a reply knows only it).
     pub seed: u64,
+    /// Mixed into the filler words' seed when not 0 (`prompt-salt`).
+    pub salt: u64,
     pub mode: PromptCacheMode,
     pub context_tokens: u64,
     pub canaries: bool,
@@ -92,6 +95,11 @@ impl PromptBuilder {
         s.trim_end().to_string()
     }
 
+    /// The seed of the filler words: the campaign's, or salted.
+    fn text_seed(&self) -> u64 {
+        if self.salt == 0 { self.seed } else { SplitMix64::new(self.seed, self.salt).next_u64() }
+    }
+
     /// Words of the shared prefix (zero in unique mode).
     fn prefix_words(&self) -> u64 {
         match self.mode {
@@ -108,10 +116,14 @@ impl PromptBuilder {
         let mut text = String::with_capacity(self.words as usize * 7 + 128);
         let prefix_words = self.prefix_words();
         if prefix_words > 0 {
-            push_words(&mut text, &mut SplitMix64::new(self.seed, streams::SHARED_PREFIX), prefix_words);
+            push_words(
+                &mut text,
+                &mut SplitMix64::new(self.text_seed(), streams::SHARED_PREFIX),
+                prefix_words,
+            );
             text.push('\n');
         }
-        let mut rng = SplitMix64::new(self.seed, streams::REQUEST_BASE + index);
+        let mut rng = SplitMix64::new(self.text_seed(), streams::REQUEST_BASE + index);
         // A random tag first, so no two requests share even their first token.
         text.push_str(&format!("Record {:016x}: ", rng.next_u64()));
         push_words(&mut text, &mut rng, self.words.saturating_sub(prefix_words).max(1));
@@ -129,7 +141,15 @@ mod tests {
     use super::*;
 
     fn builder(mode: PromptCacheMode) -> PromptBuilder {
-        PromptBuilder { seed: 17, mode, context_tokens: 1000, canaries: true, response_words: 50, words: 400 }
+        PromptBuilder {
+            seed: 17,
+            salt: 0,
+            mode,
+            context_tokens: 1000,
+            canaries: true,
+            response_words: 50,
+            words: 400,
+        }
     }
 
     #[test]
@@ -149,6 +169,17 @@ mod tests {
         assert_eq!(prefix_a, c.split('\n').next().unwrap());
         assert_eq!(prefix_a.split_whitespace().count(), 200);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn a_salt_changes_the_words_but_not_the_marker() {
+        let plain = builder(PromptCacheMode::SharedPrefix { prefix_tokens: 500 });
+        let salted = PromptBuilder { salt: 4001, ..plain.clone() };
+        let (a, b) = (plain.build(3), salted.build(3));
+        assert_ne!(a.split('\n').next(), b.split('\n').next(), "another shared prefix");
+        assert_ne!(a.split(' ').nth(1), b.split(' ').nth(1), "another tag");
+        assert!(b.ends_with("Begin your reply with ANVIL_REQ_17_00003. Write about 50 words."));
+        assert_eq!(salted.build(3), b, "deterministic");
     }
 
     #[test]

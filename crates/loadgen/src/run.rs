@@ -618,6 +618,7 @@ pub async fn measure(
     let unmeasured_base = if staged { stages::UNMEASURED_INDEX_BASE } else { measured_total };
     let mut prompts = PromptBuilder {
         seed: spec.seed,
+        salt: spec.prompt_salt,
         mode: spec.prompt_cache_mode,
         context_tokens: spec.context_tokens,
         canaries: spec.canaries,

@@ -30,6 +30,10 @@ pub struct CellSpec {
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub sampling_seed: Option<u64>,
+    /// Mixed into the synthetic prompts' seed when not 0: two cells on one
+    /// server with different salts share no prompt text, so neither finds
+    /// the other's prompts in the server's prefix cache (a search's probes).
+    pub prompt_salt: u64,
     pub controlled_output_policy: OutputPolicy,
     pub request_timeout_ms: u64,
     /// Campaign seed: drives prompts, arrival times and canary markers.
@@ -70,6 +74,7 @@ impl Default for CellSpec {
             temperature: None,
             top_p: None,
             sampling_seed: None,
+            prompt_salt: 0,
             controlled_output_policy: OutputPolicy::Observe,
             request_timeout_ms: 600_000,
             seed: 0,

@@ -29,6 +29,7 @@ pub const FIELDS: &[FieldSpec] = &[
     field("temperature", Shape::Number),
     field("top-p", Shape::Number),
     field("sampling-seed", Shape::Int),
+    field("prompt-salt", Shape::Int),
     field("output-policy", Shape::OneOf(OutputPolicy::WORDS)),
     field("timeout", Shape::Duration),
     field("arrival", Shape::OneOf(ArrivalWord::WORDS)),
@@ -75,6 +76,8 @@ pub struct LoadDecl {
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub sampling_seed: Option<u64>,
+    /// Mixed into the synthetic prompts' seed (unset: the campaign seed alone).
+    pub prompt_salt: Option<u64>,
     pub output_policy: OutputPolicy,
     pub timeout: Option<Duration>,
     pub arrival: Arrival,
@@ -173,6 +176,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         temperature: s.f64("temperature"),
         top_p: s.f64("top-p"),
         sampling_seed: s.u64("sampling-seed"),
+        prompt_salt: s.u64("prompt-salt"),
         output_policy: word("output-policy")
             .and_then(OutputPolicy::from_word)
             .unwrap_or(OutputPolicy::Observe),

@@ -53,6 +53,13 @@ pub const RESULT_FIELDS: &[&str] = &[
     "simulated",
 ];
 
+/// A probe's `prompt-salt`: from its value (to a thousandth), so one value
+/// always gets the same prompts and two values never share them (0 would
+/// mean "no salt").
+fn probe_salt(value: f64) -> u64 {
+    1 + (value * 1000.0).round().max(0.0) as u64
+}
+
 /// The load generator's request count when a workload sets none.
 const DEFAULT_PROBE_REQUESTS: u64 = 16;
 
@@ -167,6 +174,12 @@ impl SearchDecl {
         }
         if let Some(repeats) = self.repeats {
             set("repeat", Value::from(repeats));
+        }
+        // Probes share a server: with the same prompts a later probe would
+        // find an earlier one's in the prefix cache and pass a rate a cold
+        // server cannot hold. Each value gets prompts of its own.
+        if !self.template.settings.contains("prompt-salt") {
+            set("prompt-salt", Value::from(probe_salt(value)));
         }
         draft
     }
@@ -566,8 +579,13 @@ search "s" server="sim" workload="w" { variable "rate"; range 1 8; slo "probe.tt
         let keys: Vec<&str> = settings.keys().map(String::as_str).collect();
         // The workload's own `slo` (goodput limits) is a probe setting; the
         // search's SLO, range and stop rules are not.
-        assert_eq!(keys, ["arrival", "concurrency", "max-tokens", "rate", "repeat", "requests", "slo"]);
+        assert_eq!(
+            keys,
+            ["arrival", "concurrency", "max-tokens", "prompt-salt", "rate", "repeat", "requests", "slo"]
+        );
         assert_eq!(settings["arrival"], "poisson");
+        // Prompts of its own: 2.5 req/s → salt 2501.
+        assert_eq!(settings["prompt-salt"], 2501);
         assert_eq!(settings["rate"], 2.5);
         assert_eq!(settings["repeat"], 3);
         // No workload `concurrency`: the in-flight cap is the request count.
