@@ -35,8 +35,8 @@ fn portable(plan: &Plan) -> Vec<bool> {
     let mut ok = vec![true; plan.nodes.len()];
     for &i in &plan.order {
         let node = &plan.nodes[i];
-        let machine_bound =
-            node.kind == Kind::Server && node.preimage.pointer("/environment/engine/program").is_some();
+        let machine_bound = node.kind == Kind::Server
+            && node.preimage.value().pointer("/environment/engine/program").is_some();
         ok[i] = !machine_bound && node.deps.iter().all(|&d| ok[d]);
     }
     ok

@@ -163,7 +163,7 @@ fn side(store: &Store, spec: &str, resolution: &Resolution, current: &mut Curren
     if let Some((recipe, step)) = recipe_step(spec) {
         let args = RecipeArgs { recipe: recipe.into(), set: resolution.set.clone(), sim: resolution.sim };
         let plan = load_plan(&args, Some(store))?;
-        current.extend(plan.nodes.iter().map(|n| (n.fingerprint, n.preimage.clone())));
+        current.extend(plan.nodes.iter().map(|n| (n.fingerprint, n.preimage.value())));
         let node = plan
             .nodes
             .iter()
@@ -172,7 +172,7 @@ fn side(store: &Store, spec: &str, resolution: &Resolution, current: &mut Curren
         return Ok(Side {
             label: format!("({} {} as {} resolves now)", node.kind, node.name, recipe),
             fingerprint: node.fingerprint,
-            preimage: node.preimage.clone(),
+            preimage: node.preimage.value(),
         });
     }
     let fingerprint = resolve_prefix(store, spec)?;

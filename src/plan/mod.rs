@@ -7,6 +7,7 @@ mod dependencies;
 mod fingerprint;
 mod graph;
 mod preimage;
+mod preimage_text;
 mod provisional;
 pub mod search;
 mod status;
@@ -15,12 +16,12 @@ mod step_index;
 use std::collections::HashMap;
 
 use anvil_store::{Fingerprint, Store};
-use serde_json::Value;
 
 pub use canonical::{canonical, canonical_bytes};
 
 pub use fingerprint::{FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, fingerprint_of};
 pub use preimage::{EngineMode, reads_results};
+pub use preimage_text::PreimageText;
 pub use status::Status;
 
 use crate::recipe::{Kind, Recipe, RecipeError};
@@ -32,7 +33,8 @@ pub struct PlannedNode {
     pub kind: Kind,
     /// Indices (into `Plan::nodes`) of the steps this one waits for.
     pub deps: Vec<usize>,
-    pub preimage: Value,
+    /// What its fingerprint hashes, as canonical JSON text.
+    pub preimage: PreimageText,
     pub fingerprint: Fingerprint,
     /// True for a gate, screen or decision whose inputs are not all stored
     /// yet, or a step whose settings wait for upstream results: its
@@ -126,11 +128,12 @@ impl Plan {
                 shaping.iter().map(|&d| nodes[d].as_ref().expect("visited first")),
             );
             let provisional = reads_unsettled || !waits_for.is_empty();
+            let (preimage, fingerprint) = PreimageText::of(&preimage);
             nodes[i] = Some(PlannedNode {
                 name: step.name.clone(),
                 kind: step.kind,
                 deps: deps[i].clone(),
-                fingerprint: fingerprint_of(&preimage),
+                fingerprint,
                 preimage,
                 provisional,
                 waits_for,
@@ -184,8 +187,7 @@ impl Plan {
         let (preimage, provisional) =
             preimage_of(step, &self.recipe, &upstream, self.mode, &mut World::default());
         let node = &mut self.nodes[index];
-        node.fingerprint = fingerprint_of(&preimage);
-        node.preimage = preimage;
+        (node.preimage, node.fingerprint) = PreimageText::of(&preimage);
         node.provisional = provisional;
         node.fingerprint
     }

@@ -187,7 +187,7 @@ const FINGERPRINT_HEX_LEN: usize = 64;
 
 /// One line: the first changed fields, or the upstream step that changed.
 fn explain_change(plan: &Plan, old: &serde_json::Value, node: &PlannedNode) -> String {
-    let changes = diff_values(old, &node.preimage);
+    let changes = diff_values(old, &node.preimage.value());
     let own: Vec<_> = changes.iter().filter(|c| !c.path.starts_with("upstream")).collect();
     if let Some(first) = own.first() {
         let more = if own.len() > 1 { format!(" (+{} more)", own.len() - 1) } else { String::new() };

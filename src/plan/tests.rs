@@ -34,7 +34,7 @@ fn a_cell_hashes_its_settings_its_server_and_the_protocol() {
         "server \"s\"\ncell \"c\" server=\"s\" { concurrency 2; timeout \"2s\"; }\n",
         EngineMode::AsDeclared,
     );
-    let cell = &node(&p, "c").preimage;
+    let cell = &node(&p, "c").preimage.value();
     assert_eq!(cell["settings"]["concurrency"], 2);
     assert_eq!(cell["settings"]["timeout"], 2000, "durations hash as milliseconds");
     assert!(cell["settings"].get("server").is_none(), "a reference is hashed by the server's fingerprint");
@@ -47,10 +47,10 @@ fn a_simulated_twin_keeps_only_what_changes_a_simulated_result() {
     let text = "server \"s\" { command \"/no/such/engine\"; args \"--tp\" \"2\"; model \"m\"; sim { decode-step-ms 7; }; }\n";
     let declared = plan(text, EngineMode::AsDeclared);
     let twin = plan(text, EngineMode::SimulatedTwins);
-    let real = &node(&declared, "s").preimage;
+    let real = &node(&declared, "s").preimage.value();
     assert_eq!(real["settings"]["args"], json!(["--tp", "2"]));
     assert!(real["environment"]["engine"]["unresolved"].is_string(), "a missing engine is recorded: {real}");
-    let sim = &node(&twin, "s").preimage;
+    let sim = &node(&twin, "s").preimage.value();
     assert_eq!(sim["settings"]["engine"], "sim");
     assert_eq!(sim["settings"]["model"], "m");
     assert_eq!(sim["settings"]["sim"]["decode-step-ms"], 7);
@@ -63,9 +63,9 @@ fn a_gate_hashes_the_params_it_reads_and_waits_for_results() {
     let text = "param \"want\" 0\ntask \"t\" { run \"true\"; }\ngate \"g\" { require \"task.t.exit_code == {want}\"; require \"param.want == 0\"; }\n";
     let p = plan(text, EngineMode::AsDeclared);
     let gate = node(&p, "g");
-    assert_eq!(gate.preimage["upstream"]["params"], json!({"want": 0}));
+    assert_eq!(gate.preimage.value()["upstream"]["params"], json!({"want": 0}));
     assert!(gate.provisional, "no store: its inputs are not produced yet");
-    assert_eq!(gate.preimage["upstream"]["reads"]["task.t"], "not yet produced");
+    assert_eq!(gate.preimage.value()["upstream"]["reads"]["task.t"], "not yet produced");
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn after_orders_steps_without_entering_settings() {
         "task \"a\" { run \"true\"; }\ntask \"b\" { run \"true\"; after \"a\"; }\n",
         EngineMode::AsDeclared,
     );
-    let b = &node(&p, "b").preimage;
+    let b = &node(&p, "b").preimage.value();
     assert!(b["settings"].get("after").is_none());
     assert_eq!(b["upstream"]["after"], json!([node(&p, "a").fingerprint.to_string()]));
 }

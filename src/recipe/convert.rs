@@ -1,20 +1,19 @@
 //! Checks each raw declaration against its kind's schema and turns KDL
 //! values into typed JSON settings, reporting every problem it finds.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kdl::KdlValue;
 use serde_json::{Map, Number, Value};
 
-use super::decl::{Draft, Setting, Settings};
+use super::decl::{Draft, Setting, SettingMap, Settings};
 use super::problem::{Problem, Problems, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned, describe_value};
 use super::schema::{self, FieldSpec, Shape};
 
 pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Draft {
     let specs = schema::fields_of(raw.kind);
-    let mut settings: BTreeMap<String, Setting> = BTreeMap::new();
+    let mut settings = SettingMap::default();
 
     for field in &raw.fields {
         let name = field.name.value.as_str();

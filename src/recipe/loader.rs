@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kdl::{KdlDocument, KdlNode, KdlValue};
+use kdl::{KdlNode, KdlValue};
 use miette::{NamedSource, SourceSpan};
 
 use super::kind::Kind;
+use super::parse::Visit;
 use super::problem::{Problem, Problems, SourceText, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned};
 
@@ -36,6 +37,35 @@ pub struct Loaded {
     /// Every recipe file read, main file first (their contents enter no
     /// fingerprint: only the resolved settings do).
     pub files: Vec<PathBuf>,
+}
+
+/// How much of a [`Loaded`] there was, to go back to.
+pub struct LoadedMark {
+    campaign: CampaignDecl,
+    params: usize,
+    decls: usize,
+    executors: usize,
+    files: usize,
+}
+
+impl Loaded {
+    fn mark(&self) -> LoadedMark {
+        LoadedMark {
+            campaign: self.campaign.clone(),
+            params: self.params.len(),
+            decls: self.decls.len(),
+            executors: self.executors.len(),
+            files: self.files.len(),
+        }
+    }
+
+    fn rewind(&mut self, mark: &LoadedMark) {
+        self.campaign = mark.campaign.clone();
+        self.params.truncate(mark.params);
+        self.decls.truncate(mark.decls);
+        self.executors.truncate(mark.executors);
+        self.files.truncate(mark.files);
+    }
 }
 
 const TOP_LEVEL: &[&str] = &[
@@ -107,31 +137,33 @@ fn read_file(
     loaded.files.push(canonical.clone());
     let source: SourceText =
         Arc::new(NamedSource::new(display_path(path), text.clone()).with_language("kdl"));
-    let document = match text.parse::<KdlDocument>() {
-        Ok(doc) => doc,
-        Err(err) => {
-            for diag in err.diagnostics {
-                let mut problem = Problem::new(
-                    &source,
-                    diag.span,
-                    diag.message.clone().unwrap_or_else(|| "invalid KDL".into()),
-                )
-                .label(diag.label.clone().unwrap_or_else(|| "here".into()))
-                .maybe_help(diag.help.clone());
-                if let Some(hint) = v1_habit_hint(&text, diag.span) {
-                    problem = problem.help(hint);
-                }
-                problems.push(problem);
-            }
-            return;
-        }
-    };
     stack.push(canonical);
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    for node in document.nodes() {
-        read_top_level(node, &source, &dir, stack, loaded, problems);
-    }
+    // Where this file's reading began: a long file's nodes may come again (parse.rs).
+    let (mark, problems_before) = (loaded.mark(), problems.len());
+    let parsed = super::parse::for_each_node(&text, |visit| match visit {
+        Visit::Node(node) => read_top_level(node, &source, &dir, stack, loaded, problems),
+        Visit::Restart => {
+            loaded.rewind(&mark);
+            problems.truncate(problems_before);
+        }
+    });
     stack.pop();
+    if let Err(err) = parsed {
+        for diag in err.diagnostics {
+            let mut problem = Problem::new(
+                &source,
+                diag.span,
+                diag.message.clone().unwrap_or_else(|| "invalid KDL".into()),
+            )
+            .label(diag.label.clone().unwrap_or_else(|| "here".into()))
+            .maybe_help(diag.help.clone());
+            if let Some(hint) = v1_habit_hint(&text, diag.span) {
+                problem = problem.help(hint);
+            }
+            problems.push(problem);
+        }
+    }
 }
 
 fn read_top_level(

@@ -14,6 +14,7 @@ mod expression;
 mod kind;
 mod loader;
 mod params;
+mod parse;
 pub mod placeholders;
 mod problem;
 mod raw;
@@ -110,19 +111,26 @@ pub fn load_with_results(
     results: &ResultValues,
 ) -> Result<Recipe, RecipeError> {
     let mut problems = Problems::default();
-    let loaded = loader::load_files(path, &mut problems);
+    let mut loaded = loader::load_files(path, &mut problems);
     let params = resolve_params(&loaded.params, overrides, &mut problems);
 
     // With every result placeholder unfilled: which steps read which results.
     let mut outline_problems = Problems::default();
     let outline_sink = if results.is_empty() { &mut problems } else { &mut outline_problems };
-    let outline = expand_with(loaded.decls.clone(), &params, &ResultValues::new(), outline_sink);
+    // Without results to fill in, the outline is the recipe: no second expansion (nor a copy to expand).
+    let raw_decls = std::mem::take(&mut loaded.decls);
+    let (outline_input, second) =
+        if results.is_empty() { (raw_decls, None) } else { (raw_decls.clone(), Some(raw_decls)) };
+    let outline = expand_with(outline_input, &params, &ResultValues::new(), outline_sink);
     result_refs::check(&outline, &mut problems);
     let result_inputs = result_refs::placeholders_by_step(&outline);
-    let decls =
-        if results.is_empty() { outline } else { expand_with(loaded.decls, &params, results, &mut problems) };
+    let decls = match second {
+        None => outline,
+        Some(raw_decls) => expand_with(raw_decls, &params, results, &mut problems),
+    };
     let mut unresolved = result_refs::placeholders_by_step(&decls);
     let mut drafts: Vec<Draft> = decls.iter().map(|raw| convert::convert(raw, &mut problems)).collect();
+    drop(decls); // the drafts hold what the rest needs; its memory serves them
     let (workload_drafts, step_drafts): (Vec<&Draft>, Vec<&Draft>) =
         drafts.iter().partition(|d| d.kind == Kind::Workload);
     check_unique(&step_drafts, &mut problems);
@@ -144,7 +152,8 @@ pub fn load_with_results(
             _ => {}
         }
     }
-    let mut steps = Vec::new();
+    // Sized once: a declaration is large, and regrowing the list copies them all.
+    let mut steps = Vec::with_capacity(drafts.len());
     let mut workloads = Vec::new();
     for draft in drafts {
         let spec = Spec::build(&draft, &mut problems);

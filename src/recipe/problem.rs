@@ -115,6 +115,15 @@ impl Problems {
         self.list.push(problem);
     }
 
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Forget the problems after the first `len`.
+    pub fn truncate(&mut self, len: usize) {
+        self.list.truncate(len);
+    }
+
     pub fn into_result<T>(self, recipe: &str, value: T) -> Result<T, RecipeError> {
         if self.list.is_empty() {
             Ok(value)

@@ -89,10 +89,10 @@ pub(super) const fn note(name: &'static str) -> FieldSpec {
 /// Fields that shape the declaration itself rather than its settings.
 pub const STRUCTURAL: &[&str] = &["extends", "abstract", "sweep"];
 
-pub fn fields_of(kind: Kind) -> Vec<FieldSpec> {
+pub fn fields_of(kind: Kind) -> &'static [FieldSpec] {
     super::decls::fields_of(kind)
 }
 
 pub fn field_of(kind: Kind, name: &str) -> Option<FieldSpec> {
-    fields_of(kind).into_iter().find(|f| f.name == name)
+    fields_of(kind).iter().find(|f| f.name == name).copied()
 }

@@ -93,7 +93,7 @@ fn preimages(plan: &Plan, unstored: impl Fn(&PlannedNode) -> bool) -> Value {
         .nodes
         .iter()
         .filter(|n| unstored(n))
-        .map(|n| (n.fingerprint.to_string(), n.preimage.clone()))
+        .map(|n| (n.fingerprint.to_string(), n.preimage.value()))
         .collect();
     Value::Object(map)
 }

@@ -112,23 +112,28 @@ impl Spec {
 /// Fields every step may carry.
 const COMMON: &[FieldSpec] = &[note("description"), super::schema::many("after", Shape::StepRefs)];
 
-/// Every field a declaration of `kind` accepts.
-pub fn fields_of(kind: Kind) -> Vec<FieldSpec> {
-    let own: &[&[FieldSpec]] = match kind {
-        Kind::Server => &[server::FIELDS],
-        Kind::Workload => &[load::FIELDS, &[note("description")]],
-        Kind::Cell => &[cell::FIELDS, load::FIELDS],
-        Kind::Check => &[check::FIELDS],
-        Kind::Gate => &[gate::FIELDS],
-        Kind::Task => &[task::FIELDS],
-        Kind::Finally => &[task::FIELDS, &[field("always", Shape::Bool)]],
-        Kind::Screen => &[screen::FIELDS],
-        Kind::Decision => &[decision::FIELDS],
-        Kind::Search => &[search::FIELDS],
-    };
-    let mut all: Vec<FieldSpec> = own.iter().flat_map(|f| f.iter().copied()).collect();
-    if kind.is_step() {
-        all.extend(COMMON.iter().copied());
-    }
-    all
+/// Every field a declaration of `kind` accepts (built once per kind: every
+/// declaration's conversion looks its fields up here).
+pub fn fields_of(kind: Kind) -> &'static [FieldSpec] {
+    static BY_KIND: [std::sync::OnceLock<Vec<FieldSpec>>; Kind::ALL.len()] =
+        [const { std::sync::OnceLock::new() }; Kind::ALL.len()];
+    BY_KIND[kind as usize].get_or_init(|| {
+        let own: &[&[FieldSpec]] = match kind {
+            Kind::Server => &[server::FIELDS],
+            Kind::Workload => &[load::FIELDS, &[note("description")]],
+            Kind::Cell => &[cell::FIELDS, load::FIELDS],
+            Kind::Check => &[check::FIELDS],
+            Kind::Gate => &[gate::FIELDS],
+            Kind::Task => &[task::FIELDS],
+            Kind::Finally => &[task::FIELDS, &[field("always", Shape::Bool)]],
+            Kind::Screen => &[screen::FIELDS],
+            Kind::Decision => &[decision::FIELDS],
+            Kind::Search => &[search::FIELDS],
+        };
+        let mut all: Vec<FieldSpec> = own.iter().flat_map(|f| f.iter().copied()).collect();
+        if kind.is_step() {
+            all.extend(COMMON.iter().copied());
+        }
+        all
+    })
 }

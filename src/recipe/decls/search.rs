@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::super::decl::{self, Decl, Draft, Setting, Settings};
+use super::super::decl::{self, Decl, Draft, Setting, SettingMap, Settings};
 use super::super::expression::Expression;
 use super::super::kind::Kind;
 use super::super::problem::Problems;
@@ -390,7 +390,7 @@ fn kind_of(variable: SearchVariable) -> &'static str {
 
 /// The probe's settings: the workload's, with the search's server reference.
 fn probe_settings(draft: &Draft) -> Settings {
-    let mut settings = BTreeMap::new();
+    let mut settings = SettingMap::default();
     if let Some(Value::Object(taken)) = draft.settings.get(PROBE_SETTINGS) {
         for (key, value) in taken {
             let setting = Setting {
