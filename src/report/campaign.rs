@@ -3,7 +3,7 @@
 //! `anvil-serving.benchmark-decision-summary/v1`, every value computed from
 //! this run's stored results.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use anvil_store::Store;
@@ -123,7 +123,11 @@ pub fn workload_manifest(plan: &Plan) -> Value {
 
 pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> Value {
     let recipe = &plan.recipe;
-    let cell_of = |name: &str| stored::<CellResult>(plan, store, name)?.ok();
+    // Each cell's result read once: the list of simulated cells and the headline both need them.
+    let cell_results: HashMap<&str, CellResult> = cells(plan)
+        .filter_map(|(c, _)| Some((c.name.as_str(), stored::<CellResult>(plan, store, &c.name)?.ok()?)))
+        .collect();
+    let cell_of = |name: &str| cell_results.get(name);
     let mut identity = Map::new();
     for (step, server) in servers(plan) {
         for (key, value) in &server.identity {
@@ -313,8 +317,8 @@ fn stored<T: DeserializeOwned>(
     name: &str,
 ) -> Option<Result<T, serde_json::Error>> {
     let i = plan.index_of(name)?;
-    let entry = store.read(&plan.nodes[i].fingerprint).ok().flatten()?;
-    Some(results::from_value(entry.result))
+    let bytes = store.read_result_bytes(&plan.nodes[i].fingerprint).ok().flatten()?;
+    Some(serde_json::from_slice(&bytes))
 }
 
 /// The decision's `reason` statement, or else the labels and details of the

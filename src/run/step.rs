@@ -72,8 +72,10 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, 
 
 /// A stored verdict still counts: a cached rejection fails the run again.
 fn cached_ending(ctx: &Context, job: &Job, how: &str) -> (Ending, String, Option<String>) {
-    let stored = ctx.store.read(&job.fingerprint).ok().flatten();
-    let verdict = stored.as_ref().and_then(|e| StoredVerdict::of(&e.result));
+    // Only gates and checks store verdicts: other steps' results are not read.
+    let carries_verdict = matches!(job.decl.kind, Kind::Gate | Kind::Check);
+    let stored = carries_verdict.then(|| ctx.store.read_result(&job.fingerprint).ok().flatten()).flatten();
+    let verdict = stored.as_ref().and_then(StoredVerdict::of);
     if let Some(StoredVerdict { status: Verdict::Rejected, detail }) = verdict
         && job.decl.spec.blocking()
     {

@@ -99,6 +99,16 @@ impl Store {
         crate::entry::read_json(&self.layout.entry(fp).join(crate::layout::RESULT_FILE)).map(Some)
     }
 
+    /// The bytes of the completed entry's `result.json`, for a reader that
+    /// parses them straight into its own type (no `Value` in between).
+    pub fn read_result_bytes(&self, fp: &Fingerprint) -> Result<Option<Vec<u8>>, StoreError> {
+        if !self.contains(fp) {
+            return Ok(None);
+        }
+        let path = self.layout.entry(fp).join(crate::layout::RESULT_FILE);
+        std::fs::read(&path).map(Some).map_err(StoreError::io("read", &path))
+    }
+
     /// The directory where `fp`'s files live (whether or not it exists yet).
     /// Its files are read-only; never write there.
     pub fn entry_dir(&self, fp: &Fingerprint) -> PathBuf {
