@@ -102,7 +102,8 @@ struct Job {
     index: usize,
     decl: Decl,
     fingerprint: Fingerprint,
-    preimage: Value,
+    /// Parsed only if the step produces a result to store.
+    preimage: crate::plan::PreimageText,
     forced: bool,
     inputs: Option<Value>,
     server: Option<usize>,

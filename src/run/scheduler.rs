@@ -228,7 +228,7 @@ impl Scheduler {
             index: i,
             decl: self.plan.recipe.steps[i].clone(),
             fingerprint: node.fingerprint,
-            preimage: node.preimage.value(),
+            preimage: node.preimage.clone(),
             forced: self.forced.contains(&i),
             inputs,
             server: self.plan.server_of(i),

@@ -116,7 +116,7 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
 /// stored step keeps the stored entry (entries are immutable) and says
 /// whether the new result reproduced it.
 fn commit(store: &Store, job: &Job, produced: &Produced) -> Result<String, anvil_store::StoreError> {
-    commit_entry(store, &job.fingerprint, &job.preimage, produced)
+    commit_entry(store, &job.fingerprint, &job.preimage.value(), produced)
 }
 
 /// [`commit`] under any fingerprint (a search stores each probe as a cell).
