@@ -201,3 +201,41 @@ cell "c" server="s" { requests 2; concurrency 1; max-tokens 8; context-tokens 32
     let outcome = scratch.run(&recipe, &[], 0);
     assert!(!outcome.stdout.contains("already stopped"), "{}", outcome.transcript());
 }
+
+/// The store keeps each recipe as parsed (`store/cache/recipes/`) so a rerun
+/// need not parse its KDL again; an edit to the recipe or to a file it
+/// includes must still be seen, and a broken file still point at its line.
+#[test]
+fn a_kept_parse_never_hides_an_edit() {
+    let scratch = Scratch::new();
+    scratch.write("site.kdl", "param \"who\" \"world\"\n");
+    let recipe = scratch.write(
+        "recipe.kdl",
+        "include \"site.kdl\"\ntask \"greet\" {\n    run \"sh\" \"-c\" \"echo hello {who}\"\n}\n",
+    );
+    scratch.run(&recipe, &[], 0);
+    let kept = scratch.store().join("cache").join("recipes");
+    assert_eq!(std::fs::read_dir(&kept).map(|d| d.count()).unwrap_or(0), 1, "one parse kept per recipe");
+    assert!(scratch.plan(&recipe, &[]).pending().is_empty(), "unchanged: stored");
+
+    scratch.write("site.kdl", "param \"who\" \"anvil\"\n");
+    assert_eq!(scratch.plan(&recipe, &[]).pending(), ["greet"], "an edit to an included file is seen");
+    scratch.write("site.kdl", "param \"who\" \"world\"\n");
+    assert!(scratch.plan(&recipe, &[]).pending().is_empty(), "and undoing it is too");
+
+    scratch.write("site.kdl", "param \"who\" \"world\n");
+    let broken = scratch.anvil(&["plan", recipe.to_str().unwrap()]).expect_code(2);
+    assert!(
+        broken.stderr.contains("site.kdl:1:"),
+        "the error points into the broken file:\n{}",
+        broken.stderr
+    );
+
+    scratch.write("site.kdl", "param \"who\" \"world\"\n");
+    scratch.write(
+        "recipe.kdl",
+        "include \"site.kdl\"\ntask \"greet\" {\n    run \"sh\" \"-c\" \"echo hi {who}\"\n}\n",
+    );
+    assert_eq!(scratch.plan(&recipe, &[]).pending(), ["greet"], "an edit to the recipe itself is seen");
+    assert_eq!(std::fs::read_dir(&kept).map(|d| d.count()).unwrap_or(0), 1, "rewritten in place, not added");
+}

@@ -140,8 +140,9 @@ pub fn open_store(root: &Path) -> Result<Store, Exit> {
 
 /// Load a recipe and plan it; recipe errors are input errors with spans.
 pub fn load_plan(args: &RecipeArgs, store: Option<&Store>) -> Result<Plan, Exit> {
-    let recipe =
-        crate::recipe::load(&args.recipe, &args.set).map_err(|e| Exit::Input(miette::Report::new(e)))?;
+    let cache = store.and_then(crate::plan::recipe_cache);
+    let recipe = crate::recipe::load_cached(&args.recipe, &args.set, cache.as_ref())
+        .map_err(|e| Exit::Input(miette::Report::new(e)))?;
     let mode = if args.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
     Plan::build(recipe, store, mode).map_err(|e| Exit::Input(miette::Report::new(e)))
 }

@@ -30,10 +30,11 @@ pub fn gc(root: &Path, dry_run: bool) -> Result<i32, Exit> {
     let report = store.gc(dry_run)?;
     let verb = if dry_run { "would remove" } else { "removed" };
     println!(
-        "{verb} {} entries, {} leftovers, {} unused locks ({} bytes); kept {} entries referenced by {} recorded fingerprints",
+        "{verb} {} entries, {} leftovers, {} unused locks, {} bytes of cache ({} bytes); kept {} entries referenced by {} recorded fingerprints",
         report.entries_removed.len(),
         report.leftovers_removed.len(),
         report.locks_removed,
+        report.cache_bytes,
         report.bytes_freed,
         report.entries_kept,
         report.roots

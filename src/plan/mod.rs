@@ -9,6 +9,7 @@ mod graph;
 mod preimage;
 mod preimage_text;
 mod provisional;
+mod result_digest;
 pub mod search;
 mod status;
 mod step_index;
@@ -24,7 +25,7 @@ pub use preimage::{EngineMode, reads_results};
 pub use preimage_text::PreimageText;
 pub use status::Status;
 
-use crate::recipe::{Kind, Recipe, RecipeError};
+use crate::recipe::{Kind, ParseCache, Recipe, RecipeError};
 use preimage::{Upstream, World, preimage_of};
 
 #[derive(Debug, Clone)]
@@ -113,7 +114,7 @@ impl Plan {
                         Upstream::ResultDigest(store.and_then(|s| {
                             digests
                                 .entry(dep.fingerprint)
-                                .or_insert_with(|| status::result_digest(s, dep))
+                                .or_insert_with(|| result_digest::result_digest(s, &dep.fingerprint))
                                 .clone()
                         }))
                     } else {
@@ -179,7 +180,7 @@ impl Plan {
                 let link = if dep.kind == Kind::Server {
                     Upstream::Fingerprint(dep.fingerprint.to_string())
                 } else {
-                    Upstream::ResultDigest(status::result_digest(store, dep))
+                    Upstream::ResultDigest(result_digest::result_digest(store, &dep.fingerprint))
                 };
                 (role, link)
             })
@@ -191,6 +192,11 @@ impl Plan {
         node.provisional = provisional;
         node.fingerprint
     }
+}
+
+/// Where recipes loaded against `store` are cached (`recipe::ParseCache`).
+pub fn recipe_cache(store: &Store) -> Option<ParseCache> {
+    ParseCache::in_dir(store.cache_dir("recipes"))
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@ impl Plan {
     /// recipe again with their values and plan it, until nothing more settles.
     pub fn settle_results(self, store: &Store) -> Result<Plan, RecipeError> {
         let mut plan = self;
+        let cache = super::recipe_cache(store);
         loop {
             let unresolved =
                 |plan: &Plan| plan.recipe.steps.iter().map(|s| s.unresolved.len()).sum::<usize>();
@@ -59,8 +60,12 @@ impl Plan {
             if !fills_something {
                 return Ok(plan);
             }
-            let recipe =
-                crate::recipe::load_with_results(&plan.recipe.path, &plan.recipe.overrides, &values)?;
+            let recipe = crate::recipe::load_with_results(
+                &plan.recipe.path,
+                &plan.recipe.overrides,
+                &values,
+                cache.as_ref(),
+            )?;
             same_steps(&plan.recipe, &recipe)?;
             let next = Plan::build_once(recipe, Some(store), plan.mode)?;
             if unresolved(&next) >= before {

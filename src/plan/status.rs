@@ -30,12 +30,6 @@ impl Status {
     }
 }
 
-/// The blake3 of a stored step's result, which result-reading steps hash.
-pub fn result_digest(store: &Store, node: &PlannedNode) -> Option<String> {
-    let result = store.read_result(&node.fingerprint).ok().flatten()?;
-    Some(format!("blake3:{}", blake3::hash(&super::canonical_bytes(&result)).to_hex()))
-}
-
 pub fn assign(plan: &mut Plan, store: Option<&Store>) {
     // Read only when a step needs explaining: a run that executes nothing
     // (the common rerun) never opens the run history.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use kdl::{KdlNode, KdlValue};
 use miette::{NamedSource, SourceSpan};
+use serde::{Deserialize, Serialize};
 
 use super::kind::Kind;
 use super::parse::Visit;
@@ -20,7 +21,7 @@ pub struct ParamDecl {
     pub source: SourceText,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CampaignDecl {
     pub name: Option<String>,
     pub description: Option<String>,
@@ -37,6 +38,8 @@ pub struct Loaded {
     /// Every recipe file read, main file first (their contents enter no
     /// fingerprint: only the resolved settings do).
     pub files: Vec<PathBuf>,
+    /// The text of each of `files`, named as it was read (`dir/included.kdl`).
+    pub sources: Vec<SourceText>,
 }
 
 /// How much of a [`Loaded`] there was, to go back to.
@@ -46,6 +49,7 @@ pub struct LoadedMark {
     decls: usize,
     executors: usize,
     files: usize,
+    sources: usize,
 }
 
 impl Loaded {
@@ -56,6 +60,7 @@ impl Loaded {
             decls: self.decls.len(),
             executors: self.executors.len(),
             files: self.files.len(),
+            sources: self.sources.len(),
         }
     }
 
@@ -65,6 +70,7 @@ impl Loaded {
         self.decls.truncate(mark.decls);
         self.executors.truncate(mark.executors);
         self.files.truncate(mark.files);
+        self.sources.truncate(mark.sources);
     }
 }
 
@@ -93,7 +99,7 @@ fn read_file(
     loaded: &mut Loaded,
     problems: &mut Problems,
 ) {
-    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let canonical = canonical_of(path);
     if stack.contains(&canonical) {
         if let Some(site) = site {
             problems.push(
@@ -135,8 +141,8 @@ fn read_file(
         }
     };
     loaded.files.push(canonical.clone());
-    let source: SourceText =
-        Arc::new(NamedSource::new(display_path(path), text.clone()).with_language("kdl"));
+    let source = source_text(path, text.clone());
+    loaded.sources.push(source.clone());
     stack.push(canonical);
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     // Where this file's reading began: a long file's nodes may come again (parse.rs).
@@ -382,4 +388,14 @@ fn v1_habit_hint(text: &str, span: SourceSpan) -> Option<String> {
 
 fn display_path(path: &Path) -> String {
     path.display().to_string()
+}
+
+/// The name a file goes by in the loaded recipe: canonical when it can be.
+pub(super) fn canonical_of(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A file's text, named as problems will show it.
+pub(super) fn source_text(path: &Path, text: String) -> SourceText {
+    Arc::new(NamedSource::new(display_path(path), text).with_language("kdl"))
 }

@@ -15,6 +15,7 @@ mod kind;
 mod loader;
 mod params;
 mod parse;
+mod parse_cache;
 pub mod placeholders;
 mod problem;
 mod raw;
@@ -30,6 +31,7 @@ pub use decl::{Decl, Setting};
 pub use decls::Spec;
 pub use expression::Expression;
 pub use kind::Kind;
+pub use parse_cache::ParseCache;
 pub use problem::{Problem, RecipeError, SourceText, did_you_mean};
 pub use result_refs::ResultValues;
 
@@ -84,7 +86,16 @@ impl Recipe {
 
 /// Load and check a recipe. `overrides` are `name=value` texts from `--set`.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
-    load_with_results(path, overrides, &ResultValues::new())
+    load_with_results(path, overrides, &ResultValues::new(), None)
+}
+
+/// [`load`], taking what the files hold from `cache` when they are unchanged.
+pub fn load_cached(
+    path: &Path,
+    overrides: &[String],
+    cache: Option<&ParseCache>,
+) -> Result<Recipe, RecipeError> {
+    load_with_results(path, overrides, &ResultValues::new(), cache)
 }
 
 /// `extends`, sweeps and placeholders, with the upstream results known so far.
@@ -109,9 +120,13 @@ pub fn load_with_results(
     path: &Path,
     overrides: &[String],
     results: &ResultValues,
+    cache: Option<&ParseCache>,
 ) -> Result<Recipe, RecipeError> {
     let mut problems = Problems::default();
-    let mut loaded = loader::load_files(path, &mut problems);
+    let mut loaded = match cache {
+        Some(cache) => cache.load(path, &mut problems),
+        None => loader::load_files(path, &mut problems),
+    };
     let params = resolve_params(&loaded.params, overrides, &mut problems);
 
     // With every result placeholder unfilled: which steps read which results.

@@ -224,6 +224,15 @@ impl Scheduler {
             None
         };
         let node = &self.plan.nodes[i];
+        if !self.due(i) && node.kind != Kind::Finally && self.store.contains(&node.fingerprint) {
+            // Stored and not forced: nothing to run, so no task to spawn (a
+            // fully cached rerun used to send every step through the pool).
+            let step = &self.plan.recipe.steps[i];
+            let (ending, detail) = step::stored_ending(&self.store, step, &node.fingerprint, "stored");
+            self.progress.started(&node.name, node.kind);
+            self.on_finished(Finished::without_work(i, ending, detail));
+            return;
+        }
         let job = Job {
             index: i,
             decl: self.plan.recipe.steps[i].clone(),

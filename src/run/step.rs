@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use anvil_store::Store;
+use anvil_store::{Fingerprint, Store};
 use serde_json::Value;
 
 use super::outcome::{Ending, Failure, Produced, ProducedFile};
 use super::{Context, Finished, Job, cell, check, decision, gate, screen, search, task};
-use crate::recipe::Kind;
 use crate::recipe::Spec;
 use crate::recipe::decls::FinallyDecl;
+use crate::recipe::{Decl, Kind};
 use crate::results::{StoredVerdict, Verdict};
 
 pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
@@ -28,8 +28,8 @@ pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
 async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, bool) {
     let always = job.decl.kind == Kind::Finally;
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
-        let (e, d, x) = cached_ending(ctx, job, "stored");
-        return (e, d, x, false);
+        let (e, d) = stored_ending(&ctx.store, &job.decl, &job.fingerprint, "stored");
+        return (e, d, None, false);
     }
     // One producer per fingerprint across concurrent runs; the lock dies with us.
     let _lock = if always {
@@ -48,8 +48,8 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, 
         }
     };
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
-        let (e, d, x) = cached_ending(ctx, job, "stored by a concurrent run");
-        return (e, d, x, false);
+        let (e, d) = stored_ending(&ctx.store, &job.decl, &job.fingerprint, "stored by a concurrent run");
+        return (e, d, None, false);
     }
     match produce(ctx, job).await {
         Ok(mut produced) => {
@@ -70,18 +70,24 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, 
     }
 }
 
-/// A stored verdict still counts: a cached rejection fails the run again.
-fn cached_ending(ctx: &Context, job: &Job, how: &str) -> (Ending, String, Option<String>) {
+/// How a step whose result is stored ends: a stored verdict still counts,
+/// so a cached rejection fails the run again.
+pub(super) fn stored_ending(
+    store: &Store,
+    step: &Decl,
+    fingerprint: &Fingerprint,
+    how: &str,
+) -> (Ending, String) {
     // Only gates and checks store verdicts: other steps' results are not read.
-    let carries_verdict = matches!(job.decl.kind, Kind::Gate | Kind::Check);
-    let stored = carries_verdict.then(|| ctx.store.read_result(&job.fingerprint).ok().flatten()).flatten();
+    let carries_verdict = matches!(step.kind, Kind::Gate | Kind::Check);
+    let stored = carries_verdict.then(|| store.read_result(fingerprint).ok().flatten()).flatten();
     let verdict = stored.as_ref().and_then(StoredVerdict::of);
     if let Some(StoredVerdict { status: Verdict::Rejected, detail }) = verdict
-        && job.decl.spec.blocking()
+        && step.spec.blocking()
     {
-        return (Ending::Rejected, format!("{how}: rejected: {detail}"), None);
+        return (Ending::Rejected, format!("{how}: rejected: {detail}"));
     }
-    (Ending::Cached, how.to_string(), None)
+    (Ending::Cached, how.to_string())
 }
 
 async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {

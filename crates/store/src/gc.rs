@@ -38,6 +38,9 @@ pub struct GcReport {
     pub leftovers_removed: Vec<PathBuf>,
     /// Lock files nobody held.
     pub locks_removed: usize,
+    /// Bytes of derived data in `cache/` (parsed recipes, result digests),
+    /// cleared so it keeps nothing of removed entries; the next run rebuilds it.
+    pub cache_bytes: u64,
     /// Bytes of files removed (or that would be).
     pub bytes_freed: u64,
 }
@@ -62,7 +65,21 @@ impl Store {
         for dir in [self.root().to_path_buf(), self.layout.runs()] {
             self.collect_temp_files(&dir, &mut report)?;
         }
+        self.collect_cache(&mut report)?;
         Ok(report)
+    }
+
+    fn collect_cache(&self, report: &mut GcReport) -> Result<(), StoreError> {
+        let cache = self.layout.cache_root();
+        if !is_real_dir(&cache) {
+            return Ok(());
+        }
+        report.cache_bytes = tree_size(&cache);
+        report.bytes_freed += report.cache_bytes;
+        if !report.dry_run {
+            remove_any(&cache).map_err(StoreError::io("remove", &cache))?;
+        }
+        Ok(())
     }
 
     /// Every fingerprint any run record mentions, whatever its status.

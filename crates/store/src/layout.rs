@@ -8,6 +8,7 @@
 //! <root>/staging/<id>.lock          held by the writing process while <id>/ is live
 //! <root>/locks/<64 hex>.lock        per-fingerprint "I am producing this" locks
 //! <root>/runs/<run id>.json         run records, the gc roots
+//! <root>/cache/<purpose>/           derived data its writers can rebuild (safe to delete)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,8 @@ pub(crate) const LOCKS_DIR: &str = "locks";
 pub(crate) const RUNS_DIR: &str = "runs";
 /// Slurm job records and progress, written by anvil's Slurm executor (not by the store).
 pub(crate) const JOBS_DIR: &str = "jobs";
+/// Derived data anvil can rebuild (parsed recipes): no entry depends on it.
+pub(crate) const CACHE_DIR: &str = "cache";
 
 /// The subdirectories every store has.
 pub(crate) const SUBDIRS: [&str; 4] = [ENTRIES_DIR, STAGING_DIR, LOCKS_DIR, RUNS_DIR];
@@ -104,6 +107,14 @@ impl Layout {
         self.locks().join(format!("{fp}{LOCK_SUFFIX}"))
     }
 
+    pub fn cache_root(&self) -> PathBuf {
+        self.root.join(CACHE_DIR)
+    }
+
+    pub fn cache(&self, purpose: &str) -> PathBuf {
+        self.cache_root().join(purpose)
+    }
+
     pub fn runs(&self) -> PathBuf {
         self.root.join(RUNS_DIR)
     }
@@ -119,6 +130,7 @@ impl Layout {
             || name == STORE_LOCK_FILE
             || SUBDIRS.contains(&name)
             || name == JOBS_DIR
+            || name == CACHE_DIR
             || name.starts_with(crate::fsutil::TMP_PREFIX)
     }
 }

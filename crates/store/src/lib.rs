@@ -11,6 +11,7 @@
 //!
 //! Layout and guarantees for users: `docs/store.md`.
 
+pub mod cache;
 mod entry;
 mod error;
 mod fingerprint;

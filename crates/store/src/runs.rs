@@ -184,18 +184,27 @@ impl Store {
     /// One record named otherwise (hand-made) makes it read them all.
     pub fn last_run_of(&self, recipe_key: &str) -> Result<Option<RunRecord>, StoreError> {
         let dir = self.layout.runs();
-        let mut by_name: Vec<(RunOrder, String)> = Vec::new();
+        let mut by_name: Vec<(u64, String)> = Vec::new();
         for name in read_dir_names(&dir)? {
             if name.starts_with(TMP_PREFIX) || !name.ends_with(RUN_SUFFIX) {
                 continue;
             }
-            match order_from_name(&name) {
-                Some(order) => by_name.push((order, name)),
+            match stamp_from_name(&name) {
+                Some(stamp) => by_name.push((stamp, name)),
                 None => return self.scan_last_run_of(recipe_key),
             }
         }
-        by_name.sort_unstable_by(|a, b| b.0.cmp(&a.0));
-        for (order, name) in by_name {
+        // Newest first by the stamp's digits, then the id (the run order of
+        // any real date): only the records looked at pay for parsing a time.
+        fn id(name: &str) -> &str {
+            name.strip_suffix(RUN_SUFFIX).unwrap_or(name)
+        }
+        by_name.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| id(&b.1).cmp(id(&a.1))));
+        for (_, name) in by_name {
+            let Some(order @ (Some(_), _, _)) = order_from_name(&name) else {
+                // No such date (a hand-made name): its place is not the digits'.
+                return self.scan_last_run_of(recipe_key);
+            };
             let path = dir.join(&name);
             let bytes = fs::read(&path).map_err(StoreError::io("read", &path))?;
             let head = parse_head(&bytes, &path)?;
@@ -292,25 +301,38 @@ fn parse_head(bytes: &[u8], path: &std::path::Path) -> Result<RunHead, StoreErro
     })
 }
 
-/// The order of a record named as anvil names them,
-/// `run-YYYYMMDDTHHMMSS-<pid>.json` (its `started_at`, to the second, and
-/// its id); None for any other name.
-fn order_from_name(name: &str) -> Option<RunOrder> {
+/// The digits `YYYYMMDDHHMMSS` of a record named as anvil names them,
+/// `run-YYYYMMDDTHHMMSS-<pid>.json`; None for any other name. For real
+/// dates their order is the order of the times they spell.
+fn stamp_from_name(name: &str) -> Option<u64> {
     let run_id = name.strip_suffix(RUN_SUFFIX)?;
-    let stamp = run_id.strip_prefix("run-")?.get(..15)?;
-    let digits =
-        |range: std::ops::Range<usize>| stamp.get(range).filter(|d| d.bytes().all(|b| b.is_ascii_digit()));
+    let stamp = run_id.strip_prefix("run-")?.get(..15)?.as_bytes();
+    if stamp[8] != b'T' || run_id.as_bytes().get(19) != Some(&b'-') {
+        return None;
+    }
+    stamp
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != 8)
+        .try_fold(0u64, |number, (_, &b)| b.is_ascii_digit().then(|| number * 10 + u64::from(b - b'0')))
+}
+
+/// The order of a record named as anvil names them (its `started_at`, to
+/// the second, and its id); None for any other name.
+fn order_from_name(name: &str) -> Option<RunOrder> {
+    stamp_from_name(name)?;
+    let run_id = name.strip_suffix(RUN_SUFFIX)?;
+    let stamp = &run_id["run-".len()..];
     let started_at = format!(
         "{}-{}-{}T{}:{}:{}Z",
-        digits(0..4)?,
-        digits(4..6)?,
-        digits(6..8)?,
-        digits(9..11)?,
-        digits(11..13)?,
-        digits(13..15)?
+        &stamp[0..4],
+        &stamp[4..6],
+        &stamp[6..8],
+        &stamp[9..11],
+        &stamp[11..13],
+        &stamp[13..15]
     );
-    (stamp.as_bytes()[8] == b'T' && run_id.as_bytes().get(19) == Some(&b'-'))
-        .then(|| run_order(&started_at, run_id))
+    Some(run_order(&started_at, run_id))
 }
 
 fn run_order(started_at: &str, run_id: &str) -> RunOrder {

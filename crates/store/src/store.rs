@@ -75,6 +75,12 @@ impl Store {
         self.layout.root()
     }
 
+    /// A folder for derived data kept for `purpose` (created by its writer):
+    /// never read by the store, and safe to delete.
+    pub fn cache_dir(&self, purpose: &str) -> PathBuf {
+        self.layout.cache(purpose)
+    }
+
     /// True when a completed entry for `fp` exists. Entries appear by an
     /// atomic rename, so this never reports a half-written one.
     pub fn contains(&self, fp: &Fingerprint) -> bool {
@@ -96,7 +102,7 @@ impl Store {
         if !self.contains(fp) {
             return Ok(None);
         }
-        crate::entry::read_json(&self.layout.entry(fp).join(crate::layout::RESULT_FILE)).map(Some)
+        crate::entry::read_json(&self.result_file(fp)).map(Some)
     }
 
     /// The bytes of the completed entry's `result.json`, for a reader that
@@ -105,8 +111,13 @@ impl Store {
         if !self.contains(fp) {
             return Ok(None);
         }
-        let path = self.layout.entry(fp).join(crate::layout::RESULT_FILE);
+        let path = self.result_file(fp);
         std::fs::read(&path).map(Some).map_err(StoreError::io("read", &path))
+    }
+
+    /// Where the completed entry for `fp` keeps its `result.json` (whether or not it exists).
+    pub fn result_file(&self, fp: &Fingerprint) -> PathBuf {
+        self.layout.entry(fp).join(crate::layout::RESULT_FILE)
     }
 
     /// The directory where `fp`'s files live (whether or not it exists yet).

@@ -52,6 +52,20 @@ fn keeps_referenced_entries_and_removes_the_rest() {
 }
 
 #[test]
+fn clears_the_cache_of_derived_data_but_not_in_a_dry_run() {
+    let t = new_store();
+    let kept = t.store.cache_dir("result-digests").join("x");
+    anvil_store::cache::write_whole(&kept, b"derived").unwrap();
+    let dry = t.store.gc(true).unwrap();
+    assert_eq!(dry.cache_bytes, 7);
+    assert!(kept.is_file(), "a dry run changes nothing");
+    let report = t.store.gc(false).unwrap();
+    assert_eq!((report.cache_bytes, report.bytes_freed), (7, 7));
+    assert!(!t.store.root().join("cache").exists());
+    assert!(t.store.verify().unwrap().is_clean());
+}
+
+#[test]
 fn removes_unheld_locks_and_keeps_held_ones() {
     let t = new_store();
     let held = t.store.lock(&fp("held")).unwrap();

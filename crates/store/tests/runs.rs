@@ -84,6 +84,12 @@ fn the_last_run_is_found_from_anvil_named_records_newest_first() {
     assert_eq!(t.store.last_run_of("bench").unwrap().unwrap().run_id, newest_bench.run_id);
     assert_eq!(t.store.last_run_of("other").unwrap().unwrap().run_id, "run-20250301T100000-9");
 
+    // Digits that spell no date (hand-made): an unreadable time sorts first in
+    // `runs()`, so it is not the newest however large its digits.
+    t.store.record_run(&named("run-20251399T000000-1", "bench", "2025-13-99T00:00:00Z")).unwrap();
+    assert_eq!(t.store.last_run_of("bench").unwrap().unwrap().run_id, newest_bench.run_id);
+    assert_eq!(t.store.runs().unwrap()[0].run_id, "run-20251399T000000-1", "runs() agrees");
+
     // A record anvil did not name: its name says nothing of its time, so the
     // whole history is read and the content decides.
     t.store.record_run(&named("hand-made", "bench", "2026-01-01T00:00:00Z")).unwrap();

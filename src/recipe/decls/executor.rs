@@ -4,6 +4,7 @@
 //! fingerprint.
 
 use kdl::{KdlNode, KdlValue};
+use serde::{Deserialize, Serialize};
 
 use super::super::problem::{Problem, Problems, SourceText, did_you_mean};
 
@@ -19,7 +20,7 @@ pub const SETTINGS: &[&str] = &[
     "mem",
 ];
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecutorDecl {
     /// `slurm` (the only kind so far).
     pub kind: String,
