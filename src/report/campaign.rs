@@ -123,11 +123,18 @@ pub fn workload_manifest(plan: &Plan) -> Value {
 
 pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> Value {
     let recipe = &plan.recipe;
-    // Each cell's result read once: the list of simulated cells and the headline both need them.
-    let cell_results: HashMap<&str, CellResult> = cells(plan)
+    // The headline cells' results read whole, once; of the others only
+    // whether they were simulated (metrics are most of a result's bytes,
+    // and the summary shows none of theirs).
+    let cell_results: HashMap<&str, CellResult> = headline_cells(plan)
+        .into_iter()
         .filter_map(|(c, _)| Some((c.name.as_str(), stored::<CellResult>(plan, store, &c.name)?.ok()?)))
         .collect();
     let cell_of = |name: &str| cell_results.get(name);
+    let was_simulated = |name: &str| match cell_of(name) {
+        Some(result) => result.simulated,
+        None => stored::<Simulated>(plan, store, name).and_then(Result::ok).is_some_and(|r| r.simulated),
+    };
     let mut identity = Map::new();
     for (step, server) in servers(plan) {
         for (key, value) in &server.identity {
@@ -143,7 +150,8 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         }
     }
     let simulated: Vec<String> = cells(plan)
-        .filter_map(|(c, _)| cell_of(&c.name).filter(|r| r.simulated).map(|_| c.name.clone()))
+        .filter(|(c, _)| was_simulated(&c.name))
+        .map(|(c, _)| c.name.clone())
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -307,6 +315,12 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
             "reason": verdict.as_ref().map(decision_reason),
         },
     })
+}
+
+/// Of a cell's result, only whether the simulated engine produced it.
+#[derive(serde::Deserialize)]
+struct Simulated {
+    simulated: bool,
 }
 
 /// A step's stored result as its kind's type: None when nothing is stored,
