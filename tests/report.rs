@@ -275,6 +275,14 @@ fn quickstart_report_in_a_real_browser() {
     assert_eq!(text, shown(tok_s), "aggregate tok/s as shown");
 
     let decision = decision_summary(scratch);
+    let simulated = decision["limitations"]
+        .as_array()
+        .and_then(|l| l.iter().filter_map(Value::as_str).find(|l| l.starts_with("Simulated engine:")))
+        .expect("a limitation names the simulated cells");
+    assert!(
+        simulated.starts_with("Simulated engine: headline, screen-step12, screen-step4 measured"),
+        "every simulated cell, headline or not: {simulated}"
+    );
     let p50 = decision["headline_results"][0]["ttft_ms"]["p50"].as_f64().unwrap();
     assert_eq!(p50, stored["metrics"]["ttft_p50_ms"].as_f64().unwrap(), "the summary is the stored cell");
     let (value, text) = metric_cell(&dom, "headline.ttft_ms.p50");
