@@ -7,7 +7,8 @@
 //! - planning at 10,000, 30,000 and 100,000 steps (the same mix scaled, plus
 //!   a screen and a wildcard gate per swept cell family, `cell.c7-*`, and a
 //!   decision): time and peak RSS per size, and the ratio to the smallest,
-//!   which should grow like the step count;
+//!   which should grow like the step count; for a first plan (the KDL
+//!   parsed) and a replan (the recipe as the store's cache kept it);
 //! - a no-op rerun of `recipes/quickstart.kdl` (everything cached) next to
 //!   `anvil --version`, the floor of starting the process at all.
 //!
@@ -199,11 +200,13 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
-    // `SPINE_WRITE=DIR` only writes the 100,000-step recipe there (to profile it).
+    // `SPINE_WRITE=DIR` only writes the scaling recipes there (to profile them).
     if let Some(dir) = std::env::var_os("SPINE_WRITE") {
-        let path = Path::new(&dir).join("spine-100k.kdl");
-        std::fs::write(&path, scaled_recipe(10, true)).expect("write recipe");
-        println!("wrote {}", path.display());
+        for scale in [1, 3, 10] {
+            let path = Path::new(&dir).join(format!("spine-{}k.kdl", scale * 10));
+            std::fs::write(&path, scaled_recipe(scale, true)).expect("write recipe");
+            println!("wrote {}", path.display());
+        }
         return;
     }
     // `cargo bench` passes `--bench`; any other argument is a filter we ignore.
@@ -267,43 +270,64 @@ fn main() {
 
 /// Planning time and peak memory at 10k, 30k and 100k steps (with
 /// wildcard references), each against an empty store; medians of
-/// `SCALE_RUNS` per size (`SPINE_RUNS=N` to change).
+/// `SCALE_RUNS` per size (`SPINE_RUNS=N` to change). Twice: a first plan,
+/// which parses the recipe's KDL, and a replan, which finds the recipe as
+/// the store's cache kept it (`cache/recipes`).
 fn scaling(dir: &Path) {
     let runs: usize = std::env::var("SPINE_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(SCALE_RUNS);
     let store = dir.join("scale-store");
-    println!();
-    println!(
-        "{:<8} {:>4} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7} {:>9}",
-        "steps", "runs", "wall ms", "× 10k", "cpu ms", "× 10k", "peak MiB", "× 10k", "cpu µs/st"
-    );
-    let mut base: Option<(f64, f64, f64)> = None;
-    for scale in [1, 3, 10] {
-        let recipe = dir.join(format!("spine-{scale}0k.kdl"));
-        std::fs::write(&recipe, scaled_recipe(scale, true)).expect("write recipe");
-        let steps = 10_000 * scale;
-        let samples: Vec<PlanSample> = (0..runs).map(|_| plan_with_peak(&store, &recipe)).collect();
-        let median = |mut values: Vec<f64>| {
-            values.sort_by(f64::total_cmp);
-            values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
-        };
-        let wall = median(samples.iter().map(|s| s.wall.as_secs_f64()).collect());
-        // NaN when GNU time is missing.
-        let cpu = median(samples.iter().filter_map(|s| s.cpu).map(|c| c.as_secs_f64()).collect());
-        let peak =
-            samples.iter().filter_map(|s| s.peak_bytes).max().map_or(f64::NAN, |b| b as f64 / 1048576.0);
-        let (w0, c0, m0) = *base.get_or_insert((wall, cpu, peak));
+    let recipes: Vec<(usize, PathBuf)> = [1, 3, 10]
+        .into_iter()
+        .map(|scale| {
+            let recipe = dir.join(format!("spine-{scale}0k.kdl"));
+            std::fs::write(&recipe, scaled_recipe(scale, true)).expect("write recipe");
+            (10_000 * scale, recipe)
+        })
+        .collect();
+    for (title, first_plan) in [("first plan (parses the KDL)", true), ("replan (the recipe as kept)", false)]
+    {
+        println!();
         println!(
-            "{:<8} {:>4} {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1}",
-            steps,
-            runs,
-            wall * 1e3,
-            wall / w0,
-            cpu * 1e3,
-            cpu / c0,
-            peak,
-            peak / m0,
-            cpu * 1e6 / steps as f64
+            "{:<8} {:>4} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7} {:>9}   {title}",
+            "steps", "runs", "wall ms", "× 10k", "cpu ms", "× 10k", "peak MiB", "× 10k", "cpu µs/st"
         );
+        let mut base: Option<(f64, f64, f64)> = None;
+        for (steps, recipe) in &recipes {
+            let kept = store.join("cache").join("recipes");
+            if !first_plan {
+                plan_with_peak(&store, recipe); // keeps the parsed recipe
+            }
+            let samples: Vec<PlanSample> = (0..runs)
+                .map(|_| {
+                    if first_plan {
+                        let _ = std::fs::remove_dir_all(&kept);
+                    }
+                    plan_with_peak(&store, recipe)
+                })
+                .collect();
+            let median = |mut values: Vec<f64>| {
+                values.sort_by(f64::total_cmp);
+                values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+            };
+            let wall = median(samples.iter().map(|s| s.wall.as_secs_f64()).collect());
+            // NaN when GNU time is missing.
+            let cpu = median(samples.iter().filter_map(|s| s.cpu).map(|c| c.as_secs_f64()).collect());
+            let peak =
+                samples.iter().filter_map(|s| s.peak_bytes).max().map_or(f64::NAN, |b| b as f64 / 1048576.0);
+            let (w0, c0, m0) = *base.get_or_insert((wall, cpu, peak));
+            println!(
+                "{:<8} {:>4} {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1}",
+                steps,
+                runs,
+                wall * 1e3,
+                wall / w0,
+                cpu * 1e3,
+                cpu / c0,
+                peak,
+                peak / m0,
+                cpu * 1e6 / *steps as f64
+            );
+        }
     }
     println!("(linear: × 10k follows the step count, 3× and 10×)");
 }

@@ -112,6 +112,9 @@ pub fn is_result_name(name: &str) -> bool {
 
 /// The result placeholders (`{screen.x.winner}`) a loaded string still holds.
 pub fn result_names(text: &str) -> Vec<&str> {
+    if !text.contains('{') {
+        return Vec::new(); // most strings: no token list to build
+    }
     tokens(text, false, &is_result_name)
         .into_iter()
         .filter_map(|token| match token {
