@@ -10,7 +10,6 @@
 //! computed afresh.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use anvil_store::{Fingerprint, Store};
@@ -24,7 +23,7 @@ pub fn result_digest(store: &Store, fingerprint: &Fingerprint) -> Option<String>
         return None;
     }
     let result_file = store.result_file(fingerprint);
-    let identity = file_identity(&result_file);
+    let identity = anvil_store::cache::file_identity(&result_file);
     let kept = store.cache_dir("result-digests").join(fingerprint.to_string());
     if let Some(identity) = &identity
         && let Some(digest) = read_kept(&kept, identity)
@@ -38,21 +37,6 @@ pub fn result_digest(store: &Store, fingerprint: &Fingerprint) -> Option<String>
         let _ = keep(&kept, &identity, &digest);
     }
     Some(digest)
-}
-
-/// Which file this is: changes whenever the file is replaced or rewritten.
-fn file_identity(path: &Path) -> Option<String> {
-    let meta = fs::metadata(path).ok()?;
-    Some(format!(
-        "dev={} ino={} size={} mtime={}.{:09} ctime={}.{:09}",
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec()
-    ))
 }
 
 /// A kept digest is two lines: the result file's identity, then the digest.

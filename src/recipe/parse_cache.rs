@@ -104,20 +104,8 @@ impl ParseCache {
 /// last written. Rebuilding anvil changes it, so no entry outlives the code
 /// that read it.
 fn binary_identity() -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
     let exe = std::env::current_exe().ok()?;
-    let meta = fs::metadata(&exe).ok()?;
-    Some(format!(
-        "{} dev={} ino={} size={} mtime={}.{:09} ctime={}.{:09}",
-        exe.display(),
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec()
-    ))
+    Some(format!("{} {}", exe.display(), anvil_store::cache::file_identity(&exe)?))
 }
 
 /// One cache file: the files read and what the loader made of them.
