@@ -71,14 +71,18 @@ impl ParseCache {
 
     fn lookup(&self, main: &Path) -> Option<Loaded> {
         let bytes = fs::read(self.slot(main)?).ok()?;
-        let entry: Entry = serde_json::from_slice(&bytes).ok()?;
+        // The header is checked before the declarations are decoded: an
+        // edited recipe costs a line, not the whole entry.
+        let (header, body) = bytes.split_at(bytes.iter().position(|&b| b == b'\n')?);
+        let header: Header = serde_json::from_slice(header).ok()?;
         let main_named = main.to_str()?;
-        if entry.format != FORMAT || entry.binary != self.binary || entry.files.first()?.path != main_named {
+        if header.format != FORMAT || header.binary != self.binary || header.files.first()?.path != main_named
+        {
             return None;
         }
-        let mut files = Vec::with_capacity(entry.files.len());
-        let mut sources = Vec::with_capacity(entry.files.len());
-        for stamp in &entry.files {
+        let mut files = Vec::with_capacity(header.files.len());
+        let mut sources = Vec::with_capacity(header.files.len());
+        for stamp in &header.files {
             let path = Path::new(&stamp.path);
             let text = fs::read_to_string(path).ok()?;
             let canonical = loader::canonical_of(path);
@@ -89,13 +93,17 @@ impl ParseCache {
             files.push(canonical);
             sources.push(loader::source_text(path, text));
         }
-        entry.into_loaded(files, sources)
+        let body: Body = serde_json::from_slice(body).ok()?;
+        body.into_loaded(files, sources)
     }
 
     fn save(&self, main: &Path, loaded: &Loaded) -> Option<()> {
         let slot = self.slot(main)?;
-        let entry = Entry::of(&self.binary, loaded)?;
-        let bytes = serde_json::to_vec(&entry).ok()?;
+        let (header, body) = entry_of(&self.binary, loaded)?;
+        // Two lines: compact JSON has no raw newline.
+        let mut bytes = serde_json::to_vec(&header).ok()?;
+        bytes.push(b'\n');
+        serde_json::to_writer(&mut bytes, &body).ok()?;
         anvil_store::cache::write_whole(&slot, &bytes).ok()
     }
 }
@@ -108,13 +116,18 @@ fn binary_identity() -> Option<String> {
     Some(format!("{} {}", exe.display(), anvil_store::cache::file_identity(&exe)?))
 }
 
-/// One cache file: the files read and what the loader made of them.
+/// A cache file's first line: who wrote it, and the files it was read from.
 #[derive(Serialize, Deserialize)]
-struct Entry {
+struct Header {
     format: String,
     binary: String,
     /// Main file first, in reading order (`Loaded::files`).
     files: Vec<FileStamp>,
+}
+
+/// Its second line: what the loader made of those files.
+#[derive(Serialize, Deserialize)]
+struct Body {
     campaign: CampaignDecl,
     params: Vec<CachedParam>,
     decls: Vec<CachedDecl>,
@@ -174,53 +187,43 @@ enum CachedValue {
     Null,
 }
 
-impl Entry {
-    /// `None` when a file has no UTF-8 name to read it by again.
-    fn of(binary: &str, loaded: &Loaded) -> Option<Entry> {
-        let Loaded { campaign, params, decls, executors, files, sources } = loaded;
-        let files = files
-            .iter()
-            .zip(sources)
-            .map(|(canonical, source)| FileStamp {
-                path: source.name().to_string(),
-                canonical: canonical.clone(),
-                blake3: blake3::hash(source.inner().as_bytes()).to_hex().to_string(),
-            })
-            .collect();
-        let file_of = |source: &SourceText| sources.iter().position(|s| std::sync::Arc::ptr_eq(s, source));
-        let params = params
-            .iter()
-            .map(|p| {
-                Some(CachedParam {
-                    file: file_of(&p.source)?,
-                    name: text(&p.name),
-                    default: value(&p.default),
-                })
-            })
-            .collect::<Option<_>>()?;
-        let decls = decls
-            .iter()
-            .map(|d| {
-                Some(CachedDecl {
-                    kind: d.kind,
-                    file: file_of(&d.source)?,
-                    name: text(&d.name),
-                    span: span(d.span),
-                    fields: d.fields.iter().map(|f| CachedField::of(f, &d.source)).collect::<Option<_>>()?,
-                })
-            })
-            .collect::<Option<_>>()?;
-        Some(Entry {
-            format: FORMAT.to_string(),
-            binary: binary.to_string(),
-            files,
-            campaign: campaign.clone(),
-            params,
-            decls,
-            executors: executors.clone(),
+/// `None` when a declaration does not come from one of the files read (the
+/// loader never does that; an entry could not say so).
+fn entry_of(binary: &str, loaded: &Loaded) -> Option<(Header, Body)> {
+    let Loaded { campaign, params, decls, executors, files, sources } = loaded;
+    let files = files
+        .iter()
+        .zip(sources)
+        .map(|(canonical, source)| FileStamp {
+            path: source.name().to_string(),
+            canonical: canonical.clone(),
+            blake3: blake3::hash(source.inner().as_bytes()).to_hex().to_string(),
         })
-    }
+        .collect();
+    let file_of = |source: &SourceText| sources.iter().position(|s| std::sync::Arc::ptr_eq(s, source));
+    let params = params
+        .iter()
+        .map(|p| {
+            Some(CachedParam { file: file_of(&p.source)?, name: text(&p.name), default: value(&p.default) })
+        })
+        .collect::<Option<_>>()?;
+    let decls = decls
+        .iter()
+        .map(|d| {
+            Some(CachedDecl {
+                kind: d.kind,
+                file: file_of(&d.source)?,
+                name: text(&d.name),
+                span: span(d.span),
+                fields: d.fields.iter().map(|f| CachedField::of(f, &d.source)).collect::<Option<_>>()?,
+            })
+        })
+        .collect::<Option<_>>()?;
+    let header = Header { format: FORMAT.to_string(), binary: binary.to_string(), files };
+    Some((header, Body { campaign: campaign.clone(), params, decls, executors: executors.clone() }))
+}
 
+impl Body {
     /// `None` when the entry points at a file it does not list.
     fn into_loaded(self, files: Vec<PathBuf>, sources: Vec<SourceText>) -> Option<Loaded> {
         let source = |file: usize| sources.get(file).cloned();
