@@ -14,6 +14,9 @@ use super::schema;
 /// Resolve `extends` chains. Abstract declarations are kept for lookup but
 /// dropped from the result.
 pub fn apply_extends(decls: Vec<RawDecl>, problems: &mut Problems) -> Vec<RawDecl> {
+    if !decls.iter().any(|d| d.field("extends").is_some() || is_abstract(d)) {
+        return decls; // nothing to resolve: the declarations themselves, not copies of them
+    }
     let by_name: BTreeMap<(super::Kind, String), usize> =
         decls.iter().enumerate().map(|(i, d)| ((d.kind, d.name.value.clone()), i)).collect();
     let mut resolved = Vec::new();
