@@ -13,6 +13,9 @@ use anvil::plan::{EngineMode, Plan};
 use anvil::recipe::Kind;
 
 const GOLDEN: &str = "tests/fixtures/golden-fingerprints.txt";
+/// Each cell's fingerprint beside a digest of its resolved cell (every
+/// default applied, as the load generator runs it).
+const GOLDEN_RESOLVED: &str = "tests/fixtures/golden-resolved-cells.txt";
 
 fn recipes() -> Vec<PathBuf> {
     let mut paths = Vec::new();
@@ -71,8 +74,11 @@ fn doc_recipes(dir: &Path) -> Vec<PathBuf> {
     paths
 }
 
-fn current() -> String {
+/// The golden lines of every recipe: fingerprints, and each cell's
+/// fingerprint with the digest of its resolved cell.
+fn current() -> (String, String) {
     let mut out = String::new();
+    let mut resolved = String::new();
     let docs = tempfile::tempdir().expect("temp dir");
     let doc_paths = doc_recipes(docs.path());
     for path in recipes().into_iter().chain(doc_paths) {
@@ -99,16 +105,21 @@ fn current() -> String {
                         node.name,
                         node.fingerprint
                     );
+                    if let Some(spec) = anvil::plan::resolved_cell::resolve_in_plan(&plan, &node.name) {
+                        let json = serde_json::to_vec(&spec).expect("a resolved cell serialises");
+                        let digest = blake3::hash(&json).to_hex();
+                        let _ = writeln!(resolved, "{} {label} cell.{} {} {}", shown.display(), node.name, node.fingerprint, &digest[..16]);
+                    }
                 }
             }
         }
     }
-    out
+    (out, resolved)
 }
 
 #[test]
 fn fingerprints_of_every_recipe_are_unchanged() {
-    let now = current();
+    let (now, _) = current();
     if std::env::var_os("ANVIL_BLESS").is_some() {
         std::fs::write(GOLDEN, &now).expect("write golden file");
         return;
@@ -125,4 +136,43 @@ fn fingerprints_of_every_recipe_are_unchanged() {
         gained.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"),
     );
     assert!(golden.lines().count() > 50, "the golden file covers the recipes");
+}
+
+/// A default that changes what a cell does must change its fingerprint:
+/// a cell whose fingerprint is pinned but whose resolved cell (what the
+/// load generator runs) differs from the pinned one fails here. Name the
+/// new default in `plan::resolved_cell::fingerprinted_defaults` (or bump
+/// `FINGERPRINT_CONTEXT`), then bless both files.
+#[test]
+fn a_resolved_cell_changes_only_with_its_fingerprint() {
+    let (_, now) = current();
+    if std::env::var_os("ANVIL_BLESS").is_some() {
+        std::fs::write(GOLDEN_RESOLVED, &now).expect("write golden file");
+        return;
+    }
+    let golden = std::fs::read_to_string(GOLDEN_RESOLVED).expect("golden file (ANVIL_BLESS=1 writes it)");
+    // fingerprint -> resolved digest, as pinned.
+    let pinned: std::collections::BTreeMap<&str, &str> = golden
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.rsplitn(3, ' ');
+            let digest = words.next()?;
+            let fingerprint = words.next()?;
+            Some((fingerprint, digest))
+        })
+        .collect();
+    let mut moved = Vec::new();
+    for line in now.lines() {
+        let mut words = line.rsplitn(3, ' ');
+        let (digest, fingerprint, cell) = (words.next().unwrap(), words.next().unwrap(), words.next().unwrap());
+        if pinned.get(fingerprint).is_some_and(|pinned| *pinned != digest) {
+            moved.push(format!("  {cell} (fingerprint {fingerprint})"));
+        }
+    }
+    assert!(
+        moved.is_empty(),
+        "these cells now run differently under an unchanged fingerprint (a stored result would be reused for a different measurement):\n{}",
+        moved.join("\n")
+    );
+    assert!(pinned.len() > 20, "the golden file covers the cells");
 }

@@ -209,6 +209,8 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
             all_succeeded: run.status == RunStatus::Succeeded,
         };
         let rebuilt = crate::report::campaign::decision_summary(&plan, &store, &outcomes);
+        // Compared field by field, as JSON: a finding names the path that differs.
+        let rebuilt = serde_json::to_value(&rebuilt).unwrap_or_default();
         report.summary_rebuilt = true;
         for change in diff_values(&claimed, &rebuilt) {
             report.findings.push(Finding {

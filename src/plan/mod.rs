@@ -10,6 +10,7 @@ mod preimage;
 mod preimage_text;
 mod provisional;
 mod result_digest;
+pub mod resolved_cell;
 pub mod search;
 mod status;
 mod step_index;

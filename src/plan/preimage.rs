@@ -94,6 +94,9 @@ pub fn preimage_of(
         }
         // A search's result is its probes' (cells') results, judged.
         Spec::Cell(_) | Spec::Check(_) | Spec::Search(_) => {
+            if let Spec::Cell(cell) = &step.spec {
+                settings.extend(super::resolved_cell::fingerprinted_defaults(&cell.load));
+            }
             parts.environment.insert("protocol".into(), json!(MEASUREMENT_PROTOCOL));
             parts.environment.insert("campaign_seed".into(), json!(recipe.campaign.seed));
         }

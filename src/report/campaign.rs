@@ -11,10 +11,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::plan::Plan;
-use crate::recipe::decls::{CellDecl, DecisionDecl, LoadDecl, ServerDecl};
-use crate::recipe::words::Thinking;
+use anvil_loadgen::{LoadAxis, PromptCacheMode, Traffic};
+
+use super::decision_summary::{self, Block, Decision, DecisionSummary, GateRow, HeadlineResult, Measurement};
+use super::workload_manifest::{self, Selection, Statistics, WorkloadClass, WorkloadManifest};
+use crate::recipe::decls::{CellDecl, DecisionDecl, ServerDecl};
+use anvil_loadgen::ThinkingMode;
 use crate::recipe::{Decl, Kind, Spec};
-use crate::results::{self, CellResult, CheckResult, DecisionResult, EvalStatus, GateResult, ScreenResult};
+use crate::results::{self, CellLoad, CellResult, CheckResult, DecisionResult, EvalStatus, GateResult, ScreenResult};
 use crate::run::RunSummary;
 
 /// Write the campaign's outputs for a finished run into `out/<campaign>/`:
@@ -32,10 +36,11 @@ pub fn write_outputs(summary: &RunSummary, store: &Store, out: &Path) -> std::io
     std::fs::create_dir_all(&dir)?;
     let manifest = dir.join("workload-manifest.json");
     let decision = dir.join("decision-summary.json");
-    // Serialising a Value cannot fail: its keys are strings.
-    write_if_changed(&manifest, &serde_json::to_vec_pretty(&workload_manifest(plan)).unwrap_or_default())?;
-    let summary_json = decision_summary(plan, store, &outcomes);
-    write_if_changed(&decision, &serde_json::to_vec_pretty(&summary_json).unwrap_or_default())?;
+    // Serialising these types cannot fail: their maps have string keys.
+    let manifest_doc = workload_manifest(plan, store);
+    write_if_changed(&manifest, &serde_json::to_vec_pretty(&manifest_doc).unwrap_or_default())?;
+    let summary_doc = decision_summary(plan, store, &outcomes);
+    write_if_changed(&decision, &summary_doc.to_vec_pretty())?;
     Ok(vec![manifest, decision])
 }
 
@@ -54,17 +59,52 @@ pub struct Outcomes<'a> {
     pub all_succeeded: bool,
 }
 
-pub fn workload_manifest(plan: &Plan) -> Value {
+/// What the manifest reads of a cell's stored result: its load as the
+/// load generator ran it.
+#[derive(serde::Deserialize)]
+struct CellFacts {
+    #[serde(default)]
+    load: Option<CellLoad>,
+}
+
+/// Every cell of the plan with a stored result, and those facts of it.
+fn cell_facts<'a>(plan: &'a Plan, store: &Store) -> Vec<(&'a Decl, CellFacts)> {
+    cells(plan).filter_map(|(c, _)| Some((c, stored::<CellFacts>(plan, store, &c.name)?.ok()?))).collect()
+}
+
+pub fn workload_manifest(plan: &Plan, store: &Store) -> WorkloadManifest {
     let recipe = &plan.recipe;
-    let cells: Vec<&LoadDecl> = cells(plan).map(|(_, c)| &c.load).collect();
-    let distinct = |value: fn(&LoadDecl) -> Option<u64>| -> Vec<u64> {
-        cells.iter().filter_map(|c| value(c)).collect::<BTreeSet<_>>().into_iter().collect()
+    let facts = cell_facts(plan, store);
+    let loads: Vec<&CellLoad> = facts.iter().filter_map(|(_, f)| f.load.as_ref()).collect();
+    let distinct = |value: &dyn Fn(&CellLoad) -> Option<u64>| -> Vec<u64> {
+        loads.iter().filter_map(|l| value(l)).collect::<BTreeSet<_>>().into_iter().collect()
     };
-    let headline = headline_cells(plan).into_iter().next().map(|(_, cell)| &cell.load);
-    let classes: Vec<Value> = recipe
+    let synthetic = |l: &CellLoad| matches!(l.resolved.traffic, Traffic::Synthetic);
+    let closed = |l: &CellLoad| l.offered.axis == LoadAxis::Concurrency;
+    let mut rates: Vec<f64> = loads
+        .iter()
+        .filter(|l| !closed(l))
+        .filter_map(|l| l.offered.value.map(|v| (v * 10.0).round() / 10.0))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    let traces: BTreeSet<String> = loads
+        .iter()
+        .filter_map(|l| match &l.resolved.traffic {
+            Traffic::Trace(t) => t.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    let headline_name = headline_cells(plan).into_iter().next().map(|(d, _)| d.name.as_str());
+    let headline = facts
+        .iter()
+        .find(|(d, _)| Some(d.name.as_str()) == headline_name)
+        .and_then(|(_, f)| f.load.as_ref())
+        .map(|l| &l.resolved);
+    let classes = recipe
         .workloads
         .iter()
-        .map(|w| json!({"id": w.name, "description": w.description.as_deref().unwrap_or("")}))
+        .map(|w| WorkloadClass { id: w.name.clone(), description: w.description.clone().unwrap_or_default() })
         .collect();
     let controls: Vec<String> = decision(plan).map(|(_, d)| d.controls.clone()).unwrap_or_default();
     let mut screen_controls: Vec<String> =
@@ -79,49 +119,69 @@ pub fn workload_manifest(plan: &Plan) -> Value {
             })
             .collect();
     screen_controls.extend(controls);
-    let natural_completion_requests: BTreeSet<u64> =
-        cells.iter().filter(|c| c.response_words.unwrap_or(0) == 0).filter_map(|c| c.requests).collect();
-    json!({
-        "schema": "anvil-serving.benchmark-workload-manifest/v1",
-        "campaign_id": recipe.campaign.name,
-        "selection": {
-            "contexts_actual_prompt_token_targets": distinct(|c| c.context_tokens),
-            "concurrency": distinct(|c| c.concurrency),
-            "natural_completion_screen_requests": natural_completion_requests,
-            "headline_requests": headline.and_then(|h| h.requests),
-            "headline_response_words": headline.and_then(|h| h.response_words),
-            "headline_max_tokens": headline.and_then(|h| h.max_tokens),
-            "headline_prompt_cache_mode": headline.map(|h| h.prompt_cache.as_str()),
-            "headline_request_canaries": headline.map(|h| h.canaries.unwrap_or(true)),
-            "random_prefix_seed": recipe.campaign.seed,
-            "thinking": headline.map(|h| thinking_label(h.thinking)),
-        },
-        "workload_classes": classes,
-        "controls": screen_controls,
-        "metrics": [
+    let natural = |l: &CellLoad| l.resolved.response_words == 0 && l.resolved.stages.is_empty();
+    let selection = Selection {
+        contexts_actual_prompt_token_targets: distinct(&|l| synthetic(l).then_some(l.resolved.context_tokens)),
+        concurrency: distinct(&|l| closed(l).then_some(u64::from(l.resolved.concurrency))),
+        request_rates: rates,
+        traces: traces.into_iter().collect(),
+        natural_completion_screen_requests: distinct(&|l| {
+            natural(l).then_some(u64::from(l.resolved.requests) * u64::from(l.resolved.repeat.max(1)))
+        }),
+        headline_requests: headline
+            .filter(|h| h.stages.is_empty())
+            .map(|h| u64::from(h.requests) * u64::from(h.repeat.max(1))),
+        headline_response_words: headline.map(|h| u64::from(h.response_words)),
+        headline_max_tokens: headline.map(|h| u64::from(h.max_tokens)),
+        headline_prompt_cache_mode: headline.map(|h| match h.prompt_cache_mode {
+            PromptCacheMode::Unique => "unique".to_string(),
+            PromptCacheMode::SharedPrefix { .. } => "shared-prefix".to_string(),
+        }),
+        headline_request_canaries: headline.map(|h| h.canaries),
+        random_prefix_seed: recipe.campaign.seed,
+        thinking: headline.map(|h| thinking_label(h.thinking).to_string()),
+        cells_without_recorded_load: facts
+            .iter()
+            .filter(|(_, f)| f.load.is_none())
+            .map(|(d, _)| d.name.clone())
+            .collect(),
+    };
+    let words = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let definitions: Map<String, Value> = [
+        ("ttft", "request start through first non-empty streamed content delta"),
+        ("time_to_first_output", "request start through first non-empty reasoning or content delta"),
+        ("effective_prefill", "API prompt tokens divided by time to first output; includes queueing, scheduling, prefill, and first-token work"),
+        ("decode", "API completion tokens after the first token divided by client-observed generation time"),
+        ("tpot", "client-observed generation time divided by API completion tokens after the first token"),
+        ("mean_inter_token_latency", "same per-request aggregate as TPOT (kept for compatibility); anvil also records raw chunk-arrival gaps"),
+        ("end_to_end", "request start through stream completion"),
+        ("aggregate_throughput", "sum of API completion tokens divided by the wall-clock span of the concurrent run"),
+        ("offered_load", "open loop and traces: measured request rate (sends after the first over the span of the sends); closed loop: concurrency"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), json!(v)))
+    .collect();
+    WorkloadManifest {
+        schema: workload_manifest::SCHEMA.into(),
+        campaign_id: recipe.campaign.name.clone(),
+        selection,
+        workload_classes: classes,
+        controls: screen_controls,
+        metrics: words(&[
             "time_to_first_output_ms", "effective_prefill_tokens_per_second", "per_request_decode_tokens_per_second",
             "aggregate_output_tokens_per_second", "time_per_output_token_ms", "mean_inter_token_latency_ms", "end_to_end_ms",
             "prompt_and_completion_usage_tokens", "request_canary_correctness", "chunk_gap_distribution", "client_send_lag",
-        ],
-        "timing_definitions": {
-            "ttft": "request start through first non-empty streamed content delta",
-            "time_to_first_output": "request start through first non-empty reasoning or content delta",
-            "effective_prefill": "API prompt tokens divided by time to first output; includes queueing, scheduling, prefill, and first-token work",
-            "decode": "API completion tokens after the first token divided by client-observed generation time",
-            "tpot": "client-observed generation time divided by API completion tokens after the first token",
-            "mean_inter_token_latency": "same per-request aggregate as TPOT (kept for compatibility); anvil also records raw chunk-arrival gaps",
-            "end_to_end": "request start through stream completion",
-            "aggregate_throughput": "sum of API completion tokens divided by the wall-clock span of the concurrent run",
+        ]),
+        timing_definitions: definitions,
+        statistics: Statistics {
+            distribution: words(&["mean", "standard deviation", "95 percent confidence interval for mean", "min", "p25", "p50", "p75", "p90", "p95", "p99", "max"]),
+            percentile_method: "nearest rank".into(),
         },
-        "statistics": {
-            "distribution": ["mean", "standard deviation", "95 percent confidence interval for mean", "min", "p25", "p50", "p75", "p90", "p95", "p99", "max"],
-            "percentile_method": "nearest rank",
-        },
-        "measurement_protocol": crate::plan::MEASUREMENT_PROTOCOL,
-    })
+        measurement_protocol: crate::plan::MEASUREMENT_PROTOCOL.into(),
+    }
 }
 
-pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> Value {
+pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> DecisionSummary {
     let recipe = &plan.recipe;
     // The headline cells' results read whole, once; of the others only
     // whether they were simulated (metrics are most of a result's bytes,
@@ -156,33 +216,37 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         .into_iter()
         .collect();
 
-    let headline_results: Vec<Value> = headline_cells(plan)
+    let headline_results: Vec<HeadlineResult> = headline_cells(plan)
         .iter()
         .filter_map(|&(step, cell)| {
             let r = cell_of(&step.name)?;
             let m = |stat: &str, prefix: &str, suffix: &str| r.metric(&format!("{prefix}_{stat}{suffix}")).clone();
-            let block = |prefix: &str, suffix: &str| json!({"mean": m("mean", prefix, suffix), "p50": m("p50", prefix, suffix), "p95": m("p95", prefix, suffix), "p99": m("p99", prefix, suffix)});
+            let block = |prefix: &str, suffix: &str| Block {
+                mean: m("mean", prefix, suffix),
+                p50: m("p50", prefix, suffix),
+                p95: m("p95", prefix, suffix),
+                p99: m("p99", prefix, suffix),
+            };
             let server = recipe.step(&cell.server);
-            let replicas = server.and_then(|s| match &s.spec {
-                Spec::Server(server) => Some(server.replicas),
-                _ => None,
-            });
-            let replicas = replicas.unwrap_or(1);
             let i = plan.index_of(&step.name)?;
-            Some(json!({
-                "profile": server.and_then(|s| s.description.as_deref()).unwrap_or(&cell.server),
-                "topology": format!("{} replica{}, C{}", replicas, if replicas == 1 { "" } else { "s" }, cell.load.concurrency.unwrap_or(1)),
-                "requests": r.requests,
-                "canaries_passed": r.canaries_passed,
-                "aggregate_tok_s": r.aggregate_tok_s,
-                "ttft_ms": block("ttft", "_ms"),
-                "effective_prefill_tok_s": block("effective_prefill_tok_s", ""),
-                "decode_tok_s": block("decode_tok_s", ""),
-                "tpot_mean_itl_ms": block("tpot", "_ms"),
-                "e2e_ms": block("e2e", "_ms"),
-                "simulated": r.simulated,
-                "evidence": plan.nodes[i].fingerprint.to_string(),
-            }))
+            Some(HeadlineResult {
+                profile: server.and_then(|s| s.description.clone()).unwrap_or_else(|| cell.server.clone()),
+                // What the load generator ran, from the stored result.
+                topology: r.load.as_ref().map_or_else(
+                    || "not recorded (a result stored before anvil recorded its load)".to_string(),
+                    CellLoad::topology,
+                ),
+                requests: r.requests,
+                canaries_passed: r.canaries_passed,
+                aggregate_tok_s: r.aggregate_tok_s,
+                ttft_ms: block("ttft", "_ms"),
+                effective_prefill_tok_s: block("effective_prefill_tok_s", ""),
+                decode_tok_s: block("decode_tok_s", ""),
+                tpot_mean_itl_ms: block("tpot", "_ms"),
+                e2e_ms: block("e2e", "_ms"),
+                simulated: r.simulated,
+                evidence: plan.nodes[i].fingerprint.to_string(),
+            })
         })
         .collect();
 
@@ -221,7 +285,12 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
             ),
         };
         any_rejected |= status == "rejected";
-        gates.push(json!({"name": format!("{} {}", step.kind, step.name), "status": status, "detail": detail, "description": step.description}));
+        gates.push(GateRow {
+            name: format!("{} {}", step.kind, step.name),
+            status: status.to_string(),
+            detail,
+            description: step.description.clone(),
+        });
     }
     let restorations: Vec<&(usize, &str, String)> =
         outcomes.endings.iter().filter(|(i, _, _)| plan.nodes[*i].kind == Kind::Finally).collect();
@@ -235,11 +304,16 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
             "missing"
         };
         any_rejected |= status == "rejected";
-        gates.push(json!({
-            "name": "restoration",
-            "status": status,
-            "detail": restorations.iter().map(|(i, e, d)| format!("{} {e}: {d}", plan.nodes[*i].name)).collect::<Vec<_>>().join("; "),
-        }));
+        gates.push(GateRow {
+            name: "restoration".into(),
+            status: status.to_string(),
+            detail: restorations
+                .iter()
+                .map(|(i, e, d)| format!("{} {e}: {d}", plan.nodes[*i].name))
+                .collect::<Vec<_>>()
+                .join("; "),
+            description: None,
+        });
     }
 
     let mut limitations: Vec<String> = decision(plan).map(|(_, d)| d.limitations.clone()).unwrap_or_default();
@@ -283,38 +357,49 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
     if !restorations.is_empty() && restorations.iter().all(|(_, e, _)| *e == "ran") {
         evidence_labels.push("exact-restoration");
     }
-    json!({
-        "schema": "anvil-serving.benchmark-decision-summary/v1",
-        "campaign_id": recipe.campaign.name,
-        "complete": outcomes.all_succeeded,
-        "evidence_cutoff": outcomes.finished_at,
-        "identity": identity,
-        "measurement": {
-            "path": "direct online streaming",
-            "warm_cold_state": "service warm (warmup requests unmeasured); unique prompt variants per request",
-            "headline_workload": headline_cells(plan).first().map(|(_, h)| describe_workload(&h.load)).unwrap_or_default(),
-            "statistics": ["mean", "p50", "p95", "p99", "aggregate output throughput"],
-            "metrics": ["ttft", "effective_prefill", "decode", "tpot", "mean_itl", "e2e", "aggregate_throughput"],
-            "percentile_method": "nearest rank",
-            "tpot_itl_semantics": "tpot and mean_itl are per-request aggregates (generation time over completion tokens after the first); anvil additionally stores the raw chunk-arrival gap distribution in every cell artifact",
-            "simulated": !simulated.is_empty(),
+    let words = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let headline_workload = headline_cells(plan)
+        .first()
+        .and_then(|(h, _)| cell_of(&h.name))
+        .map(|r| {
+            r.load.as_ref().map_or_else(
+                || "not recorded (a result stored before anvil recorded its load)".to_string(),
+                CellLoad::workload_words,
+            )
+        })
+        .unwrap_or_default();
+    DecisionSummary {
+        schema: decision_summary::SCHEMA.into(),
+        campaign_id: recipe.campaign.name.clone(),
+        complete: outcomes.all_succeeded,
+        evidence_cutoff: outcomes.finished_at.clone(),
+        identity,
+        measurement: Measurement {
+            path: "direct online streaming".into(),
+            warm_cold_state: "service warm (warmup requests unmeasured); unique prompt variants per request".into(),
+            headline_workload,
+            statistics: words(&["mean", "p50", "p95", "p99", "aggregate output throughput"]),
+            metrics: words(&["ttft", "effective_prefill", "decode", "tpot", "mean_itl", "e2e", "aggregate_throughput"]),
+            percentile_method: "nearest rank".into(),
+            tpot_itl_semantics: "tpot and mean_itl are per-request aggregates (generation time over completion tokens after the first); anvil additionally stores the raw chunk-arrival gap distribution in every cell artifact".into(),
+            simulated: !simulated.is_empty(),
         },
-        "headline_results": headline_results,
-        "optimization_results": optimization,
-        "gates": gates,
-        "limitations": limitations,
-        "decision": {
-            "evidence_labels": evidence_labels,
-            "decision_labels": verdict.as_ref().map(|v| &v.decision_labels),
-            "promotion_authorized": verdict.as_ref().map(|v| v.promotion_authorized),
-            "rules": verdict.as_ref().map(|v| &v.rules),
-            "winner": statement("winner"),
-            "single_card_selection": statement("single_card_selection"),
-            "alternate_runtime_result": statement("alternate_runtime_result"),
-            "promotion_boundary": statement("promotion_boundary"),
-            "reason": verdict.as_ref().map(decision_reason),
+        headline_results,
+        optimization_results: optimization,
+        gates,
+        limitations,
+        decision: Decision {
+            evidence_labels: words(&evidence_labels),
+            decision_labels: verdict.as_ref().map(|v| v.decision_labels.clone()),
+            promotion_authorized: verdict.as_ref().map(|v| v.promotion_authorized),
+            rules: verdict.as_ref().map(|v| results::to_value(&v.rules)),
+            winner: statement("winner"),
+            single_card_selection: statement("single_card_selection"),
+            alternate_runtime_result: statement("alternate_runtime_result"),
+            promotion_boundary: statement("promotion_boundary"),
+            reason: verdict.as_ref().map(decision_reason),
         },
-    })
+    }
 }
 
 /// Of a cell's result, only whether the simulated engine produced it.
@@ -383,29 +468,15 @@ fn headline_cells(plan: &Plan) -> Vec<(&Decl, &CellDecl)> {
         .collect()
 }
 
-fn thinking_label(thinking: Thinking) -> &'static str {
+fn thinking_label(thinking: ThinkingMode) -> &'static str {
     match thinking {
-        Thinking::Off => "disabled",
-        Thinking::On => "enabled",
-        Thinking::Default => "server default",
+        ThinkingMode::Off => "disabled",
+        ThinkingMode::On => "enabled",
+        ThinkingMode::Default => "server default",
     }
 }
 
 fn ending_detail(plan: &Plan, outcomes: &Outcomes<'_>, name: &str) -> Option<String> {
     let i = plan.index_of(name)?;
     outcomes.endings.iter().find(|(j, _, _)| *j == i).map(|(_, e, d)| format!("{e}: {d}"))
-}
-
-fn describe_workload(load: &LoadDecl) -> String {
-    format!(
-        "{} requests, {} context target, C{}, {} prompts, canaries {}, {} requested words, {}-token ceiling, thinking {}",
-        load.requests.unwrap_or(0),
-        load.context_tokens.unwrap_or(0),
-        load.concurrency.unwrap_or(1),
-        load.prompt_cache.as_str(),
-        if load.canaries.unwrap_or(true) { "on" } else { "off" },
-        load.response_words.unwrap_or(0),
-        load.max_tokens.unwrap_or(0),
-        load.thinking.as_str(),
-    )
 }

@@ -116,14 +116,10 @@ pub fn markdown(report: &Report) -> String {
         }
     }
     let gates: Vec<(String, String, String)> =
-        match report.summary.as_ref().and_then(|s| s.get("gates")?.as_array().cloned()) {
-            Some(gates) => gates
-                .iter()
-                .map(|g| {
-                    let s = |k: &str| g.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                    (s("name"), s("status"), s("detail"))
-                })
-                .collect(),
+        match &report.summary {
+            Some(summary) => {
+                summary.gates.iter().map(|g| (g.name.clone(), g.status.clone(), g.detail.clone())).collect()
+            }
             None => report
                 .steps
                 .iter()
@@ -188,12 +184,12 @@ pub fn markdown(report: &Report) -> String {
             num(cell.metric("tpot_mean_ms")),
         );
     }
-    if let Some(limitations) = report.summary.as_ref().and_then(|s| s.get("limitations")?.as_array().cloned())
+    if let Some(limitations) = report.summary.as_ref().map(|s| &s.limitations)
         && !limitations.is_empty()
     {
         out.push_str("\n### Limitations\n\n");
         for l in limitations {
-            let _ = writeln!(out, "- {}", md(&plain(&l)));
+            let _ = writeln!(out, "- {}", md(l));
         }
     }
     if !out.ends_with('\n') {

@@ -1,6 +1,8 @@
 //! What anvil tells people: differences, summaries, rendered results.
 
 pub mod campaign;
+pub mod decision_summary;
+pub mod workload_manifest;
 pub mod export;
 pub mod html;
 pub mod model;

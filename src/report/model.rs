@@ -11,6 +11,7 @@ use anvil_store::{RunRecord, Store};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::decision_summary::DecisionSummary;
 use crate::results::{
     self, CellResult, CheckResult, DecisionResult, GateResult, ScreenResult, SearchResult, TaskResult,
 };
@@ -26,7 +27,7 @@ pub struct Report {
     /// bundle, whose temporary store is gone once the page is written.
     pub link_files: bool,
     /// `anvil-serving.benchmark-decision-summary/v1` of this run, when found.
-    pub summary: Option<Value>,
+    pub summary: Option<DecisionSummary>,
     /// Steps in the run record's order (servers left out).
     pub steps: Vec<Step>,
 }
@@ -125,12 +126,13 @@ pub struct CanaryView {
 }
 
 impl Cell {
-    /// The concurrency, or for an open loop its arrival rate, as the x of a sweep.
+    /// Where the cell sits on a load axis, by the load it offered: its
+    /// measured request rate (open loop, traces) or its concurrency
+    /// (closed loop), as the load generator recorded it. `None` for a
+    /// result stored before anvil recorded it.
     pub fn load_axis(&self) -> Option<(&'static str, f64)> {
-        match self.artifact.arrival.get("rate_per_s").and_then(Value::as_f64) {
-            Some(rate) => Some(("arrival rate (req/s)", rate)),
-            None => self.artifact.concurrency.map(|c| ("concurrency", c)),
-        }
+        let offered = &self.result.load.as_ref()?.offered;
+        Some((offered.axis.label(), offered.value?))
     }
 
     /// The server (replica label) the cell measured.
@@ -164,15 +166,11 @@ impl Report {
 
     /// The decision summary's headline cells (by evidence fingerprint), in its order.
     pub fn headline_names(&self) -> Vec<String> {
-        let Some(rows) = self.summary.as_ref().and_then(|s| s.get("headline_results")?.as_array().cloned())
-        else {
-            return Vec::new();
-        };
-        rows.iter()
-            .filter_map(|row| {
-                let fp = row.get("evidence")?.as_str()?;
-                self.steps.iter().find(|s| s.fingerprint == fp).map(|s| s.name.clone())
-            })
+        let Some(summary) = &self.summary else { return Vec::new() };
+        summary
+            .headline_results
+            .iter()
+            .filter_map(|row| self.steps.iter().find(|s| s.fingerprint == row.evidence).map(|s| s.name.clone()))
             .collect()
     }
 
@@ -254,7 +252,8 @@ pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
     let summary = sources
         .outputs
         .as_deref()
-        .and_then(|dir| read_json(&dir.join("decision-summary.json")))
+        .and_then(|dir| std::fs::read(dir.join("decision-summary.json")).ok())
+        .and_then(|bytes| DecisionSummary::from_slice(&bytes).ok())
         .filter(|s| summary_is_of(s, &run));
     Report {
         campaign,
@@ -269,17 +268,12 @@ pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
 
 /// A decision summary belongs to a run when it was cut when the run
 /// finished and its headline evidence is among the run's steps.
-fn summary_is_of(summary: &Value, run: &RunRecord) -> bool {
-    let cutoff = summary.get("evidence_cutoff").and_then(Value::as_str);
-    if cutoff.is_none() || cutoff != run.finished_at.as_deref() {
+fn summary_is_of(summary: &DecisionSummary, run: &RunRecord) -> bool {
+    if run.finished_at.as_deref() != Some(summary.evidence_cutoff.as_str()) {
         return false;
     }
     let fingerprints: Vec<String> = run.nodes.iter().map(|n| n.fingerprint.to_string()).collect();
-    summary.get("headline_results").and_then(Value::as_array).is_none_or(|rows| {
-        rows.iter().all(|r| {
-            r.get("evidence").and_then(Value::as_str).is_some_and(|fp| fingerprints.iter().any(|f| f == fp))
-        })
-    })
+    summary.headline_results.iter().all(|r| fingerprints.iter().any(|f| *f == r.evidence))
 }
 
 fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
@@ -309,8 +303,4 @@ fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
         },
         _ => Body::Other(result),
     }
-}
-
-fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }

@@ -1,6 +1,7 @@
 //! A `cell`'s result: the load generator's summary of one measured cell,
 //! with its full metrics (the artifact itself is the step's `benchmark.json`).
 
+use anvil_loadgen::{Arrival, CapHolds, CellSpec, LoadAxis, OfferedLoad, Traffic};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -35,6 +36,23 @@ pub struct CellResult {
     pub repeats: Value,
     /// The artifact's `metrics`, as the load generator wrote them.
     pub metrics: Value,
+    /// What the load generator did: absent from results stored before
+    /// anvil recorded it (their consumers say "not recorded").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<CellLoad>,
+}
+
+/// A cell's load as the load generator ran it (the artifact's
+/// `resolved_cell`, `offered_load`, `in_flight_cap` and target labels):
+/// what every consumer of a cell reads about its load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellLoad {
+    pub resolved: CellSpec,
+    pub offered: OfferedLoad,
+    /// Open loop only: the cap and how often it held a due request back.
+    pub in_flight_cap: Option<CapHolds>,
+    /// The replicas' labels, one per target measured.
+    pub targets: Vec<String>,
 }
 
 impl CellResult {
@@ -43,6 +61,78 @@ impl CellResult {
     pub fn metric(&self, key: &str) -> &Value {
         self.metrics.get(key).unwrap_or(&Value::Null)
     }
+}
+
+impl CellLoad {
+    /// Where the cell sits on its load axis: "19.8 req/s offered (measured)",
+    /// "C6 (closed loop)".
+    pub fn offered_words(&self) -> String {
+        match (self.offered.axis, self.offered.value) {
+            (LoadAxis::RequestRate, Some(rate)) => format!("{rate:.1} req/s offered (measured)"),
+            (LoadAxis::RequestRate, None) => "open loop, too few sends to measure a rate".into(),
+            (LoadAxis::Concurrency, value) => format!("C{} (closed loop)", value.unwrap_or(0.0)),
+        }
+    }
+
+    /// "1 replica, C6", "2 replicas, poisson 20 req/s (19.8 measured), cap 40":
+    /// the decision summary's topology of a headline cell.
+    pub fn topology(&self) -> String {
+        let n = self.targets.len().max(1);
+        let replicas = format!("{n} replica{}", if n == 1 { "" } else { "s" });
+        let spec = &self.resolved;
+        let measured = self.offered.value.map(|v| format!(" ({v:.1} measured)")).unwrap_or_default();
+        let cap = self.in_flight_cap.as_ref().map(|c| c.limit).unwrap_or(spec.concurrency);
+        let load = match (&spec.traffic, spec.arrival, spec.stages.is_empty()) {
+            (Traffic::Sessions(s), _, _) => format!("{} sessions x {} turns, closed loop", s.sessions, s.turns),
+            (Traffic::Trace(_), _, _) => format!("trace replay on its own schedule{measured} req/s, cap {cap}"),
+            (_, _, false) => format!("{} load stages, {}", spec.stages.len(), self.offered_words()),
+            (_, Arrival::ClosedLoop, true) => format!("C{}", spec.concurrency),
+            (_, Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s }, true) => {
+                let kind = if matches!(spec.arrival, Arrival::Poisson { .. }) { "poisson" } else { "constant" };
+                format!("{kind} {rate_per_s} req/s{measured}, cap {cap}")
+            }
+        };
+        format!("{replicas}, {load}")
+    }
+
+    /// The workload in one line, as the load generator ran it (the
+    /// decision summary's `headline_workload`).
+    pub fn workload_words(&self) -> String {
+        let spec = &self.resolved;
+        let source = match &spec.traffic {
+            Traffic::Synthetic => format!("{} context target", spec.context_tokens),
+            Traffic::Trace(t) => format!("trace {}", file_name(&t.path)),
+            Traffic::Dataset(d) => format!("dataset {}", file_name(&d.path)),
+            Traffic::Sessions(s) => format!("{} sessions x {} turns", s.sessions, s.turns),
+        };
+        let prompts = match spec.prompt_cache_mode {
+            anvil_loadgen::PromptCacheMode::Unique => "unique".to_string(),
+            anvil_loadgen::PromptCacheMode::SharedPrefix { prefix_tokens } => {
+                format!("shared-prefix ({prefix_tokens} tokens)")
+            }
+        };
+        let thinking = match spec.thinking {
+            anvil_loadgen::ThinkingMode::Default => "server default",
+            anvil_loadgen::ThinkingMode::On => "on",
+            anvil_loadgen::ThinkingMode::Off => "off",
+        };
+        let requests = if spec.stages.is_empty() {
+            format!("{} requests", u64::from(spec.requests) * u64::from(spec.repeat.max(1)))
+        } else {
+            format!("{} load stages", spec.stages.len())
+        };
+        format!(
+            "{requests}, {source}, {}, {prompts} prompts, canaries {}, {} requested words, {}-token ceiling, thinking {thinking}",
+            self.topology(),
+            if spec.canaries { "on" } else { "off" },
+            spec.response_words,
+            spec.max_tokens,
+        )
+    }
+}
+
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 #[cfg(test)]
@@ -113,6 +203,7 @@ mod tests {
                 .cloned()
                 .unwrap_or_default(),
             metrics,
+            load: None,
         })
     }
 

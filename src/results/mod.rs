@@ -31,7 +31,7 @@ mod screen;
 mod search;
 mod task;
 
-pub use cell::{CELL_RESULT_SCHEMA, CellResult};
+pub use cell::{CELL_RESULT_SCHEMA, CellLoad, CellResult};
 pub use check::CheckResult;
 pub use decision::{DecisionResult, Promotion, RuleResult};
 pub use gate::{GateResult, Requirement};

@@ -1,152 +1,15 @@
 //! `cell` steps: one server × one workload, measured by the load generator
 //! under the capacity-v4 protocol; the artifact is `anvil-serving.benchmark/v1`.
 
-use anvil_loadgen::{
-    Api, Arrival, Balance, CellContext, CellSpec, DatasetFormat, DatasetSpec, OutputPolicy, PromptCacheMode,
-    SessionSpec, Slo, ThinkingMode, TraceFormat, TraceSpec, Traffic,
-};
-use std::time::Duration;
-
+use anvil_loadgen::{Balance, CellContext};
 use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
-use crate::recipe::decls::load::TrafficDecl;
-use crate::recipe::decls::{self, CellDecl};
-use crate::recipe::placeholders::unescape;
+use crate::plan::resolved_cell::{resolve, resolve_paths};
+use crate::recipe::decls::CellDecl;
 use crate::recipe::words;
-use crate::results::{self, CELL_RESULT_SCHEMA, CellResult};
-
-/// The load generator's spec for a cell: the recipe's words mapped onto
-/// the load generator's types, its defaults where the recipe is silent.
-pub fn cell_spec(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpec {
-    let defaults = CellSpec::default();
-    let load = &cell.load;
-    let count =
-        |value: Option<u64>, default: u32| value.map_or(default, |v| v.min(u64::from(u32::MAX)) as u32);
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    CellSpec {
-        name: name.to_string(),
-        model: model.to_string(),
-        api: match load.api {
-            words::Api::Chat => Api::Chat,
-            words::Api::Completions => Api::Completions,
-            words::Api::Responses => Api::Responses,
-        },
-        context_tokens: load.context_tokens.unwrap_or(defaults.context_tokens),
-        concurrency: count(load.concurrency, default_concurrency(&load.traffic, defaults.concurrency)).max(1),
-        arrival: match load.arrival {
-            decls::Arrival::Closed => Arrival::ClosedLoop,
-            decls::Arrival::Poisson { rate_per_s } => Arrival::Poisson { rate_per_s },
-            decls::Arrival::Constant { rate_per_s } => Arrival::Constant { rate_per_s },
-        },
-        requests: count(load.requests, defaults.requests).max(1),
-        warmup_requests: count(load.warmup_requests, defaults.warmup_requests),
-        response_words: count(load.response_words, defaults.response_words),
-        max_tokens: count(load.max_tokens, defaults.max_tokens),
-        prompt_cache_mode: match load.prompt_cache {
-            words::PromptCache::Unique => PromptCacheMode::Unique,
-            words::PromptCache::SharedPrefix => {
-                PromptCacheMode::SharedPrefix { prefix_tokens: load.prefix_tokens }
-            }
-        },
-        canaries: load.canaries.unwrap_or(defaults.canaries),
-        thinking: match load.thinking {
-            words::Thinking::Default => ThinkingMode::Default,
-            words::Thinking::On => ThinkingMode::On,
-            words::Thinking::Off => ThinkingMode::Off,
-        },
-        temperature: load.temperature,
-        top_p: load.top_p,
-        sampling_seed: load.sampling_seed,
-        prompt_salt: load.prompt_salt.unwrap_or(0),
-        controlled_output_policy: match load.output_policy {
-            words::OutputPolicy::Observe => OutputPolicy::Observe,
-            words::OutputPolicy::Strict => OutputPolicy::Strict,
-        },
-        request_timeout_ms: load.timeout.map_or(defaults.request_timeout_ms, |t| t.as_millis() as u64),
-        seed,
-        extra_body: load.extra_body.as_ref().map(unescape_strings).unwrap_or(Value::Null),
-        slo: load.slo.map(|slo| Slo {
-            ttft_ms: slo.ttft.map(ms),
-            tpot_ms: slo.tpot.map(ms),
-            e2e_ms: slo.e2e.map(ms),
-            from: match slo.from {
-                decls::load::SloFrom::Send => anvil_loadgen::SloFrom::Send,
-                decls::load::SloFrom::Schedule => anvil_loadgen::SloFrom::Schedule,
-            },
-        }),
-        repeat: count(load.repeat, 1).max(1),
-        connect: match load.connect {
-            decls::load::ConnectWord::Ahead => anvil_loadgen::Connect::Ahead,
-            decls::load::ConnectWord::OnDemand => anvil_loadgen::Connect::OnDemand,
-        },
-        stages: load.stages.iter().map(|s| stage(s, count(load.concurrency, defaults.concurrency))).collect(),
-        traffic: traffic(&load.traffic),
-    }
-}
-
-/// A trace's arrivals are its own, so its in-flight cap is wide unless set;
-/// sessions hold one connection each.
-fn default_concurrency(traffic: &TrafficDecl, synthetic: u32) -> u32 {
-    match traffic {
-        TrafficDecl::Trace(_) => 1024,
-        TrafficDecl::Sessions(s) => s.sessions.min(u64::from(u32::MAX)) as u32,
-        TrafficDecl::Synthetic | TrafficDecl::Dataset(_) => synthetic,
-    }
-}
-
-/// The declared traffic as the load generator reads it (file paths as
-/// written; [`run_cell`] resolves them against the recipe's folder).
-fn traffic(decl: &TrafficDecl) -> Traffic {
-    match decl {
-        TrafficDecl::Synthetic => Traffic::Synthetic,
-        TrafficDecl::Trace(t) => Traffic::Trace(TraceSpec {
-            path: t.file.clone().into(),
-            format: if t.format == "jsonl" { TraceFormat::Jsonl } else { TraceFormat::Mooncake },
-            block_tokens: t.block_tokens.min(u64::from(u32::MAX)) as u32,
-            time_scale: t.time_scale,
-            start_ms: t.start.as_millis() as u64,
-            duration_ms: t.duration.map(|d| d.as_millis() as u64),
-            max_requests: t.max_requests,
-            looped: t.looped,
-            ignore_eos: t.ignore_eos,
-        }),
-        TrafficDecl::Dataset(d) => Traffic::Dataset(DatasetSpec {
-            path: d.file.clone().into(),
-            format: if d.format == "jsonl" { DatasetFormat::Jsonl } else { DatasetFormat::Sharegpt },
-        }),
-        TrafficDecl::Sessions(s) => Traffic::Sessions(SessionSpec {
-            sessions: s.sessions.min(u64::from(u32::MAX)) as u32,
-            turns: s.turns.min(u64::from(u32::MAX)) as u32,
-            think_time_ms: s.think_time.as_millis() as u64,
-            turn_texts: s.turn_texts.clone(),
-        }),
-    }
-}
-
-/// Trace and dataset paths are relative to the recipe's folder (as its
-/// fingerprint reads them).
-fn resolve_paths(spec: &mut CellSpec, recipe_key: &str) {
-    let dir = std::path::Path::new(recipe_key).parent().unwrap_or(std::path::Path::new("."));
-    match &mut spec.traffic {
-        Traffic::Trace(t) => t.path = dir.join(&t.path),
-        Traffic::Dataset(d) => d.path = dir.join(&d.path),
-        Traffic::Synthetic | Traffic::Sessions(_) => {}
-    }
-}
-
-/// A declared stage as the load generator runs it: with a rate, open loop
-/// capped at its own or the cell's concurrency; without, closed loop.
-fn stage(s: &decls::load::StageDecl, cell_concurrency: u32) -> anvil_loadgen::Stage {
-    let concurrency = s.concurrency.map_or(cell_concurrency, |c| c.min(u64::from(u32::MAX)) as u32).max(1);
-    let arrival = match (s.rate, s.arrival) {
-        (None, _) => Arrival::ClosedLoop,
-        (Some(rate_per_s), words::ArrivalWord::Constant) => Arrival::Constant { rate_per_s },
-        (Some(rate_per_s), _) => Arrival::Poisson { rate_per_s },
-    };
-    anvil_loadgen::Stage { arrival, concurrency, duration_ms: s.duration.as_millis() as u64 }
-}
+use crate::results::{self, CELL_RESULT_SCHEMA, CellLoad, CellResult};
 
 /// Where a cell is measured: the facts its artifact carries besides the cell itself.
 pub struct CellRun<'a> {
@@ -164,7 +27,7 @@ pub async fn run_cell(
     at: &CellRun<'_>,
 ) -> Result<Produced, Failure> {
     let (fingerprint, display) = (at.fingerprint, at.progress);
-    let mut spec = cell_spec(name, cell, &server.model, at.seed);
+    let mut spec = resolve(name, cell, &server.model, at.seed);
     resolve_paths(&mut spec, at.recipe);
     let context = CellContext {
         engine: server.engine.clone(),
@@ -210,7 +73,14 @@ pub async fn run_cell(
         return Err(Failure::new(format!("no request completed ({} failed)", summary.failed))
             .with_detail(serde_json::to_string(&failures).unwrap_or_default()));
     }
-    let result = cell_result(server, summary, &artifact);
+    let load = CellLoad {
+        resolved: report.resolved.clone(),
+        offered: report.offered.clone(),
+        in_flight_cap: report.in_flight_cap.clone(),
+        targets: server.targets.iter().map(|t| t.label.clone()).collect(),
+    };
+    let line = run_line(summary, &load, server.simulated);
+    let result = CellResult { load: Some(load), ..cell_result(server, summary, &artifact) };
     let path = scratch.path().join("benchmark.json");
     report
         .write_artifact_file(&artifact, &path)
@@ -225,21 +95,37 @@ pub async fn run_cell(
             files.push(ProducedFile::Copy { name: format!("server-{i}.log"), from: log.clone() });
         }
     }
-    let line = format!(
-        "{} ok / {} failed, {:.1} tok/s aggregate, ttft p50 {:.1} ms{}",
+    Ok(Produced { result: results::to_value(&result), files, summary: line, ..Produced::default() })
+}
+
+/// The cell's line in the run's output: its figures, the load it offered,
+/// and whether an in-flight cap held open-loop requests back.
+fn run_line(summary: &anvil_loadgen::CellSummary, load: &CellLoad, simulated: bool) -> String {
+    let mut line = format!(
+        "{} ok / {} failed, {:.1} tok/s aggregate, ttft p50 {:.1} ms, {}",
         summary.completed,
         summary.failed,
         summary.throughput_tok_s.unwrap_or(0.0),
         summary.ttft_p50_ms.unwrap_or(0.0),
-        if server.simulated { " (simulated)" } else { "" }
+        load.offered_words(),
     );
-    Ok(Produced { result: results::to_value(&result), files, rejected: false, summary: line })
+    if let Some(cap) = load.in_flight_cap.as_ref().filter(|c| c.held_back()) {
+        line.push_str(&format!(
+            "; the in-flight cap of {} held {} requests back (up to {:.0} ms)",
+            cap.limit, cap.held_requests, cap.longest_hold_ms
+        ));
+    }
+    if simulated {
+        line.push_str(" (simulated)");
+    }
+    line
 }
 
 /// The stored result: the summary's figures and the artifact's metrics.
 fn cell_result(server: &ServerInfo, summary: &anvil_loadgen::CellSummary, artifact: &Value) -> CellResult {
     let metrics = artifact.get("metrics").cloned().unwrap_or_default();
     CellResult {
+        load: None,
         schema: CELL_RESULT_SCHEMA.into(),
         engine: server.engine.clone(),
         simulated: server.simulated,
@@ -283,17 +169,4 @@ fn metric_deltas(
         })
         .collect();
     Value::Array(per_replica)
-}
-
-/// Literal braces (`{{`) in `extra-body` strings; `{marker}`, `{index}` and
-/// `{seed}` stay for the load generator to fill per request.
-fn unescape_strings(value: &Value) -> Value {
-    match value {
-        Value::String(s) => Value::String(unescape(s)),
-        Value::Array(items) => Value::Array(items.iter().map(unescape_strings).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (k.clone(), unescape_strings(v))).collect())
-        }
-        other => other.clone(),
-    }
 }

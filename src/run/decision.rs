@@ -57,5 +57,5 @@ pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced,
         promotion,
         statements,
     };
-    Ok(Produced { summary, result: results::to_value(&result), files: Vec::new(), rejected: false })
+    Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() })
 }

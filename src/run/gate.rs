@@ -40,6 +40,7 @@ pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failur
         rejected: !result.passed,
         result: results::to_value(&result),
         files: Vec::new(),
+        began: None,
     })
 }
 

@@ -15,6 +15,9 @@ pub struct Produced {
     pub rejected: bool,
     /// One line for the terminal.
     pub summary: String,
+    /// When the step's own work began, when it first waited (for its
+    /// server's turn and start): its duration counts from here.
+    pub began: Option<std::time::Instant>,
 }
 
 #[derive(Debug)]

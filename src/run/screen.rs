@@ -99,7 +99,7 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
         meaningful,
         selection_reason: reason,
     };
-    Ok(Produced { summary, result: results::to_value(&result), files: Vec::new(), rejected: false })
+    Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() })
 }
 
 /// Whether two cells' across-repeat CIs of the metric overlap (None when a

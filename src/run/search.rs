@@ -129,7 +129,7 @@ fn finish(site: &ProbeSite, probes: Vec<ProbeOutcome>, stop: Stop, measured: usi
         probes.len(),
         if result.simulated { " (simulated)" } else { "" }
     );
-    Produced { result: results::to_value(&result), files: Vec::new(), rejected: false, summary }
+    Produced { result: results::to_value(&result), summary, ..Produced::default() }
 }
 
 fn stop_sentence(

@@ -16,20 +16,38 @@ use crate::results::{StoredVerdict, Verdict};
 
 pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
     let started = Instant::now();
-    let (ending, detail, evidence, executed) = run_step(&ctx, &job).await;
+    let end = run_step(&ctx, &job).await;
     if let Some(server) = job.server.filter(|_| job.counted) {
         ctx.servers.release(server).await;
     }
-    Finished { index: job.index, ending, detail, evidence, duration: started.elapsed(), executed }
+    // A cell's duration is its own, not its wait for its server's turn and start.
+    let duration = end.began.unwrap_or(started).elapsed();
+    let StepEnd { ending, detail, evidence, executed, .. } = end;
+    Finished { index: job.index, ending, detail, evidence, duration, executed }
 }
 
-/// How a step ended, and whether it executed in this run (a cached
-/// verdict did not).
-async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, bool) {
+/// How a step ended.
+struct StepEnd {
+    ending: Ending,
+    detail: String,
+    evidence: Option<String>,
+    /// Whether it executed in this run (a cached verdict did not).
+    executed: bool,
+    /// When its own work began, if it first waited for its server.
+    began: Option<Instant>,
+}
+
+impl From<(Ending, String, Option<String>, bool)> for StepEnd {
+    fn from((ending, detail, evidence, executed): (Ending, String, Option<String>, bool)) -> Self {
+        StepEnd { ending, detail, evidence, executed, began: None }
+    }
+}
+
+async fn run_step(ctx: &Context, job: &Job) -> StepEnd {
     let always = job.decl.kind == Kind::Finally;
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
         let (e, d) = stored_ending(&ctx.store, &job.decl, &job.fingerprint, "stored");
-        return (e, d, None, false);
+        return (e, d, None, false).into();
     }
     // One producer per fingerprint across concurrent runs; the lock dies with us.
     let _lock = if always {
@@ -41,15 +59,15 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, 
             Ok(Some(lock)) => Some(lock),
             Ok(None) => match tokio::task::spawn_blocking(move || store.lock(&fp)).await {
                 Ok(Ok(lock)) => Some(lock),
-                Ok(Err(err)) => return (Ending::Failed, format!("store lock: {err}"), None, false),
-                Err(err) => return (Ending::Failed, format!("store lock: {err}"), None, false),
+                Ok(Err(err)) => return (Ending::Failed, format!("store lock: {err}"), None, false).into(),
+                Err(err) => return (Ending::Failed, format!("store lock: {err}"), None, false).into(),
             },
-            Err(err) => return (Ending::Failed, format!("store lock: {err}"), None, false),
+            Err(err) => return (Ending::Failed, format!("store lock: {err}"), None, false).into(),
         }
     };
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
         let (e, d) = stored_ending(&ctx.store, &job.decl, &job.fingerprint, "stored by a concurrent run");
-        return (e, d, None, false);
+        return (e, d, None, false).into();
     }
     match produce(ctx, job).await {
         Ok(mut produced) => {
@@ -59,14 +77,15 @@ async fn run_step(ctx: &Context, job: &Job) -> (Ending, String, Option<String>, 
                 produced.summary = format!("(non-blocking) {}", produced.summary);
             }
             if always {
-                return (ending, produced.summary, None, true);
+                return (ending, produced.summary, None, true).into();
             }
-            match commit(&ctx.store, job, &produced) {
-                Ok(note) => (ending, format!("{}{note}", produced.summary), None, true),
-                Err(err) => (Ending::Failed, format!("storing the result: {err}"), None, true),
-            }
+            let end: StepEnd = match commit(&ctx.store, job, &produced) {
+                Ok(note) => (ending, format!("{}{note}", produced.summary), None, true).into(),
+                Err(err) => (Ending::Failed, format!("storing the result: {err}"), None, true).into(),
+            };
+            StepEnd { began: produced.began, ..end }
         }
-        Err(failure) => (Ending::Failed, failure.reason, failure.detail, true),
+        Err(failure) => (Ending::Failed, failure.reason, failure.detail, true).into(),
     }
 }
 
@@ -171,6 +190,7 @@ pub(super) async fn measure_cell(
 ) -> Result<Produced, Failure> {
     let _turn = ctx.servers.turn(server).await;
     let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
+    let began = Instant::now();
     let fingerprint = fingerprint.to_string();
     let at = cell::CellRun {
         seed: ctx.seed,
@@ -184,6 +204,6 @@ pub(super) async fn measure_cell(
         Some(crash) => {
             Err(Failure::new(format!("server `{}` died during {during}", info.name)).with_detail(crash))
         }
-        None => result.map_err(relabel),
+        None => result.map(|produced| Produced { began: Some(began), ..produced }).map_err(relabel),
     }
 }

@@ -631,6 +631,12 @@ pub fn build(
     if spec.prompt_salt != 0 {
         artifact["prompt_salt"] = json!(spec.prompt_salt);
     }
+    // What the load generator did, as every consumer (report, decision
+    // summary, manifest, `anvil show`) reads it: the cell as resolved (every
+    // default applied), the load it offered, and what its in-flight cap did.
+    artifact["resolved_cell"] = serde_json::to_value(spec)?;
+    artifact["offered_load"] = serde_json::to_value(&out.offered)?;
+    artifact["in_flight_cap"] = serde_json::to_value(&out.cap_holds)?;
     Ok(artifact)
 }
 

@@ -18,6 +18,7 @@ mod fuzz_harness;
 mod http;
 mod json_scan;
 mod observe;
+mod offered;
 mod pacer;
 mod prepare;
 mod prompt;
@@ -44,6 +45,7 @@ pub use artifact::{PROTOCOL, SCHEMA};
 pub use calibrate::{Calibration, Probe};
 pub use canary::CanaryResult;
 pub use dataset::DatasetFormat;
+pub use offered::{CapHolds, LoadAxis, OfferedLoad};
 pub use prompt::marker;
 pub use record::{ControlledOutput, Failure, FailureClass, RequestRecord};
 pub use source::{DatasetSpec, SessionSpec, TraceSpec, Traffic};
@@ -108,6 +110,12 @@ pub struct StreamedCell {
     /// change other top-level keys freely before writing.
     pub artifact: serde_json::Value,
     pub summary: CellSummary,
+    /// What the load generator did, as the artifact records it: the cell
+    /// as run (its request count fixed by a trace or sessions), the load
+    /// it offered, and what an open loop's in-flight cap did.
+    pub resolved: CellSpec,
+    pub offered: OfferedLoad,
+    pub in_flight_cap: Option<CapHolds>,
     store: record_log::Stored,
 }
 
@@ -167,6 +175,17 @@ impl StreamedCell {
         let artifact = artifact::materialize(self.artifact, &self.store)?;
         Ok(CellReport { artifact, records, summary: self.summary })
     }
+}
+
+/// How many open-loop arrivals stage number `index` of a staged cell has
+/// in repeat `repeat` under `seed` (its arrivals are seeded, so this is
+/// known before the run: an uncapped stage's cap is this count).
+pub fn stage_arrivals(stage: &Stage, seed: u64, repeat: u32, index: u32) -> usize {
+    if matches!(stage.arrival, Arrival::ClosedLoop) {
+        return 0;
+    }
+    let duration = std::time::Duration::from_millis(stage.duration_ms);
+    stages::arrivals_in(std::time::Instant::now(), duration, stage.arrival, seed, repeat, index).len()
 }
 
 /// Measures one cell against `targets` (several targets = replicas) and
@@ -253,5 +272,12 @@ async fn run_cell_inner(
     }
     let artifact = artifact::build(spec, targets, ctx, &output).context("reading the request records")?;
     let summary = CellSummary::from_artifact(&artifact);
-    Ok(StreamedCell { artifact, summary, store: output.store })
+    Ok(StreamedCell {
+        artifact,
+        summary,
+        resolved: spec.clone(),
+        offered: output.offered,
+        in_flight_cap: output.cap_holds,
+        store: output.store,
+    })
 }

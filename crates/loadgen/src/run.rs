@@ -37,6 +37,10 @@ pub struct RunOutput {
     /// The artifact's `traffic`: where the requests came from (`null`:
     /// synthetic prompts), with per-turn figures for sessions.
     pub traffic: serde_json::Value,
+    /// Open loop: how often the in-flight cap held a due request back.
+    pub cap_holds: Option<crate::offered::CapHolds>,
+    /// Where the cell sits on a load axis, as measured.
+    pub offered: crate::offered::OfferedLoad,
 }
 
 pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
@@ -118,6 +122,11 @@ struct Runner {
     /// What each request is (synthetic prompts, a trace, a dataset, sessions).
     source: Source,
     timeout: Duration,
+    /// Open-loop requests that found the in-flight cap full when due (only
+    /// measured requests are sent open loop: warmup is closed loop).
+    cap_held: AtomicU64,
+    /// The longest of those waits, in µs.
+    cap_longest_hold_us: AtomicU64,
 }
 
 impl Runner {
@@ -457,8 +466,19 @@ async fn launch(
                     }
                     (None, None) => tokio::time::sleep_until(intended.into()).await,
                 }
-                // The cap may hold the request back; that lag is recorded, not hidden.
-                let permit = cap.clone().acquire_owned().await.context("concurrency cap closed")?;
+                // The cap may hold the request back; that lag is recorded, not
+                // hidden, and the requests it held are counted for the artifact.
+                let permit = match cap.clone().try_acquire_owned() {
+                    Ok(permit) => permit,
+                    Err(_) => {
+                        let waited = Instant::now();
+                        let permit = cap.clone().acquire_owned().await.context("concurrency cap closed")?;
+                        let us = waited.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+                        runner.cap_held.fetch_add(1, Ordering::Relaxed);
+                        runner.cap_longest_hold_us.fetch_max(us, Ordering::Relaxed);
+                        permit
+                    }
+                };
                 let (runner, sink, queue) = (runner.clone(), sink.clone(), queue.cloned());
                 tasks.spawn(async move {
                     let (rec, _) = runner.send(first + k, origin, run_start, intended, queue.as_ref()).await;
@@ -652,6 +672,8 @@ pub async fn measure(
         prompts,
         source,
         timeout: Duration::from_millis(spec.request_timeout_ms),
+        cap_held: AtomicU64::new(0),
+        cap_longest_hold_us: AtomicU64::new(0),
         spec,
     });
 
@@ -715,7 +737,21 @@ pub async fn measure(
     {
         t.extend(summary);
     }
+    // A trace replayed as sessions runs closed loop, turn after turn.
+    let trace = matches!(runner.source, Source::Trace(_)) && sessions.is_none();
+    let offered = crate::offered::measure(&runner.spec, trace, sessions.is_some(), &store)
+        .context("reading the request records")?;
+    let cap_holds = crate::offered::is_open_loop(&runner.spec, trace).then(|| crate::offered::CapHolds {
+        limit: match staged {
+            false => runner.spec.concurrency,
+            true => stages::widest(&runner.spec).0,
+        },
+        held_requests: runner.cap_held.load(Ordering::Relaxed),
+        longest_hold_ms: runner.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
+    });
     Ok(RunOutput {
+        offered,
+        cap_holds,
         traffic,
         store,
         preparation,

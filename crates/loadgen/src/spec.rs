@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A workload resolved for one cell (one server x one workload).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CellSpec {
     /// Cell node name.

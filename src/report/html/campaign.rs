@@ -51,9 +51,9 @@ pub(super) fn campaign(page: &mut Page, report: &Report) {
     let env: Vec<Vec<String>> = env.into_iter().map(|(k, v)| vec![code(&k), escape(&v)]).collect();
     page.table("kv", &["", ""], &env);
     page.push("</div>");
-    if let Some(identity) = report.summary.as_ref().and_then(|s| s.get("identity")) {
+    if let Some(summary) = &report.summary {
         let mut ids = Vec::new();
-        flatten("", identity, &mut ids);
+        flatten("", &serde_json::Value::Object(summary.identity.clone()), &mut ids);
         let ids: Vec<Vec<String>> = ids.into_iter().map(|(k, v)| vec![code(&k), escape(&v)]).collect();
         // Many servers × identity keys: folded past a dozen, so the decision stays in view.
         let _ = write!(

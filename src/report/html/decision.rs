@@ -22,7 +22,7 @@ pub(super) fn decision(page: &mut Page, report: &Report) {
     if decisions.is_empty() {
         page.push("<p class=\"note\">This campaign has no decision step.</p>");
     }
-    let summary_decision = report.summary.as_ref().and_then(|s| s.get("decision"));
+    let summary_decision = report.summary.as_ref().map(|s| &s.decision);
     for (step, d) in decisions {
         let _ = write!(page.out, "<h3>{} {}</h3><p class=\"labels\">", escape(&step.kind), step_link(step));
         for label in &d.decision_labels {
@@ -41,10 +41,10 @@ pub(super) fn decision(page: &mut Page, report: &Report) {
         }
         if let Some(sd) = summary_decision {
             for key in ["winner", "reason", "single_card_selection", "promotion_boundary"] {
-                if let Some(v) = sd.get(key).filter(|v| !v.is_null())
+                if let Some(v) = sd.statement(key)
                     && !d.statements.contains(key)
                 {
-                    rows.push(vec![code(key), escape(&plain(v))]);
+                    rows.push(vec![code(key), escape(&plain(&v))]);
                 }
             }
         }
@@ -67,12 +67,12 @@ pub(super) fn decision(page: &mut Page, report: &Report) {
         page.push("<h4>Rules</h4>");
         page.table("rules", &["label", "when", "status", "detail"], &rules);
     }
-    if let Some(limitations) = report.summary.as_ref().and_then(|s| s.get("limitations")?.as_array().cloned())
+    if let Some(limitations) = report.summary.as_ref().map(|s| &s.limitations)
         && !limitations.is_empty()
     {
         page.push("<h3>Limitations</h3><ul class=\"limitations\">");
         for l in limitations {
-            let _ = write!(page.out, "<li>{}</li>", escape(&plain(&l)));
+            let _ = write!(page.out, "<li>{}</li>", escape(l));
         }
         page.push("</ul>");
     }

@@ -1,7 +1,6 @@
 //! The Gates and checks section: from the decision summary when there is
 //! one (it names every gate), else from the stored gate and check steps.
 
-use serde_json::Value;
 
 use super::link::step_link;
 use super::table::status_td;
@@ -11,17 +10,15 @@ use crate::report::model::{Body, Report};
 pub(super) fn gates(page: &mut Page, report: &Report) {
     page.section("gates", "Gates and checks");
     let mut rows: Vec<Vec<String>> = Vec::new();
-    let from_summary = report.summary.as_ref().and_then(|s| s.get("gates")?.as_array().cloned());
-    match from_summary {
-        Some(gates) => {
-            for g in gates {
-                let name = g.get("name").and_then(Value::as_str).unwrap_or("");
-                let status = g.get("status").and_then(Value::as_str).unwrap_or("missing");
+    match &report.summary {
+        Some(summary) => {
+            for g in &summary.gates {
+                let (name, status) = (g.name.as_str(), g.status.as_str());
                 let step = name.split_once(' ').and_then(|(_, n)| report.steps.iter().find(|s| s.name == n));
                 rows.push(vec![
                     step.map_or_else(|| escape(name), |s| format!("{} {}", escape(&s.kind), step_link(s))),
                     status_td(name, status),
-                    escape(g.get("detail").and_then(Value::as_str).unwrap_or("")),
+                    escape(&g.detail),
                 ]);
             }
         }

@@ -13,7 +13,6 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
 
 use super::model::Report;
 use super::plot::escape;
@@ -112,8 +111,7 @@ impl Page {
 /// A run on simulated servers says so first, before anything else is read.
 fn banner(page: &mut Page, report: &Report) {
     let simulated = report.simulated_cells();
-    let summary_simulated =
-        report.summary.as_ref().and_then(|s| s.pointer("/measurement/simulated")).and_then(Value::as_bool);
+    let summary_simulated = report.summary.as_ref().map(|s| s.measurement.simulated);
     if !simulated.is_empty() || summary_simulated == Some(true) {
         let _ = writeln!(
             page.out,
