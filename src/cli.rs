@@ -143,9 +143,6 @@ pub enum Command {
         /// The bundle file (default `<campaign>.anvil`).
         #[arg(long, short = 'o')]
         out: Option<PathBuf>,
-        /// Where the run wrote its campaign outputs.
-        #[arg(long, default_value = "results")]
-        results: PathBuf,
         /// Sign the bundle with this minisign secret key (`<bundle>.minisig`).
         #[arg(long, value_name = "SECRET_KEY")]
         sign: Option<PathBuf>,

@@ -108,7 +108,14 @@ fn current() -> (String, String) {
                     if let Some(spec) = anvil::plan::resolved_cell::resolve_in_plan(&plan, &node.name) {
                         let json = serde_json::to_vec(&spec).expect("a resolved cell serialises");
                         let digest = blake3::hash(&json).to_hex();
-                        let _ = writeln!(resolved, "{} {label} cell.{} {} {}", shown.display(), node.name, node.fingerprint, &digest[..16]);
+                        let _ = writeln!(
+                            resolved,
+                            "{} {label} cell.{} {} {}",
+                            shown.display(),
+                            node.name,
+                            node.fingerprint,
+                            &digest[..16]
+                        );
                     }
                 }
             }
@@ -164,7 +171,8 @@ fn a_resolved_cell_changes_only_with_its_fingerprint() {
     let mut moved = Vec::new();
     for line in now.lines() {
         let mut words = line.rsplitn(3, ' ');
-        let (digest, fingerprint, cell) = (words.next().unwrap(), words.next().unwrap(), words.next().unwrap());
+        let (digest, fingerprint, cell) =
+            (words.next().unwrap(), words.next().unwrap(), words.next().unwrap());
         if pinned.get(fingerprint).is_some_and(|pinned| *pinned != digest) {
             moved.push(format!("  {cell} (fingerprint {fingerprint})"));
         }

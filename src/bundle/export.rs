@@ -13,6 +13,7 @@ use flate2::write::GzEncoder;
 use super::manifest::{BundleManifest, FORMAT, Invocation, MANIFEST_NAME, Member};
 use super::member_path::relative_to;
 use crate::recipe::Recipe;
+use crate::report::stored_outputs;
 
 /// What to export.
 pub struct ExportRequest<'a> {
@@ -21,8 +22,6 @@ pub struct ExportRequest<'a> {
     /// The recipe as the run read it (with the run's `--set` values).
     pub recipe: &'a Recipe,
     pub invocation: Invocation,
-    /// Where the run's campaign outputs are (`results/` by default).
-    pub results_dir: PathBuf,
     pub out: PathBuf,
 }
 
@@ -153,7 +152,8 @@ fn collect(
 
     // Every stored entry the run produced or reused (failures are never stored).
     let mut seen = std::collections::BTreeSet::new();
-    for node in request.run.nodes.iter().filter(|n| n.status.stored()) {
+    // The run's outputs travel as `outputs/` (below), not as an entry.
+    for node in request.run.nodes.iter().filter(|n| n.status.stored() && stored_outputs::is_step(n)) {
         if !seen.insert(node.fingerprint) {
             continue;
         }
@@ -163,12 +163,14 @@ fn collect(
         }
     }
 
-    // The campaign outputs of that run, when they are there.
-    let outputs = request.results_dir.join(&recipe.campaign.name);
-    for name in ["decision-summary.json", "workload-manifest.json"] {
-        let path = outputs.join(name);
-        if path.is_file() {
-            sources.push((format!("outputs/{name}"), path));
+    // The campaign outputs of that run, as stored with it (never a
+    // `results/` folder, which may hold another run's).
+    if let Some(entry) = stored_outputs::entry_of(request.store, &request.run) {
+        for name in ["decision-summary.json", "workload-manifest.json"] {
+            let path = entry.path_of(name);
+            if path.is_file() {
+                sources.push((format!("outputs/{name}"), path));
+            }
         }
     }
     Ok((sources, main_recipe))

@@ -19,7 +19,6 @@ pub fn export(
     recipe: Option<&Path>,
     run_id: Option<&str>,
     out: Option<PathBuf>,
-    results: &Path,
     signing: Option<Signing>,
 ) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
@@ -45,14 +44,7 @@ pub fn export(
         .map_err(|e| Exit::Input(miette::Report::new(e)))?;
     let out = out.unwrap_or_else(|| PathBuf::from(format!("{}.anvil", recipe.campaign.name)));
     let started = Instant::now();
-    let request = ExportRequest {
-        store: &store,
-        run,
-        recipe: &recipe,
-        invocation,
-        results_dir: results.to_path_buf(),
-        out,
-    };
+    let request = ExportRequest { store: &store, run, recipe: &recipe, invocation, out };
     let summary = bundle::export(&request).map_err(|e| failed(format!("export: {e}")))?;
     let seconds = started.elapsed().as_secs_f64();
     println!(

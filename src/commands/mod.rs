@@ -117,9 +117,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Show { fingerprint, json } => show::show(&cli.store, &fingerprint, json),
         Command::Runs { json } => show::runs(&cli.store, json),
-        Command::Export { recipe, run, out, results, sign, sign_password_env } => {
+        Command::Export { recipe, run, out, sign, sign_password_env } => {
             let signing = sign.map(|key| bundle::Signing { key, password_env: sign_password_env });
-            bundle::export(&cli.store, recipe.as_deref(), run.as_deref(), out, &results, signing)
+            bundle::export(&cli.store, recipe.as_deref(), run.as_deref(), out, signing)
         }
         Command::Keygen { key } => bundle::keygen(&key),
         Command::Import { bundle, into } => bundle::import(&cli.store, &bundle, into),

@@ -60,7 +60,7 @@ pub fn report(store_root: &Path, args: &ReportArgs<'_>) -> Result<i32, Exit> {
 pub fn write_html(store: &Store, run_id: &str, recipe: &Path, results: &Path) -> Result<PathBuf, String> {
     let run =
         store.run(run_id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no recorded run {run_id}"))?;
-    let report = from_store(store, run, recipe, results);
+    let report = from_store(store, run, recipe);
     let path = results.join(&report.campaign).join("report.html");
     let text = crate::report::html::render(&report);
     write(&path, &text).map_err(|e| format!("{:?}", e.report()))?;
@@ -81,7 +81,7 @@ fn resolve(store_root: &Path, args: &ReportArgs<'_>, scratch: &Path) -> Result<R
             .run(run_id)?
             .ok_or_else(|| input(format!("no recorded run `{run_id}` in {}", store_root.display())))?;
         let recipe = PathBuf::from(&run.recipe);
-        return Ok(from_store(&store, run, &recipe, args.results));
+        return Ok(from_store(&store, run, &recipe));
     }
     let Some(target) = args.target else {
         return Err(input("name a recipe (.kdl), a bundle (.anvil) or --run RUN_ID"));
@@ -98,16 +98,16 @@ fn resolve(store_root: &Path, args: &ReportArgs<'_>, scratch: &Path) -> Result<R
                     store_root.display()
                 ))
             })?;
-            Ok(from_store(&store, run, target, args.results))
+            Ok(from_store(&store, run, target))
         }
     }
 }
 
-fn from_store(store: &Store, run: RunRecord, recipe: &Path, results: &Path) -> Report {
-    let campaign = run.extra.get("campaign").and_then(|c| c.as_str()).map(str::to_string);
+/// A recorded run, its outputs as stored with it.
+fn from_store(store: &Store, run: RunRecord, recipe: &Path) -> Report {
     let label = format!("{} (run {})", run.recipe_path, run.run_id);
-    let sources =
-        Sources { outputs: campaign.map(|c| results.join(c)), recipe: Some(recipe), label, link_files: true };
+    let outputs = crate::report::stored_outputs::entry_of(store, &run).map(|e| e.dir);
+    let sources = Sources { outputs, recipe: Some(recipe), label, link_files: true };
     model::load(store, run, sources)
 }
 

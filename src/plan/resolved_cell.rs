@@ -19,11 +19,11 @@ use anvil_loadgen::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::recipe::Spec;
 use crate::recipe::decls::load::{SloFrom, StageDecl, TrafficDecl};
 use crate::recipe::decls::{self, CellDecl, LoadDecl};
 use crate::recipe::placeholders::unescape;
 use crate::recipe::words;
-use crate::recipe::Spec;
 
 /// A trace's arrivals are its own (it sets its rate), so unless the cell
 /// sets `concurrency` its in-flight cap is this wide.

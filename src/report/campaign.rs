@@ -16,13 +16,16 @@ use anvil_loadgen::{LoadAxis, PromptCacheMode, Traffic};
 use super::decision_summary::{self, Block, Decision, DecisionSummary, GateRow, HeadlineResult, Measurement};
 use super::workload_manifest::{self, Selection, Statistics, WorkloadClass, WorkloadManifest};
 use crate::recipe::decls::{CellDecl, DecisionDecl, ServerDecl};
-use anvil_loadgen::ThinkingMode;
 use crate::recipe::{Decl, Kind, Spec};
-use crate::results::{self, CellLoad, CellResult, CheckResult, DecisionResult, EvalStatus, GateResult, ScreenResult};
+use crate::results::{
+    self, CellLoad, CellResult, CheckResult, DecisionResult, EvalStatus, GateResult, ScreenResult,
+};
 use crate::run::RunSummary;
+use anvil_loadgen::ThinkingMode;
 
-/// Write the campaign's outputs for a finished run into `out/<campaign>/`:
-/// the workload manifest and the decision summary.
+/// Store the campaign's outputs for a finished run with that run (the
+/// workload manifest and the decision summary; see [`super::stored_outputs`]),
+/// then copy them into `out/<campaign>/` for people.
 pub fn write_outputs(summary: &RunSummary, store: &Store, out: &Path) -> std::io::Result<Vec<PathBuf>> {
     let plan = &summary.plan;
     let endings: Vec<(usize, &'static str, String)> =
@@ -37,10 +40,13 @@ pub fn write_outputs(summary: &RunSummary, store: &Store, out: &Path) -> std::io
     let manifest = dir.join("workload-manifest.json");
     let decision = dir.join("decision-summary.json");
     // Serialising these types cannot fail: their maps have string keys.
-    let manifest_doc = workload_manifest(plan, store);
-    write_if_changed(&manifest, &serde_json::to_vec_pretty(&manifest_doc).unwrap_or_default())?;
-    let summary_doc = decision_summary(plan, store, &outcomes);
-    write_if_changed(&decision, &summary_doc.to_vec_pretty())?;
+    let manifest_bytes = serde_json::to_vec_pretty(&workload_manifest(plan, store)).unwrap_or_default();
+    let summary_bytes = decision_summary(plan, store, &outcomes).to_vec_pretty();
+    let files = [("workload-manifest.json", manifest_bytes), ("decision-summary.json", summary_bytes)];
+    super::stored_outputs::store_with_run(store, &summary.run_id, &files)
+        .map_err(|e| std::io::Error::other(format!("storing them with run {}: {e}", summary.run_id)))?;
+    write_if_changed(&manifest, &files[0].1)?;
+    write_if_changed(&decision, &files[1].1)?;
     Ok(vec![manifest, decision])
 }
 
@@ -121,7 +127,9 @@ pub fn workload_manifest(plan: &Plan, store: &Store) -> WorkloadManifest {
     screen_controls.extend(controls);
     let natural = |l: &CellLoad| l.resolved.response_words == 0 && l.resolved.stages.is_empty();
     let selection = Selection {
-        contexts_actual_prompt_token_targets: distinct(&|l| synthetic(l).then_some(l.resolved.context_tokens)),
+        contexts_actual_prompt_token_targets: distinct(&|l| {
+            synthetic(l).then_some(l.resolved.context_tokens)
+        }),
         concurrency: distinct(&|l| closed(l).then_some(u64::from(l.resolved.concurrency))),
         request_rates: rates,
         traces: traces.into_iter().collect(),
@@ -168,13 +176,33 @@ pub fn workload_manifest(plan: &Plan, store: &Store) -> WorkloadManifest {
         workload_classes: classes,
         controls: screen_controls,
         metrics: words(&[
-            "time_to_first_output_ms", "effective_prefill_tokens_per_second", "per_request_decode_tokens_per_second",
-            "aggregate_output_tokens_per_second", "time_per_output_token_ms", "mean_inter_token_latency_ms", "end_to_end_ms",
-            "prompt_and_completion_usage_tokens", "request_canary_correctness", "chunk_gap_distribution", "client_send_lag",
+            "time_to_first_output_ms",
+            "effective_prefill_tokens_per_second",
+            "per_request_decode_tokens_per_second",
+            "aggregate_output_tokens_per_second",
+            "time_per_output_token_ms",
+            "mean_inter_token_latency_ms",
+            "end_to_end_ms",
+            "prompt_and_completion_usage_tokens",
+            "request_canary_correctness",
+            "chunk_gap_distribution",
+            "client_send_lag",
         ]),
         timing_definitions: definitions,
         statistics: Statistics {
-            distribution: words(&["mean", "standard deviation", "95 percent confidence interval for mean", "min", "p25", "p50", "p75", "p90", "p95", "p99", "max"]),
+            distribution: words(&[
+                "mean",
+                "standard deviation",
+                "95 percent confidence interval for mean",
+                "min",
+                "p25",
+                "p50",
+                "p75",
+                "p90",
+                "p95",
+                "p99",
+                "max",
+            ]),
             percentile_method: "nearest rank".into(),
         },
         measurement_protocol: crate::plan::MEASUREMENT_PROTOCOL.into(),
@@ -220,7 +248,9 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
         .iter()
         .filter_map(|&(step, cell)| {
             let r = cell_of(&step.name)?;
-            let m = |stat: &str, prefix: &str, suffix: &str| r.metric(&format!("{prefix}_{stat}{suffix}")).clone();
+            let m = |stat: &str, prefix: &str, suffix: &str| {
+                r.metric(&format!("{prefix}_{stat}{suffix}")).clone()
+            };
             let block = |prefix: &str, suffix: &str| Block {
                 mean: m("mean", prefix, suffix),
                 p50: m("p50", prefix, suffix),

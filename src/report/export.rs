@@ -115,25 +115,24 @@ pub fn markdown(report: &Report) -> String {
             }
         }
     }
-    let gates: Vec<(String, String, String)> =
-        match &report.summary {
-            Some(summary) => {
-                summary.gates.iter().map(|g| (g.name.clone(), g.status.clone(), g.detail.clone())).collect()
-            }
-            None => report
-                .steps
-                .iter()
-                .filter_map(|s| match &s.body {
-                    Body::Gate(g) => {
-                        Some((format!("gate {}", s.name), g.status.as_str().to_string(), g.detail.clone()))
-                    }
-                    Body::Check(c) => {
-                        Some((format!("check {}", s.name), c.status.as_str().to_string(), c.detail.clone()))
-                    }
-                    _ => None,
-                })
-                .collect(),
-        };
+    let gates: Vec<(String, String, String)> = match &report.summary {
+        Some(summary) => {
+            summary.gates.iter().map(|g| (g.name.clone(), g.status.clone(), g.detail.clone())).collect()
+        }
+        None => report
+            .steps
+            .iter()
+            .filter_map(|s| match &s.body {
+                Body::Gate(g) => {
+                    Some((format!("gate {}", s.name), g.status.as_str().to_string(), g.detail.clone()))
+                }
+                Body::Check(c) => {
+                    Some((format!("check {}", s.name), c.status.as_str().to_string(), c.detail.clone()))
+                }
+                _ => None,
+            })
+            .collect(),
+    };
     if !gates.is_empty() {
         out.push_str("### Gates\n\n| gate | status | detail |\n|---|---|---|\n");
         for (name, status, detail) in gates {

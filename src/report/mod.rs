@@ -2,8 +2,9 @@
 
 pub mod campaign;
 pub mod decision_summary;
-pub mod workload_manifest;
 pub mod export;
 pub mod html;
 pub mod model;
 pub mod plot;
+pub mod stored_outputs;
+pub mod workload_manifest;

@@ -170,7 +170,9 @@ impl Report {
         summary
             .headline_results
             .iter()
-            .filter_map(|row| self.steps.iter().find(|s| s.fingerprint == row.evidence).map(|s| s.name.clone()))
+            .filter_map(|row| {
+                self.steps.iter().find(|s| s.fingerprint == row.evidence).map(|s| s.name.clone())
+            })
             .collect()
     }
 
@@ -216,7 +218,7 @@ pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
     let steps = run
         .nodes
         .iter()
-        .filter(|n| n.kind != "server")
+        .filter(|n| n.kind != "server" && super::stored_outputs::is_step(n))
         .map(|node| {
             let entry =
                 if node.status.stored() { store.read(&node.fingerprint).ok().flatten() } else { None };

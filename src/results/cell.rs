@@ -83,12 +83,17 @@ impl CellLoad {
         let measured = self.offered.value.map(|v| format!(" ({v:.1} measured)")).unwrap_or_default();
         let cap = self.in_flight_cap.as_ref().map(|c| c.limit).unwrap_or(spec.concurrency);
         let load = match (&spec.traffic, spec.arrival, spec.stages.is_empty()) {
-            (Traffic::Sessions(s), _, _) => format!("{} sessions x {} turns, closed loop", s.sessions, s.turns),
-            (Traffic::Trace(_), _, _) => format!("trace replay on its own schedule{measured} req/s, cap {cap}"),
+            (Traffic::Sessions(s), _, _) => {
+                format!("{} sessions x {} turns, closed loop", s.sessions, s.turns)
+            }
+            (Traffic::Trace(_), _, _) => {
+                format!("trace replay on its own schedule{measured} req/s, cap {cap}")
+            }
             (_, _, false) => format!("{} load stages, {}", spec.stages.len(), self.offered_words()),
             (_, Arrival::ClosedLoop, true) => format!("C{}", spec.concurrency),
             (_, Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s }, true) => {
-                let kind = if matches!(spec.arrival, Arrival::Poisson { .. }) { "poisson" } else { "constant" };
+                let kind =
+                    if matches!(spec.arrival, Arrival::Poisson { .. }) { "poisson" } else { "constant" };
                 format!("{kind} {rate_per_s} req/s{measured}, cap {cap}")
             }
         };

@@ -69,7 +69,7 @@ pub(super) fn campaign(page: &mut Page, report: &Report) {
     if report.summary.is_none() {
         page.push(
             "<p class=\"note\">No decision summary of this run was found (the recipe has no <code>decision</code>, \
-             or <code>results/&lt;campaign&gt;/decision-summary.json</code> is from another run): \
+             or the run was recorded by an anvil that did not store its outputs with it): \
              the sections below read the stored steps only.</p>",
         );
     }

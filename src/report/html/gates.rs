@@ -1,7 +1,6 @@
 //! The Gates and checks section: from the decision summary when there is
 //! one (it names every gate), else from the stored gate and check steps.
 
-
 use super::link::step_link;
 use super::table::status_td;
 use super::{Page, escape};

@@ -3,7 +3,6 @@
 
 use std::fmt::Write;
 
-
 use super::format::{code, short};
 use super::link::step_link;
 use super::table::num_td;
@@ -48,7 +47,9 @@ pub(super) fn headline(page: &mut Page, report: &Report) {
             num_td(&format!("{name}.aggregate_tok_s"), row.aggregate_tok_s),
         ];
         for (key, block) in HEADLINE_BLOCKS.iter().map(|(key, _)| (key, row.block(key))) {
-            for (stat, v) in [("mean", &block.mean), ("p50", &block.p50), ("p95", &block.p95), ("p99", &block.p99)] {
+            for (stat, v) in
+                [("mean", &block.mean), ("p50", &block.p50), ("p95", &block.p95), ("p99", &block.p99)]
+            {
                 let v = v.as_f64();
                 cells.push(num_td(&format!("{name}.{key}.{stat}"), v));
             }

@@ -13,7 +13,6 @@
 
 use std::fmt::Write;
 
-
 use super::model::Report;
 use super::plot::escape;
 
