@@ -3,10 +3,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::decl::Draft;
 use super::kind::Kind;
-use super::parse_duration;
 use super::problem::{Problem, Problems, did_you_mean};
+use super::schema::parse_duration;
+use super::settings::Draft;
 
 pub(super) fn check_unique(decls: &[&Draft], problems: &mut Problems) {
     // Hashed: a tree of 100,000 names costs a cache miss per level.

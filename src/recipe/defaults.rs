@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use super::decl::{self, Draft, Setting};
 use super::problem::Problems;
+use super::settings::{self, Draft, Setting};
 use super::words;
 
 /// A cell takes every workload setting it does not set itself; the
 /// workload's name is only a reference, its content is what counts.
-pub(super) fn take_in_workload(cell: &mut Draft, workloads: &BTreeMap<String, decl::Settings>) {
+pub(super) fn take_in_workload(cell: &mut Draft, workloads: &BTreeMap<String, settings::Settings>) {
     let Some(workload) = cell.settings.str("workload").and_then(|name| workloads.get(name)) else { return };
     for (key, setting) in &workload.0 {
         if key != "description" && !cell.settings.contains(key) {
