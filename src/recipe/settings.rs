@@ -336,3 +336,89 @@ macro_rules! settings {
     (@read $s:ident ($name:literal Word($word:ty))) => { $s.str($name).and_then(<$word>::from_word) };
 }
 pub(super) use settings;
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use miette::NamedSource;
+    use serde_json::{Value, json};
+
+    use super::{Setting, SettingMap, Settings};
+    use crate::recipe::kind::Kind;
+    use crate::recipe::schema::Shape;
+    use crate::recipe::words::Api;
+
+    settings! {
+        /// One of each kind of entry.
+        #[derive(Debug)]
+        pub struct Example {
+            pub count: Option<u64> = "count" as Int,
+            pub floor: u64 = "floor" as Int or 7,
+            pub api: Api = "api" as Word(Api) or Api::Chat,
+            pub server: String = required "server" as Ref(Kind::Server) or String::new(),
+            pub env: BTreeMap<String, String> = many "env" as TextProps,
+            pub label: Option<String> = unhashed "label" as Str,
+            /// Parsed by hand.
+            key rate = required many "rate" as Number,
+            pub doubled: Option<f64>,
+        }
+        struct ExampleRest;
+    }
+
+    fn settings_of(value: Value) -> Settings {
+        let source = Arc::new(NamedSource::new("t.kdl", String::new()));
+        let mut map = SettingMap::default();
+        for (key, value) in value.as_object().expect("an object") {
+            let setting =
+                Setting { value: value.clone(), span: (0, 0).into(), source: source.clone(), hashed: true };
+            map.insert(key.clone(), setting);
+        }
+        Settings(map)
+    }
+
+    fn example(value: Value) -> Example {
+        let s = settings_of(value);
+        let doubled = s.f64(key::rate).map(|r| r * 2.0);
+        Example::from_settings(&s, ExampleRest { doubled })
+    }
+
+    #[test]
+    fn one_declaration_gives_the_table_in_order_with_its_flags() {
+        let table: Vec<(&str, Shape, bool, bool, bool)> =
+            FIELDS.iter().map(|f| (f.name, f.shape, f.required, f.hashed, f.accumulates)).collect();
+        assert_eq!(
+            table,
+            [
+                ("count", Shape::Int, false, true, false),
+                ("floor", Shape::Int, false, true, false),
+                ("api", Shape::OneOf(Api::WORDS), false, true, false),
+                // A reference is not hashed by name.
+                ("server", Shape::Ref(Kind::Server), true, false, false),
+                ("env", Shape::Props, false, true, true),
+                ("label", Shape::Str, false, false, false),
+                ("rate", Shape::Number, true, true, true),
+            ]
+        );
+        assert_eq!((key::count, key::api, key::rate), ("count", "api", "rate"));
+    }
+
+    #[test]
+    fn unset_settings_read_as_none_or_their_default() {
+        let e = example(json!({}));
+        assert_eq!((e.count, e.floor, e.api, e.server.as_str()), (None, 7, Api::Chat, ""));
+        assert!(e.env.is_empty() && e.label.is_none() && e.doubled.is_none());
+    }
+
+    #[test]
+    fn set_settings_read_into_their_fields_and_the_rest_comes_by_hand() {
+        let e = example(json!({
+            "count": 3, "floor": 1, "api": "responses", "server": "sim",
+            "env": {"A": "x", "N": 2}, "label": "l", "rate": 1.5
+        }));
+        assert_eq!((e.count, e.floor, e.api, e.server.as_str()), (Some(3), 1, Api::Responses, "sim"));
+        assert_eq!(e.env, BTreeMap::from([("A".to_string(), "x".to_string()), ("N".into(), "2".into())]));
+        assert_eq!((e.label.as_deref(), e.doubled), (Some("l"), Some(3.0)));
+    }
+}
