@@ -132,10 +132,18 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         let limit = |prop: &str| {
             props.get(prop).and_then(Value::as_str).and_then(|t| super::super::schema::parse_duration(t).ok())
         };
-        let from = stage::slo_from(draft, props.get("from"), problems);
+        let keys = stage::Keys { slo: key::slo, stage: key::stage, requests: key::requests, rate: key::rate };
+        let from = stage::slo_from(draft, &keys, props.get("from"), problems);
         SloDecl { ttft: limit("ttft"), tpot: limit("tpot"), e2e: limit("e2e"), from }
     });
-    let stages = stage::build(draft, arrival_word, problems);
-    let (traffic, reads) = traffic::build(draft, problems);
+    let keys = stage::Keys { slo: key::slo, stage: key::stage, requests: key::requests, rate: key::rate };
+    let stages = stage::build(draft, &keys, arrival_word, problems);
+    let keys = traffic::Keys {
+        trace: key::trace,
+        dataset: key::dataset,
+        sessions: key::sessions,
+        stage: key::stage,
+    };
+    let (traffic, reads) = traffic::build(draft, &keys, problems);
     LoadDecl::from_settings(s, LoadRest { arrival, slo, stages, traffic, reads })
 }

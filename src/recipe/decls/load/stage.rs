@@ -8,7 +8,6 @@ use serde_json::Value;
 use super::super::super::problem::Problems;
 use super::super::super::settings::Draft;
 use super::super::super::words::ArrivalWord;
-use super::key;
 
 /// One load stage as declared.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,6 +23,14 @@ pub struct StageDecl {
     pub duration: Duration,
 }
 
+/// The names of the settings read here, from `LoadDecl`'s declaration.
+pub(super) struct Keys {
+    pub slo: &'static str,
+    pub stage: &'static str,
+    pub requests: &'static str,
+    pub rate: &'static str,
+}
+
 /// Where an SLO's TTFT and E2E count from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SloFrom {
@@ -32,7 +39,7 @@ pub enum SloFrom {
     Schedule,
 }
 
-pub(super) fn slo_from(draft: &Draft, from: Option<&Value>, problems: &mut Problems) -> SloFrom {
+pub(super) fn slo_from(draft: &Draft, keys: &Keys, from: Option<&Value>, problems: &mut Problems) -> SloFrom {
     match from.map(|v| v.as_str()) {
         None | Some(Some("send")) => SloFrom::Send,
         Some(Some("schedule")) => SloFrom::Schedule,
@@ -41,7 +48,7 @@ pub(super) fn slo_from(draft: &Draft, from: Option<&Value>, problems: &mut Probl
             problems.push(
                 draft
                     .problem_at(
-                        key::slo,
+                        keys.slo,
                         format!("`slo from=` takes \"send\" or \"schedule\", found {found}"),
                     )
                     .label("invalid value")
@@ -55,12 +62,17 @@ pub(super) fn slo_from(draft: &Draft, from: Option<&Value>, problems: &mut Probl
 }
 
 /// The declaration's stages (empty without `stage`), each checked.
-pub(super) fn build(draft: &Draft, cell_arrival: ArrivalWord, problems: &mut Problems) -> Vec<StageDecl> {
+pub(super) fn build(
+    draft: &Draft,
+    keys: &Keys,
+    cell_arrival: ArrivalWord,
+    problems: &mut Problems,
+) -> Vec<StageDecl> {
     let s = &draft.settings;
-    let Some(records) = s.get(key::stage).and_then(Value::as_array) else { return Vec::new() };
+    let Some(records) = s.get(keys.stage).and_then(Value::as_array) else { return Vec::new() };
     let own = |key: &str| s.contains(key) && !draft.from_workload.iter().any(|k| k == key);
-    let stage_from_here = own(key::stage);
-    for setting in [key::requests, key::rate] {
+    let stage_from_here = own(keys.stage);
+    for setting in [keys.requests, keys.rate] {
         // Stages replace a fixed request count and a single rate; inherited
         // ones (from the workload) are ignored, set next to `stage` is a contradiction.
         if stage_from_here && own(setting) {
@@ -79,7 +91,7 @@ pub(super) fn build(draft: &Draft, cell_arrival: ArrivalWord, problems: &mut Pro
     for (i, record) in records.iter().enumerate() {
         let n = i + 1;
         let mut bad = |message: String| {
-            problems.push(draft.problem_at(key::stage, message).label("invalid stage"));
+            problems.push(draft.problem_at(keys.stage, message).label("invalid stage"));
         };
         let rate = record.get("rate").and_then(Value::as_f64);
         let concurrency = record.get("concurrency").and_then(Value::as_u64);

@@ -8,7 +8,6 @@ use serde_json::{Map, Value};
 
 use super::super::super::problem::Problems;
 use super::super::super::settings::Draft;
-use super::key;
 
 /// `trace` formats.
 pub const TRACE_FORMATS: &[&str] = &["mooncake", "jsonl"];
@@ -65,6 +64,14 @@ pub struct SessionsDecl {
     pub turns: u64,
     pub think_time: Duration,
     pub turn_texts: Vec<String>,
+}
+
+/// The names of the settings read here, from `LoadDecl`'s declaration.
+pub(super) struct Keys {
+    pub trace: &'static str,
+    pub dataset: &'static str,
+    pub sessions: &'static str,
+    pub stage: &'static str,
 }
 
 /// Reads one `Headed` setting's properties, reporting what is wrong at the setting.
@@ -163,10 +170,10 @@ impl Props<'_> {
 
 /// The declaration's traffic and the files it reads (their content enters
 /// the fingerprint; a bundle carries them).
-pub(super) fn build(draft: &Draft, problems: &mut Problems) -> (TrafficDecl, Vec<String>) {
+pub(super) fn build(draft: &Draft, keys: &Keys, problems: &mut Problems) -> (TrafficDecl, Vec<String>) {
     let s = &draft.settings;
     let set: Vec<&'static str> =
-        [key::trace, key::dataset, key::sessions].into_iter().filter(|k| s.contains(k)).collect();
+        [keys.trace, keys.dataset, keys.sessions].into_iter().filter(|k| s.contains(k)).collect();
     if set.len() > 1 {
         problems.push(
             draft
@@ -176,10 +183,10 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> (TrafficDecl, Vec
         );
     }
     let Some(&source) = set.first() else { return (TrafficDecl::Synthetic, Vec::new()) };
-    if source != key::dataset && s.contains(key::stage) {
+    if source != keys.dataset && s.contains(keys.stage) {
         problems.push(
             draft
-                .problem_at(key::stage, format!("{} sets both `{source}` and `stage`", draft.what()))
+                .problem_at(keys.stage, format!("{} sets both `{source}` and `stage`", draft.what()))
                 .label("its own arrivals")
                 .help("a trace or sessions decide when each request is sent; stages apply to synthetic prompts and datasets"),
         );
@@ -188,7 +195,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> (TrafficDecl, Vec
     let map = s.get(source).and_then(Value::as_object).unwrap_or(&empty);
     let mut p = Props { draft, key: source, map, problems };
     match source {
-        key::trace => {
+        trace if trace == keys.trace => {
             p.check_keys(TRACE_KEYS);
             let file = p.file();
             let decl = TraceDecl {
@@ -213,7 +220,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> (TrafficDecl, Vec
             }
             (TrafficDecl::Trace(decl), vec![file])
         }
-        key::dataset => {
+        dataset if dataset == keys.dataset => {
             p.check_keys(DATASET_KEYS);
             let file = p.file();
             let format = p.word("format", DATASET_FORMATS);
