@@ -3,10 +3,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::decl::Draft;
+use super::decls::{common, decision, load, server};
 use super::kind::Kind;
-use super::parse_duration;
 use super::problem::{Problem, Problems, did_you_mean};
+use super::schema::parse_duration;
+use super::settings::Draft;
 
 pub(super) fn check_unique(decls: &[&Draft], problems: &mut Problems) {
     // Hashed: a tree of 100,000 names costs a cache miss per level.
@@ -51,11 +52,11 @@ pub(super) fn check_references(steps: &[&Draft], workloads: &[&Draft], problems:
                 );
             }
         }
-        for target in step.settings.strings("headline") {
+        for target in step.settings.strings(decision::key::headline) {
             if !declared.contains(&(Kind::Cell, target.as_str())) {
                 problems.push(
                     step.problem_at(
-                        "headline",
+                        decision::key::headline,
                         format!("decision `{}` lists unknown cell `{target}` as a headline", step.name),
                     )
                     .label("unknown reference")
@@ -66,11 +67,11 @@ pub(super) fn check_references(steps: &[&Draft], workloads: &[&Draft], problems:
                 );
             }
         }
-        for target in step.settings.strings("after") {
+        for target in step.settings.strings(common::after) {
             if !step_names.contains(target.as_str()) {
                 problems.push(
                     step.problem_at(
-                        "after",
+                        common::after,
                         format!("{} `{}` runs after unknown step `{target}`", step.kind, step.name),
                     )
                     .label("unknown reference")
@@ -85,7 +86,7 @@ pub(super) fn check_references(steps: &[&Draft], workloads: &[&Draft], problems:
 pub(super) fn check_properties(step: &Draft, problems: &mut Problems) {
     let known: &[(&str, &[(&str, PropShape)])] = &[
         (
-            "ready",
+            server::key::ready,
             &[
                 ("http", PropShape::Text),
                 ("status", PropShape::Integer),
@@ -94,7 +95,7 @@ pub(super) fn check_properties(step: &Draft, problems: &mut Problems) {
             ],
         ),
         (
-            "slo",
+            load::key::slo,
             &[
                 ("ttft", PropShape::Duration),
                 ("tpot", PropShape::Duration),
@@ -103,7 +104,7 @@ pub(super) fn check_properties(step: &Draft, problems: &mut Problems) {
             ],
         ),
         (
-            "stage",
+            load::key::stage,
             &[
                 ("rate", PropShape::Number),
                 ("concurrency", PropShape::Integer),
@@ -111,9 +112,9 @@ pub(super) fn check_properties(step: &Draft, problems: &mut Problems) {
                 ("arrival", PropShape::Text),
             ],
         ),
-        ("warmup", &[("requests", PropShape::Integer), ("max-tokens", PropShape::Integer)]),
+        (server::key::warmup, &[("requests", PropShape::Integer), ("max-tokens", PropShape::Integer)]),
         (
-            "rule",
+            decision::key::rule,
             &[
                 ("label", PropShape::Text),
                 ("when", PropShape::Text),

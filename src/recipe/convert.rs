@@ -1,18 +1,17 @@
 //! Checks each raw declaration against its kind's schema and turns KDL
 //! values into typed JSON settings, reporting every problem it finds.
 
-use std::time::Duration;
-
 use kdl::KdlValue;
 use serde_json::{Map, Number, Value};
 
-use super::decl::{Draft, Setting, SettingMap, Settings};
+use super::decls;
 use super::problem::{Problem, Problems, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned, describe_value};
-use super::schema::{self, FieldSpec, Shape};
+use super::schema::{self, FieldSpec, Shape, parse_duration};
+use super::settings::{Draft, Setting, SettingMap, Settings};
 
 pub fn convert(raw: &RawDecl, problems: &mut Problems) -> Draft {
-    let specs = schema::fields_of(raw.kind);
+    let specs = decls::fields_of(raw.kind);
     let mut settings = SettingMap::default();
 
     for field in &raw.fields {
@@ -253,13 +252,6 @@ fn single(shape: Shape, arg: &Spanned<KdlValue>) -> Result<Value, Option<String>
         (Shape::Ref(_), KdlValue::String(s)) => Ok(Value::String(s.clone())),
         _ => Err(None),
     }
-}
-
-/// "90s", "5m", "1h30m", "250ms" → a duration; plain numbers are refused so
-/// that units are never guessed.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|err| format!("bad duration \"{text}\": {err} (write e.g. \"90s\", \"5m\", \"250ms\")"))
 }
 
 fn scalar(value: &KdlValue) -> Value {

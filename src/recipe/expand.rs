@@ -89,7 +89,7 @@ fn merged(
         .filter(|f| !schema::STRUCTURAL.contains(&f.name.value.as_str()) || waits_for_a_result(f))
         .filter(|f| {
             // A variant replaces what it sets again, unless the field adds up.
-            let accumulates = schema::field_of(decl.kind, &f.name.value).is_some_and(|s| s.accumulates);
+            let accumulates = super::decls::field_of(decl.kind, &f.name.value).is_some_and(|s| s.accumulates);
             accumulates || decl.field(&f.name.value).is_none() || waits_for_a_result(f)
         })
         .collect();

@@ -4,8 +4,8 @@
 
 use miette::SourceSpan;
 
-use super::decl::Setting;
 use super::problem::{Problem, SourceText};
+use super::settings::Setting;
 
 #[derive(Debug, Clone)]
 pub struct Expression {

@@ -21,26 +21,28 @@ mod problem;
 mod raw;
 pub mod result_refs;
 mod schema;
+mod settings;
 pub mod words;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use convert::parse_duration;
-pub use decl::{Decl, Setting};
+pub use decl::Decl;
 pub use decls::Spec;
 pub use expression::Expression;
 pub use kind::Kind;
 pub use parse_cache::ParseCache;
 pub use problem::{Problem, RecipeError, SourceText, did_you_mean};
 pub use result_refs::ResultValues;
+pub use schema::parse_duration;
+pub use settings::Setting;
 
 use checks::{check_properties, check_references, check_unique};
-use decl::Draft;
 use defaults::{default_engine, take_in_workload};
 pub use params::kdl_to_json;
 use params::resolve_params;
 use problem::Problems;
+use settings::Draft;
 
 #[derive(Debug, Clone)]
 pub struct Campaign {
@@ -154,7 +156,7 @@ pub fn load_with_results(
     for draft in &drafts {
         check_properties(draft, &mut problems);
     }
-    let workload_settings: BTreeMap<String, decl::Settings> = drafts
+    let workload_settings: BTreeMap<String, settings::Settings> = drafts
         .iter()
         .filter(|d| d.kind == Kind::Workload)
         .map(|d| (d.name.clone(), d.settings.clone()))

@@ -2,6 +2,8 @@
 //! required and whether it enters the fingerprint. Each kind's table of
 //! fields lives beside its typed declaration in `decls/`.
 
+use std::time::Duration;
+
 use super::kind::Kind;
 
 /// The shape a field's value must have.
@@ -67,32 +69,37 @@ pub struct FieldSpec {
     pub accumulates: bool,
 }
 
-pub(super) const fn field(name: &'static str, shape: Shape) -> FieldSpec {
-    FieldSpec { name, shape, required: false, hashed: true, accumulates: false }
-}
+impl FieldSpec {
+    /// An optional field, set once, that enters the fingerprint.
+    pub const fn new(name: &'static str, shape: Shape) -> FieldSpec {
+        FieldSpec { name, shape, required: false, hashed: true, accumulates: false }
+    }
 
-/// References are not hashed by name: the referenced step's fingerprint
-/// (upstream) identifies it, so renaming a server does not invalidate its cells.
-pub(super) const fn required(name: &'static str, shape: Shape) -> FieldSpec {
-    let hashed = !matches!(shape, Shape::Ref(_));
-    FieldSpec { name, shape, required: true, hashed, accumulates: false }
-}
+    /// The declaration needs it. References are not hashed by name: the
+    /// referenced step's fingerprint (upstream) identifies it, so renaming a
+    /// server does not invalidate its cells.
+    pub const fn required(self) -> FieldSpec {
+        let hashed = self.hashed && !matches!(self.shape, Shape::Ref(_));
+        FieldSpec { required: true, hashed, ..self }
+    }
 
-pub(super) const fn many(name: &'static str, shape: Shape) -> FieldSpec {
-    FieldSpec { name, shape, required: false, hashed: true, accumulates: true }
-}
+    /// Written twice (or inherited through `extends`), its values add up.
+    pub const fn many(self) -> FieldSpec {
+        FieldSpec { accumulates: true, ..self }
+    }
 
-pub(super) const fn note(name: &'static str) -> FieldSpec {
-    FieldSpec { name, shape: Shape::Str, required: false, hashed: false, accumulates: false }
+    /// It cannot change a result (a description, how a server is reached).
+    pub const fn unhashed(self) -> FieldSpec {
+        FieldSpec { hashed: false, ..self }
+    }
 }
 
 /// Fields that shape the declaration itself rather than its settings.
 pub const STRUCTURAL: &[&str] = &["extends", "abstract", "sweep"];
 
-pub fn fields_of(kind: Kind) -> &'static [FieldSpec] {
-    super::decls::fields_of(kind)
-}
-
-pub fn field_of(kind: Kind, name: &str) -> Option<FieldSpec> {
-    fields_of(kind).iter().find(|f| f.name == name).copied()
+/// "90s", "5m", "1h30m", "250ms" → a duration; plain numbers are refused so
+/// that units are never guessed.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|err| format!("bad duration \"{text}\": {err} (write e.g. \"90s\", \"5m\", \"250ms\")"))
 }

@@ -84,6 +84,18 @@ words! {
 }
 
 words! {
+    /// When a cell's connections are opened.
+    #[derive(Default)]
+    pub enum ConnectWord {
+        /// Before each measured run's clock starts (the default).
+        #[default]
+        Ahead = "ahead",
+        /// When a request finds none open: connection setup is measured.
+        OnDemand = "on-demand",
+    }
+}
+
+words! {
     /// The functional checks.
     pub enum CheckType {
         Smoke = "smoke",

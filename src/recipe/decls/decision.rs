@@ -5,34 +5,32 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::super::decl::Draft;
 use super::super::expression::Expression;
 use super::super::problem::Problems;
-use super::super::schema::{FieldSpec, Shape, field, many};
-
-pub const FIELDS: &[FieldSpec] = &[
-    many("rule", Shape::Records),
-    field("promote-when", Shape::Str),
-    many("headline", Shape::Strings),
-    many("limitation", Shape::Strings),
-    many("control", Shape::Strings),
-    many("identity", Shape::Props),
-];
+use super::super::settings::{Draft, settings};
 
 /// What a rule may say besides its label and condition, as the decision
 /// summary names it.
 pub const STATEMENTS: &[&str] =
     &["winner", "single-card-selection", "alternate-runtime-result", "promotion-boundary", "reason"];
 
-#[derive(Debug, Clone)]
-pub struct DecisionDecl {
-    pub rules: Vec<Rule>,
-    pub promote_when: Option<Expression>,
-    /// Cells whose results head the decision summary.
-    pub headline: Vec<String>,
-    pub limitations: Vec<String>,
-    pub controls: Vec<String>,
-    pub identity: BTreeMap<String, Value>,
+settings! {
+    #[derive(Debug, Clone)]
+    pub struct DecisionDecl {
+        /// `rule label="x" when="…"`, one per line.
+        key rule = many "rule" as Records,
+        pub rules: Vec<Rule>,
+        /// The expression that decides promotion.
+        key promote_when = "promote-when" as Str,
+        pub promote_when: Option<Expression>,
+        /// Cells whose results head the decision summary.
+        pub headline: Vec<String> = many "headline" as Strings,
+        pub limitations: Vec<String> = many "limitation" as Strings,
+        pub controls: Vec<String> = many "control" as Strings,
+        pub identity: BTreeMap<String, Value> = many "identity" as Props,
+    }
+    /// The parsed rules and promotion.
+    struct DecisionRest;
 }
 
 /// `rule label="x" when="…" winner="…"`.
@@ -51,13 +49,13 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> DecisionDecl {
     let what = draft.what();
     let decl = (&draft.source, draft.span);
     let mut rules = Vec::new();
-    if let Some(setting) = s.setting("rule") {
-        for record in s.get("rule").and_then(Value::as_array).into_iter().flatten() {
+    if let Some(setting) = s.setting(key::rule) {
+        for record in s.get(key::rule).and_then(Value::as_array).into_iter().flatten() {
             let Some(when) = record.get("when").and_then(Value::as_str) else {
                 problems.push(
                     draft
                         .problem_at(
-                            "rule",
+                            key::rule,
                             "a rule needs when=\"…\" (and a label=\"…\" to add a decision label)",
                         )
                         .label("incomplete rule"),
@@ -79,18 +77,11 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> DecisionDecl {
             });
         }
     }
-    let promote_when = match (s.setting("promote-when"), s.str("promote-when")) {
+    let promote_when = match (s.setting(key::promote_when), s.str(key::promote_when)) {
         (Some(setting), Some(text)) => {
             Expression::parse(text, setting, decl, &what).map_err(|p| problems.push(p)).ok()
         }
         _ => None,
     };
-    DecisionDecl {
-        rules,
-        promote_when,
-        headline: s.strings("headline"),
-        limitations: s.strings("limitation"),
-        controls: s.strings("control"),
-        identity: s.props("identity"),
-    }
+    DecisionDecl::from_settings(s, DecisionRest { rules, promote_when })
 }

@@ -1,32 +1,32 @@
 //! `gate`: every `require` expression must hold.
 
-use super::super::decl::Draft;
 use super::super::expression::Expression;
 use super::super::problem::Problems;
-use super::super::schema::{FieldSpec, Shape};
+use super::super::settings::{Draft, settings};
 
-pub const FIELDS: &[FieldSpec] = &[
-    FieldSpec { name: "require", shape: Shape::Strings, required: true, hashed: true, accumulates: true },
-    // A non-blocking verdict is recorded (and read by decisions) without failing the run.
-    FieldSpec { name: "blocking", shape: Shape::Bool, required: false, hashed: false, accumulates: false },
-];
-
-#[derive(Debug, Clone)]
-pub struct GateDecl {
-    pub require: Vec<Expression>,
-    pub blocking: bool,
+settings! {
+    #[derive(Debug, Clone)]
+    pub struct GateDecl {
+        /// Expressions that must hold (each parsed at load).
+        key require = required many "require" as Strings,
+        pub require: Vec<Expression>,
+        /// A non-blocking verdict is recorded (and read by decisions) without failing the run.
+        pub blocking: bool = unhashed "blocking" as Bool or true,
+    }
+    /// The parsed expressions.
+    struct GateRest;
 }
 
 pub(super) fn build(draft: &Draft, problems: &mut Problems) -> GateDecl {
     let s = &draft.settings;
     let mut require = Vec::new();
-    if let Some(setting) = s.setting("require") {
-        for text in s.strings("require") {
+    if let Some(setting) = s.setting(key::require) {
+        for text in s.strings(key::require) {
             match Expression::parse(&text, setting, (&draft.source, draft.span), &draft.what()) {
                 Ok(expression) => require.push(expression),
                 Err(problem) => problems.push(problem),
             }
         }
     }
-    GateDecl { require, blocking: s.bool("blocking").unwrap_or(true) }
+    GateDecl::from_settings(s, GateRest { require })
 }

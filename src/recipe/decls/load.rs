@@ -5,96 +5,73 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::super::decl::Draft;
 use super::super::problem::Problems;
-use super::super::schema::{FieldSpec, Shape, field, many};
+use super::super::settings::{Draft, settings};
 mod stage;
 pub use stage::{SloFrom, StageDecl};
 pub mod traffic;
+pub use super::super::words::ConnectWord;
 use super::super::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, Thinking};
 pub use traffic::TrafficDecl;
 
-pub const FIELDS: &[FieldSpec] = &[
-    field("api", Shape::OneOf(Api::WORDS)),
-    field("context-tokens", Shape::Int),
-    field("concurrency", Shape::Int),
-    field("requests", Shape::Int),
-    field("warmup-requests", Shape::Int),
-    field("response-words", Shape::Int),
-    field("max-tokens", Shape::Int),
-    field("prompt-cache", Shape::OneOf(PromptCache::WORDS)),
-    field("prefix-tokens", Shape::Int),
-    field("canaries", Shape::Bool),
-    field("thinking", Shape::OneOf(Thinking::WORDS)),
-    field("temperature", Shape::Number),
-    field("top-p", Shape::Number),
-    field("sampling-seed", Shape::Int),
-    field("prompt-salt", Shape::Int),
-    field("output-policy", Shape::OneOf(OutputPolicy::WORDS)),
-    field("timeout", Shape::Duration),
-    field("arrival", Shape::OneOf(ArrivalWord::WORDS)),
-    field("rate", Shape::Number),
-    field("repeat", Shape::Int),
-    field("slo", Shape::Props),
-    many("extra-body", Shape::Block),
-    field("balance", Shape::OneOf(Balance::WORDS)),
-    field("connect", Shape::OneOf(CONNECT_WORDS)),
-    many("stage", Shape::Records),
-    field("trace", Shape::Headed),
-    field("dataset", Shape::Headed),
-    field("sessions", Shape::Headed),
-];
-
 /// `connect`: when a cell opens its connections.
-pub const CONNECT_WORDS: &[&str] = &["ahead", "on-demand"];
+pub const CONNECT_WORDS: &[&str] = ConnectWord::WORDS;
 
-/// When a cell's connections are opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ConnectWord {
-    /// Before each measured run's clock starts (the default).
-    #[default]
-    Ahead,
-    /// When a request finds none open: connection setup is measured.
-    OnDemand,
-}
-
-/// Unset settings stay `None`: the load generator's defaults apply, and the
-/// campaign report says what was set.
-#[derive(Debug, Clone)]
-pub struct LoadDecl {
-    pub api: Api,
-    pub context_tokens: Option<u64>,
-    pub concurrency: Option<u64>,
-    pub requests: Option<u64>,
-    pub warmup_requests: Option<u64>,
-    pub response_words: Option<u64>,
-    pub max_tokens: Option<u64>,
-    pub prompt_cache: PromptCache,
-    pub prefix_tokens: u64,
-    pub canaries: Option<bool>,
-    pub thinking: Thinking,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub sampling_seed: Option<u64>,
-    /// Mixed into the synthetic prompts' seed (unset: the campaign seed alone).
-    pub prompt_salt: Option<u64>,
-    pub output_policy: OutputPolicy,
-    pub timeout: Option<Duration>,
-    pub arrival: Arrival,
-    pub repeat: Option<u64>,
-    pub slo: Option<SloDecl>,
-    /// Extra JSON merged into every request body (strings may hold
-    /// `{marker}`, `{index}`, `{seed}`, filled per request).
-    pub extra_body: Option<Value>,
-    pub balance: Balance,
-    /// Unset: `ahead`.
-    pub connect: ConnectWord,
-    /// Load stages, in order; empty: one phase of `requests`.
-    pub stages: Vec<StageDecl>,
-    /// Where the requests come from (a trace, a dataset, sessions; else synthetic).
-    pub traffic: TrafficDecl,
-    /// Files the traffic reads, relative to the recipe's folder.
-    pub reads: Vec<String>,
+settings! {
+    /// Unset settings stay `None`: the load generator's defaults apply, and the
+    /// campaign report says what was set.
+    #[derive(Debug, Clone)]
+    pub struct LoadDecl {
+        pub api: Api = "api" as Word(Api) or Api::Chat,
+        pub context_tokens: Option<u64> = "context-tokens" as Int,
+        pub concurrency: Option<u64> = "concurrency" as Int,
+        pub requests: Option<u64> = "requests" as Int,
+        pub warmup_requests: Option<u64> = "warmup-requests" as Int,
+        pub response_words: Option<u64> = "response-words" as Int,
+        pub max_tokens: Option<u64> = "max-tokens" as Int,
+        pub prompt_cache: PromptCache = "prompt-cache" as Word(PromptCache) or PromptCache::Unique,
+        pub prefix_tokens: u64 = "prefix-tokens" as Int or 0,
+        pub canaries: Option<bool> = "canaries" as Bool,
+        pub thinking: Thinking = "thinking" as Word(Thinking) or Thinking::Default,
+        pub temperature: Option<f64> = "temperature" as Number,
+        pub top_p: Option<f64> = "top-p" as Number,
+        pub sampling_seed: Option<u64> = "sampling-seed" as Int,
+        /// Mixed into the synthetic prompts' seed (unset: the campaign seed alone).
+        pub prompt_salt: Option<u64> = "prompt-salt" as Int,
+        pub output_policy: OutputPolicy = "output-policy" as Word(OutputPolicy) or OutputPolicy::Observe,
+        pub timeout: Option<Duration> = "timeout" as Duration,
+        /// Closed loop, or the kind of gaps between open-loop sends.
+        key arrival = "arrival" as Word(ArrivalWord),
+        /// Requests per second of an open loop.
+        key rate = "rate" as Number,
+        pub arrival: Arrival,
+        pub repeat: Option<u64> = "repeat" as Int,
+        /// Per-request latency limits (goodput).
+        key slo = "slo" as Props,
+        pub slo: Option<SloDecl>,
+        /// Extra JSON merged into every request body (strings may hold
+        /// `{marker}`, `{index}`, `{seed}`, filled per request).
+        pub extra_body: Option<Value> = many "extra-body" as Block,
+        pub balance: Balance = "balance" as Word(Balance) or Balance::RoundRobin,
+        /// Unset: `ahead`.
+        pub connect: ConnectWord = "connect" as Word(ConnectWord) or ConnectWord::Ahead,
+        /// One load stage (`stage rate=5 duration="20s"`).
+        key stage = many "stage" as Records,
+        /// Load stages, in order; empty: one phase of `requests`.
+        pub stages: Vec<StageDecl>,
+        /// Replay a trace file.
+        key trace = "trace" as Headed,
+        /// Sample a dataset file.
+        key dataset = "dataset" as Headed,
+        /// Multi-turn sessions.
+        key sessions = "sessions" as Headed,
+        /// Where the requests come from (a trace, a dataset, sessions; else synthetic).
+        pub traffic: TrafficDecl,
+        /// Files the traffic reads, relative to the recipe's folder.
+        pub reads: Vec<String>,
+    }
+    /// The fields `build` makes by hand.
+    struct LoadRest;
 }
 
 /// When requests are sent.
@@ -122,25 +99,24 @@ pub struct SloDecl {
 
 pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
     let s = &draft.settings;
-    let word = |key: &str| s.str(key);
-    let arrival_word = word("arrival").and_then(ArrivalWord::from_word).unwrap_or(ArrivalWord::Closed);
-    let staged = s.contains("stage");
-    let arrival = match (arrival_word, s.f64("rate")) {
+    let arrival_word = s.str(key::arrival).and_then(ArrivalWord::from_word).unwrap_or(ArrivalWord::Closed);
+    let staged = s.contains(key::stage);
+    let arrival = match (arrival_word, s.f64(key::rate)) {
         (ArrivalWord::Closed, _) => Arrival::Closed,
         // Each stage has its own rate; the word says which kind of gaps.
         (_, None) if staged => Arrival::Closed,
         (ArrivalWord::Poisson, Some(rate_per_s)) => Arrival::Poisson { rate_per_s },
         (ArrivalWord::Constant, Some(rate_per_s)) => Arrival::Constant { rate_per_s },
-        (_, None) if draft.from_workload.iter().any(|k| k == "arrival") => Arrival::Closed,
+        (_, None) if draft.from_workload.iter().any(|k| k == key::arrival) => Arrival::Closed,
         // `rate "{search.X.max_rate}"`: settled (and checked) once the search has answered.
-        (_, None) if s.str("rate").is_some_and(crate::recipe::result_refs::is_whole_placeholder) => {
+        (_, None) if s.str(key::rate).is_some_and(crate::recipe::result_refs::is_whole_placeholder) => {
             Arrival::Closed
         }
         (_, None) => {
             problems.push(
                 draft
                     .problem_at(
-                        "arrival",
+                        key::arrival,
                         format!(
                             "{} `{}`: an open-loop arrival needs `rate` (requests per second)",
                             draft.kind, draft.name
@@ -151,47 +127,23 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
             Arrival::Closed
         }
     };
-    let slo = s.contains("slo").then(|| {
-        let props = s.props("slo");
-        let limit = |key: &str| {
-            props.get(key).and_then(Value::as_str).and_then(|t| super::super::parse_duration(t).ok())
+    let slo = s.contains(key::slo).then(|| {
+        let props = s.props(key::slo);
+        let limit = |prop: &str| {
+            props.get(prop).and_then(Value::as_str).and_then(|t| super::super::schema::parse_duration(t).ok())
         };
-        let from = stage::slo_from(draft, props.get("from"), problems);
+        let keys = stage::Keys { slo: key::slo, stage: key::stage, requests: key::requests, rate: key::rate };
+        let from = stage::slo_from(draft, &keys, props.get("from"), problems);
         SloDecl { ttft: limit("ttft"), tpot: limit("tpot"), e2e: limit("e2e"), from }
     });
-    let stages = stage::build(draft, arrival_word, problems);
-    let (traffic, reads) = traffic::build(draft, problems);
-    LoadDecl {
-        api: word("api").and_then(Api::from_word).unwrap_or(Api::Chat),
-        context_tokens: s.u64("context-tokens"),
-        concurrency: s.u64("concurrency"),
-        requests: s.u64("requests"),
-        warmup_requests: s.u64("warmup-requests"),
-        response_words: s.u64("response-words"),
-        max_tokens: s.u64("max-tokens"),
-        prompt_cache: word("prompt-cache").and_then(PromptCache::from_word).unwrap_or(PromptCache::Unique),
-        prefix_tokens: s.u64("prefix-tokens").unwrap_or(0),
-        canaries: s.bool("canaries"),
-        thinking: word("thinking").and_then(Thinking::from_word).unwrap_or(Thinking::Default),
-        temperature: s.f64("temperature"),
-        top_p: s.f64("top-p"),
-        sampling_seed: s.u64("sampling-seed"),
-        prompt_salt: s.u64("prompt-salt"),
-        output_policy: word("output-policy")
-            .and_then(OutputPolicy::from_word)
-            .unwrap_or(OutputPolicy::Observe),
-        timeout: s.duration("timeout"),
-        arrival,
-        repeat: s.u64("repeat"),
-        slo,
-        extra_body: s.get("extra-body").cloned(),
-        balance: word("balance").and_then(Balance::from_word).unwrap_or(Balance::RoundRobin),
-        connect: match word("connect") {
-            Some("on-demand") => ConnectWord::OnDemand,
-            _ => ConnectWord::Ahead,
-        },
-        stages,
-        traffic,
-        reads,
-    }
+    let keys = stage::Keys { slo: key::slo, stage: key::stage, requests: key::requests, rate: key::rate };
+    let stages = stage::build(draft, &keys, arrival_word, problems);
+    let keys = traffic::Keys {
+        trace: key::trace,
+        dataset: key::dataset,
+        sessions: key::sessions,
+        stage: key::stage,
+    };
+    let (traffic, reads) = traffic::build(draft, &keys, problems);
+    LoadDecl::from_settings(s, LoadRest { arrival, slo, stages, traffic, reads })
 }

@@ -6,6 +6,7 @@ pub mod cell;
 pub mod check;
 pub mod decision;
 pub mod executor;
+pub mod finally;
 pub mod gate;
 pub mod load;
 pub mod screen;
@@ -24,11 +25,11 @@ pub use search::SearchDecl;
 pub use server::{CommandEngine, Engine, ReadyDecl, ServerDecl, Warmup};
 pub use task::{FinallyDecl, TaskDecl};
 
-use super::decl::Draft;
 use super::expression::Expression;
 use super::kind::Kind;
 use super::problem::Problems;
-use super::schema::{FieldSpec, Shape, field, note};
+use super::schema::{FieldSpec, Shape};
+use super::settings::Draft;
 
 /// What a step does, by kind.
 #[derive(Debug, Clone)]
@@ -61,7 +62,7 @@ impl Spec {
             Kind::Task => Spec::Task(task::build(draft)),
             Kind::Screen => Spec::Screen(screen::build(draft, problems)),
             Kind::Decision => Spec::Decision(decision::build(draft, problems)),
-            Kind::Finally => Spec::Finally(task::build_finally(draft)),
+            Kind::Finally => Spec::Finally(finally::build(draft)),
             Kind::Search => Spec::Search(search::build(draft, problems)),
         }
     }
@@ -109,8 +110,23 @@ impl Spec {
     }
 }
 
+/// The names of the fields every step may carry.
+#[allow(non_upper_case_globals)]
+pub mod common {
+    /// What the step is for (it changes no result).
+    pub const description: &str = "description";
+    /// Steps this one runs after (ordering only).
+    pub const after: &str = "after";
+}
+
 /// Fields every step may carry.
-const COMMON: &[FieldSpec] = &[note("description"), super::schema::many("after", Shape::StepRefs)];
+const COMMON: &[FieldSpec] = &[
+    FieldSpec::new(common::description, Shape::Str).unhashed(),
+    FieldSpec::new(common::after, Shape::StepRefs).many(),
+];
+
+/// A workload is not a step, but it may say what it is for.
+const DESCRIBED: &[FieldSpec] = COMMON.split_at(1).0;
 
 /// Every field a declaration of `kind` accepts (built once per kind: every
 /// declaration's conversion looks its fields up here).
@@ -120,12 +136,12 @@ pub fn fields_of(kind: Kind) -> &'static [FieldSpec] {
     BY_KIND[kind as usize].get_or_init(|| {
         let own: &[&[FieldSpec]] = match kind {
             Kind::Server => &[server::FIELDS],
-            Kind::Workload => &[load::FIELDS, &[note("description")]],
+            Kind::Workload => &[load::FIELDS, DESCRIBED],
             Kind::Cell => &[cell::FIELDS, load::FIELDS],
             Kind::Check => &[check::FIELDS],
             Kind::Gate => &[gate::FIELDS],
             Kind::Task => &[task::FIELDS],
-            Kind::Finally => &[task::FIELDS, &[field("always", Shape::Bool)]],
+            Kind::Finally => &[task::FIELDS, finally::FIELDS],
             Kind::Screen => &[screen::FIELDS],
             Kind::Decision => &[decision::FIELDS],
             Kind::Search => &[search::FIELDS],
@@ -136,4 +152,9 @@ pub fn fields_of(kind: Kind) -> &'static [FieldSpec] {
         }
         all
     })
+}
+
+/// The field `name` of `kind`, if it accepts one.
+pub fn field_of(kind: Kind, name: &str) -> Option<FieldSpec> {
+    fields_of(kind).iter().find(|f| f.name == name).copied()
 }

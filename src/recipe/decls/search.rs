@@ -7,31 +7,12 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::super::decl::{self, Decl, Draft, Setting, SettingMap, Settings};
 use super::super::expression::Expression;
 use super::super::kind::Kind;
 use super::super::problem::Problems;
-use super::super::schema::{FieldSpec, Shape, field, required};
+use super::super::settings::{self, Draft, Setting, SettingMap, Settings, settings};
 use super::super::words::{SearchMethod, SearchVariable};
-use super::{Spec, cell};
-
-pub const FIELDS: &[FieldSpec] = &[
-    required("server", Shape::Ref(Kind::Server)),
-    field("workload", Shape::Ref(Kind::Workload)),
-    required("variable", Shape::OneOf(SearchVariable::WORDS)),
-    field("range", Shape::Strings),
-    field("min", Shape::Number),
-    field("max", Shape::Number),
-    FieldSpec { name: "slo", shape: Shape::Strings, required: true, hashed: true, accumulates: true },
-    field("method", Shape::OneOf(SearchMethod::WORDS)),
-    field("ladder", Shape::Strings),
-    field("precision", Shape::Strings),
-    field("repeats", Shape::Int),
-    field("probe-duration", Shape::Duration),
-    field("budget", Shape::Int),
-    field("saturation-pct", Shape::Number),
-    field("stop-on-errors", Shape::Bool),
-];
+use super::{cell, load};
 
 /// The fields of a search's stored result (`anvil-serving.search-result/v1`),
 /// which gates may read; `results::SearchResult` is tested against this list.
@@ -100,45 +81,53 @@ impl Precision {
     }
 }
 
-#[derive(Debug, Clone)]
-pub struct SearchDecl {
-    pub server: String,
-    pub workload: Option<String>,
-    pub variable: SearchVariable,
-    pub min: f64,
-    pub max: f64,
-    /// Every expression must hold for a probe to pass (`probe.ttft_p99_ms <= 2000`).
-    pub slo: Vec<Expression>,
-    pub method: SearchMethod,
-    /// The values a `ladder` search probes, in order.
-    pub ladder: Vec<f64>,
-    pub precision: Precision,
-    /// Each probe's `repeat` (unset: the workload's).
-    pub repeats: Option<u64>,
-    /// A rate probe sends `rate × this` requests (unset: the workload's
-    /// `requests`), so every probe lasts as long whatever its rate.
-    pub probe_duration: Option<std::time::Duration>,
-    pub budget: u64,
-    /// Stop when doubling the variable grows throughput by less than this (percent).
-    pub saturation_pct: Option<f64>,
-    /// Stop once a probe has failed requests.
-    pub stop_on_errors: bool,
-    /// The probe cell without its variable: the search's name, source and
-    /// the workload's settings.
-    template: Draft,
+settings! {
+    #[derive(Debug, Clone)]
+    pub struct SearchDecl {
+        pub server: String = required "server" as Ref(Kind::Server) or String::new(),
+        pub workload: Option<String> = "workload" as Ref(Kind::Workload),
+        /// What the probes vary (the other parts of the build depend on it).
+        key variable = required "variable" as Word(SearchVariable),
+        pub variable: SearchVariable,
+        /// `range 1 64`: the lowest and highest value.
+        key range = "range" as Strings,
+        key min = "min" as Number,
+        key max = "max" as Number,
+        pub min: f64,
+        pub max: f64,
+        /// The probe's limits, as expressions.
+        key slo = required many "slo" as Strings,
+        /// Every expression must hold for a probe to pass (`probe.ttft_p99_ms <= 2000`).
+        pub slo: Vec<Expression>,
+        key method = "method" as Word(SearchMethod),
+        pub method: SearchMethod,
+        key ladder = "ladder" as Strings,
+        /// The values a `ladder` search probes, in order.
+        pub ladder: Vec<f64>,
+        key precision = "precision" as Strings,
+        pub precision: Precision,
+        /// Each probe's `repeat` (unset: the workload's).
+        pub repeats: Option<u64> = "repeats" as Int,
+        /// A rate probe sends `rate × this` requests (unset: the workload's
+        /// `requests`), so every probe lasts as long whatever its rate.
+        pub probe_duration: Option<std::time::Duration> = "probe-duration" as Duration,
+        pub budget: u64 = "budget" as Int or DEFAULT_BUDGET,
+        /// Stop when doubling the variable grows throughput by less than this (percent).
+        pub saturation_pct: Option<f64> = "saturation-pct" as Number,
+        /// Stop once a probe has failed requests.
+        pub stop_on_errors: bool = "stop-on-errors" as Bool or false,
+        /// The probe cell without its variable: the search's name, source and
+        /// the workload's settings.
+        template: Draft,
+    }
+    /// The fields `build` makes by hand.
+    struct SearchRest;
 }
 
 impl SearchDecl {
-    /// The probe at `value`: a cell of this search's server and workload with
-    /// the variable set, named `search@variable=value` (names are not hashed).
-    pub fn probe(&self, value: f64) -> Decl {
-        let draft = self.probe_draft(value);
-        let spec = cell::build(&draft, &mut Problems::default());
-        Decl::from_draft(draft, Spec::Cell(spec))
-    }
-
-    /// The probe's declaration before its typed form is built.
-    fn probe_draft(&self, value: f64) -> Draft {
+    /// The probe's declaration before its typed form is built (the probe
+    /// itself, a [`Decl`](super::super::Decl), is `SearchDecl::probe`).
+    pub(in crate::recipe) fn probe_draft(&self, value: f64) -> Draft {
         let mut draft = self.template.clone();
         draft.kind = Kind::Cell;
         draft.name = format!("{}@{}={}", self.template.name, self.variable, format_value(value));
@@ -149,37 +138,37 @@ impl SearchDecl {
         };
         match self.variable {
             SearchVariable::Rate => {
-                let constant = self.template.settings.str("arrival") == Some("constant");
-                set("arrival", Value::from(if constant { "constant" } else { "poisson" }));
-                set("rate", number(value));
+                let constant = self.template.settings.str(load::key::arrival) == Some("constant");
+                set(load::key::arrival, Value::from(if constant { "constant" } else { "poisson" }));
+                set(load::key::rate, number(value));
                 // Past capacity the queue grows by (rate − capacity) each
                 // second: a fixed request count makes fast probes too short
                 // to show it, so a duration sets the count per rate.
                 let requests = match self.probe_duration {
                     Some(duration) => {
                         let requests = (value * duration.as_secs_f64()).ceil().max(1.0) as u64;
-                        set("requests", Value::from(requests));
+                        set(load::key::requests, Value::from(requests));
                         requests
                     }
-                    None => self.template.settings.u64("requests").unwrap_or(DEFAULT_PROBE_REQUESTS),
+                    None => self.template.settings.u64(load::key::requests).unwrap_or(DEFAULT_PROBE_REQUESTS),
                 };
                 // An open loop's `concurrency` caps requests in flight; the
                 // load generator's default (1) would queue them in the client
                 // and hide the server's queue. Unset, no cap binds.
-                if !self.template.settings.contains("concurrency") {
-                    set("concurrency", Value::from(requests.clamp(1, MAX_IN_FLIGHT)));
+                if !self.template.settings.contains(load::key::concurrency) {
+                    set(load::key::concurrency, Value::from(requests.clamp(1, MAX_IN_FLIGHT)));
                 }
             }
-            SearchVariable::Concurrency => set("concurrency", Value::from(value.round() as u64)),
+            SearchVariable::Concurrency => set(load::key::concurrency, Value::from(value.round() as u64)),
         }
         if let Some(repeats) = self.repeats {
-            set("repeat", Value::from(repeats));
+            set(load::key::repeat, Value::from(repeats));
         }
         // Probes share a server: with the same prompts a later probe would
         // find an earlier one's in the prefix cache and pass a rate a cold
         // server cannot hold. Each value gets prompts of its own.
-        if !self.template.settings.contains("prompt-salt") {
-            set("prompt-salt", Value::from(probe_salt(value)));
+        if !self.template.settings.contains(load::key::prompt_salt) {
+            set(load::key::prompt_salt, Value::from(probe_salt(value)));
         }
         draft
     }
@@ -212,7 +201,7 @@ impl SearchDecl {
             ));
         }
         (!RESULT_FIELDS.contains(&field.as_str())).then(|| {
-            let hint = super::super::did_you_mean(field, RESULT_FIELDS.iter().copied())
+            let hint = super::super::problem::did_you_mean(field, RESULT_FIELDS.iter().copied())
                 .unwrap_or_else(|| format!("a search's result has: {}", RESULT_FIELDS.join(", ")));
             format!("a search's result has no field `{field}` ({hint})")
         })
@@ -239,9 +228,12 @@ fn number(value: f64) -> Value {
 
 /// A search takes in its workload's settings for its probes (kept apart from
 /// its own: a workload's `slo` is a probe setting, the search's `slo` is not).
-pub(in crate::recipe) fn take_in_workload(search: &mut Draft, workloads: &BTreeMap<String, decl::Settings>) {
+pub(in crate::recipe) fn take_in_workload(
+    search: &mut Draft,
+    workloads: &BTreeMap<String, settings::Settings>,
+) {
     let taken: serde_json::Map<String, Value> =
-        match search.settings.str("workload").and_then(|name| workloads.get(name)) {
+        match search.settings.str(key::workload).and_then(|name| workloads.get(name)) {
             Some(workload) => workload
                 .0
                 .iter()
@@ -257,35 +249,35 @@ pub(in crate::recipe) fn take_in_workload(search: &mut Draft, workloads: &BTreeM
         hashed: true,
     };
     search.settings.0.insert(PROBE_SETTINGS.into(), setting);
-    if let Some(reference) = search.settings.0.get_mut("workload") {
+    if let Some(reference) = search.settings.0.get_mut(key::workload) {
         reference.hashed = false;
     }
 }
 
 pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
     let s = &draft.settings;
-    let variable = s.str("variable").and_then(SearchVariable::from_word).unwrap_or(SearchVariable::Rate);
+    let variable = s.str(key::variable).and_then(SearchVariable::from_word).unwrap_or(SearchVariable::Rate);
     let (min, max) = range(draft, problems);
-    let ladder = numbers(draft, "ladder", problems);
-    let method = match s.str("method").and_then(SearchMethod::from_word) {
+    let ladder = numbers(draft, key::ladder, problems);
+    let method = match s.str(key::method).and_then(SearchMethod::from_word) {
         Some(method) => method,
-        None if s.contains("ladder") => SearchMethod::Ladder,
+        None if s.contains(key::ladder) => SearchMethod::Ladder,
         None => SearchMethod::Bracket,
     };
-    if method == SearchMethod::Ladder && ladder.is_empty() && !s.contains("ladder") {
+    if method == SearchMethod::Ladder && ladder.is_empty() && !s.contains(key::ladder) {
         problems.push(
             draft
                 .problem_at(
-                    "method",
+                    key::method,
                     format!("{}: a ladder search needs `ladder` (the values to probe)", draft.what()),
                 )
                 .label("no ladder"),
         );
     }
-    if method == SearchMethod::Bracket && s.contains("ladder") {
+    if method == SearchMethod::Bracket && s.contains(key::ladder) {
         problems.push(
             draft
-                .problem_at("ladder", format!("{}: `ladder` is for `method \"ladder\"`", draft.what()))
+                .problem_at(key::ladder, format!("{}: `ladder` is for `method \"ladder\"`", draft.what()))
                 .label("unused")
                 .help("remove `method \"bracket\"` to probe this ladder, or remove the ladder"),
         );
@@ -293,9 +285,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
     let slo = slo_expressions(draft, problems);
     let mut template = draft.clone();
     template.settings = probe_settings(draft);
-    let search = SearchDecl {
-        server: s.string("server").unwrap_or_default(),
-        workload: s.string("workload"),
+    let rest = SearchRest {
         variable,
         min,
         max,
@@ -303,21 +293,17 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
         method,
         ladder,
         precision: precision(draft, variable, problems),
-        repeats: s.u64("repeats"),
-        probe_duration: s.duration("probe-duration"),
-        budget: s.u64("budget").unwrap_or(DEFAULT_BUDGET),
-        saturation_pct: s.f64("saturation-pct"),
-        stop_on_errors: s.bool("stop-on-errors").unwrap_or(false),
         template,
     };
+    let search = SearchDecl::from_settings(s, rest);
     // A trace, sessions or stages decide the load themselves.
-    for key in ["trace", "sessions", "stage"] {
-        if search.template.settings.contains(key) {
+    for setting in [load::key::trace, load::key::sessions, load::key::stage] {
+        if search.template.settings.contains(setting) {
             problems.push(
                 draft
                     .problem_at(
-                        "workload",
-                        format!("{}: its workload sets `{key}`, which decides the load itself", draft.what()),
+                        key::workload,
+                        format!("{}: its workload sets `{setting}`, which decides the load itself", draft.what()),
                     )
                     .label("a search varies the load")
                     .help(format!(
@@ -344,7 +330,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
         problems.push(
             draft
                 .problem_at(
-                    "probe-duration",
+                    key::probe_duration,
                     format!("{}: `probe-duration` sets a rate probe's request count", draft.what()),
                 )
                 .label("for `variable \"rate\"`")
@@ -352,16 +338,14 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
         );
     }
     if search.probe_duration.is_some_and(|d| d.is_zero()) {
-        problems.push(
-            draft.problem_at(
-                "probe-duration",
-                format!("{}: a probe of no time measures nothing", draft.what()),
-            ),
-        );
+        problems.push(draft.problem_at(
+            key::probe_duration,
+            format!("{}: a probe of no time measures nothing", draft.what()),
+        ));
     }
     if search.budget == 0 {
         problems.push(
-            draft.problem_at("budget", format!("{}: a budget of 0 probes measures nothing", draft.what())),
+            draft.problem_at(key::budget, format!("{}: a budget of 0 probes measures nothing", draft.what())),
         );
     }
     if search
@@ -372,7 +356,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
         problems.push(
             draft
                 .problem_at(
-                    "ladder",
+                    key::ladder,
                     format!("{}: every rung must be a positive {}", draft.what(), kind_of(variable)),
                 )
                 .label("invalid rung"),
@@ -402,9 +386,9 @@ fn probe_settings(draft: &Draft) -> Settings {
             settings.insert(key.clone(), setting);
         }
     }
-    for key in ["server", "workload"] {
-        if let Some(reference) = draft.settings.setting(key) {
-            settings.insert(key.to_string(), Setting { hashed: false, ..reference.clone() });
+    for (own, probe) in [(key::server, cell::key::server), (key::workload, cell::key::workload)] {
+        if let Some(reference) = draft.settings.setting(own) {
+            settings.insert(probe.to_string(), Setting { hashed: false, ..reference.clone() });
         }
     }
     Settings(settings)
@@ -414,21 +398,21 @@ fn probe_settings(draft: &Draft) -> Settings {
 fn range(draft: &Draft, problems: &mut Problems) -> (f64, f64) {
     let s = &draft.settings;
     let what = draft.what();
-    let (min, max) = if s.contains("range") {
-        if s.contains("min") || s.contains("max") {
+    let (min, max) = if s.contains(key::range) {
+        if s.contains(key::min) || s.contains(key::max) {
             problems.push(
                 draft
-                    .problem_at("range", format!("{what}: give `range` or `min`/`max`, not both"))
+                    .problem_at(key::range, format!("{what}: give `range` or `min`/`max`, not both"))
                     .label("range given twice"),
             );
         }
-        match numbers(draft, "range", problems).as_slice() {
+        match numbers(draft, key::range, problems).as_slice() {
             [min, max] => (Some(*min), Some(*max)),
             _ => {
                 problems.push(
                     draft
                         .problem_at(
-                            "range",
+                            key::range,
                             format!("{what}: `range` takes two numbers, the lowest and highest value"),
                         )
                         .label("e.g. range 1 64"),
@@ -437,18 +421,21 @@ fn range(draft: &Draft, problems: &mut Problems) -> (f64, f64) {
             }
         }
     } else {
-        (s.f64("min"), s.f64("max"))
+        (s.f64(key::min), s.f64(key::max))
     };
-    let ladder = numbers(draft, "ladder", &mut Problems::default());
+    let ladder = numbers(draft, key::ladder, &mut Problems::default());
     let lowest = ladder.iter().copied().fold(f64::INFINITY, f64::min);
     let highest = ladder.iter().copied().fold(0.0, f64::max);
     match (min, max) {
         (Some(min), Some(max)) if min > 0.0 && min < max => (min, max),
         (Some(min), Some(max)) => {
-            let key = if s.contains("range") { "range" } else { "min" };
+            let setting = if s.contains(key::range) { key::range } else { key::min };
             problems.push(
                 draft
-                    .problem_at(key, format!("{what}: the range must be 0 < min < max (got {min} … {max})"))
+                    .problem_at(
+                        setting,
+                        format!("{what}: the range must be 0 < min < max (got {min} … {max})"),
+                    )
                     .label("empty range"),
             );
             (min.max(f64::MIN_POSITIVE), max.max(min))
@@ -459,7 +446,7 @@ fn range(draft: &Draft, problems: &mut Problems) -> (f64, f64) {
             problems.push(
                 draft
                     .problem_at(
-                        "variable",
+                        key::variable,
                         format!("{what} needs the values to search: `range 1 64` (or `min` and `max`)"),
                     )
                     .label("no range"),
@@ -492,10 +479,10 @@ fn precision(draft: &Draft, variable: SearchVariable, problems: &mut Problems) -
         SearchVariable::Rate => Precision::Relative(10.0),
         SearchVariable::Concurrency => Precision::Absolute(1.0),
     };
-    let texts = draft.settings.strings("precision");
+    let texts = draft.settings.strings(key::precision);
     let [text] = texts.as_slice() else {
         if !texts.is_empty() {
-            problems.push(draft.problem_at("precision", "`precision` takes one value: 0.5 or \"10%\""));
+            problems.push(draft.problem_at(key::precision, "`precision` takes one value: 0.5 or \"10%\""));
         }
         return default;
     };
@@ -507,7 +494,7 @@ fn precision(draft: &Draft, variable: SearchVariable, problems: &mut Problems) -
         problems.push(
             draft
                 .problem_at(
-                    "precision",
+                    key::precision,
                     format!(
                         "{}: `precision` is a positive number or a percentage, found \"{text}\"",
                         draft.what()
@@ -522,9 +509,9 @@ fn precision(draft: &Draft, variable: SearchVariable, problems: &mut Problems) -
 
 /// The SLO expressions; they read the probe (`probe.ttft_p99_ms`) and nothing else.
 fn slo_expressions(draft: &Draft, problems: &mut Problems) -> Vec<Expression> {
-    let Some(setting) = draft.settings.setting("slo") else { return Vec::new() };
+    let Some(setting) = draft.settings.setting(key::slo) else { return Vec::new() };
     let mut out = Vec::new();
-    for text in draft.settings.strings("slo") {
+    for text in draft.settings.strings(key::slo) {
         match Expression::parse(&text, setting, (&draft.source, draft.span), &draft.what()) {
             Ok(expression) => {
                 let foreign: Vec<String> = expression

@@ -9,65 +9,59 @@ use anvil_net::TlsSettings;
 
 use serde_json::Value;
 
-use super::super::decl::Draft;
 use super::super::problem::Problems;
-use super::super::schema::{FieldSpec, Shape, field, many, note};
+use super::super::settings::{Draft, settings};
 use super::super::words::EngineKind;
-
-pub const FIELDS: &[FieldSpec] = &[
-    field("engine", Shape::OneOf(EngineKind::WORDS)),
-    field("command", Shape::Strings),
-    many("args", Shape::Strings),
-    many("env", Shape::Props),
-    field("cwd", Shape::Str),
-    field("model", Shape::Str),
-    many("identity", Shape::Props),
-    field("gpus", Shape::Int),
-    note("gpu-label"),
-    field("replicas", Shape::Int),
-    field("port", Shape::Int),
-    field("ready", Shape::Props),
-    field("grace", Shape::Duration),
-    many("sim", Shape::Block),
-    field("url", Shape::Str),
-    note("api-key-env"),
-    // How to trust an https server. Neither enters the fingerprint: they
-    // decide whether a connection is made, not what a result is.
-    unhashed("ca-bundle", Shape::Str),
-    unhashed("tls-insecure", Shape::Bool),
-    many("reads", Shape::Strings),
-    field("version-args", Shape::Strings),
-    many("warmup", Shape::Props),
-];
-
-/// A field that decides how a server is reached, not what it computes.
-const fn unhashed(name: &'static str, shape: Shape) -> FieldSpec {
-    FieldSpec { name, shape, required: false, hashed: false, accumulates: false }
-}
 
 /// Settings that a server's simulated twin keeps; the real command line
 /// cannot change a simulated result, so it does not count there.
-pub const TWIN_SETTINGS: &[&str] = &["sim", "model", "replicas", "gpus", "identity"];
+pub const TWIN_SETTINGS: &[&str] = &[key::sim, key::model, key::replicas, key::gpus, key::identity];
 
-#[derive(Debug, Clone)]
-pub struct ServerDecl {
-    pub engine: Engine,
-    pub model: Option<String>,
-    /// Pinned identities (model revision, image digest, …) for the decision summary.
-    pub identity: BTreeMap<String, Value>,
-    /// GPUs per replica (0: none).
-    pub gpus: u64,
-    pub gpu_label: Option<String>,
-    /// At least 1.
-    pub replicas: u64,
-    /// The simulated engine's profile (`sim { decode-step-ms 12 }`), also
-    /// used by a launched server's simulated twin.
-    pub sim: Option<Value>,
-    pub reads: Vec<String>,
-    pub warmup: Warmup,
-    /// `ca-bundle` (as written, relative to the recipe) and `tls-insecure`:
-    /// how to trust an https `url`, or a launched server that serves https.
-    pub tls: TlsSettings,
+settings! {
+    #[derive(Debug, Clone)]
+    pub struct ServerDecl {
+        /// `sim`, `command` or `external` (the loader infers it when unset).
+        key engine = "engine" as Word(EngineKind),
+        pub engine: Engine,
+        /// A launched server's program and arguments.
+        key command = "command" as Strings,
+        key args = many "args" as Strings,
+        key env = many "env" as TextProps,
+        key cwd = "cwd" as Str,
+        pub model: Option<String> = "model" as Str,
+        /// Pinned identities (model revision, image digest, …) for the decision summary.
+        pub identity: BTreeMap<String, Value> = many "identity" as Props,
+        /// GPUs per replica (0: none).
+        pub gpus: u64 = "gpus" as Int or 0,
+        pub gpu_label: Option<String> = unhashed "gpu-label" as Str,
+        key replicas = "replicas" as Int,
+        /// At least 1.
+        pub replicas: u64,
+        key port = "port" as Int,
+        /// `ready http="/health" status=200 timeout="10m" log="…"`.
+        key ready = "ready" as Props,
+        key grace = "grace" as Duration,
+        /// The simulated engine's profile (`sim { decode-step-ms 12 }`), also
+        /// used by a launched server's simulated twin.
+        pub sim: Option<Value> = many "sim" as Block,
+        /// An external server's address.
+        key url = "url" as Str,
+        key api_key_env = unhashed "api-key-env" as Str,
+        // How to trust an https server. Neither enters the fingerprint: they
+        // decide whether a connection is made, not what a result is.
+        key ca_bundle = unhashed "ca-bundle" as Str,
+        key tls_insecure = unhashed "tls-insecure" as Bool,
+        pub reads: Vec<String> = many "reads" as Strings,
+        key version_args = "version-args" as Strings,
+        /// `warmup requests=4 max-tokens=16`.
+        key warmup = many "warmup" as Props,
+        pub warmup: Warmup,
+        /// `ca-bundle` (as written, relative to the recipe) and `tls-insecure`:
+        /// how to trust an https `url`, or a launched server that serves https.
+        pub tls: TlsSettings,
+    }
+    /// The fields `build` makes by hand.
+    struct ServerRest;
 }
 
 impl ServerDecl {
@@ -136,83 +130,78 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
     let s = &draft.settings;
     // The loader has settled `engine` (declared, or inferred from url/command).
-    let engine = match s.str("engine").and_then(EngineKind::from_word).unwrap_or(EngineKind::Sim) {
+    let engine = match s.str(key::engine).and_then(EngineKind::from_word).unwrap_or(EngineKind::Sim) {
         EngineKind::Sim => Engine::Sim,
         EngineKind::External => Engine::External {
-            url: s.string("url").unwrap_or_default(),
-            api_key_env: s.string("api-key-env"),
+            url: s.string(key::url).unwrap_or_default(),
+            api_key_env: s.string(key::api_key_env),
         },
         EngineKind::Command => {
-            let ready = s.props("ready");
+            let ready = s.props(key::ready);
             let text = |key: &str| ready.get(key).and_then(Value::as_str).map(str::to_string);
-            let port = s.u64("port").and_then(|p| match u16::try_from(p) {
+            let port = s.u64(key::port).and_then(|p| match u16::try_from(p) {
                 Ok(port) => Some(port),
                 Err(_) => {
                     problems.push(
                         draft
-                            .problem_at("port", format!("port {p} is out of range (1 … 65535)"))
+                            .problem_at(key::port, format!("port {p} is out of range (1 … 65535)"))
                             .label("port"),
                     );
                     None
                 }
             });
             Engine::Command(CommandEngine {
-                command: s.strings("command"),
-                args: s.strings("args"),
-                env: s.text_props("env"),
-                cwd: s.string("cwd"),
+                command: s.strings(key::command),
+                args: s.strings(key::args),
+                env: s.text_props(key::env),
+                cwd: s.string(key::cwd),
                 port,
                 ready: ReadyDecl {
                     http: text("http"),
                     status: ready.get("status").and_then(Value::as_u64).and_then(|v| u16::try_from(v).ok()),
-                    timeout: text("timeout").and_then(|t| super::super::parse_duration(&t).ok()),
+                    timeout: text("timeout").and_then(|t| super::super::schema::parse_duration(&t).ok()),
                     log: text("log"),
                 },
-                grace: s.duration("grace").unwrap_or(DEFAULT_GRACE),
-                version_args: if s.contains("version-args") {
-                    s.strings("version-args")
+                grace: s.duration(key::grace).unwrap_or(DEFAULT_GRACE),
+                version_args: if s.contains(key::version_args) {
+                    s.strings(key::version_args)
                 } else {
                     vec!["--version".to_string()]
                 },
             })
         }
     };
-    let warmup = s.props("warmup");
+    let warmup = s.props(key::warmup);
     let tls = TlsSettings {
-        ca_bundle: s.string("ca-bundle").map(PathBuf::from),
-        insecure: s.bool("tls-insecure") == Some(true),
+        ca_bundle: s.string(key::ca_bundle).map(PathBuf::from),
+        insecure: s.bool(key::tls_insecure) == Some(true),
     };
     if tls.ca_bundle.is_some() && tls.insecure {
         problems.push(
             draft
                 .problem_at(
-                    "tls-insecure",
+                    key::tls_insecure,
                     "`tls-insecure` turns verification off, so a `ca-bundle` would be ignored: keep one",
                 )
-                .label("tls-insecure"),
+                .label(key::tls_insecure),
         );
     }
     if matches!(engine, Engine::Sim) && !tls.is_default() {
-        let key = if tls.insecure { "tls-insecure" } else { "ca-bundle" };
+        let setting = if tls.insecure { key::tls_insecure } else { key::ca_bundle };
         problems.push(
             draft
-                .problem_at(key, "the simulated engine serves plain http; `ca-bundle` and `tls-insecure` are for external (`url`) and launched (`command`) servers")
-                .label(key),
+                .problem_at(setting, "the simulated engine serves plain http; `ca-bundle` and `tls-insecure` are for external (`url`) and launched (`command`) servers")
+                .label(setting),
         );
     }
-    ServerDecl {
+    let rest = ServerRest {
         engine,
-        model: s.string("model"),
-        identity: s.props("identity"),
-        gpus: s.u64("gpus").unwrap_or(0),
-        gpu_label: s.string("gpu-label"),
-        replicas: s.u64("replicas").unwrap_or(1).max(1),
-        sim: s.get("sim").cloned(),
-        reads: s.strings("reads"),
+        replicas: s.u64(key::replicas).unwrap_or(1).max(1),
         warmup: Warmup {
             requests: warmup.get("requests").and_then(Value::as_u64).unwrap_or(0),
             max_tokens: warmup.get("max-tokens").and_then(Value::as_u64).unwrap_or(16),
         },
         tls,
-    }
+    };
+    ServerDecl::from_settings(s, rest)
 }

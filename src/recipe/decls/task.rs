@@ -4,48 +4,22 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::super::decl::Draft;
-use super::super::schema::{FieldSpec, Shape, field, many, required};
+use super::super::settings::{Draft, settings};
+pub use super::finally::FinallyDecl;
 
-pub const FIELDS: &[FieldSpec] = &[
-    required("run", Shape::Strings),
-    field("cwd", Shape::Str),
-    many("env", Shape::Props),
-    many("reads", Shape::Strings),
-    many("outputs", Shape::Strings),
-    field("timeout", Shape::Duration),
-];
-
-#[derive(Debug, Clone)]
-pub struct TaskDecl {
-    /// Program and arguments (`{{`/`}}` are literal braces).
-    pub run: Vec<String>,
-    pub cwd: Option<String>,
-    pub env: BTreeMap<String, String>,
-    pub reads: Vec<String>,
-    pub outputs: Vec<String>,
-    pub timeout: Option<Duration>,
-}
-
-#[derive(Debug, Clone)]
-pub struct FinallyDecl {
-    pub task: TaskDecl,
-    /// Run even when nothing else in the run executed.
-    pub always: bool,
-}
-
-pub(super) fn build(draft: &Draft) -> TaskDecl {
-    let s = &draft.settings;
-    TaskDecl {
-        run: s.strings("run"),
-        cwd: s.string("cwd"),
-        env: s.text_props("env"),
-        reads: s.strings("reads"),
-        outputs: s.strings("outputs"),
-        timeout: s.duration("timeout"),
+settings! {
+    #[derive(Debug, Clone)]
+    pub struct TaskDecl {
+        /// Program and arguments (`{{`/`}}` are literal braces).
+        pub run: Vec<String> = required "run" as Strings,
+        pub cwd: Option<String> = "cwd" as Str,
+        pub env: BTreeMap<String, String> = many "env" as TextProps,
+        pub reads: Vec<String> = many "reads" as Strings,
+        pub outputs: Vec<String> = many "outputs" as Strings,
+        pub timeout: Option<Duration> = "timeout" as Duration,
     }
 }
 
-pub(super) fn build_finally(draft: &Draft) -> FinallyDecl {
-    FinallyDecl { task: build(draft), always: draft.settings.bool("always").unwrap_or(false) }
+pub(super) fn build(draft: &Draft) -> TaskDecl {
+    TaskDecl::from_settings(&draft.settings)
 }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::super::super::decl::Draft;
 use super::super::super::problem::Problems;
+use super::super::super::settings::Draft;
 use super::super::super::words::ArrivalWord;
 
 /// One load stage as declared.
@@ -23,6 +23,14 @@ pub struct StageDecl {
     pub duration: Duration,
 }
 
+/// The names of the settings read here, from `LoadDecl`'s declaration.
+pub(super) struct Keys {
+    pub slo: &'static str,
+    pub stage: &'static str,
+    pub requests: &'static str,
+    pub rate: &'static str,
+}
+
 /// Where an SLO's TTFT and E2E count from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SloFrom {
@@ -31,7 +39,7 @@ pub enum SloFrom {
     Schedule,
 }
 
-pub(super) fn slo_from(draft: &Draft, from: Option<&Value>, problems: &mut Problems) -> SloFrom {
+pub(super) fn slo_from(draft: &Draft, keys: &Keys, from: Option<&Value>, problems: &mut Problems) -> SloFrom {
     match from.map(|v| v.as_str()) {
         None | Some(Some("send")) => SloFrom::Send,
         Some(Some("schedule")) => SloFrom::Schedule,
@@ -39,7 +47,10 @@ pub(super) fn slo_from(draft: &Draft, from: Option<&Value>, problems: &mut Probl
             let found = other.map_or("a non-string".to_string(), |s| format!("\"{s}\""));
             problems.push(
                 draft
-                    .problem_at("slo", format!("`slo from=` takes \"send\" or \"schedule\", found {found}"))
+                    .problem_at(
+                        keys.slo,
+                        format!("`slo from=` takes \"send\" or \"schedule\", found {found}"),
+                    )
                     .label("invalid value")
                     .help(
                         "from=\"schedule\" counts TTFT and E2E from each open-loop request's scheduled send",
@@ -51,18 +62,26 @@ pub(super) fn slo_from(draft: &Draft, from: Option<&Value>, problems: &mut Probl
 }
 
 /// The declaration's stages (empty without `stage`), each checked.
-pub(super) fn build(draft: &Draft, cell_arrival: ArrivalWord, problems: &mut Problems) -> Vec<StageDecl> {
+pub(super) fn build(
+    draft: &Draft,
+    keys: &Keys,
+    cell_arrival: ArrivalWord,
+    problems: &mut Problems,
+) -> Vec<StageDecl> {
     let s = &draft.settings;
-    let Some(records) = s.get("stage").and_then(Value::as_array) else { return Vec::new() };
+    let Some(records) = s.get(keys.stage).and_then(Value::as_array) else { return Vec::new() };
     let own = |key: &str| s.contains(key) && !draft.from_workload.iter().any(|k| k == key);
-    let stage_from_here = own("stage");
-    for key in ["requests", "rate"] {
+    let stage_from_here = own(keys.stage);
+    for setting in [keys.requests, keys.rate] {
         // Stages replace a fixed request count and a single rate; inherited
         // ones (from the workload) are ignored, set next to `stage` is a contradiction.
-        if stage_from_here && own(key) {
+        if stage_from_here && own(setting) {
             problems.push(
                 draft
-                    .problem_at(key, format!("{} `{}` sets both `{key}` and `stage`", draft.kind, draft.name))
+                    .problem_at(
+                        setting,
+                        format!("{} `{}` sets both `{setting}` and `stage`", draft.kind, draft.name),
+                    )
                     .label("replaced by the stages")
                     .help("each stage sets its own rate or concurrency and a duration; remove this line"),
             );
@@ -72,12 +91,12 @@ pub(super) fn build(draft: &Draft, cell_arrival: ArrivalWord, problems: &mut Pro
     for (i, record) in records.iter().enumerate() {
         let n = i + 1;
         let mut bad = |message: String| {
-            problems.push(draft.problem_at("stage", message).label("invalid stage"));
+            problems.push(draft.problem_at(keys.stage, message).label("invalid stage"));
         };
         let rate = record.get("rate").and_then(Value::as_f64);
         let concurrency = record.get("concurrency").and_then(Value::as_u64);
         let duration =
-            record.get("duration").and_then(Value::as_str).map(super::super::super::parse_duration);
+            record.get("duration").and_then(Value::as_str).map(super::super::super::schema::parse_duration);
         let arrival = match record.get("arrival").and_then(Value::as_str) {
             None if matches!(cell_arrival, ArrivalWord::Closed) => ArrivalWord::Poisson,
             None => cell_arrival,

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::super::super::decl::Draft;
 use super::super::super::problem::Problems;
+use super::super::super::settings::Draft;
 
 /// `trace` formats.
 pub const TRACE_FORMATS: &[&str] = &["mooncake", "jsonl"];
@@ -64,6 +64,14 @@ pub struct SessionsDecl {
     pub turns: u64,
     pub think_time: Duration,
     pub turn_texts: Vec<String>,
+}
+
+/// The names of the settings read here, from `LoadDecl`'s declaration.
+pub(super) struct Keys {
+    pub trace: &'static str,
+    pub dataset: &'static str,
+    pub sessions: &'static str,
+    pub stage: &'static str,
 }
 
 /// Reads one `Headed` setting's properties, reporting what is wrong at the setting.
@@ -143,7 +151,7 @@ impl Props<'_> {
 
     fn duration(&mut self, prop: &str) -> Option<Duration> {
         let value = self.map.get(prop)?;
-        match value.as_str().map(super::super::super::parse_duration) {
+        match value.as_str().map(super::super::super::schema::parse_duration) {
             Some(Ok(d)) => Some(d),
             Some(Err(e)) => {
                 self.bad(format!("`{} {prop}=`: {e}", self.key), "");
@@ -162,10 +170,10 @@ impl Props<'_> {
 
 /// The declaration's traffic and the files it reads (their content enters
 /// the fingerprint; a bundle carries them).
-pub(super) fn build(draft: &Draft, problems: &mut Problems) -> (TrafficDecl, Vec<String>) {
+pub(super) fn build(draft: &Draft, keys: &Keys, problems: &mut Problems) -> (TrafficDecl, Vec<String>) {
     let s = &draft.settings;
     let set: Vec<&'static str> =
-        ["trace", "dataset", "sessions"].into_iter().filter(|k| s.contains(k)).collect();
+        [keys.trace, keys.dataset, keys.sessions].into_iter().filter(|k| s.contains(k)).collect();
     if set.len() > 1 {
         problems.push(
             draft
@@ -174,20 +182,20 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> (TrafficDecl, Vec
                 .help("a workload replays a trace, samples a dataset, or runs sessions: choose one"),
         );
     }
-    let Some(&key) = set.first() else { return (TrafficDecl::Synthetic, Vec::new()) };
-    if key != "dataset" && s.contains("stage") {
+    let Some(&source) = set.first() else { return (TrafficDecl::Synthetic, Vec::new()) };
+    if source != keys.dataset && s.contains(keys.stage) {
         problems.push(
             draft
-                .problem_at("stage", format!("{} sets both `{key}` and `stage`", draft.what()))
+                .problem_at(keys.stage, format!("{} sets both `{source}` and `stage`", draft.what()))
                 .label("its own arrivals")
                 .help("a trace or sessions decide when each request is sent; stages apply to synthetic prompts and datasets"),
         );
     }
     let empty = Map::new();
-    let map = s.get(key).and_then(Value::as_object).unwrap_or(&empty);
-    let mut p = Props { draft, key, map, problems };
-    match key {
-        "trace" => {
+    let map = s.get(source).and_then(Value::as_object).unwrap_or(&empty);
+    let mut p = Props { draft, key: source, map, problems };
+    match source {
+        trace if trace == keys.trace => {
             p.check_keys(TRACE_KEYS);
             let file = p.file();
             let decl = TraceDecl {
@@ -212,7 +220,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> (TrafficDecl, Vec
             }
             (TrafficDecl::Trace(decl), vec![file])
         }
-        "dataset" => {
+        dataset if dataset == keys.dataset => {
             p.check_keys(DATASET_KEYS);
             let file = p.file();
             let format = p.word("format", DATASET_FORMATS);
