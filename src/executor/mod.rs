@@ -1,8 +1,9 @@
 //! Where a run's steps execute (docs/cluster.md, "How an executor plugs in").
 //!
-//! - `interface`: the [`Executor`] trait the scheduler drives, what it hands
-//!   an executor ([`ReadyStep`]) and what comes back ([`StepOutcome`]). A
-//!   leaf below `run`.
+//! - [`interface`]: the [`Executor`](interface::Executor) trait the
+//!   scheduler drives, what it hands an executor (a `ReadyStep`) and what
+//!   comes back (a `StepOutcome`). A leaf below `run`: `run` and each
+//!   executor import it, not this module (which names them all).
 //! - the local executor is `run`'s own step code (`src/run/local.rs`): every
 //!   step a chosen executor does not take runs there, in this process.
 //! - `slurm`: cells, checks, searches and tasks as Slurm jobs, grouped by
@@ -12,10 +13,10 @@
 //!   one module here, its settings in `src/recipe/decls/executor.rs`, and
 //!   one line in the registry.
 
-mod interface;
+pub mod interface;
 pub mod slurm;
 
-pub use interface::{BoxFuture, Ending, Executor, ReadyStep, RunSpec, Start, StepOutcome};
+use interface::Start;
 
 /// Every executor by its `--executor` name, with how to start it for a run
 /// (None: every step runs in this process).

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::{Context, step};
-use crate::executor::{BoxFuture, Executor, ReadyStep, StepOutcome};
+use crate::executor::interface::{BoxFuture, Executor, ReadyStep, StepOutcome};
 use crate::recipe::Kind;
 
 /// One wave's local executor (a wave has its own server pool).

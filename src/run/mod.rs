@@ -31,11 +31,11 @@ use std::time::{Duration, Instant};
 use anvil_store::{Fingerprint, RunStatus, Store};
 use serde_json::Value;
 
-pub use crate::executor::Ending;
+pub use crate::executor::interface::Ending;
 pub use error::RunError;
 pub use servers::registry_dir;
 
-use crate::executor::{Executor, RunSpec, Start};
+use crate::executor::interface::{Executor, RunSpec, Start, StepOutcome};
 use crate::plan::{Plan, Status};
 use crate::recipe::decls::ServerDecl;
 use crate::recipe::{Kind, Spec};
@@ -112,8 +112,8 @@ struct Finished {
 }
 
 impl Finished {
-    fn of(index: usize, outcome: crate::executor::StepOutcome) -> Finished {
-        let crate::executor::StepOutcome { ending, detail, evidence, duration, executed } = outcome;
+    fn of(index: usize, outcome: StepOutcome) -> Finished {
+        let StepOutcome { ending, detail, evidence, duration, executed } = outcome;
         Finished { index, ending, detail, evidence, duration, executed }
     }
 

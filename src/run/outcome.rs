@@ -1,5 +1,5 @@
 //! What executing one step produced (how it ended is the executor
-//! interface's `Ending`: `crate::executor`).
+//! interface's `Ending`: `crate::executor::interface`).
 
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! `--jobs` at once; skips what was not selected or follows a failure;
 //! decides whether `finally` steps have anything to restore; and stops
 //! everything on Ctrl-C. It hands each step to an executor
-//! (`crate::executor::Executor`): the run's chosen one if it takes the
+//! (`crate::executor::interface::Executor`): the run's chosen one if it takes the
 //! step's kind, the local one otherwise.
 
 use std::collections::BTreeSet;
@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 use super::local::Local;
 use super::progress::Progress;
 use super::{Context, Finished, RunError, results, step};
-use crate::executor::{Ending, Executor, ReadyStep};
+use crate::executor::interface::{Ending, Executor, ReadyStep};
 use crate::plan::{Plan, Status, reads_results};
 use crate::recipe::{Kind, Spec};
 

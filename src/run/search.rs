@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::outcome::{Failure, Produced};
 use super::{Context, commit, measure};
-use crate::executor::Ending;
+use crate::executor::interface::Ending;
 use crate::plan::search::{Next, Probe, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};
 use crate::recipe::Kind;
 use crate::recipe::Spec;

@@ -11,7 +11,7 @@ use super::commit::commit_entry;
 use super::measure::measure_cell;
 use super::outcome::{Failure, Produced};
 use super::{Context, check, decision, gate, screen, search, task};
-use crate::executor::{Ending, ReadyStep, StepOutcome};
+use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
 use crate::recipe::Spec;
 use crate::recipe::decls::FinallyDecl;
 use crate::recipe::{Decl, Kind};

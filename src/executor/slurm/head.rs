@@ -16,7 +16,7 @@ use super::jobs::{self, JobRecord, JobStep};
 use super::sbatch::{self, shell_quote};
 use super::settings::SlurmSettings;
 use super::state::JobState;
-use crate::executor::{BoxFuture, Ending, Executor, ReadyStep, RunSpec, StepOutcome};
+use crate::executor::interface::{BoxFuture, Ending, Executor, ReadyStep, RunSpec, StepOutcome};
 use crate::plan::{EngineMode, Plan, Status};
 use crate::recipe::Kind;
 use crate::results::{StoredVerdict, Verdict};
