@@ -68,8 +68,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// Where cells, checks and tasks run: here, or as Slurm jobs (docs/cluster.md).
-        #[arg(long, value_enum, env = "ANVIL_EXECUTOR", default_value_t = Executor::Local)]
-        executor: Executor,
+        #[arg(long, env = "ANVIL_EXECUTOR", default_value = "local",
+              value_parser = clap::builder::PossibleValuesParser::new(crate::executor::names()))]
+        executor: String,
     },
     /// Run some steps of a recipe inside a Slurm job (`anvil run --executor slurm` submits these).
     Worker {
@@ -288,13 +289,6 @@ pub enum ReportFormat {
 }
 
 pub use crate::terminal::{ColorChoice, color_enabled, set_color};
-
-/// Where `anvil run` executes cells, checks and tasks.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Executor {
-    Local,
-    Slurm,
-}
 
 #[derive(ValueEnum, Debug, Clone, Copy)]
 pub enum GraphFormat {

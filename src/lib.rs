@@ -5,7 +5,9 @@
 //! - `environment`, `terminal`, `history`: the machine, the terminal, earlier runs' records;
 //! - `plan`: the DAG, preimages, fingerprints, what a run will execute and why;
 //! - `results`: typed step results, as stored;
-//! - `run`: the scheduler, one executor per step kind, run records; `slurm`: the same steps as Slurm jobs;
+//! - the executor interface (`executor/interface.rs`): the trait the scheduler drives;
+//! - `run`: the scheduler, one executor per step kind, run records, the local executor;
+//! - `executor::slurm`, the executor registry (`executor`): the same steps as Slurm jobs;
 //! - `report`: campaign outputs and the HTML report;
 //! - `bundle`, `compare`: evidence that travels, and noise-aware comparison;
 //! - `cli`, `commands`: the command line.
@@ -24,8 +26,8 @@ pub(crate) mod terminal;
 pub mod plan;
 pub mod results;
 
+pub(crate) mod executor;
 pub(crate) mod run;
-pub(crate) mod slurm;
 
 pub(crate) mod report;
 

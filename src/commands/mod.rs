@@ -83,8 +83,8 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
             if dry_run {
                 return plan::plan(&cli.store, &recipe, json).await;
             }
-            let slurm = (executor == crate::cli::Executor::Slurm).then(crate::slurm::SlurmSettings::default);
-            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus, slurm };
+            let executor = crate::executor::choose(&executor).map_err(input)?;
+            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus, executor };
             run::run(&cli.store, &recipe, options, &run::Outputs { dir: &out, report, json }).await
         }
         Command::Report { target, run, out, format, results } => {
@@ -100,16 +100,18 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         Command::Completions { shell } => report::completions(shell),
         Command::Man => report::man(),
         Command::Worker { recipe, set, sim, steps, force, keep_going, job } => {
-            let began_ms = crate::slurm::now_ms();
+            let began_ms = crate::executor::slurm::now_ms();
             let store = open_store(&cli.store)?;
             let plan = load_plan(&RecipeArgs { recipe, set, sim }, Some(&store))?;
-            let args = crate::slurm::WorkerArgs { steps, force, keep_going, job };
-            crate::slurm::worker(store, plan, args, began_ms).await.map_err(|err| match err {
-                crate::slurm::WorkerError::Input(message) => input(message),
-                crate::slurm::WorkerError::Run(err) => err.into(),
+            let args = crate::executor::slurm::WorkerArgs { steps, force, keep_going, job };
+            crate::executor::slurm::worker(store, plan, args, began_ms).await.map_err(|err| match err {
+                crate::executor::slurm::WorkerError::Input(message) => input(message),
+                crate::executor::slurm::WorkerError::Run(err) => err.into(),
             })
         }
-        Command::Cancel { run_id } => crate::slurm::cancel(&open_store(&cli.store)?, &run_id).map_err(failed),
+        Command::Cancel { run_id } => {
+            crate::executor::slurm::cancel(&open_store(&cli.store)?, &run_id).map_err(failed)
+        }
         Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
         Command::Graph { recipe, format } => graph::graph(&recipe, format),
         Command::Diff { a, b, json, sim, set, all } => {

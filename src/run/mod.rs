@@ -3,10 +3,13 @@
 
 mod cell;
 mod check;
+mod commit;
 mod decision;
 mod error;
 mod gate;
 mod launch;
+mod local;
+mod measure;
 mod outcome;
 mod progress;
 mod record;
@@ -14,6 +17,7 @@ mod results;
 mod scheduler;
 mod screen;
 mod search;
+mod server_info;
 mod servers;
 mod step;
 mod task;
@@ -27,13 +31,14 @@ use std::time::{Duration, Instant};
 use anvil_store::{Fingerprint, RunStatus, Store};
 use serde_json::Value;
 
+pub use crate::executor::interface::Ending;
 pub use error::RunError;
-pub use outcome::Ending;
 pub use servers::registry_dir;
 
+use crate::executor::interface::{Executor, RunSpec, Start, StepOutcome};
 use crate::plan::{Plan, Status};
 use crate::recipe::decls::ServerDecl;
-use crate::recipe::{Decl, Kind, Spec};
+use crate::recipe::{Kind, Spec};
 use progress::Progress;
 use servers::ServerPool;
 
@@ -45,8 +50,9 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// `--gpus 0,1,…`; detected with nvidia-smi when absent.
     pub gpus: Option<String>,
-    /// `--executor slurm`: submit cells, checks and tasks as Slurm jobs (None: run here).
-    pub slurm: Option<crate::slurm::SlurmSettings>,
+    /// `--executor NAME` (`crate::executor::REGISTRY`): where the steps it
+    /// takes run (None: every step runs here).
+    pub executor: Option<Start>,
 }
 
 /// How one step ended in this run.
@@ -93,26 +99,6 @@ struct Context {
     seed: u64,
     run_id: String,
     progress: Arc<Progress>,
-    /// Where cells, checks and tasks run when not here (`--executor slurm`).
-    remote: Option<Arc<crate::slurm::Head>>,
-}
-
-/// What a step needs to execute, taken out of the plan.
-struct Job {
-    index: usize,
-    decl: Decl,
-    fingerprint: Fingerprint,
-    /// Parsed only if the step produces a result to store.
-    preimage: crate::plan::PreimageText,
-    forced: bool,
-    inputs: Option<Value>,
-    server: Option<usize>,
-    /// Whether the server counted this step among its users (it was due to
-    /// run): only then does finishing it release the server. A step the plan
-    /// found stored is launched to report its verdict, and must not.
-    counted: bool,
-    /// A search's probes: how to name, fingerprint and judge them.
-    probe_site: Option<crate::plan::search::ProbeSite>,
 }
 
 struct Finished {
@@ -126,6 +112,11 @@ struct Finished {
 }
 
 impl Finished {
+    fn of(index: usize, outcome: StepOutcome) -> Finished {
+        let StepOutcome { ending, detail, evidence, duration, executed } = outcome;
+        Finished { index, ending, detail, evidence, duration, executed }
+    }
+
     /// A step that ended without executing (skipped, or a server, which
     /// starts when its steps ask for it).
     fn without_work(index: usize, ending: Ending, detail: String) -> Finished {
@@ -147,20 +138,21 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         .map(|name| plan.index_of(name).ok_or_else(|| unknown_step("--force", name, &plan)))
         .collect::<Result<_, _>>()?;
 
-    if options.slurm.is_some()
-        && let Some(&waiting) = plan.waiting().first()
-    {
-        // Slurm groups steps by server when the run starts; these do not know theirs yet.
-        return Err(RunError::Executor(format!(
-            "{} waits for {}: steps whose settings read upstream results are not supported under \
-             --executor slurm yet (run those upstream steps first, or run here)",
-            plan.recipe.steps[waiting].qualified(),
-            plan.nodes[waiting].waits_for.join(", ")
-        )));
-    }
-    // `--executor slurm`: cells, checks and tasks go to Slurm jobs (src/slurm).
-    let remote = crate::slurm::Head::for_run(&plan, &selected, &forced, &options, &store, &run_id)
-        .map_err(RunError::Executor)?;
+    // `--executor NAME`: the steps it takes run there (src/executor), the rest here.
+    let executor: Option<Arc<dyn Executor>> = match options.executor {
+        Some(start) => {
+            let spec = RunSpec {
+                plan: &plan,
+                selected: &selected,
+                forced: &forced,
+                store: &store,
+                run_id: &run_id,
+                keep_going: options.keep_going,
+            };
+            Some(start(&spec).map_err(RunError::Executor)?)
+        }
+        None => None,
+    };
 
     let executes = will_execute(&plan, &selected, &forced);
     let environment = if executes { None } else { record::carried_environment(&store, &plan) };
@@ -171,8 +163,8 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         store.record_run(&record)?;
     }
 
-    // Under Slurm every ready group is submitted at once; Slurm decides placement.
-    let jobs = if remote.is_some() { plan.nodes.len().max(1) } else { options.jobs };
+    // A cluster executor may take every ready step at once (its scheduler places them).
+    let jobs = executor.as_ref().map_or(options.jobs, |e| e.in_flight(options.jobs, plan.nodes.len()));
     // Waves: steps whose settings wait for upstream results are held until
     // nothing else can run, then settled on the stored results and run in the
     // next wave (with servers only they may need, `extends` of a winner). A
@@ -188,7 +180,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         // Held and finished steps start no server in this wave.
         let this_wave: Vec<bool> =
             (0..plan.nodes.len()).map(|i| selected[i] && !held[i] && done[i].is_none()).collect();
-        let ctx = wave_context(&plan, &this_wave, &forced, &options, &store, &run_id, &remote)?;
+        let ctx = wave_context(&plan, &this_wave, &forced, &options, &store, &run_id)?;
         let setup = scheduler::Setup {
             selected: selected.clone(),
             forced: forced.clone(),
@@ -197,6 +189,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
             held: held.clone(),
             done,
             stop_reason: stop_reason.take(),
+            executor: executor.clone(),
         };
         let schedule = scheduler::Scheduler::new(plan, store.clone(), ctx, setup).run().await?;
         (plan, done, stop_reason) = (schedule.plan, schedule.endings, schedule.stop_reason);
@@ -264,8 +257,11 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     };
     record::finish(&mut record, &summary.plan, &steps, status, &summary.finished_at);
     record.nodes.extend(search::probe_nodes(&summary, &store));
-    if let (Some(head), Value::Object(extra)) = (&remote, &mut record.extra) {
-        extra.insert("jobs".into(), head.jobs_json().await);
+    if let Some(executor) = &executor
+        && let Some(jobs) = executor.jobs().await
+        && let Value::Object(extra) = &mut record.extra
+    {
+        extra.insert("jobs".into(), jobs);
     }
     if executes {
         store.record_run(&record)?;
@@ -285,7 +281,6 @@ fn wave_context(
     options: &RunOptions,
     store: &Store,
     run_id: &str,
-    remote: &Option<Arc<crate::slurm::Head>>,
 ) -> Result<Arc<Context>, RunError> {
     let users = server_users(plan, this_wave, forced);
     // No server to start: no log folder and no GPU detection (nvidia-smi),
@@ -311,7 +306,6 @@ fn wave_context(
         seed: plan.recipe.campaign.seed,
         run_id: run_id.to_string(),
         progress: Arc::new(Progress::new(0)),
-        remote: remote.clone(),
     }))
 }
 

@@ -1,8 +1,8 @@
-//! What executing one step produced.
+//! What executing one step produced (how it ended is the executor
+//! interface's `Ending`: `crate::executor::interface`).
 
 use std::path::PathBuf;
 
-use anvil_store::NodeStatus;
 use serde_json::Value;
 
 /// A step finished: its result (stored under its fingerprint) and files.
@@ -55,48 +55,5 @@ impl Failure {
     pub fn with_detail(mut self, detail: impl Into<String>) -> Failure {
         self.detail = Some(detail.into());
         self
-    }
-}
-
-/// How a step ended in this run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    Ran,
-    Cached,
-    Failed,
-    Rejected,
-    Skipped,
-}
-
-impl Ending {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ending::Ran => "ran",
-            Ending::Cached => "cached",
-            Ending::Failed => "failed",
-            Ending::Rejected => "rejected",
-            Ending::Skipped => "skipped",
-        }
-    }
-
-    /// The run record's word for how a step ended (a rejection is a stored result).
-    pub fn record_status(self) -> NodeStatus {
-        match self {
-            Ending::Ran | Ending::Rejected => NodeStatus::Ran,
-            Ending::Cached => NodeStatus::Cached,
-            Ending::Failed => NodeStatus::Failed,
-            Ending::Skipped => NodeStatus::Skipped,
-        }
-    }
-
-    /// The same for a `finally` step, which is never stored.
-    pub fn finally_status(self) -> NodeStatus {
-        match self {
-            Ending::Ran => NodeStatus::FinallyRan,
-            Ending::Cached => NodeStatus::FinallyCached,
-            Ending::Failed => NodeStatus::FinallyFailed,
-            Ending::Rejected => NodeStatus::FinallyRejected,
-            Ending::Skipped => NodeStatus::FinallySkipped,
-        }
     }
 }

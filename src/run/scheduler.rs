@@ -1,7 +1,9 @@
 //! The scheduler: starts every step whose dependencies are settled, up to
 //! `--jobs` at once; skips what was not selected or follows a failure;
 //! decides whether `finally` steps have anything to restore; and stops
-//! everything on Ctrl-C.
+//! everything on Ctrl-C. It hands each step to an executor
+//! (`crate::executor::interface::Executor`): the run's chosen one if it takes the
+//! step's kind, the local one otherwise.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,9 +12,10 @@ use std::time::Duration;
 use anvil_store::Store;
 use tokio::task::JoinSet;
 
-use super::outcome::Ending;
+use super::local::Local;
 use super::progress::Progress;
-use super::{Context, Finished, Job, RunError, results, step};
+use super::{Context, Finished, RunError, results, step};
+use crate::executor::interface::{Ending, Executor, ReadyStep};
 use crate::plan::{Plan, Status, reads_results};
 use crate::recipe::{Kind, Spec};
 
@@ -21,6 +24,10 @@ pub(super) struct Scheduler {
     store: Store,
     ctx: Arc<Context>,
     progress: Arc<Progress>,
+    /// Runs a step in this process, with this wave's servers.
+    local: Arc<dyn Executor>,
+    /// The run's chosen executor (`--executor`), for the kinds it takes.
+    executor: Option<Arc<dyn Executor>>,
     /// Steps `--only` selected (all without it).
     selected: Vec<bool>,
     forced: BTreeSet<usize>,
@@ -59,6 +66,8 @@ pub(super) struct Setup {
     pub done: Vec<Option<Finished>>,
     /// Why steps do not start (a failure in an earlier wave).
     pub stop_reason: Option<String>,
+    /// The run's chosen executor (None: every step runs here).
+    pub executor: Option<Arc<dyn Executor>>,
 }
 
 impl Scheduler {
@@ -77,6 +86,8 @@ impl Scheduler {
         Scheduler {
             plan,
             store,
+            local: Arc::new(Local::new(ctx.clone())),
+            executor: setup.executor,
             ctx,
             progress,
             selected: setup.selected,
@@ -103,8 +114,8 @@ impl Scheduler {
                 code = &mut interrupt => {
                     // Ctrl-C (or SIGTERM/SIGHUP): stop what runs, stop the servers, record it.
                     self.running.abort_all();
-                    if let Some(remote) = &self.ctx.remote {
-                        remote.cancel_all().await;
+                    if let Some(executor) = &self.executor {
+                        executor.cancel_all().await;
                     }
                     interrupted = Some(code);
                     self.progress.clear();
@@ -233,7 +244,7 @@ impl Scheduler {
             self.on_finished(Finished::without_work(i, ending, detail));
             return;
         }
-        let job = Job {
+        let job = ReadyStep {
             index: i,
             decl: self.plan.recipe.steps[i].clone(),
             fingerprint: node.fingerprint,
@@ -245,18 +256,11 @@ impl Scheduler {
             probe_site: self.plan.probe_site(i),
         };
         self.progress.started(&node.name, node.kind);
-        if let Some(remote) = self.ctx.remote.clone().filter(|r| r.runs_remotely(node.kind)) {
-            // In a Slurm job with the rest of its group (src/slurm).
-            let forced = job.forced;
-            self.running.spawn(async move {
-                let r = remote.run_step(i, forced).await;
-                let (ending, detail, evidence) = (r.ending, r.detail, r.evidence);
-                Finished { index: i, ending, detail, evidence, duration: r.duration, executed: r.executed }
-            });
-            return;
-        }
-        let ctx = self.ctx.clone();
-        self.running.spawn(async move { step::run_job(ctx, job).await });
+        let executor = match &self.executor {
+            Some(chosen) if chosen.takes(node.kind) => chosen.clone(),
+            _ => self.local.clone(),
+        };
+        self.running.spawn(async move { Finished::of(i, executor.run(job).await) });
     }
 
     fn on_finished(&mut self, finished: Finished) {

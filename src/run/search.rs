@@ -8,8 +8,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::outcome::{Ending, Failure, Produced};
-use super::{Context, step};
+use super::outcome::{Failure, Produced};
+use super::{Context, commit, measure};
+use crate::executor::interface::Ending;
 use crate::plan::search::{Next, Probe, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};
 use crate::recipe::Kind;
 use crate::recipe::Spec;
@@ -64,9 +65,8 @@ async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) 
     let started = Instant::now();
     ctx.progress.started(name, Kind::Cell);
     let what = format!("probe {}={}", site.search.variable, format_value(probe.value));
-    let produced = step::measure_cell(ctx, server, name, cell_decl, &probe.fingerprint, &what, |f| Failure {
-        reason: format!("{what}: {}", f.reason),
-        detail: f.detail,
+    let produced = measure::measure_cell(ctx, server, name, cell_decl, &probe.fingerprint, &what, |f| {
+        Failure { reason: format!("{what}: {}", f.reason), detail: f.detail }
     })
     .await;
     let ending = if produced.is_ok() { Ending::Ran } else { Ending::Failed };
@@ -74,9 +74,11 @@ async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) 
         Ok(p) => p.summary.clone(),
         Err(f) => f.reason.clone(),
     };
-    ctx.progress.finished(name, Kind::Cell, ending, &line, started.elapsed(), false);
+    // The probe's own duration, not its wait for the server.
+    let began = produced.as_ref().ok().and_then(|p| p.began).unwrap_or(started);
+    ctx.progress.finished(name, Kind::Cell, ending, &line, began.elapsed(), false);
     let produced = produced?;
-    step::commit_entry(&ctx.store, &probe.fingerprint, &probe.preimage, &produced)
+    commit::commit_entry(&ctx.store, &probe.fingerprint, &probe.preimage, &produced)
         .map_err(|e| Failure::new(format!("storing probe {name}: {e}")))?;
     Ok(())
 }

@@ -13,28 +13,11 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::launch::{command_launch, sim_launch};
+pub use super::server_info::ServerInfo;
 use super::warmup::warm_up;
 use crate::plan::EngineMode;
 use crate::recipe::decls::{CommandEngine, Engine, ServerDecl};
 use crate::recipe::words::EngineKind;
-
-/// What a step needs to talk to a running server.
-#[derive(Debug, Clone)]
-pub struct ServerInfo {
-    pub name: String,
-    pub targets: Vec<Target>,
-    pub engine: String,
-    pub simulated: bool,
-    pub model: String,
-    pub gpu_label: Option<String>,
-    pub startup_ms: Vec<u64>,
-    pub log_paths: Vec<PathBuf>,
-    pub serve_flags: Value,
-    /// GPU ids handed to the replicas (for telemetry).
-    pub gpu_ids: Vec<String>,
-    /// What the server's `warmup` did before its first step.
-    pub warmup: Value,
-}
 
 #[allow(clippy::large_enum_variant)] // one slot per server: its size does not matter
 enum Slot {

@@ -7,14 +7,18 @@ use std::time::Instant;
 use anvil_store::{Fingerprint, Store};
 use serde_json::Value;
 
-use super::outcome::{Ending, Failure, Produced, ProducedFile};
-use super::{Context, Finished, Job, cell, check, decision, gate, screen, search, task};
+use super::commit::commit_entry;
+use super::measure::measure_cell;
+use super::outcome::{Failure, Produced};
+use super::{Context, check, decision, gate, screen, search, task};
+use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
 use crate::recipe::Spec;
 use crate::recipe::decls::FinallyDecl;
 use crate::recipe::{Decl, Kind};
 use crate::results::{StoredVerdict, Verdict};
 
-pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
+/// Run a ready step in this process, and release its server.
+pub(super) async fn run_job(ctx: Arc<Context>, job: ReadyStep) -> StepOutcome {
     let started = Instant::now();
     let end = run_step(&ctx, &job).await;
     if let Some(server) = job.server.filter(|_| job.counted) {
@@ -23,7 +27,7 @@ pub(super) async fn run_job(ctx: Arc<Context>, job: Job) -> Finished {
     // A cell's duration is its own, not its wait for its server's turn and start.
     let duration = end.began.unwrap_or(started).elapsed();
     let StepEnd { ending, detail, evidence, executed, .. } = end;
-    Finished { index: job.index, ending, detail, evidence, duration, executed }
+    StepOutcome { ending, detail, evidence, duration, executed }
 }
 
 /// How a step ended.
@@ -43,7 +47,7 @@ impl From<(Ending, String, Option<String>, bool)> for StepEnd {
     }
 }
 
-async fn run_step(ctx: &Context, job: &Job) -> StepEnd {
+async fn run_step(ctx: &Context, job: &ReadyStep) -> StepEnd {
     let always = job.decl.kind == Kind::Finally;
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
         let (e, d) = stored_ending(&ctx.store, &job.decl, &job.fingerprint, "stored");
@@ -109,7 +113,7 @@ pub(super) fn stored_ending(
     (Ending::Cached, how.to_string())
 }
 
-async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
+async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
     let inputs = job.inputs.as_ref().unwrap_or(&Value::Null);
     let name = job.decl.name.as_str();
     match &job.decl.spec {
@@ -137,73 +141,7 @@ async fn produce(ctx: &Context, job: &Job) -> Result<Produced, Failure> {
     }
 }
 
-/// Stage, fsync and rename the result into the store. A forced rerun of a
-/// stored step keeps the stored entry (entries are immutable) and says
-/// whether the new result reproduced it.
-fn commit(store: &Store, job: &Job, produced: &Produced) -> Result<String, anvil_store::StoreError> {
+/// Store the step's result under its fingerprint ([`commit_entry`]).
+fn commit(store: &Store, job: &ReadyStep, produced: &Produced) -> Result<String, anvil_store::StoreError> {
     commit_entry(store, &job.fingerprint, &job.preimage.value(), produced)
-}
-
-/// [`commit`] under any fingerprint (a search stores each probe as a cell).
-pub(super) fn commit_entry(
-    store: &Store,
-    fingerprint: &anvil_store::Fingerprint,
-    preimage: &Value,
-    produced: &Produced,
-) -> Result<String, anvil_store::StoreError> {
-    if let Some(existing) = store.read(fingerprint)? {
-        let same =
-            crate::plan::canonical_bytes(&existing.result) == crate::plan::canonical_bytes(&produced.result);
-        return Ok(if same {
-            " (forced: reproduced the stored result)".into()
-        } else {
-            " (forced: differs from the stored result, which is kept)".into()
-        });
-    }
-    let mut staged = store.stage(fingerprint)?;
-    staged.write_json("preimage.json", preimage)?;
-    staged.write_json("result.json", &produced.result)?;
-    for file in &produced.files {
-        match file {
-            ProducedFile::Bytes { name, bytes } => staged.write_bytes(name, bytes)?,
-            ProducedFile::Copy { name, from } => staged.copy_file(name, from)?,
-            ProducedFile::Scratch { name, folder, file } => {
-                staged.copy_file(name, &folder.path().join(file))?
-            }
-        }
-    }
-    staged.commit()?;
-    Ok(String::new())
-}
-
-/// Measure `cell` on `server` in its turn (a cell, or a search's probe). A
-/// server that exited meanwhile fails it, whatever the cell saw: "server `x`
-/// died during {during}"; `relabel` words any other failure.
-pub(super) async fn measure_cell(
-    ctx: &Context,
-    server: usize,
-    name: &str,
-    cell: &crate::recipe::decls::CellDecl,
-    fingerprint: &anvil_store::Fingerprint,
-    during: &str,
-    relabel: impl FnOnce(Failure) -> Failure,
-) -> Result<Produced, Failure> {
-    let _turn = ctx.servers.turn(server).await;
-    let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
-    let began = Instant::now();
-    let fingerprint = fingerprint.to_string();
-    let at = cell::CellRun {
-        seed: ctx.seed,
-        fingerprint: &fingerprint,
-        run_id: &ctx.run_id,
-        recipe: &ctx.recipe_key,
-        progress: &ctx.progress,
-    };
-    let result = cell::run_cell(name, cell, &info, &at).await;
-    match ctx.servers.crashed(server).await {
-        Some(crash) => {
-            Err(Failure::new(format!("server `{}` died during {during}", info.name)).with_detail(crash))
-        }
-        None => result.map(|produced| Produced { began: Some(began), ..produced }).map_err(relabel),
-    }
 }

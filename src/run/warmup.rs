@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::servers::ServerInfo;
+use super::server_info::ServerInfo;
 use crate::recipe::decls::Warmup;
 
 /// `warmup requests=4 max-tokens=16`: short requests to every replica once,

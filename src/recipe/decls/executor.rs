@@ -2,37 +2,113 @@
 //! (in the recipe or an included site file). It configures the executor
 //! `anvil run --executor slurm` uses; it is not a step and enters no
 //! fingerprint.
+//!
+//! Each executor's settings are one struct here, read from its block and
+//! handed as they are to the executor (`src/executor/`), which gives them
+//! their meaning: the recipe and the executor share one definition.
+
+use std::path::PathBuf;
 
 use kdl::{KdlNode, KdlValue};
 use serde::{Deserialize, Serialize};
 
 use super::super::problem::{Problem, Problems, SourceText, did_you_mean};
 
-pub const SETTINGS: &[&str] = &[
-    "partition",
-    "account",
-    "qos",
-    "time-limit",
-    "constraint",
-    "sbatch-args",
-    "anvil-binary",
-    "cpus",
-    "mem",
-];
+/// An executor block: its kind and that kind's settings. Stored in the
+/// parse cache as `{"kind": "slurm", …settings}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ExecutorDecl {
+    Slurm(SlurmSettings),
+}
 
+/// The kinds an executor block can name.
+pub const KINDS: &[&str] = &["slurm"];
+
+/// How jobs are submitted to Slurm (`src/executor/slurm/settings.rs` turns
+/// them into `sbatch` arguments). None of it enters a fingerprint.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ExecutorDecl {
-    /// `slurm` (the only kind so far).
-    pub kind: String,
+pub struct SlurmSettings {
     pub partition: Option<String>,
     pub account: Option<String>,
     pub qos: Option<String>,
+    /// `--time`, in Slurm's words (`30`, `1:00:00`, `2-00:00:00`).
     pub time_limit: Option<String>,
     pub constraint: Option<String>,
+    /// More `sbatch` arguments, passed as given.
     pub sbatch_args: Vec<String>,
-    pub anvil_binary: Option<String>,
+    /// The anvil binary on the nodes (default: this binary's path, which a
+    /// shared filesystem makes the same everywhere).
+    pub anvil_binary: Option<PathBuf>,
+    /// `--cpus-per-task` of a job (default: Slurm's).
     pub cpus: Option<u32>,
+    /// `--mem` of a job (`4G`; default: Slurm's DefMemPerCPU).
     pub mem: Option<String>,
+}
+
+impl SlurmSettings {
+    pub const SETTINGS: &[&str] = &[
+        "partition",
+        "account",
+        "qos",
+        "time-limit",
+        "constraint",
+        "sbatch-args",
+        "anvil-binary",
+        "cpus",
+        "mem",
+    ];
+
+    fn set(&mut self, name: &str, strings: &[String]) -> Setting {
+        let one = || strings.first().cloned();
+        match name {
+            "partition" => self.partition = one(),
+            "account" => self.account = one(),
+            "qos" => self.qos = one(),
+            "time-limit" => self.time_limit = one(),
+            "constraint" => self.constraint = one(),
+            "sbatch-args" => self.sbatch_args.extend(strings.iter().cloned()),
+            "anvil-binary" => self.anvil_binary = one().map(PathBuf::from),
+            "mem" => self.mem = one(),
+            "cpus" => match one().and_then(|s| s.parse().ok()) {
+                Some(n) => self.cpus = Some(n),
+                None => return Setting::Invalid("cpus must be a positive integer".into()),
+            },
+            _ => return Setting::Unknown,
+        }
+        Setting::Set
+    }
+}
+
+/// What reading one setting of a block did.
+enum Setting {
+    Set,
+    /// A known setting with a value it cannot take.
+    Invalid(String),
+    Unknown,
+}
+
+impl ExecutorDecl {
+    /// A block of `kind` with nothing set; None for a kind there is no executor of.
+    fn empty(kind: &str) -> Option<ExecutorDecl> {
+        match kind {
+            "slurm" => Some(ExecutorDecl::Slurm(SlurmSettings::default())),
+            _ => None,
+        }
+    }
+
+    /// The settings a block of this kind takes.
+    pub fn settings(&self) -> &'static [&'static str] {
+        match self {
+            ExecutorDecl::Slurm(_) => SlurmSettings::SETTINGS,
+        }
+    }
+
+    fn set(&mut self, name: &str, strings: &[String]) -> Setting {
+        match self {
+            ExecutorDecl::Slurm(settings) => settings.set(name, strings),
+        }
+    }
 }
 
 pub fn read(node: &KdlNode, source: &SourceText, problems: &mut Problems) -> Option<ExecutorDecl> {
@@ -44,13 +120,13 @@ pub fn read(node: &KdlNode, source: &SourceText, problems: &mut Problems) -> Opt
         );
         return None;
     };
-    if kind != "slurm" {
+    let Some(mut decl) = ExecutorDecl::empty(kind) else {
         problems.push(
-            Problem::new(source, node.span(), format!("unknown executor `{kind}`")).help("executors: slurm"),
+            Problem::new(source, node.span(), format!("unknown executor `{kind}`"))
+                .help(format!("executors: {}", KINDS.join(", "))),
         );
         return None;
-    }
-    let mut decl = ExecutorDecl { kind: kind.to_string(), ..ExecutorDecl::default() };
+    };
     for child in node.children().map(|d| d.nodes()).unwrap_or_default() {
         let name = child.name().value();
         let strings: Vec<String> = child
@@ -63,26 +139,16 @@ pub fn read(node: &KdlNode, source: &SourceText, problems: &mut Problems) -> Opt
                 _ => None,
             })
             .collect();
-        let one = || strings.first().cloned();
-        match name {
-            "partition" => decl.partition = one(),
-            "account" => decl.account = one(),
-            "qos" => decl.qos = one(),
-            "time-limit" => decl.time_limit = one(),
-            "constraint" => decl.constraint = one(),
-            "sbatch-args" => decl.sbatch_args.extend(strings.iter().cloned()),
-            "anvil-binary" => decl.anvil_binary = one(),
-            "mem" => decl.mem = one(),
-            "cpus" => match one().and_then(|s| s.parse().ok()) {
-                Some(n) => decl.cpus = Some(n),
-                None => problems.push(Problem::new(source, child.span(), "cpus must be a positive integer")),
-            },
-            other => {
+        match decl.set(name, &strings) {
+            Setting::Set => {}
+            Setting::Invalid(why) => problems.push(Problem::new(source, child.span(), why)),
+            Setting::Unknown => {
+                let settings = decl.settings();
                 problems.push(
-                    Problem::new(source, child.name().span(), format!("unknown executor setting `{other}`"))
+                    Problem::new(source, child.name().span(), format!("unknown executor setting `{name}`"))
                         .maybe_help(
-                            did_you_mean(other, SETTINGS.iter().copied())
-                                .or(Some(format!("an executor takes: {}", SETTINGS.join(", ")))),
+                            did_you_mean(name, settings.iter().copied())
+                                .or(Some(format!("an executor takes: {}", settings.join(", ")))),
                         ),
                 );
                 continue;
@@ -93,4 +159,42 @@ pub fn read(node: &KdlNode, source: &SourceText, problems: &mut Problems) -> Opt
         }
     }
     Some(decl)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slurm_block_is_cached_as_its_kind_and_settings() {
+        let decl = ExecutorDecl::Slurm(SlurmSettings {
+            partition: Some("gpu".into()),
+            sbatch_args: vec!["--exclusive".into()],
+            anvil_binary: Some("/shared/anvil".into()),
+            cpus: Some(16),
+            ..SlurmSettings::default()
+        });
+        let json = serde_json::to_value(&decl).unwrap();
+        // The shape the parse cache held before the settings were one struct.
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "kind": "slurm", "partition": "gpu", "account": null, "qos": null, "time_limit": null,
+                "constraint": null, "sbatch_args": ["--exclusive"], "anvil_binary": "/shared/anvil",
+                "cpus": 16, "mem": null,
+            })
+        );
+        assert_eq!(serde_json::from_value::<ExecutorDecl>(json).unwrap(), decl);
+    }
+
+    #[test]
+    fn settings_are_read_into_the_struct() {
+        let mut decl = ExecutorDecl::empty("slurm").unwrap();
+        assert!(matches!(decl.set("time-limit", &["4:00:00".into()]), Setting::Set));
+        assert!(matches!(decl.set("cpus", &["many".into()]), Setting::Invalid(_)));
+        assert!(matches!(decl.set("partitoin", &["gpu".into()]), Setting::Unknown));
+        let ExecutorDecl::Slurm(settings) = decl;
+        assert_eq!(settings.time_limit.as_deref(), Some("4:00:00"));
+        assert!(ExecutorDecl::empty("kubernetes").is_none());
+    }
 }

@@ -16,20 +16,10 @@ use super::jobs::{self, JobRecord, JobStep};
 use super::sbatch::{self, shell_quote};
 use super::settings::SlurmSettings;
 use super::state::JobState;
+use crate::executor::interface::{BoxFuture, Ending, Executor, ReadyStep, RunSpec, StepOutcome};
 use crate::plan::{EngineMode, Plan, Status};
 use crate::recipe::Kind;
 use crate::results::{StoredVerdict, Verdict};
-use crate::run::Ending;
-
-/// How a step that ran in a job ended, for the scheduler.
-#[derive(Debug, Clone)]
-pub struct RemoteOutcome {
-    pub ending: Ending,
-    pub detail: String,
-    pub evidence: Option<String>,
-    pub executed: bool,
-    pub duration: Duration,
-}
 
 #[derive(Debug, Clone)]
 struct Snapshot {
@@ -59,6 +49,47 @@ struct State {
     requested: BTreeSet<usize>,
 }
 
+/// `--executor slurm` (the registry's `start`): the head of this run.
+pub fn start(run: &RunSpec<'_>) -> Result<Arc<dyn Executor>, String> {
+    let plan = run.plan;
+    if let Some(&waiting) = plan.waiting().first() {
+        // Steps are grouped by server when the run starts; these do not know theirs yet.
+        return Err(format!(
+            "{} waits for {}: steps whose settings read upstream results are not supported under \
+             --executor slurm yet (run those upstream steps first, or run here)",
+            plan.recipe.steps[waiting].qualified(),
+            plan.nodes[waiting].waits_for.join(", ")
+        ));
+    }
+    let head: Arc<dyn Executor> =
+        Head::new(plan, run.selected, run.forced, run.store.clone(), run.run_id, run.keep_going)?;
+    Ok(head)
+}
+
+/// The head drives the run's cells, checks, searches and tasks as jobs.
+impl Executor for Head {
+    fn takes(&self, kind: Kind) -> bool {
+        runs_in_a_job(kind)
+    }
+
+    /// Every ready group is submitted at once; Slurm decides placement.
+    fn in_flight(&self, _jobs: usize, steps: usize) -> usize {
+        steps.max(1)
+    }
+
+    fn run(self: Arc<Self>, step: ReadyStep) -> BoxFuture<'static, StepOutcome> {
+        Box::pin(self.run_step(step.index, step.forced))
+    }
+
+    fn cancel_all(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.cancel_submitted())
+    }
+
+    fn jobs(&self) -> BoxFuture<'_, Option<Value>> {
+        Box::pin(async { Some(self.jobs_json().await) })
+    }
+}
+
 /// What the head keeps of the plan (its own copy; the scheduler settles its own).
 struct StepInfo {
     name: String,
@@ -86,16 +117,15 @@ impl Head {
     /// Set up for one run: `due` marks the steps this run will execute
     /// unless something stops it. Jobs an earlier head left running for
     /// these fingerprints are adopted: this run waits for them.
-    pub fn new(
+    fn new(
         plan: &Plan,
         selected: &[bool],
         forced: &BTreeSet<usize>,
-        settings: SlurmSettings,
         store: Store,
         run_id: &str,
         keep_going: bool,
     ) -> Result<Arc<Head>, String> {
-        let settings = settings.over(&SlurmSettings::from_recipe(plan.recipe.executor.as_ref()));
+        let settings = SlurmSettings::of_recipe(&plan.recipe);
         if !sbatch::available() {
             return Err("--executor slurm: `sbatch` is not on PATH (is this a Slurm login node?)".into());
         }
@@ -142,24 +172,6 @@ impl Head {
         Ok(Arc::new(head))
     }
 
-    /// The head of a run with `--executor slurm`; None for a local run.
-    pub fn for_run(
-        plan: &Plan,
-        selected: &[bool],
-        forced: &BTreeSet<usize>,
-        options: &crate::run::RunOptions,
-        store: &Store,
-        run_id: &str,
-    ) -> Result<Option<Arc<Head>>, String> {
-        let Some(settings) = options.slurm.clone() else { return Ok(None) };
-        Head::new(plan, selected, forced, settings, store.clone(), run_id, options.keep_going).map(Some)
-    }
-
-    /// Whether the step runs in a Slurm job (cells, checks, tasks).
-    pub fn runs_remotely(&self, kind: Kind) -> bool {
-        runs_in_a_job(kind)
-    }
-
     fn adopt_running_jobs(&self) {
         let by_fp: BTreeMap<String, usize> = self
             .steps
@@ -204,10 +216,10 @@ impl Head {
 
     /// Run step `index` in its group's job (submitting it if this is the
     /// first step of the group to come), and wait for it to end.
-    pub async fn run_step(self: Arc<Self>, index: usize, forced: bool) -> RemoteOutcome {
+    async fn run_step(self: Arc<Self>, index: usize, forced: bool) -> StepOutcome {
         let started = Instant::now();
         let fp = self.steps[index].fingerprint;
-        let ended = |ending, detail: String, evidence, executed| RemoteOutcome {
+        let ended = |ending, detail: String, evidence, executed| StepOutcome {
             ending,
             detail,
             evidence,
@@ -254,13 +266,13 @@ impl Head {
         log: &Path,
         forced: bool,
         started: Instant,
-    ) -> RemoteOutcome {
+    ) -> StepOutcome {
         let fp = self.steps[index].fingerprint;
         let name = &self.steps[index].name;
         let progress = jobs::read_progress(self.store.root(), job_id);
         let reported = progress.as_ref().and_then(|p| p.steps.get(name)).cloned();
         let on = if snapshot.nodes.is_empty() { String::new() } else { format!(" on {}", snapshot.nodes) };
-        let outcome = |ending, detail, evidence, executed| RemoteOutcome {
+        let outcome = |ending, detail, evidence, executed| StepOutcome {
             ending,
             detail,
             evidence,
@@ -519,7 +531,7 @@ impl Head {
     }
 
     /// Ctrl-C: cancel the jobs this head submitted that have not ended.
-    pub async fn cancel_all(&self) {
+    async fn cancel_submitted(&self) {
         let state = self.state.lock().await;
         let ids: Vec<String> = state
             .tracked
@@ -538,7 +550,7 @@ impl Head {
     /// The jobs of this run, for its record (`extra.jobs`). A job's last
     /// step is stored a moment before the job ends: wait (a while) for
     /// every job to end, so the record says how.
-    pub async fn jobs_json(&self) -> Value {
+    async fn jobs_json(&self) -> Value {
         let receivers: Vec<watch::Receiver<Snapshot>> =
             self.state.lock().await.tracked.iter().filter(|t| !t.adopted).map(|t| t.status.clone()).collect();
         let _ = tokio::time::timeout(Duration::from_secs(30), async {

@@ -4,8 +4,9 @@
 //! The head plans as usual; each group of steps that shares a server (and
 //! each task) becomes one Slurm job running `anvil worker`, which commits
 //! its results to the shared store with the normal locked, atomic protocol.
-//! The head follows the jobs with `scontrol` and reads how each step ended
-//! from the store. Nothing here changes a step or its fingerprint.
+//! The head (`head::Head`, an [`Executor`](super::Executor)) follows the jobs
+//! with `scontrol` and reads how each step ended from the store. Nothing
+//! here changes a step or its fingerprint.
 
 mod cancel;
 mod group;
@@ -17,7 +18,6 @@ mod state;
 mod worker;
 
 pub use cancel::cancel;
-pub use head::Head;
+pub use head::start;
 pub use jobs::now_ms;
-pub use settings::SlurmSettings;
 pub use worker::{WorkerArgs, WorkerError, worker};

@@ -1,0 +1,39 @@
+//! Measuring a cell on its server, in the server's turn: a cell step, or a
+//! search's probe.
+
+use super::Context;
+use super::cell;
+use super::outcome::{Failure, Produced};
+
+/// Measure `cell` on `server` in its turn (a cell, or a search's probe). A
+/// server that exited meanwhile fails it, whatever the cell saw: "server `x`
+/// died during {during}"; `relabel` words any other failure.
+pub(super) async fn measure_cell(
+    ctx: &Context,
+    server: usize,
+    name: &str,
+    cell: &crate::recipe::decls::CellDecl,
+    fingerprint: &anvil_store::Fingerprint,
+    during: &str,
+    relabel: impl FnOnce(Failure) -> Failure,
+) -> Result<Produced, Failure> {
+    let _turn = ctx.servers.turn(server).await;
+    let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
+    // Its duration counts from here, not from its wait for the server.
+    let began = std::time::Instant::now();
+    let fingerprint = fingerprint.to_string();
+    let at = cell::CellRun {
+        seed: ctx.seed,
+        fingerprint: &fingerprint,
+        run_id: &ctx.run_id,
+        recipe: &ctx.recipe_key,
+        progress: &ctx.progress,
+    };
+    let result = cell::run_cell(name, cell, &info, &at).await;
+    match ctx.servers.crashed(server).await {
+        Some(crash) => {
+            Err(Failure::new(format!("server `{}` died during {during}", info.name)).with_detail(crash))
+        }
+        None => result.map(|produced| Produced { began: Some(began), ..produced }).map_err(relabel),
+    }
+}

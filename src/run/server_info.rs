@@ -1,0 +1,25 @@
+//! What a step needs to talk to a running server: a leaf, shared by the
+//! server pool that fills it and the steps (and warm-up) that use it.
+
+use std::path::PathBuf;
+
+use anvil_loadgen::Target;
+use serde_json::Value;
+
+/// What a step needs to talk to a running server.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    pub name: String,
+    pub targets: Vec<Target>,
+    pub engine: String,
+    pub simulated: bool,
+    pub model: String,
+    pub gpu_label: Option<String>,
+    pub startup_ms: Vec<u64>,
+    pub log_paths: Vec<PathBuf>,
+    pub serve_flags: Value,
+    /// GPU ids handed to the replicas (for telemetry).
+    pub gpu_ids: Vec<String>,
+    /// What the server's `warmup` did before its first step.
+    pub warmup: Value,
+}
