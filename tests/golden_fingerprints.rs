@@ -105,7 +105,10 @@ fn current() -> (String, String) {
                         node.name,
                         node.fingerprint
                     );
-                    if let Some(spec) = anvil::plan::resolved_cell::resolve_in_plan(&plan, &node.name) {
+                    if let Some(mut spec) = anvil::plan::resolved_cell::resolve_in_plan(&plan, &node.name) {
+                        // A cell's name labels it and changes nothing it does:
+                        // two cells alike but for their names share a fingerprint.
+                        spec.name.clear();
                         let json = serde_json::to_vec(&spec).expect("a resolved cell serialises");
                         let digest = blake3::hash(&json).to_hex();
                         let _ = writeln!(

@@ -19,59 +19,18 @@ pub(super) fn across_cells(page: &mut Page, report: &Report) {
         page.end();
         return;
     }
-    // Throughput against load, one series per server.
-    type Points = Vec<(f64, f64)>;
-    let mut by_server: Vec<(String, Points, Vec<String>)> = Vec::new();
-    let mut axis = "concurrency";
-    for (step, cell) in &cells {
-        let Some((name, x)) = cell.load_axis() else { continue };
-        axis = name;
-        let y = cell.result.aggregate_tok_s.unwrap_or(0.0);
-        let server = cell.server();
-        match by_server.iter_mut().find(|(s, _, _)| *s == server) {
-            Some((_, points, names)) => {
-                points.push((x, y));
-                names.push(step.name.clone());
-            }
-            None => by_server.push((server, vec![(x, y)], vec![step.name.clone()])),
-        }
+    // Throughput against the load each cell offered, one plot per load
+    // axis (a rate and a concurrency are not one scale), one series per server.
+    let axes: Vec<&'static str> = {
+        let mut axes: Vec<&'static str> = cells.iter().filter_map(|(_, c)| Some(c.load_axis()?.0)).collect();
+        axes.dedup();
+        axes.sort_unstable();
+        axes.dedup();
+        axes
+    };
+    for axis in axes {
+        throughput_against(page, &cells, axis);
     }
-    let series: Vec<(Series, Vec<String>)> = by_server
-        .into_iter()
-        .map(|(server, points, names)| {
-            let mut joined: Vec<((f64, f64), String)> = points.into_iter().zip(names).collect();
-            joined.sort_by(|a, b| a.0.0.total_cmp(&b.0.0));
-            let (points, names): (Vec<_>, Vec<_>) = joined.into_iter().unzip();
-            (Series { name: server, points }, names)
-        })
-        .collect();
-    let svg = plot::scatter(
-        SeriesLabelPosition::LowerRight,
-        &format!("Throughput vs {axis}"),
-        axis,
-        "aggregate output tok/s",
-        &series,
-        None,
-        true,
-    );
-    let mut rows = Vec::new();
-    for (step, cell) in &cells {
-        rows.push(vec![
-            step_link(step),
-            escape(&cell.server()),
-            cell.load_axis().map(|(_, x)| count(x)).unwrap_or_default(),
-            num_td(&format!("{}.aggregate_tok_s", step.name), cell.result.aggregate_tok_s),
-            num_td(&format!("{}.ttft_p50_ms", step.name), cell.result.ttft_p50_ms),
-            num_td(&format!("{}.ttft_p99_ms", step.name), cell.result.ttft_p99_ms),
-            num_td(&format!("{}.e2e_p50_ms", step.name), cell.metric("e2e_p50_ms")),
-        ]);
-    }
-    page.figure(
-        &svg,
-        "Each point is a cell; a server's cells are joined in order of load.",
-        &["cell", "server", axis, "aggregate tok/s", "TTFT p50 ms", "TTFT p99 ms", "E2E p50 ms"],
-        &rows,
-    );
 
     // Latency against throughput, with the Pareto front (more tok/s, less TTFT).
     let points: Vec<(f64, f64, &str)> = cells
@@ -113,6 +72,74 @@ pub(super) fn across_cells(page: &mut Page, report: &Report) {
         &rows,
     );
     page.end();
+}
+
+/// Throughput against `axis` for the cells placed on it.
+fn throughput_against(page: &mut Page, cells: &[(&Step, &Cell)], axis: &'static str) {
+    type Points = Vec<(f64, f64)>;
+    let on_axis: Vec<(&Step, &Cell, f64)> = cells
+        .iter()
+        .filter_map(|(s, c)| c.load_axis().filter(|(a, _)| *a == axis).map(|(_, x)| (*s, *c, x)))
+        .collect();
+    let mut by_server: Vec<(String, Points, Vec<String>)> = Vec::new();
+    for (step, cell, x) in &on_axis {
+        let y = cell.result.aggregate_tok_s.unwrap_or(0.0);
+        let server = cell.server();
+        match by_server.iter_mut().find(|(s, _, _)| *s == server) {
+            Some((_, points, names)) => {
+                points.push((*x, y));
+                names.push(step.name.clone());
+            }
+            None => by_server.push((server, vec![(*x, y)], vec![step.name.clone()])),
+        }
+    }
+    let series: Vec<(Series, Vec<String>)> = by_server
+        .into_iter()
+        .map(|(server, points, names)| {
+            let mut joined: Vec<((f64, f64), String)> = points.into_iter().zip(names).collect();
+            joined.sort_by(|a, b| a.0.0.total_cmp(&b.0.0));
+            let (points, names): (Vec<_>, Vec<_>) = joined.into_iter().unzip();
+            (Series { name: server, points }, names)
+        })
+        .collect();
+    let svg = plot::scatter(
+        SeriesLabelPosition::LowerRight,
+        &format!("Throughput vs {axis}"),
+        axis,
+        "aggregate output tok/s",
+        &series,
+        None,
+        true,
+    );
+    let rows: Vec<Vec<String>> = on_axis
+        .iter()
+        .map(|(step, cell, x)| {
+            vec![
+                step_link(step),
+                escape(&cell.server()),
+                format!(
+                    "<td class=\"num\" data-cell=\"{}\" data-offered=\"{x}\">{}</td>",
+                    escape(&step.name),
+                    offered(*x)
+                ),
+                num_td(&format!("{}.aggregate_tok_s", step.name), cell.result.aggregate_tok_s),
+                num_td(&format!("{}.ttft_p50_ms", step.name), cell.result.ttft_p50_ms),
+                num_td(&format!("{}.ttft_p99_ms", step.name), cell.result.ttft_p99_ms),
+                num_td(&format!("{}.e2e_p50_ms", step.name), cell.metric("e2e_p50_ms")),
+            ]
+        })
+        .collect();
+    page.figure(
+        &svg,
+        "Each point is a cell, placed by the load it offered (an open loop's measured request rate, a closed loop's concurrency); a server's cells are joined in order of load.",
+        &["cell", "server", axis, "aggregate tok/s", "TTFT p50 ms", "TTFT p99 ms", "E2E p50 ms"],
+        &rows,
+    );
+}
+
+/// A load value as a table shows it: whole counts whole, rates to a tenth.
+fn offered(x: f64) -> String {
+    if x.fract() == 0.0 { count(x) } else { format!("{x:.1}") }
 }
 
 /// Indices of the points no other point beats on both: higher x, lower y.
