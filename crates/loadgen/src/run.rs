@@ -10,19 +10,19 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use crate::calibrate::{Calibration, calibrate};
-use crate::client::{endpoint, planned_body, request_body};
-use crate::http::{Endpoint, execute, execute_at};
-use crate::pacer;
-use crate::prepare::presize_fd_table;
-use crate::prompt::{PromptBuilder, SplitMix64, marker, streams};
-use crate::record::{RecordInputs, RequestRecord, derive};
-use crate::record_log::{RecordLog, Stored};
-use crate::sender::{self, SendJob};
-use crate::session;
-use crate::source::{Planned, Source};
-use crate::spec::{Arrival, Balance, CellContext, CellSpec, Connect, Progress, Target};
-use crate::stages;
+use crate::observe::record::{RecordInputs, RequestRecord, derive};
+use crate::output::record_log::{RecordLog, Stored};
+use crate::send::client::{endpoint, planned_body, request_body};
+use crate::send::http::{Endpoint, execute, execute_at};
+use crate::send::pacer;
+use crate::send::prepare::presize_fd_table;
+use crate::send::sender::{self, SendJob};
+use crate::workload::calibrate::{Calibration, calibrate};
+use crate::workload::prompt::{PromptBuilder, SplitMix64, marker, streams};
+use crate::workload::session;
+use crate::workload::source::{Planned, Source};
+use crate::workload::spec::{Arrival, Balance, CellContext, CellSpec, Connect, Progress, Target};
+use crate::workload::stages;
 
 /// Everything a finished cell run produced, before it becomes an artifact.
 pub struct RunOutput {
@@ -79,7 +79,7 @@ const OPEN_LOOP_AHEAD: u32 = 256;
 /// What was made ready before the clocks started.
 #[derive(Debug, Default)]
 pub struct Preparation {
-    /// Descriptor slots the process's table holds (see [`crate::prepare`]).
+    /// Descriptor slots the process's table holds (see [`crate::send::prepare`]).
     pub fd_table_slots: usize,
     pub ahead: Vec<AheadConnection>,
 }
@@ -165,7 +165,7 @@ impl Runner {
     ) -> (RequestRecord, Instant, String) {
         let marker = marker(self.spec.seed, index);
         // Replayed prompts are the trace's or dataset's own: no canary instruction was added.
-        let synthetic = planned.origin == crate::source::Origin::default();
+        let synthetic = planned.origin == crate::workload::source::Origin::default();
         let body = planned_body(
             &self.spec,
             &planned.content,
@@ -345,7 +345,7 @@ async fn run_phase(
 }
 
 /// One measured run of a staged cell: each stage's load in its window,
-/// one after another on one clock (see [`crate::stages`]).
+/// one after another on one clock (see [`crate::workload::stages`]).
 async fn run_stages(
     runner: &Arc<Runner>,
     repeat: u32,

@@ -3,10 +3,10 @@
 //! Prompt text is made of pseudo-words drawn from a seeded generator, so the
 //! same campaign seed always yields the same prompts, and every request's
 //! prompt is different from its first token on (unless a shared prefix is
-//! asked for). Length is expressed in words; [`crate::calibrate`] finds the
+//! asked for). Length is expressed in words; [`crate::workload::calibrate`] finds the
 //! word count that gives the planned token count as the server counts it.
 
-use crate::spec::PromptCacheMode;
+use crate::workload::spec::PromptCacheMode;
 
 /// The canary marker of request `index` under campaign `seed`.
 pub fn marker(seed: u64, index: u64) -> String {

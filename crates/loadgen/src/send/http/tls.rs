@@ -148,7 +148,7 @@ mod tests {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
     use super::*;
-    use crate::http::Stamp;
+    use crate::send::http::Stamp;
 
     fn times(at: Instant) -> ReadTimes {
         ReadTimes { arrived: at, stamp: Stamp::Kernel, read: at }

@@ -23,9 +23,9 @@ use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::prompt::SplitMix64;
-use crate::session::SessionPlan;
-use crate::source::{Content, Origin, Planned, TraceSpec, push_exact_words};
+use crate::workload::prompt::SplitMix64;
+use crate::workload::session::SessionPlan;
+use crate::workload::source::{Content, Origin, Planned, TraceSpec, push_exact_words};
 
 /// Which trace layout a file has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -423,7 +423,7 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::Content;
+    use crate::workload::source::Content;
 
     fn spec(path: &std::path::Path, format: TraceFormat) -> TraceSpec {
         TraceSpec {

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::{Dataset, DatasetFormat};
-use crate::prompt::PromptBuilder;
-use crate::session::SessionPlan;
-use crate::trace::{Trace, TraceFormat};
+use crate::workload::dataset::{Dataset, DatasetFormat};
+use crate::workload::prompt::PromptBuilder;
+use crate::workload::session::SessionPlan;
+use crate::workload::trace::{Trace, TraceFormat};
 
 /// Where the cell's requests come from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -211,7 +211,7 @@ impl Source {
 
 /// Words of exactly four letters, so the sim counts one token per word
 /// (`crates/sim/src/tokenizer.rs`) and a block of N words is N tokens.
-pub fn push_exact_words(out: &mut String, rng: &mut crate::prompt::SplitMix64, count: u64) {
+pub fn push_exact_words(out: &mut String, rng: &mut crate::workload::prompt::SplitMix64, count: u64) {
     const LETTERS: &[u8; 20] = b"abdefghiklmnoprstuvz";
     for _ in 0..count {
         let r = rng.next_u64();
@@ -225,7 +225,7 @@ pub fn push_exact_words(out: &mut String, rng: &mut crate::prompt::SplitMix64, c
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prompt::SplitMix64;
+    use crate::workload::prompt::SplitMix64;
 
     #[test]
     fn exact_words_are_one_sim_token_each() {

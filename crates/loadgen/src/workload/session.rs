@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
-use crate::prompt::SplitMix64;
-use crate::record::RequestRecord;
-use crate::source::{Content, Message, Origin, Planned, SessionSpec, push_exact_words};
-use crate::stats::Distribution;
-use crate::trace::Trace;
+use crate::observe::record::RequestRecord;
+use crate::output::stats::Distribution;
+use crate::workload::prompt::SplitMix64;
+use crate::workload::source::{Content, Message, Origin, Planned, SessionSpec, push_exact_words};
+use crate::workload::trace::Trace;
 
 /// The stream of session `s` turn `t`'s generated text.
 const TURN_BASE: u64 = 7 << 40;

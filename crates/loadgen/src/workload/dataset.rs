@@ -15,8 +15,8 @@ use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::prompt::SplitMix64;
-use crate::source::{Content, DatasetSpec, Origin, Planned};
+use crate::workload::prompt::SplitMix64;
+use crate::workload::source::{Content, DatasetSpec, Origin, Planned};
 
 /// The stream of the dataset's shuffles.
 const SAMPLING: u64 = 9 << 40;

@@ -22,11 +22,11 @@ mod tls;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::observe::StreamObservation;
-use crate::record::FailureClass;
-use crate::sender::{SendJob, Sent};
-use crate::spec::Api;
-use crate::sse::SseParser;
+use crate::observe::record::FailureClass;
+use crate::observe::sse::SseParser;
+use crate::observe::stream::StreamObservation;
+use crate::send::sender::{SendJob, Sent};
+use crate::workload::spec::Api;
 pub use endpoint::Endpoint;
 use response::{Body, parse_head};
 use socket::StampedSocket;

@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::canary::{CanaryResult, evaluate, words_after_marker};
-use crate::observe::StreamObservation;
-use crate::spec::{OutputPolicy, Slo, SloFrom};
+use crate::observe::stream::StreamObservation;
+use crate::workload::canary::{CanaryResult, evaluate, words_after_marker};
+use crate::workload::spec::{OutputPolicy, Slo, SloFrom};
 
 /// Why a request is excluded from the performance distributions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -236,7 +236,8 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         inputs.marker.filter(|_| reply_complete).map(|m| evaluate(m, &obs.capture, capture_complete));
     if let Some(c) = &canary {
         if obs.capture_truncated {
-            let detail = format!("visible reply exceeded {} chars", crate::observe::CAPTURE_CAP_CHARS);
+            let detail =
+                format!("visible reply exceeded {} chars", crate::observe::stream::CAPTURE_CAP_CHARS);
             obs.fail(FailureClass::TruncatedCapture, detail);
         } else if !c.passed {
             let detail = format!(
@@ -363,7 +364,7 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
 impl RequestRecord {
     /// Notes where a replayed request came from, and whether its output
     /// length was met.
-    pub fn set_origin(&mut self, origin: &crate::source::Origin) {
+    pub fn set_origin(&mut self, origin: &crate::workload::source::Origin) {
         self.trace_line = origin.trace_line;
         self.dataset_entry = origin.dataset_entry;
         self.session = origin.session;
