@@ -18,21 +18,20 @@ mod workload;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-pub use observe::record::{ControlledOutput, Failure, FailureClass, RequestRecord};
+pub use observe::failure::{Failure, FailureClass};
+pub use observe::record::{ControlledOutput, RequestRecord};
 pub use observe::sse;
 pub use output::artifact::{PROTOCOL, SCHEMA};
 pub use output::stats::{Distribution, nearest_rank};
 pub use output::table::render_table;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;
-pub use workload::dataset::DatasetFormat;
 pub use workload::prompt::marker;
-pub use workload::source::{DatasetSpec, SessionSpec, TraceSpec, Traffic};
 pub use workload::spec::{
     Api, Arrival, Balance, CellContext, CellSpec, Connect, OutputPolicy, Progress, PromptCacheMode, Slo,
     SloFrom, Stage, Target, ThinkingMode,
 };
-pub use workload::trace::TraceFormat;
+pub use workload::traffic::{DatasetFormat, DatasetSpec, SessionSpec, TraceFormat, TraceSpec, Traffic};
 
 /// What a finished cell hands back.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -13,14 +13,15 @@ use tokio::task::JoinSet;
 use crate::observe::record::{RecordInputs, RequestRecord, derive};
 use crate::output::record_log::{RecordLog, Stored};
 use crate::send::client::{endpoint, planned_body, request_body};
+use crate::send::conversation as session;
 use crate::send::http::{Endpoint, execute, execute_at};
 use crate::send::pacer;
 use crate::send::prepare::presize_fd_table;
 use crate::send::sender::{self, SendJob};
 use crate::workload::calibrate::{Calibration, calibrate};
 use crate::workload::prompt::{PromptBuilder, SplitMix64, marker, streams};
-use crate::workload::session;
-use crate::workload::source::{Planned, Source};
+use crate::workload::request::Planned;
+use crate::workload::source::Source;
 use crate::workload::spec::{Arrival, Balance, CellContext, CellSpec, Connect, Progress, Target};
 use crate::workload::stages;
 
@@ -165,7 +166,7 @@ impl Runner {
     ) -> (RequestRecord, Instant, String) {
         let marker = marker(self.spec.seed, index);
         // Replayed prompts are the trace's or dataset's own: no canary instruction was added.
-        let synthetic = planned.origin == crate::workload::source::Origin::default();
+        let synthetic = planned.origin == crate::workload::request::Origin::default();
         let body = planned_body(
             &self.spec,
             &planned.content,

@@ -3,9 +3,11 @@
 //! from them.
 
 pub(crate) mod chunk;
+pub(crate) mod failure;
 pub(crate) mod json_scan;
 #[cfg(test)]
 pub(crate) mod proptests;
+pub(crate) mod read_times;
 pub(crate) mod record;
 pub mod sse;
 pub(crate) mod stream;

@@ -4,9 +4,9 @@
 use std::time::Instant;
 
 use crate::observe::chunk::{Usage, parse_event};
-use crate::observe::record::FailureClass;
+use crate::observe::failure::FailureClass;
+use crate::observe::read_times::{ReadTimes, Stamp};
 use crate::observe::sse::SseEvent;
-use crate::send::http::{ReadTimes, Stamp};
 use crate::workload::spec::Api;
 
 /// Visible reply text kept per request for canaries and word counts.

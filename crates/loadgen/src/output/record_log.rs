@@ -82,8 +82,8 @@ pub type Row = [f64; col::COUNT];
 const ROW_BYTES: usize = col::COUNT * 8;
 
 /// Failure classes in the order of their `FAILURE_CLASS` code.
-pub const FAILURE_CLASSES: [crate::observe::record::FailureClass; 10] = {
-    use crate::observe::record::FailureClass::*;
+pub const FAILURE_CLASSES: [crate::observe::failure::FailureClass; 10] = {
+    use crate::observe::failure::FailureClass::*;
     [
         HttpStatus,
         Timeout,

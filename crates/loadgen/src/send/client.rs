@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::workload::source::{Content, Message};
+use crate::workload::request::{Content, Message};
 use crate::workload::spec::{Api, CellSpec, ThinkingMode};
 
 /// The endpoint URL for `api` under a target's base URL.

@@ -2,6 +2,7 @@
 //! HTTP/1.1 client, and sending each request on time.
 
 pub(crate) mod client;
+pub(crate) mod conversation;
 pub(crate) mod http;
 pub(crate) mod pacer;
 pub(crate) mod prepare;

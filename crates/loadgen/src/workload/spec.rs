@@ -52,7 +52,7 @@ pub struct CellSpec {
     pub stages: Vec<Stage>,
     /// Where the requests come from: synthetic prompts (the default), a
     /// trace, a dataset or multi-turn sessions (see [`crate::workload::source`]).
-    pub traffic: crate::workload::source::Traffic,
+    pub traffic: crate::workload::traffic::Traffic,
 }
 
 impl Default for CellSpec {
@@ -83,7 +83,7 @@ impl Default for CellSpec {
             repeat: 1,
             connect: Connect::Ahead,
             stages: Vec::new(),
-            traffic: crate::workload::source::Traffic::Synthetic,
+            traffic: crate::workload::traffic::Traffic::Synthetic,
         }
     }
 }

@@ -104,7 +104,7 @@ pub fn check(spec: &CellSpec) -> Result<(), String> {
     if !spec.stages.is_empty()
         && matches!(
             spec.traffic,
-            crate::workload::source::Traffic::Trace(_) | crate::workload::source::Traffic::Sessions(_)
+            crate::workload::traffic::Traffic::Trace(_) | crate::workload::traffic::Traffic::Sessions(_)
         )
     {
         return Err("stages do not combine with a trace or sessions (they set their own arrivals)".into());
