@@ -251,10 +251,19 @@ fn file_graph(entry: &Path) -> FileGraph {
     let mut edges = BTreeSet::new();
     let mut why = BTreeMap::new();
     for (id, ast) in asts.iter().enumerate() {
-        let mut v = PathCollector { scope: file_module[id].clone(), paths: Vec::new() };
+        let mut v = PathCollector { scope: file_module[id].clone(), paths: Vec::new(), aliases: Vec::new() };
         v.visit_file(ast);
+        // `use crate::send::http;` (or `… as name`) lets `http::execute` name that module.
+        let mut aliases = Aliases::new();
+        for (scope, name, path) in v.aliases {
+            if let Some(module) = absolute(&modules, &aliases, &scope, &path, true)
+                && modules.contains_key(&module)
+            {
+                aliases.insert((scope, name), module);
+            }
+        }
         for (scope, path, relative_ok) in v.paths {
-            if let Some(target) = resolve(&modules, &scope, &path, relative_ok)
+            if let Some(target) = resolve(&modules, &aliases, &scope, &path, relative_ok)
                 && target != id
             {
                 edges.insert((id, target));
@@ -356,10 +365,28 @@ fn is_test_only(attrs: &[syn::Attribute]) -> bool {
 /// paths of two or more segments).
 fn resolve(
     modules: &HashMap<Vec<String>, Module>,
+    aliases: &Aliases,
     scope: &[String],
     path: &[String],
     relative_ok: bool,
 ) -> Option<usize> {
+    let absolute = absolute(modules, aliases, scope, path, relative_ok)?;
+    (0..=absolute.len()).rev().find_map(|n| modules.get(&absolute[..n])).map(|m| m.file)
+}
+
+/// Modules imported under a name: (scope, name) → the module's path.
+type Aliases = HashMap<(Vec<String>, String), Vec<String>>;
+
+/// `path` (written in module `scope`) from the crate root, if it starts at
+/// a module of this crate: `crate`, `super`, `self`, a child module of
+/// `scope`, or a module imported into `scope` by name.
+fn absolute(
+    modules: &HashMap<Vec<String>, Module>,
+    aliases: &Aliases,
+    scope: &[String],
+    path: &[String],
+    relative_ok: bool,
+) -> Option<Vec<String>> {
     let first = path.first()?;
     let absolute: Vec<String> = match first.as_str() {
         "crate" | "$crate" => path[1..].to_vec(),
@@ -370,15 +397,20 @@ fn resolve(
         }
         "self" => scope.iter().chain(&path[1..]).cloned().collect(),
         _ => {
-            let mut child = scope.to_vec();
-            child.push(first.clone());
-            if !relative_ok || !modules.contains_key(&child) {
+            if !relative_ok {
                 return None;
             }
-            scope.iter().chain(path).cloned().collect()
+            let mut child = scope.to_vec();
+            child.push(first.clone());
+            if modules.contains_key(&child) {
+                scope.iter().chain(path).cloned().collect()
+            } else {
+                let module = aliases.get(&(scope.to_vec(), first.clone()))?;
+                module.iter().chain(&path[1..]).cloned().collect()
+            }
         }
     };
-    (0..=absolute.len()).rev().find_map(|n| modules.get(&absolute[..n])).map(|m| m.file)
+    Some(absolute)
 }
 
 /// Collects every path of a file with the module it is written in.
@@ -386,6 +418,8 @@ struct PathCollector {
     scope: Vec<String>,
     /// (scope, segments, may start at a child module)
     paths: Vec<(Vec<String>, Vec<String>, bool)>,
+    /// (scope, name, segments) of each name a `use` brings in.
+    aliases: Vec<(Vec<String>, String, Vec<String>)>,
 }
 
 impl PathCollector {
@@ -407,12 +441,18 @@ impl PathCollector {
                 if n.ident != "self" || path.is_empty() {
                     path.push(n.ident.to_string());
                 }
+                if let Some(name) = path.last() {
+                    self.aliases.push((self.scope.clone(), name.clone(), path.clone()));
+                }
                 self.record(path, true);
             }
             syn::UseTree::Rename(r) => {
                 let mut path = prefix.clone();
                 if r.ident != "self" || path.is_empty() {
                     path.push(r.ident.to_string());
+                }
+                if r.rename != "_" {
+                    self.aliases.push((self.scope.clone(), r.rename.to_string(), path.clone()));
                 }
                 self.record(path, true);
             }
@@ -683,7 +723,7 @@ fn the_check_passes_a_crate_without_cycles() {
         ),
         (
             "user.rs",
-            "use crate::kinds::Kind;\npub(crate) fn run() -> String { format!(\"{}\", crate::nested::inner::name()) }\n#[cfg(test)]\nfn helper() { crate::run(); }\n",
+            "use crate::kinds::Kind;\nuse crate::nested;\npub fn leaf() -> &'static str { nested::leaf::NAME }\npub(crate) fn run() -> String { format!(\"{}\", crate::nested::inner::name()) }\n#[cfg(test)]\nfn helper() { crate::run(); }\n",
         ),
         (
             "nested.rs",
@@ -693,11 +733,13 @@ fn the_check_passes_a_crate_without_cycles() {
     ]);
     assert_eq!(g.files, ["lib.rs", "kinds.rs", "user.rs", "nested.rs", "nested/leaf.rs"]);
     assert!(cycle_names(&g).is_empty(), "{:?}", edge_names(&g));
-    // Paths in code, in macro arguments and through inline modules count; test items do not.
+    // Paths in code, in macro arguments, through inline modules and through a module
+    // imported by name count; test items do not.
     let expected: BTreeSet<(String, String)> = [
         ("lib.rs", "user.rs"),
         ("user.rs", "kinds.rs"),
         ("user.rs", "nested.rs"),
+        ("user.rs", "nested/leaf.rs"),
         ("nested.rs", "nested/leaf.rs"),
     ]
     .iter()
