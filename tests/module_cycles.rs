@@ -15,8 +15,8 @@
 //! their parent by design); visibility paths (`pub(crate)`, `pub(super)`)
 //! are not references.
 //!
-//! Run with `cargo test --test module_cycles -- --nocapture` to see what
-//! was checked.
+//! It runs with `cargo test --workspace` (CI has no step of its own for it);
+//! `cargo test --test module_cycles -- --nocapture` shows what was checked.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -491,18 +491,14 @@ impl PathCollector {
                     // `$crate` arrives as `$` then `crate`; either way the ident starts the path.
                     let mut segments = vec![id.to_string()];
                     let mut j = i + 1;
-                    loop {
-                        let (
-                            Some(TokenTree::Punct(a)),
-                            Some(TokenTree::Punct(b)),
-                            Some(TokenTree::Ident(next)),
-                        ) = (tts.get(j), tts.get(j + 1), tts.get(j + 2))
-                        else {
-                            break;
-                        };
-                        if a.as_char() != ':' || b.as_char() != ':' {
-                            break;
-                        }
+                    while let (
+                        Some(TokenTree::Punct(a)),
+                        Some(TokenTree::Punct(b)),
+                        Some(TokenTree::Ident(next)),
+                    ) = (tts.get(j), tts.get(j + 1), tts.get(j + 2))
+                        && a.as_char() == ':'
+                        && b.as_char() == ':'
+                    {
                         segments.push(next.to_string());
                         j += 3;
                     }
