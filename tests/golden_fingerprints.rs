@@ -105,7 +105,9 @@ fn current() -> (String, String) {
                         node.name,
                         node.fingerprint
                     );
-                    if let Some(mut spec) = anvil::plan::resolved_cell::resolve_in_plan(&plan, &node.name) {
+                    if let Some(mut spec) =
+                        anvil::plan::resolved_cell::resolve_in_recipe(&plan.recipe, &node.name)
+                    {
                         // A cell's name labels it and changes nothing it does:
                         // two cells alike but for their names share a fingerprint.
                         spec.name.clear();

@@ -19,11 +19,11 @@ use anvil_loadgen::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::recipe::Spec;
 use crate::recipe::decls::load::{SloFrom, StageDecl, TrafficDecl};
 use crate::recipe::decls::{self, CellDecl, LoadDecl};
 use crate::recipe::placeholders::unescape;
 use crate::recipe::words;
+use crate::recipe::{Recipe, Spec};
 
 /// A trace's arrivals are its own (it sets its rate), so unless the cell
 /// sets `concurrency` its in-flight cap is this wide.
@@ -32,17 +32,18 @@ pub const TRACE_IN_FLIGHT_CAP: u32 = 1024;
 /// The model name a server's requests carry when its declaration names none.
 pub const DEFAULT_MODEL: &str = "default";
 
-/// The cell `name` of `plan` as [`resolve`] makes it, its server's model
-/// taken from the recipe (what `anvil plan` and the golden tests see; a
-/// run resolves against the server it acquired, which serves the same).
-pub fn resolve_in_plan(plan: &super::Plan, name: &str) -> Option<CellSpec> {
-    let step = plan.recipe.step(name)?;
+/// The cell `name` of `recipe` as [`resolve`] makes it, its server's
+/// model taken from the recipe (what `anvil plan` and the golden tests
+/// see; a run resolves against the server it acquired, which serves the
+/// same model).
+pub fn resolve_in_recipe(recipe: &Recipe, name: &str) -> Option<CellSpec> {
+    let step = recipe.step(name)?;
     let Spec::Cell(cell) = &step.spec else { return None };
-    let model = match plan.recipe.step(&cell.server).map(|s| &s.spec) {
+    let model = match recipe.step(&cell.server).map(|s| &s.spec) {
         Some(Spec::Server(server)) => server.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into()),
         _ => DEFAULT_MODEL.into(),
     };
-    Some(resolve(name, cell, &model, plan.recipe.campaign.seed))
+    Some(resolve(name, cell, &model, recipe.campaign.seed))
 }
 
 /// The cell `name` as the load generator runs it against a server serving

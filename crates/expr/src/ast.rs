@@ -2,16 +2,9 @@
 //! id, which the evaluator uses to record what each sub-expression produced.
 
 use crate::functions::Function;
+use crate::op::{BinaryOp, Precedence, UnaryOp};
 use crate::reference::Reference;
-
-/// `(offset, len)` in bytes into the expression source.
-pub type Span = (usize, usize);
-
-/// Span covering `first` through `last`.
-pub(crate) fn join(first: Span, last: Span) -> Span {
-    let end = (last.0 + last.1).max(first.0 + first.1);
-    (first.0, end - first.0)
-}
+use crate::span::Span;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Node {
@@ -39,82 +32,6 @@ pub(crate) enum Literal {
     String(String),
     Bool(bool),
     Null,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UnaryOp {
-    Not,
-    Negate,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BinaryOp {
-    Or,
-    And,
-    Eq,
-    NotEq,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Rem,
-}
-
-/// Operator families, from loosest to tightest binding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Precedence {
-    Or = 1,
-    And = 2,
-    Comparison = 3,
-    Sum = 4,
-    Product = 5,
-    /// Unary operators and atoms.
-    Prefix = 6,
-}
-
-impl BinaryOp {
-    pub fn precedence(self) -> Precedence {
-        match self {
-            BinaryOp::Or => Precedence::Or,
-            BinaryOp::And => Precedence::And,
-            BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
-                Precedence::Comparison
-            }
-            BinaryOp::Add | BinaryOp::Sub => Precedence::Sum,
-            BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => Precedence::Product,
-        }
-    }
-
-    pub fn symbol(self) -> &'static str {
-        match self {
-            BinaryOp::Or => "||",
-            BinaryOp::And => "&&",
-            BinaryOp::Eq => "==",
-            BinaryOp::NotEq => "!=",
-            BinaryOp::Lt => "<",
-            BinaryOp::Le => "<=",
-            BinaryOp::Gt => ">",
-            BinaryOp::Ge => ">=",
-            BinaryOp::Add => "+",
-            BinaryOp::Sub => "-",
-            BinaryOp::Mul => "*",
-            BinaryOp::Div => "/",
-            BinaryOp::Rem => "%",
-        }
-    }
-}
-
-impl UnaryOp {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            UnaryOp::Not => "!",
-            UnaryOp::Negate => "-",
-        }
-    }
 }
 
 impl Node {

@@ -1,7 +1,7 @@
 //! Errors of parsing and evaluation. Every error carries a byte span into the
 //! expression source so the caller can underline it (e.g. with miette).
 
-use crate::ast::Span;
+use crate::span::Span;
 
 /// The expression is not well formed. `span` is `(offset, len)` in bytes into
 /// the source given to [`crate::parse`].

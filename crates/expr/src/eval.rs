@@ -7,11 +7,13 @@
 //! not matter, whichever order they are written in. The right side is not
 //! evaluated when the left side already decides.
 
-use crate::ast::{BinaryOp, Literal, Node, NodeKind, Span};
+use crate::ast::{Literal, Node, NodeKind};
 use crate::functions::Function;
+use crate::op::BinaryOp;
 use crate::operators::{apply_binary, apply_unary};
 use crate::reference::Reference;
 use crate::resolver::{Resolved, Resolver};
+use crate::span::Span;
 use crate::value::{ListItem, Value};
 
 /// An input that was absent: the path as written and the resolver's reason.

@@ -2,8 +2,8 @@
 //! whether `-` and `*` belong to a name depends on what touches them:
 //! `cell.tp2-json.passed` is one path, `cell.a.x - 1` is a subtraction.
 
-use crate::ast::Span;
 use crate::error::ParseError;
+use crate::span::Span;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TokenKind {

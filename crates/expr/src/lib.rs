@@ -28,7 +28,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Pipeline: `lexer` → `parser` → `ast` → `eval` (+ `operators`,
+//! Pipeline: `lexer` → `parser` → `ast` (+ `span`, `op`) → `eval` (+ `operators`,
 //! `functions`) → `print` (details) → `evaluation` (verdict).
 
 mod ast;
@@ -38,19 +38,21 @@ mod evaluation;
 mod expr;
 mod functions;
 mod lexer;
+mod op;
 mod operators;
 mod parser;
 mod print;
 mod reference;
 mod resolver;
+mod span;
 mod value;
 
-pub use ast::Span;
 pub use error::{EvalError, ParseError};
 pub use evaluation::Evaluation;
 pub use expr::Expr;
 pub use reference::{PathSegment, Reference, glob_match};
 pub use resolver::{JsonResolver, Resolved, Resolver};
+pub use span::Span;
 pub use value::{ListItem, Value, format_number};
 
 /// Parses an expression. Errors carry a span into `src`.

@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use crate::ast::{BinaryOp, UnaryOp};
+use crate::op::{BinaryOp, UnaryOp};
 use crate::value::Value;
 
 /// Applies a non-logical binary operator (`&&`/`||` short-circuit in eval).

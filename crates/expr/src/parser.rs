@@ -2,11 +2,13 @@
 //! first: `||`/`or`, `&&`/`and`, comparisons (not chainable), `+ -`,
 //! `* / %`, prefix `! not -`.
 
-use crate::ast::{BinaryOp, Literal, Node, NodeKind, Precedence, Span, UnaryOp, join};
+use crate::ast::{Literal, Node, NodeKind};
 use crate::error::ParseError;
 use crate::functions::Function;
 use crate::lexer::{PathPart, Token, TokenKind};
+use crate::op::{BinaryOp, Precedence, UnaryOp};
 use crate::reference::{PathSegment, Reference};
+use crate::span::{Span, join};
 
 /// Deepest tree (and deepest nesting) accepted. Far beyond any real gate;
 /// it keeps recursion in the parser, evaluator and `Drop` bounded.

@@ -5,8 +5,9 @@
 
 use std::fmt::Write;
 
-use crate::ast::{Literal, Node, NodeKind, Precedence};
+use crate::ast::{Literal, Node, NodeKind};
 use crate::eval::{Stop, Trace};
+use crate::op::Precedence;
 
 pub(crate) fn canonical(root: &Node) -> String {
     let mut out = String::new();

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::ast::Span;
+use crate::span::Span;
 
 /// One step of a reference's field path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

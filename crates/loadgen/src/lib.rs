@@ -6,56 +6,33 @@
 // The artifact is one large `json!` literal.
 #![recursion_limit = "256"]
 
-mod artifact;
-mod calibrate;
-mod canary;
-mod chunk;
-mod client;
-mod dataset;
 #[cfg(test)]
 #[path = "../../../fuzz/harness.rs"]
 mod fuzz_harness;
-mod http;
-mod json_scan;
 mod observe;
-mod offered;
-mod pacer;
-mod prepare;
-mod prompt;
-#[cfg(test)]
-mod proptests;
-mod record;
-mod record_log;
+mod output;
 mod run;
-mod sender;
-mod series;
-mod session;
-mod source;
-mod spec;
-pub mod sse;
-mod stages;
-mod stats;
-mod table;
-mod trace;
+mod send;
+mod workload;
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-pub use artifact::{PROTOCOL, SCHEMA};
-pub use calibrate::{Calibration, Probe};
-pub use canary::CanaryResult;
-pub use dataset::DatasetFormat;
-pub use offered::{CapHolds, LoadAxis, OfferedLoad};
-pub use prompt::marker;
-pub use record::{ControlledOutput, Failure, FailureClass, RequestRecord};
-pub use source::{DatasetSpec, SessionSpec, TraceSpec, Traffic};
-pub use spec::{
+pub use observe::failure::{Failure, FailureClass};
+pub use observe::record::{ControlledOutput, RequestRecord};
+pub use observe::sse;
+pub use output::artifact::{PROTOCOL, SCHEMA};
+pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};
+pub use output::stats::{Distribution, nearest_rank};
+pub use output::table::render_table;
+pub use workload::calibrate::{Calibration, Probe};
+pub use workload::canary::CanaryResult;
+pub use workload::prompt::marker;
+pub use workload::spec::{
     Api, Arrival, Balance, CellContext, CellSpec, Connect, OutputPolicy, Progress, PromptCacheMode, Slo,
     SloFrom, Stage, Target, ThinkingMode,
 };
-pub use stats::{Distribution, nearest_rank};
-pub use table::render_table;
-pub use trace::TraceFormat;
+pub use workload::traffic::{DatasetFormat, DatasetSpec, SessionSpec, TraceFormat, TraceSpec, Traffic};
 
 /// What a finished cell hands back.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -116,7 +93,7 @@ pub struct StreamedCell {
     pub resolved: CellSpec,
     pub offered: OfferedLoad,
     pub in_flight_cap: Option<CapHolds>,
-    store: record_log::Stored,
+    store: output::record_log::Stored,
 }
 
 impl StreamedCell {
@@ -128,7 +105,7 @@ impl StreamedCell {
         artifact: &serde_json::Value,
         out: &mut impl std::io::Write,
     ) -> std::io::Result<()> {
-        artifact::write_pretty(artifact, &self.store, out)
+        output::artifact::write_pretty(artifact, &self.store, out)
     }
 
     /// [`StreamedCell::write_artifact`] into a new file at `path`; returns its size.
@@ -172,7 +149,7 @@ impl StreamedCell {
     pub fn into_report(self) -> anyhow::Result<CellReport> {
         let records =
             if self.store.kept.is_empty() { self.store.records()? } else { self.store.kept.clone() };
-        let artifact = artifact::materialize(self.artifact, &self.store)?;
+        let artifact = output::artifact::materialize(self.artifact, &self.store)?;
         Ok(CellReport { artifact, records, summary: self.summary })
     }
 }
@@ -185,7 +162,8 @@ pub fn stage_arrivals(stage: &Stage, seed: u64, repeat: u32, index: u32) -> usiz
         return 0;
     }
     let duration = std::time::Duration::from_millis(stage.duration_ms);
-    stages::arrivals_in(std::time::Instant::now(), duration, stage.arrival, seed, repeat, index).len()
+    workload::stages::arrivals_in(std::time::Instant::now(), duration, stage.arrival, seed, repeat, index)
+        .len()
 }
 
 /// Measures one cell against `targets` (several targets = replicas) and
@@ -227,8 +205,8 @@ async fn run_cell_inner(
 ) -> anyhow::Result<StreamedCell> {
     run::validate(spec, targets)?;
     // Trace and dataset files are read once, here; a trace or sessions fix the request count.
-    let staged = (!spec.stages.is_empty()).then_some(stages::UNMEASURED_INDEX_BASE);
-    let source = source::Source::load(&spec.traffic, spec.seed, spec.requests, spec.repeat, staged)
+    let staged = (!spec.stages.is_empty()).then_some(workload::stages::UNMEASURED_INDEX_BASE);
+    let source = workload::source::Source::load(&spec.traffic, spec.seed, spec.requests, spec.repeat, staged)
         .with_context(|| format!("cell `{}`", spec.name))?;
     let mut spec = spec.clone();
     if let Some(n) = source.requests() {
@@ -270,7 +248,8 @@ async fn run_cell_inner(
     while let Ok(p) = progress_rx.try_recv() {
         progress(&p);
     }
-    let artifact = artifact::build(spec, targets, ctx, &output).context("reading the request records")?;
+    let artifact =
+        output::artifact::build(spec, targets, ctx, &output).context("reading the request records")?;
     let summary = CellSummary::from_artifact(&artifact);
     Ok(StreamedCell {
         artifact,

@@ -10,19 +10,20 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use crate::calibrate::{Calibration, calibrate};
-use crate::client::{endpoint, planned_body, request_body};
-use crate::http::{Endpoint, execute, execute_at};
-use crate::pacer;
-use crate::prepare::presize_fd_table;
-use crate::prompt::{PromptBuilder, SplitMix64, marker, streams};
-use crate::record::{RecordInputs, RequestRecord, derive};
-use crate::record_log::{RecordLog, Stored};
-use crate::sender::{self, SendJob};
-use crate::session;
-use crate::source::{Planned, Source};
-use crate::spec::{Arrival, Balance, CellContext, CellSpec, Connect, Progress, Target};
-use crate::stages;
+use crate::observe::record::{RecordInputs, RequestRecord, derive};
+use crate::output::record_log::{RecordLog, Stored};
+use crate::send::client::{endpoint, planned_body, request_body};
+use crate::send::conversation as session;
+use crate::send::http::{Endpoint, execute, execute_at};
+use crate::send::pacer;
+use crate::send::prepare::presize_fd_table;
+use crate::send::sender::{self, SendJob};
+use crate::workload::calibrate::{Calibration, calibrate};
+use crate::workload::prompt::{PromptBuilder, SplitMix64, marker, streams};
+use crate::workload::request::Planned;
+use crate::workload::source::Source;
+use crate::workload::spec::{Arrival, Balance, CellContext, CellSpec, Connect, Progress, Target};
+use crate::workload::stages;
 
 /// Everything a finished cell run produced, before it becomes an artifact.
 pub struct RunOutput {
@@ -38,9 +39,9 @@ pub struct RunOutput {
     /// synthetic prompts), with per-turn figures for sessions.
     pub traffic: serde_json::Value,
     /// Open loop: how often the in-flight cap held a due request back.
-    pub cap_holds: Option<crate::offered::CapHolds>,
+    pub cap_holds: Option<crate::output::offered::CapHolds>,
     /// Where the cell sits on a load axis, as measured.
-    pub offered: crate::offered::OfferedLoad,
+    pub offered: crate::output::offered::OfferedLoad,
 }
 
 pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
@@ -83,7 +84,7 @@ const OPEN_LOOP_AHEAD: u32 = 256;
 /// What was made ready before the clocks started.
 #[derive(Debug, Default)]
 pub struct Preparation {
-    /// Descriptor slots the process's table holds (see [`crate::prepare`]).
+    /// Descriptor slots the process's table holds (see [`crate::send::prepare`]).
     pub fd_table_slots: usize,
     pub ahead: Vec<AheadConnection>,
 }
@@ -174,7 +175,7 @@ impl Runner {
     ) -> (RequestRecord, Instant, String) {
         let marker = marker(self.spec.seed, index);
         // Replayed prompts are the trace's or dataset's own: no canary instruction was added.
-        let synthetic = planned.origin == crate::source::Origin::default();
+        let synthetic = planned.origin == crate::workload::request::Origin::default();
         let body = planned_body(
             &self.spec,
             &planned.content,
@@ -354,7 +355,7 @@ async fn run_phase(
 }
 
 /// One measured run of a staged cell: each stage's load in its window,
-/// one after another on one clock (see [`crate::stages`]).
+/// one after another on one clock (see [`crate::workload::stages`]).
 async fn run_stages(
     runner: &Arc<Runner>,
     repeat: u32,
@@ -739,16 +740,17 @@ pub async fn measure(
     }
     // A trace replayed as sessions runs closed loop, turn after turn.
     let trace = matches!(runner.source, Source::Trace(_)) && sessions.is_none();
-    let offered = crate::offered::measure(&runner.spec, trace, sessions.is_some(), &store)
+    let offered = crate::output::offered::measure(&runner.spec, trace, sessions.is_some(), &store)
         .context("reading the request records")?;
-    let cap_holds = crate::offered::is_open_loop(&runner.spec, trace).then(|| crate::offered::CapHolds {
-        limit: match staged {
-            false => runner.spec.concurrency,
-            true => stages::widest(&runner.spec).0,
-        },
-        held_requests: runner.cap_held.load(Ordering::Relaxed),
-        longest_hold_ms: runner.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
-    });
+    let cap_holds =
+        crate::output::offered::is_open_loop(&runner.spec, trace).then(|| crate::output::offered::CapHolds {
+            limit: match staged {
+                false => runner.spec.concurrency,
+                true => stages::widest(&runner.spec).0,
+            },
+            held_requests: runner.cap_held.load(Ordering::Relaxed),
+            longest_hold_ms: runner.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
+        });
     Ok(RunOutput {
         offered,
         cap_holds,

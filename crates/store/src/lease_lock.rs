@@ -35,6 +35,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::error::StoreError;
+use crate::fingerprint::Fingerprint;
+
 /// Default lease: a dead node's lock is broken at most this long after it died.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
@@ -364,7 +367,7 @@ pub(crate) enum Lease {
 impl crate::store::Store {
     /// Take `fp`'s lease when this process treats stores as shared
     /// ([`shared_store`]), waiting for it if `wait`.
-    pub(crate) fn lease(&self, fp: &crate::Fingerprint, wait: bool) -> Result<Lease, crate::StoreError> {
+    pub(crate) fn lease(&self, fp: &Fingerprint, wait: bool) -> Result<Lease, StoreError> {
         if !shared_store() {
             return Ok(Lease::NotShared);
         }
@@ -375,7 +378,7 @@ impl crate::store::Store {
         } else {
             LeaseLock::try_acquire(&path, lease)
         };
-        match taken.map_err(crate::StoreError::io("take the lease", &path))? {
+        match taken.map_err(StoreError::io("take the lease", &path))? {
             Some(lock) => Ok(Lease::Held(lock)),
             None => Ok(Lease::Busy),
         }

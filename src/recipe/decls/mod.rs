@@ -18,12 +18,13 @@ pub use cell::CellDecl;
 pub use check::CheckDecl;
 pub use decision::{DecisionDecl, Rule};
 pub use executor::ExecutorDecl;
+pub use finally::FinallyDecl;
 pub use gate::GateDecl;
 pub use load::{Arrival, LoadDecl, SloDecl};
 pub use screen::ScreenDecl;
 pub use search::SearchDecl;
 pub use server::{CommandEngine, Engine, ReadyDecl, ServerDecl, Warmup};
-pub use task::{FinallyDecl, TaskDecl};
+pub use task::TaskDecl;
 
 use super::expression::Expression;
 use super::kind::Kind;

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::super::settings::{Draft, settings};
-pub use super::finally::FinallyDecl;
 
 settings! {
     #[derive(Debug, Clone)]

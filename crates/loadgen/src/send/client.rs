@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::source::{Content, Message};
-use crate::spec::{Api, CellSpec, ThinkingMode};
+use crate::workload::request::{Content, Message};
+use crate::workload::spec::{Api, CellSpec, ThinkingMode};
 
 /// The endpoint URL for `api` under a target's base URL.
 pub fn endpoint(base_url: &str, api: Api) -> String {

@@ -20,29 +20,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::prompt::SplitMix64;
-use crate::session::SessionPlan;
-use crate::source::{Content, Origin, Planned, TraceSpec, push_exact_words};
-
-/// Which trace layout a file has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TraceFormat {
-    Mooncake,
-    Jsonl,
-}
-
-impl TraceFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Mooncake => "mooncake",
-            Self::Jsonl => "jsonl",
-        }
-    }
-}
+use crate::workload::prompt::{SplitMix64, push_exact_words};
+use crate::workload::request::{Content, Origin, Planned};
+use crate::workload::session::SessionPlan;
+use crate::workload::traffic::{TraceFormat, TraceSpec};
 
 /// Generator streams of trace prompts, apart from the synthetic ones.
 mod streams {
@@ -254,7 +238,8 @@ impl Trace {
         };
         trace.select_window()?;
         if trace.lines.iter().any(|l| l.session != NONE) {
-            trace.sessions = Some(Arc::new(SessionPlan::from_trace(&trace)));
+            let plan = SessionPlan::from_turns(trace.session_of_requests());
+            trace.sessions = Some(Arc::new(plan));
         }
         Ok(trace)
     }
@@ -423,7 +408,7 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::Content;
+    use crate::workload::request::Content;
 
     fn spec(path: &std::path::Path, format: TraceFormat) -> TraceSpec {
         TraceSpec {

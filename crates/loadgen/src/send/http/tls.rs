@@ -17,7 +17,7 @@ use std::sync::Arc;
 use rustls::ClientConnection;
 use rustls::pki_types::ServerName;
 
-use super::socket::{ReadTimes, read_now};
+use crate::observe::read_times::{ReadTimes, read_now};
 
 /// Ciphertext read at once; TLS records are at most ~16 KiB each.
 const CIPHERTEXT_BUFFER: usize = 64 * 1024;
@@ -148,7 +148,7 @@ mod tests {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
     use super::*;
-    use crate::http::Stamp;
+    use crate::observe::read_times::Stamp;
 
     fn times(at: Instant) -> ReadTimes {
         ReadTimes { arrived: at, stamp: Stamp::Kernel, read: at }

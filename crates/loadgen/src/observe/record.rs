@@ -5,67 +5,10 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::canary::{CanaryResult, evaluate, words_after_marker};
-use crate::observe::StreamObservation;
-use crate::spec::{OutputPolicy, Slo, SloFrom};
-
-/// Why a request is excluded from the performance distributions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureClass {
-    /// Non-2xx HTTP status.
-    HttpStatus,
-    /// `request_timeout_ms` elapsed before the stream ended.
-    Timeout,
-    /// Could not connect at all.
-    Connect,
-    /// The connection broke or the stream ended without its end marker.
-    Disconnect,
-    /// An event whose payload is not the expected JSON.
-    MalformedStream,
-    /// The server sent an error object inside the stream.
-    StreamError,
-    /// The stream completed without `usage` token counts.
-    MissingUsage,
-    /// The reply does not start with its own marker or carries a foreign one.
-    CanaryFailure,
-    /// The visible reply exceeded the capture cap, so the canary is unprovable.
-    TruncatedCapture,
-    /// Strict controlled output: word count not exact, or reply truncated.
-    ControlledOutput,
-}
-
-impl FailureClass {
-    /// The reply arrived whole but breaks the measurement contract: the
-    /// request counts as a successful response, not as performance-eligible.
-    pub fn is_contract_violation(self) -> bool {
-        matches!(
-            self,
-            Self::MissingUsage | Self::CanaryFailure | Self::TruncatedCapture | Self::ControlledOutput
-        )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::HttpStatus => "http_status",
-            Self::Timeout => "timeout",
-            Self::Connect => "connect",
-            Self::Disconnect => "disconnect",
-            Self::MalformedStream => "malformed_stream",
-            Self::StreamError => "stream_error",
-            Self::MissingUsage => "missing_usage",
-            Self::CanaryFailure => "canary_failure",
-            Self::TruncatedCapture => "truncated_capture",
-            Self::ControlledOutput => "controlled_output",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
-    pub class: FailureClass,
-    pub detail: String,
-}
+use crate::observe::failure::{Failure, FailureClass};
+use crate::observe::stream::StreamObservation;
+use crate::workload::canary::{CanaryResult, evaluate, words_after_marker};
+use crate::workload::spec::{OutputPolicy, Slo, SloFrom};
 
 /// `response_words` adherence of one reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,7 +179,8 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         inputs.marker.filter(|_| reply_complete).map(|m| evaluate(m, &obs.capture, capture_complete));
     if let Some(c) = &canary {
         if obs.capture_truncated {
-            let detail = format!("visible reply exceeded {} chars", crate::observe::CAPTURE_CAP_CHARS);
+            let detail =
+                format!("visible reply exceeded {} chars", crate::observe::stream::CAPTURE_CAP_CHARS);
             obs.fail(FailureClass::TruncatedCapture, detail);
         } else if !c.passed {
             let detail = format!(
@@ -363,7 +307,7 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
 impl RequestRecord {
     /// Notes where a replayed request came from, and whether its output
     /// length was met.
-    pub fn set_origin(&mut self, origin: &crate::source::Origin) {
+    pub fn set_origin(&mut self, origin: &crate::workload::request::Origin) {
         self.trace_line = origin.trace_line;
         self.dataset_entry = origin.dataset_entry;
         self.session = origin.session;

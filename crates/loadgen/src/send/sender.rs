@@ -9,7 +9,7 @@
 //! The runtime then reads the response as usual.
 //!
 //! The thread sleeps with 1 ns timer slack until [`SPIN`] before the next
-//! due job and spins to it (see [`crate::pacer`]).
+//! due job and spins to it (see [`crate::send::pacer`]).
 
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
@@ -20,7 +20,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::oneshot;
 
-use crate::pacer::SPIN;
+use crate::send::pacer::SPIN;
 
 /// One request to send at `due`.
 pub struct SendJob {

@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 
 use serde_json::json;
 
-use crate::record::RequestRecord;
+use crate::observe::record::RequestRecord;
 
 /// Columns of a row. Absent values are NaN; flags are 0 or 1.
 pub mod col {
@@ -82,8 +82,8 @@ pub type Row = [f64; col::COUNT];
 const ROW_BYTES: usize = col::COUNT * 8;
 
 /// Failure classes in the order of their `FAILURE_CLASS` code.
-pub const FAILURE_CLASSES: [crate::record::FailureClass; 10] = {
-    use crate::record::FailureClass::*;
+pub const FAILURE_CLASSES: [crate::observe::failure::FailureClass; 10] = {
+    use crate::observe::failure::FailureClass::*;
     [
         HttpStatus,
         Timeout,

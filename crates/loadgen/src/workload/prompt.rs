@@ -3,10 +3,10 @@
 //! Prompt text is made of pseudo-words drawn from a seeded generator, so the
 //! same campaign seed always yields the same prompts, and every request's
 //! prompt is different from its first token on (unless a shared prefix is
-//! asked for). Length is expressed in words; [`crate::calibrate`] finds the
+//! asked for). Length is expressed in words; [`crate::workload::calibrate`] finds the
 //! word count that gives the planned token count as the server counts it.
 
-use crate::spec::PromptCacheMode;
+use crate::workload::spec::PromptCacheMode;
 
 /// The canary marker of request `index` under campaign `seed`.
 pub fn marker(seed: u64, index: u64) -> String {
@@ -136,6 +136,19 @@ impl PromptBuilder {
     }
 }
 
+/// Words of exactly four letters, so the sim counts one token per word
+/// (`crates/sim/src/tokenizer.rs`) and a block of N words is N tokens.
+pub fn push_exact_words(out: &mut String, rng: &mut SplitMix64, count: u64) {
+    const LETTERS: &[u8; 20] = b"abdefghiklmnoprstuvz";
+    for _ in 0..count {
+        let r = rng.next_u64();
+        for s in 0..4 {
+            out.push(LETTERS[((r >> (16 * s)) % LETTERS.len() as u64) as usize] as char);
+        }
+        out.push(' ');
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +199,13 @@ mod tests {
     fn marker_is_zero_padded() {
         assert_eq!(marker(17, 3), "ANVIL_REQ_17_00003");
         assert_eq!(marker(1, 123456), "ANVIL_REQ_1_123456");
+    }
+
+    #[test]
+    fn exact_words_are_one_sim_token_each() {
+        let mut text = String::new();
+        push_exact_words(&mut text, &mut SplitMix64::new(1, 2), 100);
+        assert_eq!(text.split_whitespace().count(), 100);
+        assert!(text.split_whitespace().all(|w| w.len() == 4));
     }
 }

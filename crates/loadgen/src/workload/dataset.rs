@@ -12,30 +12,15 @@
 //! file holds.
 
 use anyhow::{Context as _, bail};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::prompt::SplitMix64;
-use crate::source::{Content, DatasetSpec, Origin, Planned};
+use crate::workload::prompt::SplitMix64;
+use crate::workload::request::{Content, Origin, Planned};
+use crate::workload::traffic::{DatasetFormat, DatasetSpec};
 
 /// The stream of the dataset's shuffles.
 const SAMPLING: u64 = 9 << 40;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DatasetFormat {
-    Sharegpt,
-    Jsonl,
-}
-
-impl DatasetFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Sharegpt => "sharegpt",
-            Self::Jsonl => "jsonl",
-        }
-    }
-}
 
 /// One prompt: `texts[at .. at + len]`, and the output length it asks for (0: the cell's).
 #[derive(Debug, Clone, Copy)]

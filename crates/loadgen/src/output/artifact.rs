@@ -6,10 +6,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use crate::record_log::{FAILURE_CLASSES, GapCounts, Row, Stored, col, element_bytes, get, is};
+use crate::output::record_log::{FAILURE_CLASSES, GapCounts, Row, Stored, col, element_bytes, get, is};
+use crate::output::stats::{Distribution, KeyStyle, P99_MIN_SAMPLES, t95, write_distribution};
 use crate::run::RunOutput;
-use crate::spec::{Arrival, CellContext, CellSpec, PromptCacheMode, Target, ThinkingMode};
-use crate::stats::{Distribution, KeyStyle, P99_MIN_SAMPLES, t95, write_distribution};
+use crate::workload::spec::{Arrival, CellContext, CellSpec, PromptCacheMode, Target, ThinkingMode};
 
 pub const SCHEMA: &str = "anvil-serving.benchmark/v1";
 pub const PROTOCOL: &str = "capacity-v4-reasoning";
@@ -463,7 +463,7 @@ fn stages(spec: &CellSpec, store: &Stored) -> std::io::Result<Value> {
     let no_gaps = GapCounts::default();
     let mut out = Vec::new();
     for (i, (stage, (start, end))) in
-        (0u32..).zip(spec.stages.iter().zip(crate::stages::windows_ms(&spec.stages)))
+        (0u32..).zip(spec.stages.iter().zip(crate::workload::stages::windows_ms(&spec.stages)))
     {
         let subset = Subset::Stage(i);
         let t = tally(store, subset)?;
@@ -551,8 +551,8 @@ pub fn build(
     };
     let arrival = arrival_json(spec.arrival);
     let policy = match spec.controlled_output_policy {
-        crate::spec::OutputPolicy::Observe => "observe",
-        crate::spec::OutputPolicy::Strict => "strict",
+        crate::workload::spec::OutputPolicy::Observe => "observe",
+        crate::workload::spec::OutputPolicy::Strict => "strict",
     };
     let mut artifact = json!({
         "schema": SCHEMA,
@@ -616,7 +616,7 @@ pub fn build(
         "request_timeout_ms": spec.request_timeout_ms,
         "loadgen_version": env!("CARGO_PKG_VERSION"),
         "connections": connections(spec, out),
-        "series": crate::series::build(store, spec.repeat)?,
+        "series": crate::output::series::build(store, spec.repeat)?,
     });
     if !spec.stages.is_empty() {
         artifact["stages"] = stages(spec, store)?;

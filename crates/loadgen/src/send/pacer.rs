@@ -25,7 +25,7 @@ pub enum Mode {
     /// This module's thread releases each arrival to the runtime, which sends.
     Thread,
     /// The runtime prepares each request ahead and the sender thread
-    /// ([`crate::sender`]) writes it at its time: the default.
+    /// ([`crate::send::sender`]) writes it at its time: the default.
     Sender,
 }
 

@@ -23,6 +23,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
 use super::tls::{Next, TlsConnect, TlsSession};
+use crate::observe::read_times::{ReadTimes, Stamp, read_now};
 
 /// Per-connection read buffer. Large, so a long-context reply or a burst of
 /// chunks is taken in one read rather than throttled by the client.
@@ -33,15 +34,6 @@ const PREFAULT: usize = 16 * 1024;
 /// A kernel timestamp older than this (relative to the wall clock at the
 /// read) is taken for a clock step, not a real delay, and ignored.
 const MAX_PLAUSIBLE_AGE: Duration = Duration::from_secs(5);
-
-/// Which clock stamped a read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stamp {
-    /// The kernel's software receive timestamp.
-    Kernel,
-    /// `Instant::now()` right after the read returned.
-    Read,
-}
 
 pub struct StampedSocket {
     /// Which of its endpoint's connections this is (1, 2, ... in opening order).
@@ -246,12 +238,6 @@ async fn read_stamped(
     }
 }
 
-/// Times for a moment with no read behind it (an end seen before any byte).
-pub(super) fn read_now() -> ReadTimes {
-    let now = Instant::now();
-    ReadTimes { arrived: now, stamp: Stamp::Read, read: now }
-}
-
 fn receive(stream: &TcpStream, into: &mut [u8], control: &mut [u8]) -> io::Result<(usize, Option<TimeSpec>)> {
     let mut iov = [IoSliceMut::new(into)];
     let msg = recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(control), MsgFlags::empty())
@@ -265,16 +251,6 @@ fn receive(stream: &TcpStream, into: &mut [u8], control: &mut [u8]) -> io::Resul
         }
     }
     Ok((msg.bytes, kernel_time))
-}
-
-/// When a read's bytes arrived and when the client read them.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadTimes {
-    /// Arrival of the newest bytes in the read (see [`Stamp`]).
-    pub arrived: Instant,
-    pub stamp: Stamp,
-    /// Just after the read returned.
-    pub read: Instant,
 }
 
 /// Maps a kernel receive time (wall clock) onto the monotonic clock: the

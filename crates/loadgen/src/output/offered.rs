@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record_log::{Stored, col};
-use crate::spec::{Arrival, CellSpec};
+use crate::output::record_log::{Stored, col};
+use crate::workload::spec::{Arrival, CellSpec};
 
 /// Which load axis a cell's offered load is measured on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

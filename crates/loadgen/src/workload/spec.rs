@@ -48,11 +48,11 @@ pub struct CellSpec {
     pub connect: Connect,
     /// Load stages run one after another in each measured run; when set
     /// they replace `requests`, `arrival` and `concurrency` (see
-    /// [`crate::stages`]).
+    /// [`crate::workload::stages`]).
     pub stages: Vec<Stage>,
     /// Where the requests come from: synthetic prompts (the default), a
-    /// trace, a dataset or multi-turn sessions (see [`crate::source`]).
-    pub traffic: crate::source::Traffic,
+    /// trace, a dataset or multi-turn sessions (see [`crate::workload::source`]).
+    pub traffic: crate::workload::traffic::Traffic,
 }
 
 impl Default for CellSpec {
@@ -83,7 +83,7 @@ impl Default for CellSpec {
             repeat: 1,
             connect: Connect::Ahead,
             stages: Vec::new(),
-            traffic: crate::source::Traffic::Synthetic,
+            traffic: crate::workload::traffic::Traffic::Synthetic,
         }
     }
 }

@@ -3,11 +3,11 @@
 
 use std::time::Instant;
 
-use crate::chunk::{Usage, parse_event};
-use crate::http::{ReadTimes, Stamp};
-use crate::record::FailureClass;
-use crate::spec::Api;
-use crate::sse::SseEvent;
+use crate::observe::chunk::{Usage, parse_event};
+use crate::observe::failure::FailureClass;
+use crate::observe::read_times::{ReadTimes, Stamp};
+use crate::observe::sse::SseEvent;
+use crate::workload::spec::Api;
 
 /// Visible reply text kept per request for canaries and word counts.
 pub const CAPTURE_CAP_CHARS: usize = 8192;

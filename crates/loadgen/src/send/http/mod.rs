@@ -22,15 +22,14 @@ mod tls;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::observe::StreamObservation;
-use crate::record::FailureClass;
-use crate::sender::{SendJob, Sent};
-use crate::spec::Api;
-use crate::sse::SseParser;
+use crate::observe::failure::FailureClass;
+use crate::observe::sse::SseParser;
+use crate::observe::stream::StreamObservation;
+use crate::send::sender::{SendJob, Sent};
+use crate::workload::spec::Api;
 pub use endpoint::Endpoint;
 use response::{Body, parse_head};
 use socket::StampedSocket;
-pub use socket::{ReadTimes, Stamp};
 
 /// After the stream's end marker, how long to wait for the rest of the body
 /// (the terminating chunk) so the connection can carry the next request.

@@ -12,8 +12,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::prompt::{SplitMix64, streams};
-use crate::spec::{Arrival, CellSpec, Stage};
+use crate::workload::prompt::{SplitMix64, streams};
+use crate::workload::spec::{Arrival, CellSpec, Stage};
 
 /// Measured request indices of a staged cell never reach this; warmup and
 /// calibration use indices from here (their prompts then never pre-fill a
@@ -102,7 +102,10 @@ pub fn check(spec: &CellSpec) -> Result<(), String> {
     // A trace and sessions set their own arrivals (a dataset's sample
     // cycles through the stages' requests).
     if !spec.stages.is_empty()
-        && matches!(spec.traffic, crate::source::Traffic::Trace(_) | crate::source::Traffic::Sessions(_))
+        && matches!(
+            spec.traffic,
+            crate::workload::traffic::Traffic::Trace(_) | crate::workload::traffic::Traffic::Sessions(_)
+        )
     {
         return Err("stages do not combine with a trace or sessions (they set their own arrivals)".into());
     }

@@ -2,7 +2,7 @@
 //! parts of the load generator that read what a server sends: the bytes are
 //! hostile, so no input may panic, and the incremental readers must agree
 //! with whole-input references (an SSE reference parser here, serde_json
-//! for JSON). The HTTP framing has its own in `http/proptests.rs`. Driver
+//! for JSON). The HTTP framing has its own in `send/http/proptests.rs`. Driver
 //! and seed corpus: `fuzz/harness.rs`, `fuzz/corpus/`, `scripts/fuzz.sh`.
 
 use proptest::collection::vec;
@@ -10,11 +10,13 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Map, Value};
 
-use crate::chunk::{ChunkView, Usage, parse_event};
 use crate::fuzz_harness as harness;
-use crate::json_scan::{object_fields, string_value, u64_value, value_at, walk_array_first, walk_object};
-use crate::spec::Api;
-use crate::sse::SseParser;
+use crate::observe::chunk::{ChunkView, Usage, parse_event};
+use crate::observe::json_scan::{
+    object_fields, string_value, u64_value, value_at, walk_array_first, walk_object,
+};
+use crate::observe::sse::SseParser;
+use crate::workload::spec::Api;
 
 // ---------------------------------------------------------------- shared
 
@@ -796,7 +798,7 @@ fn fuzz_json_rendered_values_agree_with_serde_json() {
         let start = bytes.iter().position(|b| !b" \t\n\r".contains(b)).unwrap_or(bytes.len());
         let (raw, end) = value_at(&bytes, start).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(serde_json::from_slice::<Value>(raw).ok(), Some(value.clone()));
-        prop_assert!(crate::json_scan::expect_end(&bytes, end).is_ok());
+        prop_assert!(crate::observe::json_scan::expect_end(&bytes, end).is_ok());
         if let Value::String(s) = &value {
             let decoded = string_value(raw).ok().flatten();
             prop_assert_eq!(decoded.as_deref(), Some(s.as_str()));

@@ -11,8 +11,8 @@ use proptest::sample::Index;
 use super::chunked::{ChunkedDecoder, ChunkedError};
 use super::response::{Body, parse_head};
 use crate::fuzz_harness as harness;
-use crate::proptests::{cut_points, feed_sse, hostile_bytes, pieces, sse_stream};
-use crate::sse::SseParser;
+use crate::observe::proptests::{cut_points, feed_sse, hostile_bytes, pieces, sse_stream};
+use crate::observe::sse::SseParser;
 
 // ---------------------------------------------------------------- chunked
 

@@ -23,8 +23,8 @@
 
 use serde_json::{Value, json};
 
-use crate::record_log::{Row, Stored, col, get, is};
-use crate::stats::nearest_rank;
+use crate::output::record_log::{Row, Stored, col, get, is};
+use crate::output::stats::nearest_rank;
 
 /// At most this many points per run: a run longer than this many seconds
 /// gets wider intervals (a 2-hour run at 1 s is 7,200 points).

@@ -5,11 +5,11 @@
 
 use std::borrow::Cow;
 
-use crate::json_scan::{
+use crate::observe::json_scan::{
     ScanError, expect_end, is_null, object_fields, string_value, u64_value, value_at, walk_array_first,
     walk_object,
 };
-use crate::spec::Api;
+use crate::workload::spec::Api;
 
 /// Token counts reported by the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,0 +1,10 @@
+//! What is written: the benchmark/v1 artifact, the record log it streams
+//! its records from, its plot-ready series and distributions, and the
+//! terminal table of a stored artifact.
+
+pub(crate) mod artifact;
+pub(crate) mod offered;
+pub(crate) mod record_log;
+pub(crate) mod series;
+pub(crate) mod stats;
+pub(crate) mod table;

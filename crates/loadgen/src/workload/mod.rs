@@ -1,0 +1,15 @@
+//! What is sent: the cell's specification, where its requests come from
+//! (synthetic prompts, a trace, a dataset, multi-turn sessions), how they
+//! are paced in stages, and what their replies must say (canaries).
+
+pub(crate) mod calibrate;
+pub(crate) mod canary;
+pub(crate) mod dataset;
+pub(crate) mod prompt;
+pub(crate) mod request;
+pub(crate) mod session;
+pub(crate) mod source;
+pub(crate) mod spec;
+pub(crate) mod stages;
+pub(crate) mod trace;
+pub(crate) mod traffic;

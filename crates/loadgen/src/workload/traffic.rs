@@ -1,0 +1,97 @@
+//! What the recipe asks a cell to send: synthetic prompts, a recorded
+//! trace, a prompt dataset or multi-turn sessions, and the file formats
+//! they are read from. [`crate::workload::source`] loads it.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Where the cell's requests come from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Traffic {
+    /// Seeded synthetic prompts of `context_tokens` (capacity-v4).
+    #[default]
+    Synthetic,
+    Trace(TraceSpec),
+    Dataset(DatasetSpec),
+    Sessions(SessionSpec),
+}
+
+impl Traffic {
+    pub fn is_synthetic(&self) -> bool {
+        matches!(self, Self::Synthetic)
+    }
+}
+
+/// `trace "FILE" format=… …`: replay recorded arrivals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceSpec {
+    pub path: PathBuf,
+    pub format: TraceFormat,
+    /// Tokens per hash id (mooncake) and per shared-prefix block.
+    pub block_tokens: u32,
+    /// Multiplies every recorded time: 0.5 replays twice as fast, 2 half as fast.
+    pub time_scale: f64,
+    /// Trace time (after its first line) where the replay window opens.
+    pub start_ms: u64,
+    /// Trace time the window spans (looping included).
+    pub duration_ms: Option<u64>,
+    /// Most requests the window sends (looping included).
+    pub max_requests: Option<u64>,
+    /// Start the window again when it runs out, until `duration_ms` or `max_requests`.
+    pub looped: bool,
+    /// Send the engine's ignore-EOS field so output lengths are met.
+    pub ignore_eos: bool,
+}
+
+/// Which trace layout a file has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    Mooncake,
+    Jsonl,
+}
+
+impl TraceFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mooncake => "mooncake",
+            Self::Jsonl => "jsonl",
+        }
+    }
+}
+
+/// `dataset "FILE" format=…`: prompts sampled (seeded) from a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetSpec {
+    pub path: PathBuf,
+    pub format: DatasetFormat,
+}
+
+/// Which dataset layout a file has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetFormat {
+    Sharegpt,
+    Jsonl,
+}
+
+impl DatasetFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sharegpt => "sharegpt",
+            Self::Jsonl => "jsonl",
+        }
+    }
+}
+
+/// `sessions N turns=… think-time=…`: conversations that resend their history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSpec {
+    pub sessions: u32,
+    pub turns: u32,
+    pub think_time_ms: u64,
+    /// The user's text of each turn; generated (`context_tokens` words) where absent.
+    pub turn_texts: Vec<String>,
+}
