@@ -32,8 +32,8 @@ declare -A where=(
   [sse]="-p anvil-loadgen --lib|fuzz_sse_ corpus_sse_"
   [json_scan]="-p anvil-loadgen --lib|fuzz_json_"
   [chat_chunk]="-p anvil-loadgen --lib|fuzz_chat_chunk_ corpus_chat_chunk_"
-  [expr]="-p anvil-expr --test properties|fuzz_expr_ corpus_expr_"
-  [recipe]="-p anvil --test recipe_properties|fuzz_recipe_ corpus_recipe_"
+  [expr]="-p anvil-expr --test main|fuzz_expr_ corpus_expr_"
+  [recipe]="-p anvil --test main|fuzz_recipe_ corpus_recipe_"
 )
 all=(chunked http_head sse json_scan chat_chunk expr recipe)
 targets=("$@")

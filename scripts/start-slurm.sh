@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # start-slurm.sh - idempotent single-node Slurm (slurmctld + slurmd + munge) for anvil's Slurm tests and CI.
-# Tests: `bash scripts/start-slurm.sh && ANVIL_REQUIRE_SLURM=1 cargo test --test slurm`. Stop: scripts/stop-slurm.sh.
+# Tests: `bash scripts/start-slurm.sh && ANVIL_REQUIRE_SLURM=1 cargo test --test main slurm::`. Stop: scripts/stop-slurm.sh.
 # Runs as root, no systemd needed. Debian 12 packages (Slurm 22.05.8, munge 0.5.15).
 # Env overrides:
 #   SLURM_CI_DIR   state/log/pid directory       (default /tmp/anvil-slurm)

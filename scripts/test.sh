@@ -41,6 +41,13 @@ cargo test --workspace --no-fail-fast 2>&1 | tee "$log" || status=$?
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '; ([0-9]+) failed' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
 ignored=$(grep -Eo '; ([0-9]+) ignored' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
+# A test binary that dies (abort, signal) prints no result line, and each
+# crate's integration tests are one binary: say so rather than undercount.
+ran=$(grep -Ec '^ +(Running|Doc-tests) ' "$log")
+reported=$(grep -c '^test result: ' "$log")
 rm -f "$log"
+if [ "$reported" -lt "$ran" ]; then
+  echo "[test.sh] $((ran - reported)) of $ran test binaries ended without a result line (crashed?)" >&2
+fi
 echo "summary: ${passed} passed, ${failed} failed, ${ignored} skipped"
 exit "$status"

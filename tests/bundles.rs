@@ -3,12 +3,10 @@
 //! re-derivation; a damaged bundle refused with the member named; a doctored
 //! figure whose hashes were fixed up still caught; no secret exported.
 
-mod common;
-
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use common::Scratch;
+use crate::common::Scratch;
 use serde_json::Value;
 
 const QUICKSTART: &str = include_str!("../recipes/quickstart.kdl");

@@ -1,11 +1,9 @@
 //! The cache: a step runs only when its fingerprint is not stored, and only
 //! changes that can change a result change a fingerprint.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::Scratch;
+use crate::common::Scratch;
 
 const RECIPE: &str = include_str!("fixtures/recipes/cache.kdl");
 

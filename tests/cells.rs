@@ -2,10 +2,8 @@
 //! carries every field of the reference artifact, and its numbers follow
 //! the capacity-v4 definitions.
 
-mod common;
-
-use common::protocol::assert_follows_reference;
-use common::{Scratch, entry_dir};
+use crate::common::protocol::assert_follows_reference;
+use crate::common::{Scratch, entry_dir};
 use serde_json::Value;
 
 const RECIPE: &str = include_str!("fixtures/recipes/cell.kdl");

@@ -1,12 +1,10 @@
 //! Two `anvil run`s of one recipe on one store at the same time: both
 //! succeed, the store verifies, and every step is executed exactly once.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use common::{Outcome, Scratch};
+use crate::common::{Outcome, Scratch};
 
 /// Eight tasks that take long enough to overlap; each appends its name to
 /// shared.log (outside the store) when it executes.

@@ -1,12 +1,10 @@
 //! A run killed with SIGKILL at any moment leaves a store that verifies,
 //! and the next run finishes the rest, reusing what was stored.
 
-mod common;
-
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Rng, Scratch};
+use crate::common::{Rng, Scratch};
 
 /// Ten tasks, each sleeping 50–200 ms and writing an output file. Their
 /// commands differ, so each has its own fingerprint.

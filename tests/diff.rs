@@ -1,11 +1,9 @@
 //! `anvil diff`: why two fingerprints differ, field by field, with changes
 //! in upstream steps shown as cascades.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::Scratch;
+use crate::common::Scratch;
 use serde_json::Value;
 
 const ONE: &str = r#"

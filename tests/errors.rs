@@ -2,9 +2,7 @@
 //! the place in the file (`recipe.kdl:LINE:COL`) with a labelled span; and
 //! no input, however broken, makes anvil panic.
 
-mod common;
-
-use common::{Rng, Scratch};
+use crate::common::{Rng, Scratch};
 
 /// Write `text` as recipe.kdl, plan it, and expect a rejection that points
 /// at `location` ("LINE:COL") and says each of `says`.

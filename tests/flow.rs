@@ -4,12 +4,10 @@
 //! hash the winner itself, so a new winner reruns exactly what reads it and
 //! an unchanged one reruns nothing. Real runs on the simulated engine.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use common::Scratch;
+use crate::common::Scratch;
 
 /// Two twins race in a screen; the finalist is whichever wins. `{quick}` and
 /// `{steady}` are the twins' decode step costs: the smaller one wins.

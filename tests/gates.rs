@@ -2,11 +2,9 @@
 //! (never a verdict); `finally` steps always run; `--keep-going` lets
 //! independent branches finish after a failure.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::Scratch;
+use crate::common::Scratch;
 
 const RECIPE: &str = include_str!("fixtures/recipes/gates.kdl");
 

@@ -2,12 +2,10 @@
 //! engine behind a TLS server on loopback whose certificates are generated
 //! here (anvil_net::test_proxy), reached as an external `url "https://…"`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::common::Scratch;
 use anvil_net::test_proxy::{ServerIdentity, TlsProxy, unrelated_ca_pem};
-use common::Scratch;
 
 /// The sim and the TLS proxy in front of it, served by their own runtime
 /// while the test thread runs `anvil`.

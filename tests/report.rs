@@ -6,13 +6,11 @@
 //! Chromium: `apt-get install -y chromium`. Without it the browser test
 //! fails when `CI` is set and is skipped with a notice otherwise.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::Scratch;
+use crate::common::Scratch;
 use serde_json::Value;
 
 const QUICKSTART: &str = include_str!("../recipes/quickstart.kdl");

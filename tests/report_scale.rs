@@ -6,12 +6,10 @@
 //! `cargo test --release --test report_scale -- --nocapture` for numbers
 //! that mean something (a debug build is several times slower).
 
-mod common;
-
 use std::time::Instant;
 
+use crate::common::Scratch;
 use anvil_store::{Fingerprint, Store};
-use common::Scratch;
 use serde_json::{Value, json};
 
 const CELLS: usize = 100;

@@ -6,8 +6,6 @@
 //! failure (a probe that fails, a server that dies) ends the search as
 //! documented.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -16,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{Scratch, anvil_binary, entry_dir};
+use crate::common::{Scratch, anvil_binary, entry_dir};
 use serde_json::Value;
 
 /// The probes are timed on a shared machine: one search test at a time.

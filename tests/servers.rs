@@ -10,14 +10,13 @@
 //! carry its marker: anvil passes its environment on to the servers, so
 //! the test's `ANVIL_SERVER_REGISTRY` path marks every process it started.
 
-mod common;
-mod support_servers;
-
 use std::path::{Path, PathBuf};
 
+use crate::common;
+use crate::support_servers;
+use crate::support_servers::{Bench, alive, finish, processes_marked, wait_until};
 use nix::sys::signal::Signal;
 use serde_json::Value;
-use support_servers::{Bench, alive, finish, processes_marked, wait_until};
 
 /// A unique string for process command lines.
 fn unique_marker(test: &str) -> String {

@@ -2,14 +2,13 @@
 //! one node, two fake GPUs). Without `sbatch` these tests print a notice and
 //! pass, unless `ANVIL_REQUIRE_SLURM=1` (CI), which makes them fail.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Scratch;
+use crate::common;
+use crate::common::Scratch;
 use serde_json::Value;
 
 /// The cluster is one node with two CPUs and two GPUs: tests that measure

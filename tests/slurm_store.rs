@@ -1,11 +1,9 @@
 //! The store shared across hosts (`ANVIL_STORE_SHARED=1`, always under the
 //! Slurm executor): node locks are lease locks too. No Slurm needed.
 
-mod common;
-
 use std::process::Stdio;
 
-use common::Scratch;
+use crate::common::Scratch;
 
 /// One slow task that appends a line each time it really runs.
 const RECIPE: &str = r#"campaign "lease" {

@@ -3,10 +3,8 @@
 //! generator's figures, their independent re-derivation (anvil-evidence),
 //! and the recipe words (`stage`, `slo from=`) through the anvil binary.
 
-mod common;
-
+use crate::common::{Scratch, entry_dir};
 use anvil_loadgen::{Arrival, CellContext, CellReport, CellSpec, Progress, Slo, SloFrom, Stage, Target};
-use common::{Scratch, entry_dir};
 use serde_json::Value;
 
 async fn sim(profile: &[(&str, &str)]) -> anvil_sim::SimHandle {

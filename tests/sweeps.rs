@@ -1,11 +1,9 @@
 //! Sweeps and grids expand into stable, readable step names; extends
 //! accumulates; includes and params work; `graph` shows every step.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::Scratch;
+use crate::common::Scratch;
 
 const RECIPE: &str = include_str!("fixtures/recipes/sweeps.kdl");
 const COMMON: &str = include_str!("fixtures/recipes/sweeps-common.kdl");

@@ -3,13 +3,11 @@
 //! files' content in the fingerprints (and nowhere else), bundles that
 //! carry them, and the errors a user sees for a bad `trace`/`sessions`.
 
-mod common;
-
 use std::io::Read as _;
 
+use crate::common::{Scratch, entry_dir};
 use anvil::recipe::Kind;
 use anvil::recipe::decls::fields_of;
-use common::{Scratch, entry_dir};
 use serde_json::Value;
 
 const MOONCAKE: &str = include_str!("../examples/traces/mooncake-small.jsonl");

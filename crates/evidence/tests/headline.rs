@@ -1,9 +1,7 @@
 //! Headline comparison of two artifacts.
 
-mod common;
-
+use crate::common::{anvil_tiny, reference};
 use anvil_evidence::{CompareOptions, Verdict, compare_artifacts};
-use common::{anvil_tiny, reference};
 
 const METRICS: [&str; 9] = [
     "throughput_tok_s",

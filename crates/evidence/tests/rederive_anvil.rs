@@ -1,13 +1,11 @@
 //! anvil's own artifacts re-derive: the committed fixture (failures, two
 //! replicas, two repeats, SLOs) and one produced live by the anvil binary.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::{LOADGEN_OLD_Z, anvil_tiny, at, perturb};
 use anvil_evidence::{Options, Report, rederive, rederive_with};
-use common::{LOADGEN_OLD_Z, anvil_tiny, at, perturb};
 use serde_json::Value;
 
 /// The only known difference: CIs of the mean written with z =

@@ -1,10 +1,8 @@
 //! The published reference cell re-derives exactly, and any single edited
 //! figure is reported at its own path.
 
-mod common;
-
+use crate::common::{at, perturb, reference};
 use anvil_evidence::rederive;
-use common::{at, perturb, reference};
 use serde_json::json;
 
 #[test]

@@ -1,10 +1,8 @@
 //! Evaluation: gate verdicts, functions, wildcards, missing inputs, errors
 //! and the detail strings people read.
 
-mod common;
-
+use crate::common::{campaign, gate, number, value};
 use anvil_expr::{EvalError, Evaluation, JsonResolver, Value, evaluate_value, parse};
-use common::{campaign, gate, number, value};
 
 #[test]
 fn the_brief_example_reads_well() {

@@ -1,9 +1,7 @@
 //! Parsing: precedence, associativity, paths, canonical form and error spans.
 
-mod common;
-
+use crate::common::{number, value};
 use anvil_expr::{PathSegment, Reference, Value, parse};
-use common::{number, value};
 
 #[test]
 fn arithmetic_precedence_and_left_associativity() {

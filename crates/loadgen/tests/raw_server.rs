@@ -1,16 +1,15 @@
 //! run_cell over real HTTP on loopback against a hand-written SSE server.
 
-mod support;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::support;
+use crate::support::{Fault, ServerConfig};
 use anvil_loadgen::{
     Api, Arrival, Balance, CellContext, CellReport, CellSpec, FailureClass, Progress, RequestRecord, Slo,
     Target, render_table, run_cell,
 };
 use serde_json::Value;
-use support::{Fault, ServerConfig};
 
 fn spec(requests: u32, concurrency: u32) -> CellSpec {
     CellSpec {

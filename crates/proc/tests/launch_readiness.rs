@@ -1,12 +1,10 @@
 //! A server is returned only once ready; every way of not becoming ready
 //! is an error that explains itself and leaves no process behind.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{Scratch, is_alive, wait_dead};
 use anvil_proc::{ProcError, ReadySpec, launch};
-use common::{Scratch, is_alive, wait_dead};
 
 #[tokio::test]
 async fn ready_when_http_probe_answers_200() {

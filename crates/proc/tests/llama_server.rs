@@ -5,14 +5,12 @@
 //!     eval "$(scripts/llama-server.sh --print-env)"
 //!     cargo test -p anvil-proc --test llama_server -- --nocapture
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::common::{Scratch, is_alive};
 use anvil_proc::{
     LaunchSpec, ReadySpec, StopSignal, engine_identity, free_port, launch, metric_deltas, scrape_metrics,
 };
-use common::{Scratch, is_alive};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 

@@ -1,11 +1,9 @@
 //! Prometheus text from real engines' `/metrics`, and deltas between scrapes.
 
-mod common;
-
 use std::collections::BTreeMap;
 
+use crate::common::Scratch;
 use anvil_proc::{launch, metric_deltas, parse_prometheus_text, scrape_metrics};
-use common::Scratch;
 
 /// Shaped like vLLM's output: labelled series, histograms, `_created`.
 const VLLM_BEFORE: &str = r#"# HELP vllm:num_requests_running Number of requests in model execution batches.

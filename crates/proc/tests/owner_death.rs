@@ -2,14 +2,12 @@
 //! the server, the reaper for what it forked), not after Ctrl-C (signal
 //! cleanup). The "anvil" here is this test binary re-executed as a helper.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
 
+use crate::common::{Scratch, is_alive, wait_dead};
 use anvil_proc::{ServerRecord, launch, proc_table, reap_orphans};
-use common::{Scratch, is_alive, wait_dead};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -29,7 +27,7 @@ async fn helper_process() {
     }
     // The spec builder wants a Scratch; the pid files and registry go to
     // the parent test's directory instead (set just below).
-    let scratch = Scratch { dir: tempfile::TempDir::with_prefix_in("helper", &dir).expect("dir") };
+    let scratch = Scratch::with_dir(tempfile::TempDir::with_prefix_in("helper", &dir).expect("dir"));
     let mut spec = scratch.shell_spec(
         "owned",
         "sleep 1000 & echo $! > $DIR/grandchild.pid; echo ready; wait",
@@ -44,7 +42,7 @@ async fn helper_process() {
 
 fn start_helper(role: &str, scratch: &Scratch) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "helper_process", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "owner_death::helper_process", "--nocapture", "--test-threads=1"])
         .env(ROLE_VAR, role)
         .env(SCRATCH_VAR, scratch.dir.path())
         .spawn()

@@ -1,14 +1,13 @@
 //! `shutdown_all_servers` stops every server this process has running.
-//! (Its own test binary: it would stop the servers of concurrent tests.)
+//! (So the test has the process to itself, `Scratch::alone`: it would stop
+//! the servers of concurrent tests.)
 
-mod common;
-
+use crate::common::{Scratch, is_alive};
 use anvil_proc::{StopSignal, launch};
-use common::{Scratch, is_alive};
 
 #[tokio::test]
 async fn shutdown_all_servers_stops_every_live_server() {
-    let scratch = Scratch::new();
+    let scratch = Scratch::alone();
     let first = launch(scratch.shell_spec("first", "echo ready; exec sleep 1000", "ready"))
         .await
         .expect("first ready");

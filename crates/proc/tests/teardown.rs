@@ -1,12 +1,10 @@
 //! Stopping a server ends its whole process tree: the leader, what it
 //! forked, and even workers that moved to their own session.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{Scratch, is_alive, wait_dead};
 use anvil_proc::{StopSignal, launch};
-use common::{Scratch, is_alive, wait_dead};
 
 #[tokio::test]
 async fn stop_terminates_leader_and_grandchildren() {

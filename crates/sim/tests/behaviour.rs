@@ -1,9 +1,7 @@
 //! What the sim answers: instructions obeyed, token accounting, structured
 //! output, tool calls, determinism, prefix cache and speculative decoding.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const CANARY_PROMPT: &str =

@@ -1,9 +1,7 @@
 //! Continuous batching: more concurrent requests raise TTFT and lower each
 //! request's decode rate. Relative comparisons only, never absolute times.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_raises_ttft_and_lowers_per_request_decode_rate() {

@@ -1,8 +1,7 @@
 //! Every injected fault, each at rate 1 (always) and checked on the wire.
 
-mod common;
-
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::{Value, json};
 
 #[tokio::test]

@@ -1,8 +1,7 @@
 //! Byte-level framing of every endpoint, checked over real HTTP.
 
-mod common;
-
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::{Value, json};
 
 #[tokio::test]

@@ -1,12 +1,11 @@
 //! The sim under overload: Poisson arrivals through real HTTP below and above
 //! the capacity `SimProfile::capacity_rps` computes, and `max-queue` rejections.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::common;
+use crate::common::{StreamTiming, chat_stream, post_json, start_profile, time_stream};
 use anvil_sim::SimProfile;
-use common::{StreamTiming, chat_stream, post_json, start_profile, time_stream};
 use serde_json::{Value, json};
 
 const OUTPUT_TOKENS: u32 = 8;

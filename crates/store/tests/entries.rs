@@ -1,13 +1,11 @@
 //! Writing and reading entries: atomic commit, immutability, opening.
 
-mod common;
-
 use std::fs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::common::{fp, new_store, put};
 use anvil_store::{Store, StoreError};
-use common::{fp, new_store, put};
 use serde_json::json;
 
 #[test]

@@ -1,11 +1,9 @@
 //! `gc` keeps what runs reference and removes the rest.
 
-mod common;
-
 use std::fs;
 
+use crate::common::{fp, new_store, put, run_record};
 use anvil_store::StoreError;
-use common::{fp, new_store, put, run_record};
 use serde_json::json;
 
 #[test]

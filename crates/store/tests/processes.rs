@@ -3,15 +3,14 @@
 //! store. The test binary re-executes itself as the child process: the
 //! ignored test `child_process` does what `ANVIL_STORE_CHILD_ROLE` says.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use crate::common;
+use crate::common::{fp, new_store};
 use anvil_store::{Fingerprint, Store, StoreError};
-use common::{fp, new_store};
 use serde_json::json;
 
 const ROLE: &str = "ANVIL_STORE_CHILD_ROLE";
@@ -114,7 +113,7 @@ struct ChildProcess {
 impl ChildProcess {
     fn spawn(role: &str, root: &Path, fingerprint: &Fingerprint, go_file: &Path) -> ChildProcess {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["child_process", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .args(["processes::child_process", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
             .env(ROLE, role)
             .env(ROOT, root)
             .env(FINGERPRINT, fingerprint.to_string())

@@ -1,9 +1,8 @@
 //! Expanding short fingerprint prefixes.
 
-mod common;
-
+use crate::common;
+use crate::common::new_store;
 use anvil_store::{Fingerprint, StoreError};
-use common::new_store;
 use serde_json::json;
 
 fn commit(t: &common::TestStore, hex: &str) -> Fingerprint {

@@ -1,9 +1,7 @@
 //! Run records: atomic writes, ordering, lookup, forgetting.
 
-mod common;
-
+use crate::common::{new_store, run_record};
 use anvil_store::StoreError;
-use common::{new_store, run_record};
 
 #[test]
 fn record_list_and_find_runs() {

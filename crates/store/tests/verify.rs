@@ -1,12 +1,10 @@
 //! `verify` finds damage, names the paths, and survives garbage.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
+use crate::common::{fp, new_store, put, run_record};
 use anvil_store::{ProblemKind, VerifyReport};
-use common::{fp, new_store, put, run_record};
 
 fn make_writable(path: &Path) {
     let mut permissions = fs::metadata(path).unwrap().permissions();

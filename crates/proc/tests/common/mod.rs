@@ -1,8 +1,9 @@
 //! Shared helpers for the integration tests: a spec builder over a temp
 //! directory, and ways to look at processes through /proc.
-#![allow(dead_code)] // each test file uses a different subset
+#![allow(dead_code)] // each test module uses a different subset
 
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use anvil_proc::{LaunchSpec, ReadySpec, free_port, proc_table};
@@ -10,11 +11,25 @@ use anvil_proc::{LaunchSpec, ReadySpec, free_port, proc_table};
 /// A temporary directory holding one test's logs, pid files and registry.
 pub struct Scratch {
     pub dir: tempfile::TempDir,
+    /// Held as long as the test's servers may live (a `Scratch` outlives them).
+    _turn: Turn,
 }
 
 impl Scratch {
     pub fn new() -> Scratch {
-        Scratch { dir: tempfile::tempdir().expect("temp dir") }
+        Scratch::with_dir(tempfile::tempdir().expect("temp dir"))
+    }
+
+    pub fn with_dir(dir: tempfile::TempDir) -> Scratch {
+        Scratch { dir, _turn: Turn::take(false) }
+    }
+
+    /// A scratch for a test that needs the process to itself: no other
+    /// test's `Scratch` (so none of their servers) lives meanwhile.
+    /// `shutdown_all_servers` stops every server of the process, and all
+    /// tests of this crate share one process (one test binary).
+    pub fn alone() -> Scratch {
+        Scratch { dir: tempfile::tempdir().expect("temp dir"), _turn: Turn::take(true) }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -125,4 +140,41 @@ pub fn wait_dead(pid: i32) -> bool {
         std::thread::sleep(Duration::from_millis(25));
     }
     false
+}
+
+/// A shared or an exclusive turn at this process's servers (a
+/// reader-writer lock whose guard may cross threads and `.await`s).
+struct Turn {
+    alone: bool,
+}
+
+/// (shared turns held, whether an exclusive one is held)
+static TURNS: Mutex<(usize, bool)> = Mutex::new((0, false));
+static TURN_ENDED: Condvar = Condvar::new();
+
+impl Turn {
+    fn take(alone: bool) -> Turn {
+        let mut turns = TURNS.lock().unwrap_or_else(|e| e.into_inner());
+        while turns.1 || (alone && turns.0 > 0) {
+            turns = TURN_ENDED.wait(turns).unwrap_or_else(|e| e.into_inner());
+        }
+        if alone {
+            turns.1 = true;
+        } else {
+            turns.0 += 1;
+        }
+        Turn { alone }
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut turns = TURNS.lock().unwrap_or_else(|e| e.into_inner());
+        if self.alone {
+            turns.1 = false;
+        } else {
+            turns.0 -= 1;
+        }
+        TURN_ENDED.notify_all();
+    }
 }

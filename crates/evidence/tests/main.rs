@@ -1,0 +1,11 @@
+//! The integration tests of anvil-evidence, as one test binary: each file in this
+//! folder is a module here (`autotests = false` and the one `[[test]]` in
+//! Cargo.toml say why), so a new test file needs its `mod` line below.
+
+// Helpers shared by the modules.
+mod common;
+
+mod compare_props;
+mod headline;
+mod rederive_anvil;
+mod rederive_reference;

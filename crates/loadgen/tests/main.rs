@@ -1,0 +1,12 @@
+//! The integration tests of anvil-loadgen, as one test binary: each file in this
+//! folder is a module here (`autotests = false` and the one `[[test]]` in
+//! Cargo.toml say why), so a new test file needs its `mod` line below.
+
+// Helpers shared by the modules.
+mod support;
+
+mod against_sim;
+mod llama_trace;
+mod raw_server;
+mod tls;
+mod traffic;

@@ -1,0 +1,16 @@
+//! The integration tests of anvil-proc, as one test binary: each file in this
+//! folder is a module here (`autotests = false` and the one `[[test]]` in
+//! Cargo.toml say why), so a new test file needs its `mod` line below.
+
+// Helpers shared by the modules.
+mod common;
+
+mod engine_identity;
+mod gpu_pool;
+mod gpu_sampler;
+mod launch_readiness;
+mod llama_server;
+mod metrics;
+mod owner_death;
+mod shutdown_all;
+mod teardown;

@@ -1,0 +1,13 @@
+//! The integration tests of anvil-sim, as one test binary: each file in this
+//! folder is a module here (`autotests = false` and the one `[[test]]` in
+//! Cargo.toml say why), so a new test file needs its `mod` line below.
+
+// Helpers shared by the modules.
+mod common;
+
+mod behaviour;
+mod concurrency;
+mod faults;
+mod framing;
+mod overload;
+mod process;
