@@ -3,7 +3,7 @@
 //! fingerprint of every step of every recipe in `recipes/` and the test
 //! fixtures, so a refactor that changes what goes into a preimage fails here.
 //! Changing them on purpose means bumping `FINGERPRINT_CONTEXT` and
-//! regenerating with `ANVIL_BLESS=1 cargo test --test golden_fingerprints`.
+//! regenerating with `ANVIL_BLESS=1 cargo test --test main golden_fingerprints::`.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;

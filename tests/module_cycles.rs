@@ -16,7 +16,7 @@
 //! are not references.
 //!
 //! It runs with `cargo test --workspace` (CI has no step of its own for it);
-//! `cargo test --test module_cycles -- --nocapture` shows what was checked.
+//! `cargo test --test main module_cycles -- --nocapture` shows what was checked.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};

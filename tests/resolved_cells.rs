@@ -4,9 +4,7 @@
 //! recipe. And a run's outputs are its own: `export` bundles them from the
 //! store, whatever `results/` holds.
 
-mod common;
-
-use common::{Scratch, entry_dir};
+use crate::common::{Scratch, entry_dir};
 use serde_json::Value;
 
 /// The campaign the issue found misreported: three headline cells, a trace
