@@ -275,7 +275,7 @@ fn summary_is_of(summary: &DecisionSummary, run: &RunRecord) -> bool {
         return false;
     }
     let fingerprints: Vec<String> = run.nodes.iter().map(|n| n.fingerprint.to_string()).collect();
-    summary.headline_results.iter().all(|r| fingerprints.iter().any(|f| *f == r.evidence))
+    summary.headline_results.iter().all(|r| fingerprints.contains(&r.evidence))
 }
 
 fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
