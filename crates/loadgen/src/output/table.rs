@@ -4,6 +4,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::output::offered::{CapHolds, OfferedLoad};
+
 fn num(v: Option<&Value>, decimals: usize) -> String {
     match v.and_then(Value::as_f64) {
         Some(x) => format!("{x:.decimals$}"),
@@ -36,6 +38,19 @@ pub fn render_table(artifact: &Value) -> String {
         int("failed"),
         num(artifact.get("wall_clock_ms"), 0),
     );
+    // Where the cell sits on its load axis, and what an open loop's cap did.
+    if let Ok(offered) = serde_json::from_value::<OfferedLoad>(artifact["offered_load"].clone()) {
+        let value = offered.value.map_or("-".to_string(), |v| format!("{v:.1}"));
+        let _ = write!(out, "offered load: {} {value} ({})", offered.axis.label(), offered.basis);
+        if let Ok(cap) = serde_json::from_value::<CapHolds>(artifact["in_flight_cap"].clone()) {
+            let _ = write!(
+                out,
+                "; in-flight cap {}, {} requests held back (longest {:.0} ms)",
+                cap.limit, cap.held_requests, cap.longest_hold_ms
+            );
+        }
+        out.push('\n');
+    }
     let _ = writeln!(
         out,
         "throughput {} tok/s  output tokens {}  canaries {}/{}",
