@@ -1,6 +1,6 @@
 //! Shared by the end-to-end tests: a scratch directory with its own store,
 //! a way to run the real `anvil` binary in it, and readers for its output.
-#![allow(dead_code)] // each test binary uses a different part of this module
+#![allow(dead_code)] // each test module uses a different part of this module
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,7 @@
-//! The integration tests of anvil-expr, as one test binary: each file in this
-//! folder is a module here (`autotests = false` and the one `[[test]]` in
-//! Cargo.toml say why), so a new test file needs its `mod` line below.
+//! The integration tests of anvil-expr, as one test binary: every other
+//! file of this folder is a module here (why: `autotests = false` and
+//! the one `[[test]]` in Cargo.toml), so a new test file needs its `mod`
+//! line below.
 
 // Helpers shared by the modules.
 mod common;
