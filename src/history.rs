@@ -15,7 +15,7 @@ pub fn preimage_of(store: &Store, fp: &Fingerprint) -> Option<Value> {
 }
 
 pub fn preimage_in_run(run: &RunRecord, fp: &Fingerprint) -> Option<Value> {
-    run.extra.get("preimages")?.get(fp.to_string()).cloned()
+    crate::run_extra::RunExtra::of(run).preimage(fp).cloned()
 }
 
 /// Fingerprints named in run records (stored or not), for prefix lookup.

@@ -2,7 +2,7 @@
 //!
 //! Layers, each importing only the ones listed before it:
 //! - `recipe`: KDL → typed declarations (with spans for errors);
-//! - `environment`, `terminal`, `history`: the machine, the terminal, earlier runs' records;
+//! - `environment`, `terminal`, `run_extra`, `history`: the machine, the terminal, the run record's typed part, earlier runs' records;
 //! - `plan`: the DAG, preimages, fingerprints, what a run will execute and why;
 //! - `results`: typed step results, as stored;
 //! - the executor interface (`executor/interface.rs`): the trait the scheduler drives;
@@ -21,6 +21,7 @@ pub mod recipe;
 
 pub(crate) mod environment;
 pub(crate) mod history;
+pub(crate) mod run_extra;
 pub(crate) mod terminal;
 
 pub mod plan;

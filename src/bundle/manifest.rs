@@ -29,14 +29,7 @@ pub struct BundleManifest {
     pub members: Vec<Member>,
 }
 
-/// What `anvil run` was given: `--set` texts and `--sim`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Invocation {
-    #[serde(default)]
-    pub set: Vec<String>,
-    #[serde(default)]
-    pub sim: bool,
-}
+pub use crate::run_extra::Invocation;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Member {

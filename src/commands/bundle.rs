@@ -38,7 +38,7 @@ pub fn export(
         }
         (None, None) => return Err(input("export takes a RECIPE or --run RUN_ID")),
     };
-    let invocation: Invocation = serde_json::from_value(run.extra["invocation"].clone()).unwrap_or_default();
+    let invocation: Invocation = crate::run_extra::RunExtra::of(&run).invocation;
     let recipe_path = recipe.map_or_else(|| PathBuf::from(&run.recipe_path), Path::to_path_buf);
     let recipe = crate::recipe::load(&recipe_path, &invocation.set)
         .map_err(|e| Exit::Input(miette::Report::new(e)))?;

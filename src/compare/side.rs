@@ -83,9 +83,8 @@ pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
 
 /// What a run stored, step by step.
 fn from_run(store: &Store, run: &RunRecord) -> Side {
-    let preimage_of = |fp: &anvil_store::Fingerprint| {
-        run.extra.get("preimages").and_then(|p| p.get(fp.to_string())).cloned()
-    };
+    let extra = crate::run_extra::RunExtra::of(run);
+    let preimage_of = |fp: &anvil_store::Fingerprint| extra.preimage(fp).cloned();
     let mut side = Side::default();
     for node in run.nodes.iter().filter(|n| n.status.stored()) {
         let Ok(Some(entry)) = store.read(&node.fingerprint) else { continue };
@@ -98,7 +97,7 @@ fn from_run(store: &Store, run: &RunRecord) -> Side {
                     .preimage
                     .pointer("/upstream/server")
                     .and_then(Value::as_str)
-                    .and_then(|fp| run.extra.get("preimages")?.get(fp).cloned());
+                    .and_then(|fp| extra.preimages.get(fp).cloned());
                 let preimage = preimage_of(&node.fingerprint).or(Some(entry.preimage.clone()));
                 side.cells.insert(node.name.clone(), Cell { artifact, preimage, server });
             }

@@ -15,6 +15,7 @@ use super::decision_summary::DecisionSummary;
 use crate::results::{
     self, CellResult, CheckResult, DecisionResult, GateResult, ScreenResult, SearchResult, TaskResult,
 };
+use crate::run_extra::{Invocation, RunExtra};
 
 /// A campaign's run, ready to render.
 pub struct Report {
@@ -23,6 +24,8 @@ pub struct Report {
     /// Where the run came from: "recipe … (run …)", "bundle … (digest)".
     pub source: String,
     pub run: RunRecord,
+    /// The run record's anvil part, read once.
+    pub extra: RunExtra,
     /// Whether the stored files can be linked (`file://`): false for a
     /// bundle, whose temporary store is gone once the page is written.
     pub link_files: bool,
@@ -177,11 +180,11 @@ impl Report {
     }
 
     pub fn environment(&self) -> &Value {
-        self.run.extra.get("environment").unwrap_or(&Value::Null)
+        &self.extra.environment
     }
 
-    pub fn invocation(&self) -> &Value {
-        self.run.extra.get("invocation").unwrap_or(&Value::Null)
+    pub fn invocation(&self) -> &Invocation {
+        &self.extra.invocation
     }
 
     pub fn anvil_version(&self) -> String {
@@ -204,15 +207,8 @@ pub struct Sources<'a> {
 
 /// Read a run and everything it stored.
 pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
-    let recipe = sources.recipe.and_then(|path| {
-        let set: Vec<String> = run
-            .extra
-            .pointer("/invocation/set")
-            .and_then(Value::as_array)
-            .map(|s| s.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default();
-        crate::recipe::load(path, &set).ok()
-    });
+    let extra = RunExtra::of(&run);
+    let recipe = sources.recipe.and_then(|path| crate::recipe::load(path, &extra.invocation.set).ok());
     let description_of =
         |name: &str| recipe.as_ref().and_then(|r| r.step(name)).and_then(|d| d.description.clone());
     let steps = run
@@ -244,11 +240,9 @@ pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
             }
         })
         .collect();
-    let campaign = run
-        .extra
-        .get("campaign")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+    let campaign = extra
+        .campaign
+        .clone()
         .or_else(|| recipe.as_ref().map(|r| r.campaign.name.clone()))
         .unwrap_or_else(|| run.recipe_path.clone());
     let summary = sources
@@ -262,6 +256,7 @@ pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
         description: recipe.as_ref().and_then(|r| r.campaign.description.clone()),
         source: sources.label,
         run,
+        extra,
         link_files: sources.link_files,
         summary,
         steps,

@@ -259,9 +259,10 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     record.nodes.extend(search::probe_nodes(&summary, &store));
     if let Some(executor) = &executor
         && let Some(jobs) = executor.jobs().await
-        && let Value::Object(extra) = &mut record.extra
     {
-        extra.insert("jobs".into(), jobs);
+        let mut extra = crate::run_extra::RunExtra::of(&record);
+        extra.jobs = Some(jobs);
+        extra.write_to(&mut record);
     }
     if executes {
         store.record_run(&record)?;

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::StepReport;
 use crate::plan::{EngineMode, Plan, PlannedNode, Status};
 use crate::recipe::Kind;
+use crate::run_extra::{Invocation, RunExtra};
 
 /// The record of a run that has just started: every step listed as planned,
 /// so gc keeps what this run stores even if it is killed. `environment`
@@ -36,13 +37,19 @@ pub fn started(plan: &Plan, run_id: &str, started_at: &str, environment: Option<
                 detail: None,
             })
             .collect(),
-        extra: json!({
-            "campaign": plan.recipe.campaign.name,
-            "preimages": preimages(plan, unstored),
+        extra: serde_json::to_value(RunExtra {
+            campaign: Some(plan.recipe.campaign.name.clone()),
+            preimages: preimages(plan, unstored),
             // How to run it again: a bundle replays these.
-            "invocation": {"set": plan.recipe.overrides, "sim": plan.mode == EngineMode::SimulatedTwins},
-            "environment": environment.unwrap_or_else(crate::environment::capture),
-        }),
+            invocation: Invocation {
+                set: plan.recipe.overrides.clone(),
+                sim: plan.mode == EngineMode::SimulatedTwins,
+            },
+            environment: environment.unwrap_or_else(crate::environment::capture),
+            ..RunExtra::default()
+        })
+        // A struct of strings, maps and JSON values always serialises.
+        .unwrap_or_default(),
     }
 }
 
@@ -76,26 +83,24 @@ pub fn finish(
         .collect();
     record.finished_at = Some(finished_at.to_string());
     record.status = status;
-    if let Value::Object(extra) = &mut record.extra {
-        // Gates settled during the run; what the run left unstored.
-        let stored: HashSet<Fingerprint> =
-            record.nodes.iter().filter(|n| n.status.stored()).map(|n| n.fingerprint).collect();
-        extra.insert("preimages".into(), preimages(plan, |n| !stored.contains(&n.fingerprint)));
-    }
+    // Gates settled during the run; what the run left unstored.
+    let stored: HashSet<Fingerprint> =
+        record.nodes.iter().filter(|n| n.status.stored()).map(|n| n.fingerprint).collect();
+    let mut extra = RunExtra::of(record);
+    extra.preimages = preimages(plan, |n| !stored.contains(&n.fingerprint));
+    extra.write_to(record);
 }
 
 /// Preimages of the steps the store does not hold (servers, finally steps,
 /// failures, steps not reached): a stored step's preimage is in its entry,
 /// and every rerun would otherwise write (and every later run read) them
 /// all again.
-fn preimages(plan: &Plan, unstored: impl Fn(&PlannedNode) -> bool) -> Value {
-    let map: Map<String, Value> = plan
-        .nodes
+fn preimages(plan: &Plan, unstored: impl Fn(&PlannedNode) -> bool) -> Map<String, Value> {
+    plan.nodes
         .iter()
         .filter(|n| unstored(n))
         .map(|n| (n.fingerprint.to_string(), n.preimage.value()))
-        .collect();
-    Value::Object(map)
+        .collect()
 }
 
 /// For a run that executes nothing: the environment of the last run of the
@@ -103,8 +108,7 @@ fn preimages(plan: &Plan, unstored: impl Fn(&PlannedNode) -> bool) -> Value {
 /// `nvidia-smi`, and this run measured nothing). None without such a run.
 pub fn carried_environment(store: &Store, plan: &Plan) -> Option<Value> {
     let last = store.last_run_of(&plan.recipe.key).ok().flatten()?;
-    let environment = last.extra.get("environment")?.clone();
-    let mut environment = match environment {
+    let mut environment = match RunExtra::of(&last).environment {
         Value::Object(map) => map,
         _ => return None,
     };

@@ -215,9 +215,9 @@ fn mark_worker_record(store: &anvil_store::Store, run_id: &str, job_id: &str) {
         return;
     };
     record.recipe = format!("{}#slurm-job-{job_id}", record.recipe);
-    if let serde_json::Value::Object(extra) = &mut record.extra {
-        extra.insert("slurm_job".into(), job_id.into());
-    }
+    let mut extra = crate::run_extra::RunExtra::of(&record);
+    extra.slurm_job = Some(job_id.to_string());
+    extra.write_to(&mut record);
     if let Err(err) = store.record_run(&record) {
         eprintln!("anvil worker: cannot mark run record {run_id}: {err}");
     }

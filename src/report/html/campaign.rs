@@ -39,10 +39,8 @@ pub(super) fn campaign(page: &mut Page, report: &Report) {
         vec!["status".into(), escape(run.status.as_str())],
         vec!["anvil".into(), escape(&report.anvil_version())],
     ];
-    let invocation = report.invocation();
-    if !invocation.is_null() {
-        rows.push(vec!["invocation".into(), code(&compact(invocation))]);
-    }
+    let invocation = serde_json::to_value(report.invocation()).unwrap_or_default();
+    rows.push(vec!["invocation".into(), code(&compact(&invocation))]);
     page.push("<div class=\"cols\"><div><h3>Run</h3>");
     page.table("kv", &["", ""], &rows);
     page.push("</div><div><h3>Environment</h3>");
