@@ -5,11 +5,12 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::html::{count, num};
+use super::html::num;
 use super::model::{Body, Report};
+use crate::results::CellLoad;
 
 /// The CSV columns: identity of the cell, then its headline metrics as stored.
-pub const CSV_COLUMNS: [&str; 19] = [
+pub const CSV_COLUMNS: [&str; 21] = [
     "cell",
     "status",
     "fingerprint",
@@ -17,6 +18,8 @@ pub const CSV_COLUMNS: [&str; 19] = [
     "engine",
     "simulated",
     "concurrency",
+    "offered_load_axis",
+    "offered_load",
     "requests",
     "completed",
     "failed",
@@ -46,6 +49,11 @@ pub fn csv(report: &Report) -> String {
                     r.engine.clone(),
                     r.simulated.to_string(),
                     f(cell.artifact.concurrency),
+                    r.load
+                        .as_ref()
+                        .map(|l| format!("{:?}", l.offered.axis).to_lowercase())
+                        .unwrap_or_default(),
+                    f(r.load.as_ref().and_then(|l| l.offered.value)),
                     u(r.requests),
                     r.completed.to_string(),
                     r.failed.to_string(),
@@ -158,7 +166,7 @@ pub fn markdown(report: &Report) -> String {
         }
         out.push('\n');
     }
-    out.push_str("### Cells\n\n| cell | server | C | ok/failed | tok/s | TTFT p50 ms | TTFT p99 ms | E2E p50 ms | TPOT mean ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("### Cells\n\n| cell | server | offered load | ok/failed | tok/s | TTFT p50 ms | TTFT p99 ms | E2E p50 ms | TPOT mean ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     let headline = report.headline_names();
     for (step, cell) in report.cells() {
         let r = &cell.result;
@@ -173,7 +181,7 @@ pub fn markdown(report: &Report) -> String {
             name,
             md(&cell.server()),
             if r.simulated { " (sim)" } else { "" },
-            cell.artifact.concurrency.map(count).unwrap_or_default(),
+            r.load.as_ref().map(CellLoad::offered_short).unwrap_or_default(),
             r.completed,
             r.failed,
             num(r.aggregate_tok_s),

@@ -74,6 +74,15 @@ impl CellLoad {
         }
     }
 
+    /// The offered load in a table cell: "8.3 req/s", "C4".
+    pub fn offered_short(&self) -> String {
+        match (self.offered.axis, self.offered.value) {
+            (LoadAxis::RequestRate, Some(rate)) => format!("{rate:.1} req/s"),
+            (LoadAxis::RequestRate, None) => "open loop".into(),
+            (LoadAxis::Concurrency, value) => format!("C{}", value.unwrap_or(0.0)),
+        }
+    }
+
     /// "1 replica, C6", "2 replicas, poisson 20 req/s (19.8 measured), cap 40":
     /// the decision summary's topology of a headline cell.
     pub fn topology(&self) -> String {

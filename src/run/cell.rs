@@ -1,7 +1,7 @@
 //! `cell` steps: one server × one workload, measured by the load generator
 //! under the capacity-v4 protocol; the artifact is `anvil-serving.benchmark/v1`.
 
-use anvil_loadgen::{Balance, CellContext};
+use anvil_loadgen::{Balance, Benchmark, CellContext};
 use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced, ProducedFile};
@@ -61,12 +61,12 @@ pub async fn run_cell(
     let mut report = report.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;
     // The document without its per-request lists, which are written from the record log.
     let mut artifact = std::mem::take(&mut report.artifact);
-    artifact["telemetry"] =
-        json!({"server_metrics_delta": metric_deltas(server, &before, &after), "gpu": gpu});
-    artifact["server_warmup"] = server.warmup.clone();
-    artifact["configuration_fingerprint"] = json!(fingerprint);
-    artifact["simulated"] = json!(server.simulated);
-    artifact["server_startup_ms"] = json!(server.startup_ms);
+    artifact.telemetry =
+        Some(json!({"server_metrics_delta": metric_deltas(server, &before, &after), "gpu": gpu}));
+    artifact.server_warmup = Some(server.warmup.clone());
+    artifact.configuration_fingerprint = Some(fingerprint.to_string());
+    artifact.simulated = server.simulated;
+    artifact.server_startup_ms = Some(server.startup_ms.clone());
     let summary = &report.summary;
     if summary.completed == 0 {
         let failures = report.failures(50).unwrap_or_default();
@@ -74,10 +74,14 @@ pub async fn run_cell(
             .with_detail(serde_json::to_string(&failures).unwrap_or_default()));
     }
     let load = CellLoad {
-        resolved: report.resolved.clone(),
-        offered: report.offered.clone(),
-        in_flight_cap: report.in_flight_cap.clone(),
-        targets: server.targets.iter().map(|t| t.label.clone()).collect(),
+        resolved: artifact.resolved_cell.clone(),
+        offered: artifact.offered_load.clone().unwrap_or_else(|| anvil_loadgen::OfferedLoad {
+            axis: anvil_loadgen::LoadAxis::Concurrency,
+            value: None,
+            basis: "not measured".into(),
+        }),
+        in_flight_cap: artifact.in_flight_cap.clone(),
+        targets: artifact.targets.iter().map(|t| t.label.clone()).collect(),
     };
     let line = run_line(summary, &load, server.simulated);
     let result = CellResult { load: Some(load), ..cell_result(server, summary, &artifact) };
@@ -122,8 +126,12 @@ fn run_line(summary: &anvil_loadgen::CellSummary, load: &CellLoad, simulated: bo
 }
 
 /// The stored result: the summary's figures and the artifact's metrics.
-fn cell_result(server: &ServerInfo, summary: &anvil_loadgen::CellSummary, artifact: &Value) -> CellResult {
-    let metrics = artifact.get("metrics").cloned().unwrap_or_default();
+fn cell_result(
+    server: &ServerInfo,
+    summary: &anvil_loadgen::CellSummary,
+    artifact: &Benchmark,
+) -> CellResult {
+    let metrics = Value::Object(artifact.metrics.clone());
     CellResult {
         load: None,
         schema: CELL_RESULT_SCHEMA.into(),
@@ -136,10 +144,10 @@ fn cell_result(server: &ServerInfo, summary: &anvil_loadgen::CellSummary, artifa
         ttft_p99_ms: summary.ttft_p99_ms,
         decode_tok_s_mean: summary.decode_tok_s_mean,
         wall_clock_ms: summary.wall_clock_ms,
-        performance_eligible: artifact.get("performance_eligible").and_then(Value::as_bool),
-        canaries_passed: metrics.get("request_canary_passed").and_then(Value::as_u64),
-        requests: artifact.get("requests").and_then(Value::as_u64),
-        repeats: artifact.get("repeats").and_then(|r| r.get("across_repeats")).cloned().unwrap_or_default(),
+        performance_eligible: Some(artifact.performance_eligible),
+        canaries_passed: artifact.metric("request_canary_passed").as_u64(),
+        requests: Some(artifact.requests),
+        repeats: artifact.repeats.get("across_repeats").cloned().unwrap_or_default(),
         metrics,
     }
 }

@@ -387,7 +387,7 @@ fn run_and_write(
         .block_on(anvil_loadgen::run_cell_streamed(spec, &target, &CellContext::default(), &quiet, dir))
         .expect("cell");
     assert_eq!(cell.summary.failed, 0);
-    let chunks = cell.artifact["metrics"]["content_chunks"].as_u64().unwrap_or(0);
+    let chunks = cell.artifact.metric("content_chunks").as_u64().unwrap_or(0);
     let bytes = cell.write_artifact_file(&cell.artifact, &dir.join("benchmark.json")).expect("write");
     (chunks, bytes)
 }

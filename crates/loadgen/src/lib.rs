@@ -22,6 +22,7 @@ pub use observe::failure::{Failure, FailureClass};
 pub use observe::record::{ControlledOutput, RequestRecord};
 pub use observe::sse;
 pub use output::artifact::{PROTOCOL, SCHEMA};
+pub use output::benchmark::{Benchmark, TargetLabel, WarmupCounts};
 pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};
 pub use output::stats::{Distribution, nearest_rank};
 pub use output::table::render_table;
@@ -57,16 +58,15 @@ pub struct CellSummary {
 }
 
 impl CellSummary {
-    fn from_artifact(a: &serde_json::Value) -> Self {
-        let m = &a["metrics"];
+    fn from_artifact(a: &Benchmark) -> Self {
         Self {
-            completed: a["completed"].as_u64().unwrap_or(0) as u32,
-            failed: a["failed"].as_u64().unwrap_or(0) as u32,
-            ttft_p50_ms: m["ttft_p50_ms"].as_f64(),
-            ttft_p99_ms: m["ttft_p99_ms"].as_f64(),
-            decode_tok_s_mean: m["decode_tok_s_mean"].as_f64(),
-            throughput_tok_s: m["throughput_tok_s"].as_f64(),
-            wall_clock_ms: a["wall_clock_ms"].as_f64().unwrap_or(0.0),
+            completed: a.completed.min(u64::from(u32::MAX)) as u32,
+            failed: a.failed.min(u64::from(u32::MAX)) as u32,
+            ttft_p50_ms: a.metric("ttft_p50_ms").as_f64(),
+            ttft_p99_ms: a.metric("ttft_p99_ms").as_f64(),
+            decode_tok_s_mean: a.metric("decode_tok_s_mean").as_f64(),
+            throughput_tok_s: a.metric("throughput_tok_s").as_f64(),
+            wall_clock_ms: a.wall_clock_ms,
         }
     }
 }
@@ -83,16 +83,10 @@ fn client_threads() -> usize {
 /// writes the benchmark/v1 document from them.
 pub struct StreamedCell {
     /// The benchmark/v1 document, except that `request_timings` and
-    /// `failures` are empty: they are written from the record log. Add or
-    /// change other top-level keys freely before writing.
-    pub artifact: serde_json::Value,
+    /// `failures` are empty: they are written from the record log. Set its
+    /// fields (or add keys of your own to `other`) before writing.
+    pub artifact: Benchmark,
     pub summary: CellSummary,
-    /// What the load generator did, as the artifact records it: the cell
-    /// as run (its request count fixed by a trace or sessions), the load
-    /// it offered, and what an open loop's in-flight cap did.
-    pub resolved: CellSpec,
-    pub offered: OfferedLoad,
-    pub in_flight_cap: Option<CapHolds>,
     store: output::record_log::Stored,
 }
 
@@ -100,20 +94,13 @@ impl StreamedCell {
     /// Writes `artifact` (this cell's, with any keys added) as pretty JSON,
     /// exactly as `serde_json::to_writer_pretty` of the whole document
     /// would, streaming `request_timings` and `failures` from the records.
-    pub fn write_artifact(
-        &self,
-        artifact: &serde_json::Value,
-        out: &mut impl std::io::Write,
-    ) -> std::io::Result<()> {
-        output::artifact::write_pretty(artifact, &self.store, out)
+    pub fn write_artifact(&self, artifact: &Benchmark, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let document = serde_json::to_value(artifact)?;
+        output::artifact::write_pretty(&document, &self.store, out)
     }
 
     /// [`StreamedCell::write_artifact`] into a new file at `path`; returns its size.
-    pub fn write_artifact_file(
-        &self,
-        artifact: &serde_json::Value,
-        path: &std::path::Path,
-    ) -> std::io::Result<u64> {
+    pub fn write_artifact_file(&self, artifact: &Benchmark, path: &std::path::Path) -> std::io::Result<u64> {
         let file = std::fs::File::create(path)?;
         let mut out = std::io::BufWriter::with_capacity(256 * 1024, file);
         self.write_artifact(artifact, &mut out)?;
@@ -149,7 +136,7 @@ impl StreamedCell {
     pub fn into_report(self) -> anyhow::Result<CellReport> {
         let records =
             if self.store.kept.is_empty() { self.store.records()? } else { self.store.kept.clone() };
-        let artifact = output::artifact::materialize(self.artifact, &self.store)?;
+        let artifact = output::artifact::materialize(serde_json::to_value(&self.artifact)?, &self.store)?;
         Ok(CellReport { artifact, records, summary: self.summary })
     }
 }
@@ -251,12 +238,5 @@ async fn run_cell_inner(
     let artifact =
         output::artifact::build(spec, targets, ctx, &output).context("reading the request records")?;
     let summary = CellSummary::from_artifact(&artifact);
-    Ok(StreamedCell {
-        artifact,
-        summary,
-        resolved: spec.clone(),
-        offered: output.offered,
-        in_flight_cap: output.cap_holds,
-        store: output.store,
-    })
+    Ok(StreamedCell { artifact, summary, store: output.store })
 }

@@ -361,7 +361,7 @@ async fn the_streamed_artifact_is_the_in_memory_one() {
     // The record log's files are unlinked: nothing is left in the directory.
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     let mut artifact = cell.artifact.clone();
-    artifact["added_by_caller"] = serde_json::json!({"k": [1, 2]});
+    artifact.other.insert("added_by_caller".into(), serde_json::json!({"k": [1, 2]}));
     let mut streamed = Vec::new();
     cell.write_artifact(&artifact, &mut streamed).unwrap();
     let streamed: Value = serde_json::from_slice(&streamed).expect("valid JSON");

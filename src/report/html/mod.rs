@@ -32,7 +32,7 @@ mod step_index;
 mod table;
 mod telemetry;
 
-pub use format::{count, num};
+pub use format::num;
 
 /// Render the page.
 pub fn render(report: &Report) -> String {

@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
+use crate::output::benchmark::{Benchmark, TargetLabel, WarmupCounts};
 use crate::output::record_log::{FAILURE_CLASSES, GapCounts, Row, Stored, col, element_bytes, get, is};
 use crate::output::stats::{Distribution, KeyStyle, P99_MIN_SAMPLES, t95, write_distribution};
 use crate::run::RunOutput;
@@ -526,7 +527,7 @@ pub fn build(
     targets: &[Target],
     ctx: &CellContext,
     out: &RunOutput,
-) -> std::io::Result<Value> {
+) -> std::io::Result<Benchmark> {
     let store = &out.store;
     let mut all_gaps = GapCounts::default();
     for g in store.gaps.values() {
@@ -554,90 +555,92 @@ pub fn build(
         crate::workload::spec::OutputPolicy::Observe => "observe",
         crate::workload::spec::OutputPolicy::Strict => "strict",
     };
-    let mut artifact = json!({
-        "schema": SCHEMA,
-        "measurement_protocol": PROTOCOL,
-        "base_url": "[redacted]",
-        "clock_domain_id": null,
-        "completed": completed,
-        "concurrency": spec.concurrency,
-        "configuration_fingerprint": null,
-        "context_distribution": context_distribution,
-        "context_seed": spec.seed,
-        "context_tokens": spec.context_tokens,
-        "controlled_output_policy": policy,
-        "engine": ctx.engine,
-        "failed": t.attempted - completed,
-        "failures": [],
-        "finished_at": iso_seconds(out.finished_at),
-        "finished_at_unix_ns": unix_ns(out.finished_at),
-        "gpu": ctx.gpu,
-        "manifest": null,
-        "max_context_tokens": ctx.max_context_tokens,
-        "max_tokens": spec.max_tokens,
-        "metric_population": population,
-        "metrics": metrics,
-        "model": spec.model,
-        "performance_eligible": completed > 0 && completed == t.attempted,
-        "prompt_cache_mode": cache_mode,
-        "request_canaries": spec.canaries,
-        "request_timings": [],
-        "requests": t.attempted,
-        "response_words": spec.response_words,
-        "responses_received": t.responses,
-        "run_id": ctx.run_id,
-        "sampling": sampling(spec),
-        "serve_flags": serve_flags(spec, ctx),
-        "shared_prefix_tokens": shared_prefix_tokens,
-        "source_recipe": ctx.source_recipe,
-        "started_at": iso_seconds(out.started_at),
-        "started_at_unix_ns": unix_ns(out.started_at),
-        "tier": null,
-        "timestamp_precision": "nanosecond-unix-fields; ISO labels are second precision",
-        "timing_methodology": timing_methodology(),
-        "wall_clock_ms": wall_ms,
-        // --- anvil additions ---
-        "cell": spec.name,
-        "api": spec.api,
-        "arrival": arrival,
-        "simulated": ctx.simulated,
-        "balance": ctx.balance,
-        "targets": targets.iter().map(|t| json!({"label": t.label})).collect::<Vec<_>>(),
-        "per_target": per_target(targets, store, wall_ms)?,
+    // Replayed traffic: what it was; a trace's arrivals are its own.
+    let traffic = (!out.traffic.is_null()).then(|| out.traffic.clone());
+    let arrival = match &traffic {
+        Some(t) if t["kind"] == "trace" => json!({"kind": "trace", "time_scale": t["time_scale"]}),
+        _ => arrival,
+    };
+    Ok(Benchmark {
+        schema: SCHEMA.into(),
+        measurement_protocol: PROTOCOL.into(),
+        base_url: "[redacted]".into(),
+        clock_domain_id: Value::Null,
+        completed: completed as u64,
+        concurrency: spec.concurrency,
+        configuration_fingerprint: None,
+        context_distribution,
+        context_seed: spec.seed,
+        context_tokens: spec.context_tokens,
+        controlled_output_policy: policy.into(),
+        engine: ctx.engine.clone(),
+        failed: (t.attempted - completed) as u64,
+        failures: Vec::new(),
+        finished_at: iso_seconds(out.finished_at),
+        finished_at_unix_ns: unix_ns(out.finished_at),
+        gpu: ctx.gpu.clone(),
+        manifest: Value::Null,
+        max_context_tokens: ctx.max_context_tokens,
+        max_tokens: spec.max_tokens,
+        metric_population: population,
+        metrics,
+        model: spec.model.clone(),
+        performance_eligible: completed > 0 && completed == t.attempted,
+        prompt_cache_mode: cache_mode.into(),
+        request_canaries: spec.canaries,
+        request_timings: Vec::new(),
+        requests: t.attempted as u64,
+        response_words: spec.response_words,
+        responses_received: t.responses as u64,
+        run_id: ctx.run_id.clone(),
+        sampling: sampling(spec),
+        serve_flags: serve_flags(spec, ctx),
+        shared_prefix_tokens,
+        source_recipe: ctx.source_recipe.clone(),
+        started_at: iso_seconds(out.started_at),
+        started_at_unix_ns: unix_ns(out.started_at),
+        tier: Value::Null,
+        timestamp_precision: "nanosecond-unix-fields; ISO labels are second precision".into(),
+        timing_methodology: timing_methodology(),
+        wall_clock_ms: wall_ms,
+        cell: spec.name.clone(),
+        api: spec.api,
+        arrival,
+        simulated: ctx.simulated,
+        balance: ctx.balance,
+        targets: targets.iter().map(|t| TargetLabel { label: t.label.clone() }).collect(),
+        per_target: per_target(targets, store, wall_ms)?,
         // A staged cell sends what its stages' durations allow: no fixed count.
-        "requests_per_repeat": if spec.stages.is_empty() { json!(spec.requests) } else { Value::Null },
-        "repeat": spec.repeat,
-        "repeats": repeats(spec, store)?,
-        "failure_counts": failure_counts,
-        "slo": spec.slo,
-        "calibration": out.calibration,
-        "warmup": {"requests": spec.warmup_requests, "completed": out.warmup_completed, "failed": out.warmup_failed},
-        "thinking_mode": spec.thinking,
-        "request_timeout_ms": spec.request_timeout_ms,
-        "loadgen_version": env!("CARGO_PKG_VERSION"),
-        "connections": connections(spec, out),
-        "series": crate::output::series::build(store, spec.repeat)?,
-    });
-    if !spec.stages.is_empty() {
-        artifact["stages"] = stages(spec, store)?;
-    }
-    if !out.traffic.is_null() {
-        // Replayed traffic: what it was; a trace's arrivals are its own.
-        if out.traffic["kind"] == "trace" {
-            artifact["arrival"] = json!({"kind": "trace", "time_scale": out.traffic["time_scale"]});
-        }
-        artifact["traffic"] = out.traffic.clone();
-    }
-    if spec.prompt_salt != 0 {
-        artifact["prompt_salt"] = json!(spec.prompt_salt);
-    }
-    // What the load generator did, as every consumer (report, decision
-    // summary, manifest, `anvil show`) reads it: the cell as resolved (every
-    // default applied), the load it offered, and what its in-flight cap did.
-    artifact["resolved_cell"] = serde_json::to_value(spec)?;
-    artifact["offered_load"] = serde_json::to_value(&out.offered)?;
-    artifact["in_flight_cap"] = serde_json::to_value(&out.cap_holds)?;
-    Ok(artifact)
+        requests_per_repeat: spec.stages.is_empty().then_some(spec.requests),
+        repeat: spec.repeat,
+        repeats: repeats(spec, store)?,
+        failure_counts: failure_counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        slo: spec.slo,
+        calibration: out.calibration.clone(),
+        warmup: WarmupCounts {
+            requests: spec.warmup_requests,
+            completed: out.warmup_completed,
+            failed: out.warmup_failed,
+        },
+        thinking_mode: spec.thinking,
+        request_timeout_ms: spec.request_timeout_ms,
+        loadgen_version: env!("CARGO_PKG_VERSION").into(),
+        connections: connections(spec, out),
+        series: crate::output::series::build(store, spec.repeat)?,
+        stages: if spec.stages.is_empty() { None } else { Some(stages(spec, store)?) },
+        traffic,
+        prompt_salt: (spec.prompt_salt != 0).then_some(spec.prompt_salt),
+        // What the load generator did, as every consumer (report, decision
+        // summary, manifest, `anvil show`) reads it: the cell as resolved
+        // (every default applied), the load it offered, what its cap did.
+        resolved_cell: spec.clone(),
+        offered_load: Some(out.offered.clone()),
+        in_flight_cap: out.cap_holds.clone(),
+        telemetry: None,
+        server_warmup: None,
+        server_startup_ms: None,
+        other: Map::new(),
+    })
 }
 
 /// Top-level keys whose values are the stored per-request arrays.

@@ -19,6 +19,14 @@ pub enum LoadAxis {
 }
 
 impl LoadAxis {
+    /// The artifact's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadAxis::RequestRate => "request_rate",
+            LoadAxis::Concurrency => "concurrency",
+        }
+    }
+
     /// The axis label a plot or table prints.
     pub fn label(self) -> &'static str {
         match self {

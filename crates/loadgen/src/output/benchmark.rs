@@ -1,0 +1,141 @@
+//! `anvil-serving.benchmark/v1`, one cell's artifact, as one serde type:
+//! written through it (field order is the document's key order) and read
+//! through it. The reference fields keep the reference's meaning; the rest
+//! are anvil's additions (docs/metrics.md). Sub-documents whose shape is
+//! the statistics' own (metrics, repeats, series, per-target figures) are
+//! JSON values built by their functions in [`super::artifact`]. Reading
+//! tolerates unknown fields (a newer anvil's, kept in `other`) and missing
+//! ones (an older anvil's: their defaults).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::output::offered::{CapHolds, OfferedLoad};
+use crate::workload::calibrate::Calibration;
+use crate::workload::spec::{Api, Balance, CellSpec, Slo, ThinkingMode};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Benchmark {
+    pub schema: String,
+    pub measurement_protocol: String,
+    /// Always `[redacted]`: no endpoint or key is written.
+    pub base_url: String,
+    pub clock_domain_id: Value,
+    /// Performance-eligible requests.
+    pub completed: u64,
+    /// Closed loop: the workers; open loop: the in-flight cap.
+    pub concurrency: u32,
+    /// Filled by anvil's planner (null from the load generator alone).
+    pub configuration_fingerprint: Option<String>,
+    /// Planned context → request count.
+    pub context_distribution: BTreeMap<String, u64>,
+    pub context_seed: u64,
+    pub context_tokens: u64,
+    pub controlled_output_policy: String,
+    pub engine: String,
+    /// Attempted − eligible.
+    pub failed: u64,
+    /// Written from the record log (empty in memory).
+    pub failures: Vec<Value>,
+    pub finished_at: String,
+    pub finished_at_unix_ns: u128,
+    pub gpu: Option<String>,
+    pub manifest: Value,
+    pub max_context_tokens: Option<u64>,
+    pub max_tokens: u32,
+    pub metric_population: Value,
+    /// Every distribution and aggregate, by name (docs/metrics.md).
+    pub metrics: Map<String, Value>,
+    pub model: String,
+    pub performance_eligible: bool,
+    pub prompt_cache_mode: String,
+    pub request_canaries: bool,
+    /// Written from the record log (empty in memory).
+    pub request_timings: Vec<Value>,
+    /// Attempted, all repeats.
+    pub requests: u64,
+    pub response_words: u32,
+    pub responses_received: u64,
+    pub run_id: String,
+    pub sampling: Value,
+    pub serve_flags: Value,
+    pub shared_prefix_tokens: u64,
+    pub source_recipe: Option<String>,
+    pub started_at: String,
+    pub started_at_unix_ns: u128,
+    pub tier: Value,
+    pub timestamp_precision: String,
+    pub timing_methodology: Value,
+    pub wall_clock_ms: f64,
+    // --- anvil additions ---
+    pub cell: String,
+    pub api: Api,
+    /// `{kind: closed_loop|poisson|constant|trace, rate_per_s?, time_scale?}`.
+    pub arrival: Value,
+    /// Measured against anvil's simulated engine.
+    pub simulated: bool,
+    pub balance: Balance,
+    pub targets: Vec<TargetLabel>,
+    pub per_target: Value,
+    /// Null for a staged cell (its stages' durations fix its count).
+    pub requests_per_repeat: Option<u32>,
+    pub repeat: u32,
+    pub repeats: Value,
+    pub failure_counts: BTreeMap<String, u64>,
+    pub slo: Option<Slo>,
+    pub calibration: Option<Calibration>,
+    pub warmup: WarmupCounts,
+    pub thinking_mode: ThinkingMode,
+    pub request_timeout_ms: u64,
+    pub loadgen_version: String,
+    pub connections: Value,
+    pub series: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Value>,
+    /// Replayed traffic: what it was (null: synthetic prompts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_salt: Option<u64>,
+    /// The cell as the load generator ran it, every default applied.
+    pub resolved_cell: CellSpec,
+    /// Where the cell sits on a load axis, as measured.
+    pub offered_load: Option<OfferedLoad>,
+    /// Open loop: the in-flight cap and how often it held a due request back.
+    pub in_flight_cap: Option<CapHolds>,
+    // --- added by anvil's cell executor ---
+    /// The servers' Prometheus deltas and GPU samples over the cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_warmup: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Each replica's start, in ms (0 for an external endpoint).
+    pub server_startup_ms: Option<Vec<u64>>,
+    /// Keys this version does not know (a newer anvil's, a caller's own).
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A target as the artifact names it: its label only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetLabel {
+    pub label: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WarmupCounts {
+    pub requests: u32,
+    pub completed: u32,
+    pub failed: u32,
+}
+
+impl Benchmark {
+    /// One metric by name (`null` when the cell has none).
+    pub fn metric(&self, key: &str) -> &Value {
+        self.metrics.get(key).unwrap_or(&Value::Null)
+    }
+}
