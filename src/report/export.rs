@@ -49,10 +49,7 @@ pub fn csv(report: &Report) -> String {
                     r.engine.clone(),
                     r.simulated.to_string(),
                     f(cell.artifact.concurrency),
-                    r.load
-                        .as_ref()
-                        .map(|l| format!("{:?}", l.offered.axis).to_lowercase())
-                        .unwrap_or_default(),
+                    r.load.as_ref().map(|l| l.offered.axis.as_str().to_string()).unwrap_or_default(),
                     f(r.load.as_ref().and_then(|l| l.offered.value)),
                     u(r.requests),
                     r.completed.to_string(),
