@@ -155,7 +155,7 @@ pub fn preimage_of(
             })
             .collect();
         let (probe, _) = preimage_of(&search.probe(search.snap(search.min)), recipe, &server, mode, world);
-        parts.upstream.insert("first_probe".into(), json!(super::fingerprint_of(&probe).to_string()));
+        parts.upstream.insert("first_probe".into(), json!(super::fingerprint::fingerprint_of(&probe).to_string()));
     }
     parts.settings = settings.into_iter().collect();
     (parts.into_preimage(), provisional)

@@ -6,7 +6,7 @@ use plotters::chart::SeriesLabelPosition;
 use super::format::count;
 use super::link::step_link;
 use super::table::num_td;
-use super::{Page, escape};
+use super::page::{Page, escape};
 use crate::report::model::{Cell, Report, Step};
 use crate::report::plot::{self, Series};
 

@@ -3,7 +3,7 @@
 
 use super::link::step_link;
 use super::table::status_td;
-use super::{Page, escape};
+use super::page::{Page, escape};
 use crate::report::model::{Body, Report};
 
 pub(super) fn gates(page: &mut Page, report: &Report) {

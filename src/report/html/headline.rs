@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::format::{code, short};
 use super::link::step_link;
 use super::table::num_td;
-use super::{Page, escape};
+use super::page::{Page, escape};
 use crate::report::model::Report;
 
 const HEADLINE_BLOCKS: [(&str, &str); 5] = [
