@@ -25,8 +25,8 @@ pub use cache::recipe_cache;
 pub use canonical::{canonical, canonical_bytes};
 
 pub use fingerprint::{FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, fingerprint_of};
-pub use preimage::{EngineMode, reads_results};
 pub use planned::{Plan, PlannedNode, Status};
+pub use preimage::{EngineMode, reads_results};
 pub use preimage_text::PreimageText;
 
 use crate::recipe::{Kind, Recipe, RecipeError};

@@ -12,11 +12,11 @@ use std::time::Duration;
 use anvil_store::Store;
 use tokio::task::JoinSet;
 
-use super::local::Local;
-use super::progress::Progress;
 use super::context::Context;
 use super::error::RunError;
 use super::finished::Finished;
+use super::local::Local;
+use super::progress::Progress;
 use super::{results, step};
 use crate::executor::interface::{Ending, Executor, ReadyStep};
 use crate::plan::{Plan, Status, reads_results};

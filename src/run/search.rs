@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::outcome::{Failure, Produced};
 use super::context::Context;
+use super::outcome::{Failure, Produced};
 use super::{commit, measure};
 use crate::executor::interface::Ending;
 use crate::plan::search::{Next, Probe, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};

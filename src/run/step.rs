@@ -8,9 +8,9 @@ use anvil_store::{Fingerprint, Store};
 use serde_json::Value;
 
 use super::commit::commit_entry;
+use super::context::Context;
 use super::measure::measure_cell;
 use super::outcome::{Failure, Produced};
-use super::context::Context;
 use super::{check, decision, gate, screen, search, task};
 use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
 use crate::recipe::Spec;
