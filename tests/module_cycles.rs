@@ -25,105 +25,6 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
-/// Import cycles of the root crate (`src/`) still waiting to be broken, each
-/// as the set of files (relative to `src/`) of one strongly connected
-/// component. A component is tolerated only when all its files lie within
-/// one entry; any other cycle, in any crate, fails the test.
-///
-/// TO BE EMPTIED: remove an entry as soon as its cycle is gone (the test
-/// prints entries that can shrink), never add one.
-const ROOT_ALLOWED_CYCLES: &[&[&str]] = &[
-    &[
-        "commands/bundle.rs",
-        "commands/compare.rs",
-        "commands/diff.rs",
-        "commands/graph.rs",
-        "commands/mod.rs",
-        "commands/plan.rs",
-        "commands/report.rs",
-        "commands/run.rs",
-        "commands/show.rs",
-        "commands/sim.rs",
-        "commands/store.rs",
-    ],
-    &["compare/mod.rs", "compare/render.rs"],
-    &[
-        "plan/mod.rs",
-        "plan/preimage.rs",
-        "plan/provisional.rs",
-        "plan/result_digest.rs",
-        "plan/search.rs",
-        "plan/status.rs",
-    ],
-    &[
-        "recipe/checks.rs",
-        "recipe/convert.rs",
-        "recipe/decl.rs",
-        "recipe/decls/cell.rs",
-        "recipe/decls/check.rs",
-        "recipe/decls/decision.rs",
-        "recipe/decls/gate.rs",
-        "recipe/decls/load.rs",
-        "recipe/decls/load/stage.rs",
-        "recipe/decls/load/traffic.rs",
-        "recipe/decls/mod.rs",
-        "recipe/decls/screen.rs",
-        "recipe/decls/search.rs",
-        "recipe/decls/server.rs",
-        "recipe/decls/task.rs",
-        "recipe/defaults.rs",
-        "recipe/expand.rs",
-        "recipe/expression.rs",
-        "recipe/loader.rs",
-        "recipe/mod.rs",
-        "recipe/params.rs",
-        "recipe/parse_cache.rs",
-        "recipe/schema.rs",
-    ],
-    &[
-        "report/html/across_cells.rs",
-        "report/html/campaign.rs",
-        "report/html/cells.rs",
-        "report/html/decision.rs",
-        "report/html/format.rs",
-        "report/html/gates.rs",
-        "report/html/headline.rs",
-        "report/html/link.rs",
-        "report/html/mod.rs",
-        "report/html/other_steps.rs",
-        "report/html/screens.rs",
-        "report/html/search.rs",
-        "report/html/stats.rs",
-        "report/html/step_index.rs",
-        "report/html/table.rs",
-        "report/html/telemetry.rs",
-    ],
-    &["report/plot/distribution.rs", "report/plot/mod.rs", "report/plot/scatter.rs"],
-    &[
-        "results/check.rs",
-        "results/decision.rs",
-        "results/gate.rs",
-        "results/mod.rs",
-        "results/screen.rs",
-        "results/task.rs",
-    ],
-    &[
-        "run/cell.rs",
-        "run/local.rs",
-        "run/measure.rs",
-        "run/mod.rs",
-        "run/progress.rs",
-        "run/record.rs",
-        "run/scheduler.rs",
-        "run/search.rs",
-        "run/step.rs",
-        "slurm/head.rs",
-        "slurm/mod.rs",
-        "slurm/worker.rs",
-    ],
-    &["run/servers.rs", "run/warmup.rs"],
-];
-
 /// One crate's file graph.
 #[derive(Debug)]
 struct FileGraph {
@@ -632,35 +533,9 @@ fn no_import_cycles_between_files() {
                 graph.edges.len(),
                 cycles.len()
             );
-            let root_lib = src == Path::new("src") && entry.ends_with("lib.rs");
-            let allowed: &[&[&str]] = if root_lib { ROOT_ALLOWED_CYCLES } else { &[] };
             for c in &cycles {
-                let files: BTreeSet<&str> = c.iter().map(|&i| graph.files[i].as_str()).collect();
-                let tolerated = allowed.iter().any(|a| files.iter().all(|f| a.contains(f)));
-                println!(
-                    "{}{}",
-                    graph.describe(c),
-                    if tolerated { "\n    (allowed, to be removed)" } else { "" }
-                );
-                if !tolerated {
-                    failures.push(format!("{label}:\n{}", graph.describe(c)));
-                }
-            }
-            for a in allowed {
-                let present: BTreeSet<&str> = cycles
-                    .iter()
-                    .flatten()
-                    .map(|&i| graph.files[i].as_str())
-                    .filter(|f| a.contains(f))
-                    .collect();
-                if present.len() < a.len() {
-                    println!(
-                        "{label}: an allowed cycle can shrink to {} of its {} files: {:?}",
-                        present.len(),
-                        a.len(),
-                        present
-                    );
-                }
+                println!("{}", graph.describe(c));
+                failures.push(format!("{label}:\n{}", graph.describe(c)));
             }
         }
     }

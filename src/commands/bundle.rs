@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::bundle::{self, ExportRequest, Invocation, signature};
 
-use super::{Exit, failed, input, open_store};
+use super::common::{Exit, failed, input, open_store};
 
 /// `--sign KEY [--sign-password-env VAR]`.
 pub struct Signing {

@@ -11,7 +11,7 @@ use crate::compare::{self, Side};
 use crate::plan::{EngineMode, Plan};
 use crate::run::{RunOptions, execute};
 
-use super::{Exit, failed, input, open_store};
+use super::common::{Exit, failed, input, open_store};
 
 fn options(verdicts: &VerdictArgs) -> Result<CompareOptions, Exit> {
     if !(verdicts.threshold > 0.0 && verdicts.threshold < 1.0) {

@@ -11,7 +11,7 @@ use crate::cli::RecipeArgs;
 use crate::history;
 use crate::plan::changes::{Change, describe, diff_values};
 
-use super::{Exit, input, load_plan, open_store};
+use super::common::{Exit, input, load_plan, open_store};
 
 /// How `RECIPE:STEP` sides are resolved (the flags `plan` takes).
 pub struct Resolution {

@@ -2,7 +2,7 @@
 
 use crate::cli::{GraphFormat, RecipeArgs};
 
-use super::{Exit, load_plan};
+use super::common::{Exit, load_plan};
 
 pub fn graph(args: &RecipeArgs, format: GraphFormat) -> Result<i32, Exit> {
     let plan = load_plan(args, None)?;

@@ -2,6 +2,7 @@
 //! whether the user's input was at fault (2) or the work failed (1).
 
 mod bundle;
+mod common;
 mod compare;
 mod diff;
 mod graph;
@@ -12,58 +13,11 @@ mod show;
 mod sim;
 mod store;
 
-use std::path::Path;
-
-use anvil_store::Store;
 use clap::Parser;
 
+pub use common::{Exit, failed, input, load_plan, open_store};
+
 use crate::cli::{Cli, Command, RecipeArgs, StoreAction};
-use crate::plan::{EngineMode, Plan};
-
-pub enum Exit {
-    /// Bad input: a recipe error, an unknown name, a bad flag.
-    Input(miette::Report),
-    /// The work could not be done (store damage, I/O).
-    Failed(miette::Report),
-}
-
-impl Exit {
-    /// The process exit code: 2 for bad input, 1 for work that failed.
-    pub fn code(&self) -> i32 {
-        match self {
-            Exit::Input(_) => 2,
-            Exit::Failed(_) => 1,
-        }
-    }
-
-    pub fn report(&self) -> &miette::Report {
-        match self {
-            Exit::Input(report) | Exit::Failed(report) => report,
-        }
-    }
-}
-
-impl From<crate::run::RunError> for Exit {
-    fn from(err: crate::run::RunError) -> Exit {
-        let code = err.exit_code();
-        let report = miette::miette!("{err}");
-        if code == 2 { Exit::Input(report) } else { Exit::Failed(report) }
-    }
-}
-
-impl From<anvil_store::StoreError> for Exit {
-    fn from(err: anvil_store::StoreError) -> Exit {
-        Exit::Failed(miette::miette!("store: {err}"))
-    }
-}
-
-pub fn input(message: impl std::fmt::Display) -> Exit {
-    Exit::Input(miette::miette!("{message}"))
-}
-
-pub fn failed(message: impl std::fmt::Display) -> Exit {
-    Exit::Failed(miette::miette!("{message}"))
-}
 
 pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
     match cli.command {
@@ -134,19 +88,6 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         Command::Gc { dry_run } => store::gc(&cli.store, dry_run),
         Command::Sim { port, host, profile, set } => sim::sim(&host, port, profile.as_deref(), &set).await,
     }
-}
-
-pub fn open_store(root: &Path) -> Result<Store, Exit> {
-    Store::open(root).map_err(|err| failed(format!("cannot open the store at {}: {err}", root.display())))
-}
-
-/// Load a recipe and plan it; recipe errors are input errors with spans.
-pub fn load_plan(args: &RecipeArgs, store: Option<&Store>) -> Result<Plan, Exit> {
-    let cache = store.and_then(crate::plan::recipe_cache);
-    let recipe = crate::recipe::load_cached(&args.recipe, &args.set, cache.as_ref())
-        .map_err(|e| Exit::Input(miette::Report::new(e)))?;
-    let mode = if args.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
-    Plan::build(recipe, store, mode).map_err(|e| Exit::Input(miette::Report::new(e)))
 }
 
 /// The runtime a command needs: the commands that serve or measure (the

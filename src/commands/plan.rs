@@ -11,7 +11,7 @@ use serde::ser::{SerializeMap, Serializer};
 use crate::cli::RecipeArgs;
 use crate::plan::{Plan, PlannedNode, Status};
 
-use super::{Exit, load_plan, open_store};
+use super::common::{Exit, load_plan, open_store};
 
 pub async fn plan(store_root: &Path, args: &RecipeArgs, as_json: bool) -> Result<i32, Exit> {
     let store = open_store(store_root)?;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anvil_store::{RunRecord, Store};
 
-use super::{Exit, failed, input, open_store};
+use super::common::{Exit, failed, input, open_store};
 use crate::cli::ReportFormat;
 use crate::report::model::{self, Report, Sources};
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::RecipeArgs;
 use crate::run::{Ending, RunOptions, RunSummary, execute};
 
-use super::{Exit, failed, load_plan, open_store};
+use super::common::{Exit, failed, load_plan, open_store};
 use crate::recipe::Kind;
 
 /// Where a run's outputs go and how its summary is printed.

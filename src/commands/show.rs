@@ -5,8 +5,8 @@ use std::path::Path;
 use anvil_store::NodeStatus;
 use serde_json::json;
 
+use super::common::{Exit, input, open_store};
 use super::diff::{label_of, resolve_prefix};
-use super::{Exit, input, open_store};
 
 pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit> {
     let store = open_store(store_root)?;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anvil_sim::SimProfile;
 
-use super::{Exit, failed, input};
+use super::common::{Exit, failed, input};
 
 pub async fn sim(host: &str, port: u16, profile_file: Option<&Path>, set: &[String]) -> Result<i32, Exit> {
     let mut profile = match profile_file {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Exit, open_store};
+use super::common::{Exit, open_store};
 
 pub fn verify(root: &Path, as_json: bool) -> Result<i32, Exit> {
     let store = open_store(root)?;

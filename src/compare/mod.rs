@@ -7,55 +7,17 @@
 //! recipe's latest run, a stored cell, or a lone benchmark/v1 JSON file.
 
 mod render;
+mod report;
 mod side;
 
 pub use render::render;
+pub use report::{Agreement, CellReport, Report};
 pub use side::{Side, resolve};
 
-use anvil_evidence::{CompareOptions, Comparison, Verdict};
-use serde::Serialize;
+use anvil_evidence::{CompareOptions, Verdict};
 use serde_json::Value;
 
 use crate::plan::changes::{describe, diff_values};
-
-/// Two sides compared.
-#[derive(Debug, Serialize)]
-pub struct Report {
-    pub a: String,
-    pub b: String,
-    pub threshold: f64,
-    pub cells: Vec<CellReport>,
-    pub screens: Vec<Agreement>,
-    pub gates: Vec<Agreement>,
-    pub labels: Option<Agreement>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct CellReport {
-    pub name: String,
-    pub metrics: Vec<Comparison>,
-    /// The cell's overall verdict: `differs` if any metric differs, else
-    /// `reproduced` if any reproduced, else `inconclusive`.
-    pub verdict: Verdict,
-    /// What differs in configuration between the two sides (cell and its server).
-    pub configuration: Vec<String>,
-}
-
-/// A verdict that must be the same on both sides.
-#[derive(Debug, Serialize)]
-pub struct Agreement {
-    pub name: String,
-    pub a: Value,
-    pub b: Value,
-    pub same: bool,
-}
-
-impl Report {
-    /// Whether every decision label was reached again (true without a decision).
-    pub fn labels_reproduced(&self) -> bool {
-        self.labels.as_ref().is_none_or(|l| l.same)
-    }
-}
 
 pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
     let mut cells = Vec::new();

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anvil_evidence::Verdict;
 
-use super::{Agreement, Report};
+use super::report::{Agreement, Report};
 
 /// The comparison as text: one line per cell, then every metric of the
 /// cells that differ (of all cells with `all`), then screens, gates, labels.

@@ -1,11 +1,13 @@
 //! The plan: a recipe's steps as a DAG, each with its preimage, its
 //! fingerprint, and whether a run will execute it (and why).
 
+mod cache;
 mod canonical;
 pub mod changes;
 mod dependencies;
 mod fingerprint;
 mod graph;
+mod planned;
 mod preimage;
 mod preimage_text;
 mod provisional;
@@ -19,45 +21,16 @@ use std::collections::HashMap;
 
 use anvil_store::{Fingerprint, Store};
 
+pub use cache::recipe_cache;
 pub use canonical::{canonical, canonical_bytes};
 
 pub use fingerprint::{FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, fingerprint_of};
+pub use planned::{Plan, PlannedNode, Status};
 pub use preimage::{EngineMode, reads_results};
 pub use preimage_text::PreimageText;
-pub use status::Status;
 
-use crate::recipe::{Kind, ParseCache, Recipe, RecipeError};
+use crate::recipe::{Kind, Recipe, RecipeError};
 use preimage::{Upstream, World, preimage_of};
-
-#[derive(Debug, Clone)]
-pub struct PlannedNode {
-    pub name: String,
-    pub kind: Kind,
-    /// Indices (into `Plan::nodes`) of the steps this one waits for.
-    pub deps: Vec<usize>,
-    /// What its fingerprint hashes, as canonical JSON text.
-    pub preimage: PreimageText,
-    pub fingerprint: Fingerprint,
-    /// True for a gate, screen or decision whose inputs are not all stored
-    /// yet, or a step whose settings wait for upstream results: its
-    /// fingerprint is settled only when they are.
-    pub provisional: bool,
-    /// The steps whose results its settings (or its server's) still wait
-    /// for (`{screen.X.winner_server}`); empty once settled.
-    pub waits_for: Vec<String>,
-    pub status: Status,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub recipe: Recipe,
-    pub mode: EngineMode,
-    /// One per step, in the recipe's order.
-    pub nodes: Vec<PlannedNode>,
-    /// A valid execution order (indices into `nodes`).
-    pub order: Vec<usize>,
-}
 
 impl Plan {
     /// Build the DAG and fingerprint every step. With a store, each step is
@@ -193,11 +166,6 @@ impl Plan {
         node.provisional = provisional;
         node.fingerprint
     }
-}
-
-/// Where recipes loaded against `store` are cached (`recipe::ParseCache`).
-pub fn recipe_cache(store: &Store) -> Option<ParseCache> {
-    ParseCache::in_dir(store.cache_dir("recipes"))
 }
 
 #[cfg(test)]

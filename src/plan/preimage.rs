@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::fingerprint::{MEASUREMENT_PROTOCOL, PreimageParts, file_digest};
+use super::fingerprint::{MEASUREMENT_PROTOCOL, PreimageParts, file_digest, fingerprint_of};
 use crate::recipe::decls::Engine;
 use crate::recipe::{Decl, Kind, Recipe, Spec};
 
@@ -155,7 +155,7 @@ pub fn preimage_of(
             })
             .collect();
         let (probe, _) = preimage_of(&search.probe(search.snap(search.min)), recipe, &server, mode, world);
-        parts.upstream.insert("first_probe".into(), json!(super::fingerprint_of(&probe).to_string()));
+        parts.upstream.insert("first_probe".into(), json!(fingerprint_of(&probe).to_string()));
     }
     parts.settings = settings.into_iter().collect();
     (parts.into_preimage(), provisional)

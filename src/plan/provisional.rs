@@ -11,7 +11,7 @@
 use anvil_store::Store;
 use serde_json::Value;
 
-use super::{Plan, PlannedNode};
+use super::planned::{Plan, PlannedNode};
 use crate::recipe::{Decl, Kind, Recipe, RecipeError, ResultValues, result_refs};
 
 /// The dependencies of `step` that only its result placeholders create: they
@@ -34,7 +34,7 @@ pub(super) fn waits_for<'a>(step: &Decl, shaping: impl Iterator<Item = &'a Plann
     let mut waits: Vec<String> =
         step.unresolved.iter().filter_map(|n| result_refs::parse(n)).map(|r| r.qualified()).collect();
     // A gate reading a provisional cell waits for it as for any input.
-    if !super::reads_results(step.kind) {
+    if !super::preimage::reads_results(step.kind) {
         for node in shaping {
             waits.extend(node.waits_for.iter().cloned());
         }
@@ -49,7 +49,7 @@ impl Plan {
     /// recipe again with their values and plan it, until nothing more settles.
     pub fn settle_results(self, store: &Store) -> Result<Plan, RecipeError> {
         let mut plan = self;
-        let cache = super::recipe_cache(store);
+        let cache = super::cache::recipe_cache(store);
         loop {
             let unresolved =
                 |plan: &Plan| plan.recipe.steps.iter().map(|s| s.unresolved.len()).sum::<usize>();

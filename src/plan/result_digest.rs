@@ -14,7 +14,7 @@ use std::path::Path;
 
 use anvil_store::{Fingerprint, Store};
 
-use super::canonical_bytes;
+use super::canonical::canonical_bytes;
 
 /// `blake3:<hex>` of the stored result of `fingerprint`; None when the
 /// store does not hold it.

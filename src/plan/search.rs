@@ -9,8 +9,8 @@ use anvil_expr::{Evaluation, Reference, Resolved, Resolver};
 use anvil_store::{Fingerprint, Store};
 use serde_json::{Map, Value};
 
-use super::Plan;
 use super::fingerprint::fingerprint_of;
+use super::planned::Plan;
 use super::preimage::{EngineMode, Upstream, World, preimage_of};
 use crate::recipe::decls::SearchDecl;
 use crate::recipe::decls::search::format_value;

@@ -7,28 +7,8 @@ use std::collections::{HashMap, HashSet};
 use anvil_store::{NodeStatus, RunNode, RunRecord, Store};
 
 use super::changes::{describe, diff_values};
-use super::{Plan, PlannedNode};
+use super::planned::{Plan, PlannedNode, Status};
 use crate::recipe::{Kind, Spec};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Its result is in the store: a run will not execute it.
-    Cached,
-    /// A run will execute it.
-    Pending,
-    /// A `finally` step a run will skip: nothing else runs, so nothing needs restoring.
-    Idle,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Cached => "cached",
-            Status::Pending => "pending",
-            Status::Idle => "idle",
-        }
-    }
-}
 
 pub fn assign(plan: &mut Plan, store: Option<&Store>) {
     // Read only when a step needs explaining: a run that executes nothing

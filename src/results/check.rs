@@ -3,12 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Verdict;
+use super::verdict::Verdict;
 use crate::recipe::words::CheckType;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
-    #[serde(rename = "type", with = "super::check_type_word")]
+    #[serde(rename = "type", with = "super::word_serde::check_type_word")]
     pub check_type: CheckType,
     /// Every replica passed (the same fact as `status`).
     pub passed: bool,

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{EvalStatus, NamedMap};
+use super::named::NamedMap;
+use super::verdict::EvalStatus;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionResult {

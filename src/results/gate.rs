@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{EvalStatus, Verdict};
+use super::verdict::{EvalStatus, Verdict};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateResult {

@@ -30,6 +30,8 @@ mod named;
 mod screen;
 mod search;
 mod task;
+mod verdict;
+mod word_serde;
 
 pub use cell::{CELL_RESULT_SCHEMA, CellLoad, CellResult};
 pub use check::CheckResult;
@@ -39,66 +41,10 @@ pub use named::NamedMap;
 pub use screen::ScreenResult;
 pub use search::{ProbePoint, SEARCH_RESULT_SCHEMA, SearchResult, boundary_of};
 pub use task::TaskResult;
+pub use verdict::{EvalStatus, Verdict};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// The verdict of a check or a gate, stored as `"status"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Passed,
-    Rejected,
-}
-
-impl Verdict {
-    pub fn from_passed(passed: bool) -> Verdict {
-        if passed { Verdict::Passed } else { Verdict::Rejected }
-    }
-
-    pub fn passed(self) -> bool {
-        self == Verdict::Passed
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Passed => "passed",
-            Verdict::Rejected => "rejected",
-        }
-    }
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How one expression (a gate's `require`, a decision's rule or
-/// `promote-when`) evaluated: the expression language's four outcomes, plus
-/// `"not declared"` for a decision without `promote-when`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EvalStatus {
-    Passed,
-    Rejected,
-    Missing,
-    Error,
-    #[serde(rename = "not declared")]
-    NotDeclared,
-}
-
-impl EvalStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EvalStatus::Passed => "passed",
-            EvalStatus::Rejected => "rejected",
-            EvalStatus::Missing => "missing",
-            EvalStatus::Error => "error",
-            EvalStatus::NotDeclared => "not declared",
-        }
-    }
-}
 
 /// What every stored verdict (a check's or a gate's result) carries,
 /// whatever its kind: enough to tell whether a cached step was rejected.
@@ -132,29 +78,6 @@ pub fn to_value<T: Serialize>(result: &T) -> Value {
 pub fn from_value<T: serde::de::DeserializeOwned>(result: Value) -> Result<T, serde_json::Error> {
     serde_json::from_value(result)
 }
-
-/// Serde for a recipe word (`words!` enums): stored as its word.
-macro_rules! word_serde {
-    ($module:ident, $ty:ty) => {
-        pub(crate) mod $module {
-            use serde::{Deserialize, Deserializer, Serializer};
-
-            pub fn serialize<S: Serializer>(word: &$ty, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(word.as_str())
-            }
-
-            pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
-                let text = String::deserialize(d)?;
-                <$ty>::from_word(&text).ok_or_else(|| {
-                    serde::de::Error::custom(format!("`{text}` is not one of {}", <$ty>::WORDS.join(", ")))
-                })
-            }
-        }
-    };
-}
-
-word_serde!(check_type_word, crate::recipe::words::CheckType);
-word_serde!(goal_word, crate::recipe::words::Goal);
 
 #[cfg(test)]
 mod tests {

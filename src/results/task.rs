@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::NamedMap;
+use super::named::NamedMap;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskResult {

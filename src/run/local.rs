@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use super::{Context, step};
+use super::context::Context;
+use super::step;
 use crate::executor::interface::{BoxFuture, Executor, ReadyStep, StepOutcome};
 use crate::recipe::Kind;
 

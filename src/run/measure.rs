@@ -1,8 +1,8 @@
 //! Measuring a cell on its server, in the server's turn: a cell step, or a
 //! search's probe.
 
-use super::Context;
 use super::cell;
+use super::context::Context;
 use super::outcome::{Failure, Produced};
 
 /// Measure `cell` on `server` in its turn (a cell, or a search's probe). A

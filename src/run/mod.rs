@@ -4,8 +4,10 @@
 mod cell;
 mod check;
 mod commit;
+mod context;
 mod decision;
 mod error;
+mod finished;
 mod gate;
 mod launch;
 mod local;
@@ -20,25 +22,28 @@ mod search;
 mod server_info;
 mod servers;
 mod step;
+mod summary;
 mod task;
 mod warmup;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anvil_store::{Fingerprint, RunStatus, Store};
+use anvil_store::{RunStatus, Store};
 use serde_json::Value;
 
 pub use crate::executor::interface::Ending;
 pub use error::RunError;
 pub use servers::registry_dir;
+pub use summary::{RunSummary, StepReport};
 
-use crate::executor::interface::{Executor, RunSpec, Start, StepOutcome};
+use crate::executor::interface::{Executor, RunSpec, Start};
 use crate::plan::{Plan, Status};
 use crate::recipe::decls::ServerDecl;
 use crate::recipe::{Kind, Spec};
+use context::Context;
+use finished::Finished;
 use progress::Progress;
 use servers::ServerPool;
 
@@ -53,75 +58,6 @@ pub struct RunOptions {
     /// `--executor NAME` (`crate::executor::REGISTRY`): where the steps it
     /// takes run (None: every step runs here).
     pub executor: Option<Start>,
-}
-
-/// How one step ended in this run.
-#[derive(Debug, Clone)]
-pub struct StepReport {
-    pub name: String,
-    pub kind: Kind,
-    pub fingerprint: Fingerprint,
-    pub ending: Ending,
-    pub detail: String,
-    pub duration: Duration,
-}
-
-#[derive(Debug, Clone)]
-pub struct RunSummary {
-    pub run_id: String,
-    pub steps: Vec<StepReport>,
-    pub elapsed: Duration,
-    /// RFC 3339, when the last step ended.
-    pub finished_at: String,
-    /// The plan as the run left it (result-reading steps settled on their inputs).
-    pub plan: Plan,
-    /// The exit code a signal asks for (130 for Ctrl-C), when one stopped the run.
-    pub interrupted: Option<i32>,
-}
-
-impl RunSummary {
-    pub fn count(&self, ending: Ending) -> usize {
-        self.steps.iter().filter(|s| s.ending == ending && s.kind != Kind::Server).count()
-    }
-
-    /// A run succeeds when nothing failed and no gate rejected.
-    pub fn succeeded(&self) -> bool {
-        self.count(Ending::Failed) == 0 && self.count(Ending::Rejected) == 0
-    }
-}
-
-/// Shared by every step of the run.
-struct Context {
-    store: Store,
-    servers: ServerPool,
-    recipe_dir: PathBuf,
-    recipe_key: String,
-    seed: u64,
-    run_id: String,
-    progress: Arc<Progress>,
-}
-
-struct Finished {
-    index: usize,
-    ending: Ending,
-    detail: String,
-    evidence: Option<String>,
-    duration: Duration,
-    /// False for a result taken from the store.
-    executed: bool,
-}
-
-impl Finished {
-    fn of(index: usize, outcome: StepOutcome) -> Finished {
-        let StepOutcome { ending, detail, evidence, duration, executed } = outcome;
-        Finished { index, ending, detail, evidence, duration, executed }
-    }
-
-    /// A step that ended without executing (skipped, or a server, which
-    /// starts when its steps ask for it).
-    fn without_work(index: usize, ending: Ending, detail: String) -> Finished {
-        Finished { index, ending, detail, evidence: None, duration: Duration::ZERO, executed: false }
-    }
 }
 
 /// Run a plan: every selected step not in the store, then the campaign

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::Ending;
+use crate::executor::interface::Ending;
 use crate::recipe::Kind;
 
 pub struct Progress {

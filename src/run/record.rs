@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use anvil_store::{Fingerprint, NodeStatus, RunNode, RunRecord, RunStatus, Store};
 use serde_json::{Map, Value, json};
 
-use super::StepReport;
+use super::summary::StepReport;
 use crate::plan::{EngineMode, Plan, PlannedNode, Status};
 use crate::recipe::Kind;
 use crate::run_extra::{Invocation, RunExtra};

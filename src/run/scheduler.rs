@@ -12,9 +12,12 @@ use std::time::Duration;
 use anvil_store::Store;
 use tokio::task::JoinSet;
 
+use super::context::Context;
+use super::error::RunError;
+use super::finished::Finished;
 use super::local::Local;
 use super::progress::Progress;
-use super::{Context, Finished, RunError, results, step};
+use super::{results, step};
 use crate::executor::interface::{Ending, Executor, ReadyStep};
 use crate::plan::{Plan, Status, reads_results};
 use crate::recipe::{Kind, Spec};

@@ -8,8 +8,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use super::context::Context;
 use super::outcome::{Failure, Produced};
-use super::{Context, commit, measure};
+use super::{commit, measure};
 use crate::executor::interface::Ending;
 use crate::plan::search::{Next, Probe, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};
 use crate::recipe::Kind;
@@ -176,7 +177,7 @@ fn stop_sentence(
 /// failed or was interrupted lists the probes it stored before. (Under
 /// Slurm a probe measured by a worker is `ran` in the worker's record.)
 pub(super) fn probe_nodes(
-    summary: &super::RunSummary,
+    summary: &super::summary::RunSummary,
     store: &anvil_store::Store,
 ) -> Vec<anvil_store::RunNode> {
     let mut nodes = Vec::new();

@@ -8,9 +8,10 @@ use anvil_store::{Fingerprint, Store};
 use serde_json::Value;
 
 use super::commit::commit_entry;
+use super::context::Context;
 use super::measure::measure_cell;
 use super::outcome::{Failure, Produced};
-use super::{Context, check, decision, gate, screen, search, task};
+use super::{check, decision, gate, screen, search, task};
 use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
 use crate::recipe::Spec;
 use crate::recipe::decls::FinallyDecl;

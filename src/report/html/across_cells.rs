@@ -5,8 +5,8 @@ use plotters::chart::SeriesLabelPosition;
 
 use super::format::count;
 use super::link::step_link;
+use super::page::{Page, escape};
 use super::table::num_td;
-use super::{Page, escape};
 use crate::report::model::{Cell, Report, Step};
 use crate::report::plot::{self, Series};
 

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::format::{code, plain};
-use super::{Page, escape};
+use super::page::{Page, escape};
 use crate::report::model::Report;
 
 /// The page's `<header>`: what ran, when, and where the report read it from.

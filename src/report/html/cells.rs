@@ -6,10 +6,10 @@ use std::fmt::Write;
 
 use super::format::{code, count, num};
 use super::link::anchor;
+use super::page::{Page, escape};
 use super::stats::{CDF_POINTS, bin_rows, cdf, histogram_bins, quantile, rate_over_time, sorted};
 use super::table::num_td;
 use super::telemetry::telemetry;
-use super::{Page, escape};
 use crate::report::model::{Body, Cell, Report, Step, Timing};
 use crate::report::plot::{self, Series, Span};
 

@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use super::format::{code, plain};
 use super::link::step_link;
+use super::page::{Page, escape};
 use super::table::status_td;
-use super::{Page, escape};
 use crate::report::model::{Body, Report, Step};
 
 pub(super) fn decision(page: &mut Page, report: &Report) {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::escape;
+use super::page::escape;
 
 /// A number as the page shows it: 1 decimal from 100, 2 from 1, else 3.
 pub fn num(value: Option<f64>) -> String {

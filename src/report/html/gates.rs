@@ -2,8 +2,8 @@
 //! one (it names every gate), else from the stored gate and check steps.
 
 use super::link::step_link;
+use super::page::{Page, escape};
 use super::table::status_td;
-use super::{Page, escape};
 use crate::report::model::{Body, Report};
 
 pub(super) fn gates(page: &mut Page, report: &Report) {

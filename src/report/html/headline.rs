@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use super::format::{code, short};
 use super::link::step_link;
+use super::page::{Page, escape};
 use super::table::num_td;
-use super::{Page, escape};
 use crate::report::model::Report;
 
 const HEADLINE_BLOCKS: [(&str, &str); 5] = [

@@ -1,7 +1,7 @@
 //! Ids and links between sections: each step's row in the step index is
 //! its anchor, so every section can point at the evidence it shows.
 
-use super::escape;
+use super::page::escape;
 use crate::report::model::Step;
 
 pub(super) fn anchor(kind: &str, name: &str) -> String {

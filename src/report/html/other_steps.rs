@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::link::step_link;
-use super::{Page, escape};
+use super::page::{Page, escape};
 use crate::report::model::{Body, Report};
 
 pub(super) fn other_steps(page: &mut Page, report: &Report) {

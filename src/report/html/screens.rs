@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::link::step_link;
+use super::page::{Page, escape};
 use super::table::num_td;
-use super::{Page, escape};
 use crate::report::model::{Body, Report, Step};
 use crate::report::plot::{self, Bar};
 use crate::results::ScreenResult;

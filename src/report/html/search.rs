@@ -6,8 +6,8 @@ use std::fmt::Write;
 
 use super::format::{count, short};
 use super::link::step_link;
+use super::page::{Page, escape};
 use super::table::num_td;
-use super::{Page, escape};
 use crate::report::model::{Body, Report};
 use crate::report::plot::{CurvePoint, search_curve};
 use crate::results::SearchResult;

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::format::{code, short};
 use super::link::anchor;
-use super::{Page, escape};
+use super::page::{Page, escape};
 use crate::report::model::Report;
 
 pub(super) fn step_index(page: &mut Page, report: &Report) {

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::format::num;
-use super::{Page, escape};
+use super::page::{Page, escape};
 
 impl Page {
     /// A table: header cells, then rows of already-escaped cell HTML.

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::format::{code, num};
-use super::{Page, escape};
+use super::page::{Page, escape};
 use crate::report::model::{Cell, Step};
 
 pub(super) fn telemetry(page: &mut Page, step: &Step, cell: &Cell) {

@@ -4,8 +4,8 @@
 use plotters::element::{PathElement, Rectangle};
 use plotters::prelude::*;
 
-use super::Series;
 use super::axis::span;
+use super::series_data::Series;
 use super::svg::{PALETTE, draw, legend, note_on, numeric_chart};
 
 /// Lines (cumulative distributions, rates over time), one colour per series.

@@ -12,6 +12,7 @@ mod distribution;
 mod scatter;
 mod search;
 mod series;
+mod series_data;
 mod svg;
 mod timeline;
 
@@ -20,14 +21,9 @@ pub use distribution::{histogram, lines};
 pub use scatter::scatter;
 pub use search::{CurvePoint, search_curve};
 pub use series::load_over_time;
+pub use series_data::Series;
 pub use svg::escape;
 pub use timeline::{Span, timeline};
-
-/// A named set of points: a line, or a scatter series.
-pub struct Series {
-    pub name: String,
-    pub points: Vec<(f64, f64)>,
-}
 
 #[cfg(test)]
 mod tests {

@@ -4,8 +4,8 @@
 use plotters::element::{Circle, PathElement, Text};
 use plotters::prelude::*;
 
-use super::Series;
 use super::axis::span;
+use super::series_data::Series;
 use super::svg::{FONT, PALETTE, draw, legend, numeric_chart};
 
 /// Points per series, each labelled; `front` (already sorted by x) is drawn

@@ -1,0 +1,67 @@
+//! What every subcommand shares: its error (`Exit`), and opening the store
+//! and planning a recipe as the command line asks.
+
+use std::path::Path;
+
+use anvil_store::Store;
+
+use crate::cli::RecipeArgs;
+use crate::plan::{EngineMode, Plan};
+
+pub enum Exit {
+    /// Bad input: a recipe error, an unknown name, a bad flag.
+    Input(miette::Report),
+    /// The work could not be done (store damage, I/O).
+    Failed(miette::Report),
+}
+
+impl Exit {
+    /// The process exit code: 2 for bad input, 1 for work that failed.
+    pub fn code(&self) -> i32 {
+        match self {
+            Exit::Input(_) => 2,
+            Exit::Failed(_) => 1,
+        }
+    }
+
+    pub fn report(&self) -> &miette::Report {
+        match self {
+            Exit::Input(report) | Exit::Failed(report) => report,
+        }
+    }
+}
+
+impl From<crate::run::RunError> for Exit {
+    fn from(err: crate::run::RunError) -> Exit {
+        let code = err.exit_code();
+        let report = miette::miette!("{err}");
+        if code == 2 { Exit::Input(report) } else { Exit::Failed(report) }
+    }
+}
+
+impl From<anvil_store::StoreError> for Exit {
+    fn from(err: anvil_store::StoreError) -> Exit {
+        Exit::Failed(miette::miette!("store: {err}"))
+    }
+}
+
+pub fn input(message: impl std::fmt::Display) -> Exit {
+    Exit::Input(miette::miette!("{message}"))
+}
+
+pub fn failed(message: impl std::fmt::Display) -> Exit {
+    Exit::Failed(miette::miette!("{message}"))
+}
+
+pub fn open_store(root: &Path) -> Result<Store, Exit> {
+    Store::open(root).map_err(|err| failed(format!("cannot open the store at {}: {err}", root.display())))
+}
+
+/// Load a recipe and plan it; recipe errors are input errors with spans.
+pub fn load_plan(args: &RecipeArgs, store: Option<&Store>) -> Result<Plan, Exit> {
+    let cache = store.and_then(crate::plan::recipe_cache);
+    let recipe = crate::recipe::load_cached(&args.recipe, &args.set, cache.as_ref())
+        .map_err(|e| Exit::Input(miette::Report::new(e)))?;
+    let mode = if args.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
+    Plan::build(recipe, store, mode).map_err(|e| Exit::Input(miette::Report::new(e)))
+}

@@ -1,0 +1,44 @@
+//! What comparing two sides found: per cell, and the verdicts that must agree.
+
+use anvil_evidence::{Comparison, Verdict};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Two sides compared.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub a: String,
+    pub b: String,
+    pub threshold: f64,
+    pub cells: Vec<CellReport>,
+    pub screens: Vec<Agreement>,
+    pub gates: Vec<Agreement>,
+    pub labels: Option<Agreement>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CellReport {
+    pub name: String,
+    pub metrics: Vec<Comparison>,
+    /// The cell's overall verdict: `differs` if any metric differs, else
+    /// `reproduced` if any reproduced, else `inconclusive`.
+    pub verdict: Verdict,
+    /// What differs in configuration between the two sides (cell and its server).
+    pub configuration: Vec<String>,
+}
+
+/// A verdict that must be the same on both sides.
+#[derive(Debug, Serialize)]
+pub struct Agreement {
+    pub name: String,
+    pub a: Value,
+    pub b: Value,
+    pub same: bool,
+}
+
+impl Report {
+    /// Whether every decision label was reached again (true without a decision).
+    pub fn labels_reproduced(&self) -> bool {
+        self.labels.as_ref().is_none_or(|l| l.same)
+    }
+}

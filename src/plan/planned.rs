@@ -1,0 +1,58 @@
+//! What a plan is made of: its steps as planned nodes, each with the status
+//! a run will give it.
+
+use anvil_store::Fingerprint;
+
+use super::preimage::EngineMode;
+use super::preimage_text::PreimageText;
+use crate::recipe::{Kind, Recipe};
+
+#[derive(Debug, Clone)]
+pub struct PlannedNode {
+    pub name: String,
+    pub kind: Kind,
+    /// Indices (into `Plan::nodes`) of the steps this one waits for.
+    pub deps: Vec<usize>,
+    /// What its fingerprint hashes, as canonical JSON text.
+    pub preimage: PreimageText,
+    pub fingerprint: Fingerprint,
+    /// True for a gate, screen or decision whose inputs are not all stored
+    /// yet, or a step whose settings wait for upstream results: its
+    /// fingerprint is settled only when they are.
+    pub provisional: bool,
+    /// The steps whose results its settings (or its server's) still wait
+    /// for (`{screen.X.winner_server}`); empty once settled.
+    pub waits_for: Vec<String>,
+    pub status: Status,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub recipe: Recipe,
+    pub mode: EngineMode,
+    /// One per step, in the recipe's order.
+    pub nodes: Vec<PlannedNode>,
+    /// A valid execution order (indices into `nodes`).
+    pub order: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Its result is in the store: a run will not execute it.
+    Cached,
+    /// A run will execute it.
+    Pending,
+    /// A `finally` step a run will skip: nothing else runs, so nothing needs restoring.
+    Idle,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Cached => "cached",
+            Status::Pending => "pending",
+            Status::Idle => "idle",
+        }
+    }
+}
