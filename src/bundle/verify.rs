@@ -16,6 +16,7 @@
 use std::path::Path;
 
 use anvil_store::{NodeStatus, RunStatus, Store};
+use serde::Deserialize as _;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -108,9 +109,18 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
             });
         }
         // The cell's stored result repeats the artifact's metrics: they must agree.
-        let result: Value = read_json(&unpacked.join(format!("entries/{fp}/result.json")));
-        if let Some(metrics) = result.get("metrics") {
-            for change in diff_values(metrics, &artifact["metrics"]) {
+        let result = std::fs::read(unpacked.join(format!("entries/{fp}/result.json"))).ok();
+        let result =
+            result.and_then(|bytes| serde_json::from_slice::<crate::results::CellResult>(&bytes).ok());
+        // Only the metrics of the artifact (its per-request lists are not copied).
+        #[derive(serde::Deserialize)]
+        struct MetricsOf {
+            #[serde(default)]
+            metrics: serde_json::Map<String, Value>,
+        }
+        let artifact_metrics = MetricsOf::deserialize(&artifact).map(|m| m.metrics).unwrap_or_default();
+        if let Some(result) = result {
+            for change in diff_values(&result.metrics, &Value::Object(artifact_metrics)) {
                 report.findings.push(Finding {
                     at: format!("entries/{fp}/result.json"),
                     path: format!("metrics.{}", change.path),

@@ -9,6 +9,7 @@
 //! what depends on them); an unchanged winner changes nothing.
 
 use anvil_store::Store;
+use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::planned::{Plan, PlannedNode};
@@ -111,10 +112,11 @@ fn field_of(plan: &Plan, index: usize, result: &Value, field: &str) -> Option<Va
     if plan.nodes[index].kind != Kind::Screen {
         return None;
     }
-    let winner = result.get("winner")?.as_str()?;
+    let screen = crate::results::ScreenResult::deserialize(result).ok()?;
+    let winner = screen.winner.as_str();
     match field {
         "winner_server" => plan.recipe.step(winner)?.spec.server().map(|s| Value::String(s.to_string())),
-        "winner_value" => result.get("values")?.get(winner).filter(|v| !v.is_null()).cloned(),
+        "winner_value" => screen.values.get(winner).copied().flatten().map(Value::from),
         _ => None,
     }
 }

@@ -7,6 +7,7 @@
 
 use anvil_expr::{Evaluation, Reference, Resolved, Resolver};
 use anvil_store::{Fingerprint, Store};
+use serde::Deserialize as _;
 use serde_json::{Map, Value};
 
 use super::fingerprint::fingerprint_of;
@@ -16,6 +17,7 @@ use crate::recipe::decls::SearchDecl;
 use crate::recipe::decls::search::format_value;
 use crate::recipe::words::SearchMethod;
 use crate::recipe::{Decl, Recipe, Spec};
+use crate::results::CellResult;
 
 /// Everything needed to name, fingerprint and judge a search's probes,
 /// owned so an executor can carry it.
@@ -112,13 +114,15 @@ pub fn probe_view(result: &Value) -> Map<String, Value> {
     if let Some(top) = result.as_object() {
         view.extend(top.iter().filter(|(k, _)| *k != "metrics").map(|(k, v)| (k.clone(), v.clone())));
     }
-    let count = |key: &str| result.get(key).and_then(Value::as_u64).unwrap_or(0);
-    let attempted = count("completed") + count("failed");
-    if attempted > 0 {
-        view.insert("failure_pct".into(), Value::from(100.0 * count("failed") as f64 / attempted as f64));
-    }
-    if let Some(rate) = result.get("metrics").and_then(|m| m.get("goodput_rate")).and_then(Value::as_f64) {
-        view.insert("goodput_pct".into(), Value::from(100.0 * rate));
+    // The derived fields, from the result as its type reads it.
+    if let Ok(cell) = CellResult::deserialize(result) {
+        let attempted = cell.completed + cell.failed;
+        if attempted > 0 {
+            view.insert("failure_pct".into(), Value::from(100.0 * cell.failed as f64 / attempted as f64));
+        }
+        if let Some(rate) = cell.metric("goodput_rate").as_f64() {
+            view.insert("goodput_pct".into(), Value::from(100.0 * rate));
+        }
     }
     view
 }
@@ -174,17 +178,18 @@ pub fn judge(
             }
         }
     }
-    let count = |key: &str| result.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let cell = CellResult::deserialize(result)
+        .map_err(|e| format!("a stored probe does not read as a cell: {e}"))?;
     Ok(ProbeOutcome {
         value,
         fingerprint,
         passed,
         details,
         metrics,
-        throughput_tok_s: result.get("aggregate_tok_s").and_then(Value::as_f64),
-        completed: count("completed"),
-        failed: count("failed"),
-        simulated: result.get("simulated").and_then(Value::as_bool).unwrap_or(false),
+        throughput_tok_s: cell.aggregate_tok_s,
+        completed: cell.completed,
+        failed: cell.failed,
+        simulated: cell.simulated,
     })
 }
 

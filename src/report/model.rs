@@ -86,7 +86,7 @@ pub struct Artifact {
     pub failure_counts: BTreeMap<String, u64>,
     pub repeats: Value,
     pub telemetry: Value,
-    pub targets: Value,
+    pub targets: Vec<anvil_loadgen::TargetLabel>,
     pub wall_clock_ms: Option<f64>,
     pub simulated: Option<bool>,
     pub request_timings: Vec<Timing>,
@@ -140,12 +140,7 @@ impl Cell {
 
     /// The server (replica label) the cell measured.
     pub fn server(&self) -> String {
-        let labels: Vec<&str> = self
-            .artifact
-            .targets
-            .as_array()
-            .map(|t| t.iter().filter_map(|t| t.get("label").and_then(Value::as_str)).collect())
-            .unwrap_or_default();
+        let labels: Vec<&str> = self.artifact.targets.iter().map(|t| t.label.as_str()).collect();
         if labels.is_empty() { self.result.engine.clone() } else { labels.join("+") }
     }
 
