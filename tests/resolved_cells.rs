@@ -192,3 +192,80 @@ fn export_bundles_the_runs_own_outputs_from_the_store() {
         "the bundle holds the run's own summary"
     );
 }
+
+/// Shipped recipes (the quick start whole; the traffic recipe without its
+/// minute-long search): every cell the run measured is placed in the report
+/// at the load its artifact says it offered, and the decision summary's
+/// headline rows and the manifest's grid say what the artifacts say.
+#[test]
+fn shipped_recipes_publish_what_their_artifacts_record() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (recipe, only) in [
+        ("recipes/quickstart.kdl", &[][..]),
+        ("recipes/traffic.kdl", &["replay", "sessions", "dataset", "ramp"][..]),
+    ] {
+        let scratch = Scratch::new();
+        for dir in ["recipes", "examples/traces", "examples/datasets"] {
+            for entry in std::fs::read_dir(root.join(dir)).expect("shipped folder").flatten() {
+                if entry.path().is_file() {
+                    let name = format!("{dir}/{}", entry.file_name().to_string_lossy());
+                    scratch.write(&name, &std::fs::read_to_string(entry.path()).expect("text"));
+                }
+            }
+        }
+        let path = scratch.path().join(recipe);
+        let mut args = vec!["--report"];
+        if !only.is_empty() {
+            args.push("--only");
+            args.extend_from_slice(only);
+        }
+        scratch.run(&path, &args, 0);
+        let fingerprints = scratch.plan(&path, &[]).fingerprints();
+        let campaign = if recipe.contains("quickstart") { "quickstart" } else { "traffic" };
+        let page = scratch.read(&format!("results/{campaign}/report.html"));
+        let statuses = scratch.last_run_statuses();
+        let measured: Vec<&String> = statuses
+            .iter()
+            .filter(|(n, s)| *s == "ran" && fingerprints.contains_key(*n))
+            .map(|(n, _)| n)
+            .collect();
+        let mut closed = std::collections::BTreeSet::new();
+        let mut cells = 0;
+        for name in measured {
+            let path = entry_dir(&scratch.store(), &fingerprints[name]).join("benchmark.json");
+            let Ok(bytes) = std::fs::read(&path) else { continue };
+            let a: Value = serde_json::from_slice(&bytes).expect("JSON");
+            cells += 1;
+            let x = a["offered_load"]["value"].as_f64().expect("an offered load");
+            assert!(
+                page.contains(&format!("data-cell=\"{name}\" data-offered=\"{x}\"")),
+                "{recipe}: {name} at {x}"
+            );
+            if a["offered_load"]["axis"] == "concurrency" {
+                closed.insert(a["resolved_cell"]["concurrency"].as_u64().expect("concurrency"));
+            }
+        }
+        assert!(cells >= 3, "{recipe}: the cells were measured");
+        if campaign == "quickstart" {
+            let manifest: Value =
+                serde_json::from_str(&scratch.read("results/quickstart/workload-manifest.json"))
+                    .expect("manifest");
+            let grid: std::collections::BTreeSet<u64> = manifest["selection"]["concurrency"]
+                .as_array()
+                .expect("concurrency")
+                .iter()
+                .filter_map(Value::as_u64)
+                .collect();
+            assert_eq!(grid, closed, "the manifest's concurrencies are the closed-loop cells'");
+            let summary: Value =
+                serde_json::from_str(&scratch.read("results/quickstart/decision-summary.json"))
+                    .expect("summary");
+            let headline = artifact(&scratch, &fingerprints["headline"]);
+            let row = &summary["headline_results"][0];
+            assert_eq!(row["evidence"], fingerprints["headline"].as_str());
+            let expected = format!("1 replica, C{}", headline["resolved_cell"]["concurrency"]);
+            assert_eq!(row["topology"], expected.as_str());
+            assert_eq!(manifest["selection"]["headline_requests"], headline["requests"]);
+        }
+    }
+}
