@@ -77,7 +77,7 @@ pub struct Artifact {
     pub engine: Option<String>,
     pub model: Option<String>,
     pub concurrency: Option<f64>,
-    pub arrival: Value,
+    pub arrival: anvil_loadgen::ArrivalDoc,
     pub requests: Option<u64>,
     pub completed: Option<u64>,
     pub failed: Option<u64>,
@@ -85,14 +85,14 @@ pub struct Artifact {
     pub metrics: Value,
     pub failure_counts: BTreeMap<String, u64>,
     pub repeats: Value,
-    pub telemetry: Value,
+    pub telemetry: Option<anvil_loadgen::Telemetry>,
     pub targets: Vec<anvil_loadgen::TargetLabel>,
     pub wall_clock_ms: Option<f64>,
     pub simulated: Option<bool>,
     pub request_timings: Vec<Timing>,
     /// Load stages (staged cells only) and the per-second series.
-    pub stages: Value,
-    pub series: Value,
+    pub stages: Vec<anvil_loadgen::StageFigures>,
+    pub series: anvil_loadgen::Series,
 }
 
 /// One request, as the plots need it (ms after the run started, or durations in ms).

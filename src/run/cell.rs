@@ -1,7 +1,7 @@
 //! `cell` steps: one server × one workload, measured by the load generator
 //! under the capacity-v4 protocol; the artifact is `anvil-serving.benchmark/v1`.
 
-use anvil_loadgen::{Balance, Benchmark, CellContext};
+use anvil_loadgen::{Balance, Benchmark, CellContext, ReplicaMetrics, Telemetry};
 use serde_json::{Value, json};
 
 use super::outcome::{Failure, Produced, ProducedFile};
@@ -62,7 +62,7 @@ pub async fn run_cell(
     // The document without its per-request lists, which are written from the record log.
     let mut artifact = std::mem::take(&mut report.artifact);
     artifact.telemetry =
-        Some(json!({"server_metrics_delta": metric_deltas(server, &before, &after), "gpu": gpu}));
+        Some(Telemetry { server_metrics_delta: metric_deltas(server, &before, &after), gpu });
     artifact.server_warmup = Some(server.warmup.clone());
     artifact.configuration_fingerprint = Some(fingerprint.to_string());
     artifact.simulated = server.simulated;
@@ -147,7 +147,7 @@ fn cell_result(
         performance_eligible: Some(artifact.performance_eligible),
         canaries_passed: artifact.metric("request_canary_passed").as_u64(),
         requests: Some(artifact.requests),
-        repeats: artifact.repeats.get("across_repeats").cloned().unwrap_or_default(),
+        repeats: Value::Object(artifact.repeats.across_repeats.clone()),
         metrics,
     }
 }
@@ -166,15 +166,20 @@ fn metric_deltas(
     server: &ServerInfo,
     before: &[Result<std::collections::BTreeMap<String, f64>, String>],
     after: &[Result<std::collections::BTreeMap<String, f64>, String>],
-) -> Value {
-    let per_replica: Vec<Value> = server
+) -> Vec<ReplicaMetrics> {
+    server
         .targets
         .iter()
         .zip(before.iter().zip(after))
         .map(|(target, pair)| match pair {
-            (Ok(b), Ok(a)) => json!({"replica": target.label, "delta": anvil_proc::metric_deltas(b, a)}),
-            (Err(e), _) | (_, Err(e)) => json!({"replica": target.label, "unavailable": e}),
+            (Ok(b), Ok(a)) => ReplicaMetrics {
+                replica: target.label.clone(),
+                delta: Some(anvil_proc::metric_deltas(b, a)),
+                unavailable: None,
+            },
+            (Err(e), _) | (_, Err(e)) => {
+                ReplicaMetrics { replica: target.label.clone(), delta: None, unavailable: Some(e.clone()) }
+            }
         })
-        .collect();
-    Value::Array(per_replica)
+        .collect()
 }

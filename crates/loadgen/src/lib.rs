@@ -22,8 +22,12 @@ pub use observe::failure::{Failure, FailureClass};
 pub use observe::record::{ControlledOutput, RequestRecord};
 pub use observe::sse;
 pub use output::artifact::{PROTOCOL, SCHEMA};
-pub use output::benchmark::{Benchmark, TargetLabel, WarmupCounts};
+pub use output::benchmark::{
+    AcrossRepeats, ArrivalDoc, Benchmark, RepeatRun, Repeats, ReplicaMetrics, StageFigures, TargetLabel,
+    Telemetry, WarmupCounts,
+};
 pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};
+pub use output::series::Series;
 pub use output::stats::{Distribution, nearest_rank};
 pub use output::table::render_table;
 pub use workload::calibrate::{Calibration, Probe};

@@ -262,22 +262,18 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
 /// A staged cell: its load over the run (the artifact's per-second series,
 /// first repeat) with the stage edges, and each stage's figures.
 fn stages(page: &mut Page, step: &Step, cell: &Cell) {
-    let Some(stages) = cell.artifact.stages.as_array().filter(|s| !s.is_empty()) else { return };
+    let stages = &cell.artifact.stages;
+    if stages.is_empty() {
+        return;
+    }
     let series = &cell.artifact.series;
-    let column = |name: &str| -> Vec<f64> {
-        series[name]
-            .as_array()
-            .map(|v| v.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
-            .unwrap_or_default()
-    };
-    let (repeat, t, in_flight, tok_s) =
-        (column("repeat"), column("t"), column("in_flight"), column("output_tok_s"));
+    let repeat: Vec<f64> = series.repeat.iter().map(|&r| f64::from(r)).collect();
+    let (t, in_flight, tok_s) = (&series.t, &series.in_flight, &series.output_tok_s);
     let first_run = |values: &[f64]| -> Vec<(f64, f64)> {
         t.iter().zip(values).zip(&repeat).filter(|(_, r)| **r == 0.0).map(|((t, v), _)| (*t, *v)).collect()
     };
-    let starts: Vec<f64> =
-        stages.iter().filter_map(|s| s["window_ms"][0].as_f64()).map(|ms| ms / 1000.0).collect();
-    let (flight, tokens) = (first_run(&in_flight), first_run(&tok_s));
+    let starts: Vec<f64> = stages.iter().map(|s| s.window_ms[0] / 1000.0).collect();
+    let (flight, tokens) = (first_run(in_flight), first_run(tok_s));
     let svg = plot::load_over_time(&format!("{}: load by stage", step.name), &flight, &tokens, &starts);
     let rows: Vec<Vec<String>> = flight
         .iter()
@@ -293,26 +289,22 @@ fn stages(page: &mut Page, step: &Step, cell: &Cell) {
     let rows: Vec<Vec<String>> = stages
         .iter()
         .map(|s| {
-            let m = &s["metrics"];
-            let load = match s["arrival"]["rate_per_s"].as_f64() {
-                Some(rate) => format!(
-                    "{} {rate} req/s (cap {})",
-                    s["arrival"]["kind"].as_str().unwrap_or(""),
-                    s["concurrency"]
-                ),
-                None => format!("concurrency {}", s["concurrency"]),
+            let m = |key: &str| s.metric(key).as_f64();
+            let load = match s.arrival.rate_per_s {
+                Some(rate) => format!("{} {rate} req/s (cap {})", s.arrival.kind, s.concurrency),
+                None => format!("concurrency {}", s.concurrency),
             };
             vec![
-                s["stage"].to_string(),
+                s.stage.to_string(),
                 escape(&load),
-                num(s["duration_ms"].as_f64().map(|d| d / 1000.0)),
-                s["completed"].to_string(),
-                s["failed"].to_string(),
-                num(m["throughput_tok_s"].as_f64()),
-                num(m["ttft_p50_ms"].as_f64()),
-                num(m["ttft_p99_ms"].as_f64()),
-                num(m["ttft_from_schedule_p99_ms"].as_f64()),
-                num(m["e2e_p99_ms"].as_f64()),
+                num(Some(s.duration_ms as f64 / 1000.0)),
+                s.completed.to_string(),
+                s.failed.to_string(),
+                num(m("throughput_tok_s")),
+                num(m("ttft_p50_ms")),
+                num(m("ttft_p99_ms")),
+                num(m("ttft_from_schedule_p99_ms")),
+                num(m("e2e_p99_ms")),
             ]
         })
         .collect();

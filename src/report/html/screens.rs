@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use serde::Deserialize as _;
+
 use super::link::step_link;
 use super::page::{Page, escape};
 use super::table::num_td;
@@ -54,9 +56,11 @@ pub(super) fn screens(page: &mut Page, report: &Report) {
         let mut rows = Vec::new();
         for (name, value) in screen.values.iter() {
             let cell = report.cells().find(|(s, _)| s.name == name).map(|(_, c)| c);
-            let across = cell.and_then(|c| c.result.repeats.get(repeats_key(&screen.metric)));
-            let ci = across.and_then(|a| Some((a.get("ci95_low")?.as_f64()?, a.get("ci95_high")?.as_f64()?)));
-            let samples = across.and_then(|a| a.get("samples")?.as_u64()).unwrap_or(1);
+            let across = cell
+                .and_then(|c| c.result.repeats.get(repeats_key(&screen.metric)))
+                .and_then(|a| anvil_loadgen::AcrossRepeats::deserialize(a).ok());
+            let ci = across.and_then(|a| Some((a.ci95_low?, a.ci95_high?)));
+            let samples = across.map_or(1, |a| a.samples as u64);
             let rank = screen.ranking.iter().position(|r| r == name).map(|i| i + 1);
             let winner = screen.meaningful && name == screen.winner;
             bars.push(Bar {

@@ -10,20 +10,16 @@ use super::page::{Page, escape};
 use crate::report::model::{Cell, Step};
 
 pub(super) fn telemetry(page: &mut Page, step: &Step, cell: &Cell) {
-    let t = &cell.artifact.telemetry;
-    let deltas = t.get("server_metrics_delta").and_then(Value::as_array);
+    let Some(t) = &cell.artifact.telemetry else { return };
     let mut rows = Vec::new();
-    for replica in deltas.into_iter().flatten() {
-        let name = replica.get("replica").and_then(Value::as_str).unwrap_or("");
-        if let Some(delta) = replica.get("delta").and_then(Value::as_object) {
-            for (metric, v) in delta {
-                if v.as_f64().is_some_and(|v| v != 0.0) {
-                    rows.push(vec![escape(name), code(metric), num(v.as_f64())]);
-                }
+    for replica in &t.server_metrics_delta {
+        for (metric, v) in replica.delta.iter().flatten() {
+            if *v != 0.0 {
+                rows.push(vec![escape(&replica.replica), code(metric), num(Some(*v))]);
             }
         }
     }
-    let gpu = t.get("gpu");
+    let gpu = Some(&t.gpu);
     let gpus = gpu.and_then(|g| g.get("gpus")).and_then(Value::as_object);
     if rows.is_empty() && gpus.is_none() {
         return;

@@ -6,7 +6,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use crate::output::benchmark::{Benchmark, TargetLabel, WarmupCounts};
+use crate::output::benchmark::{
+    AcrossRepeats, ArrivalDoc, Benchmark, RepeatRun, Repeats, StageFigures, TargetLabel, WarmupCounts,
+};
 use crate::output::record_log::{FAILURE_CLASSES, GapCounts, Row, Stored, col, element_bytes, get, is};
 use crate::output::stats::{Distribution, KeyStyle, P99_MIN_SAMPLES, t95, write_distribution};
 use crate::run::RunOutput;
@@ -359,18 +361,19 @@ fn timing_methodology() -> Value {
 fn across(values: &[f64]) -> Value {
     let Some(d) = Distribution::of(values) else { return Value::Null };
     let half = d.stddev.zip(t95(d.samples.saturating_sub(1))).map(|(s, t)| t * s / (d.samples as f64).sqrt());
-    json!({
-        "mean": d.mean,
-        "stddev": d.stddev,
-        "ci95_low": half.map(|h| d.mean - h),
-        "ci95_high": half.map(|h| d.mean + h),
-        "min": d.min,
-        "max": d.max,
-        "samples": d.samples,
-    })
+    let spread = AcrossRepeats {
+        mean: d.mean,
+        stddev: d.stddev,
+        ci95_low: half.map(|h| d.mean - h),
+        ci95_high: half.map(|h| d.mean + h),
+        min: d.min,
+        max: d.max,
+        samples: d.samples,
+    };
+    serde_json::to_value(spread).unwrap_or_default()
 }
 
-fn repeats(spec: &CellSpec, store: &Stored) -> std::io::Result<Value> {
+fn repeats(spec: &CellSpec, store: &Stored) -> std::io::Result<Repeats> {
     const KEYS: [&str; 8] = [
         "throughput_tok_s",
         "ttft_p50_ms",
@@ -389,24 +392,26 @@ fn repeats(spec: &CellSpec, store: &Stored) -> std::io::Result<Value> {
         let t = tally(store, subset)?;
         let wall = t.wall_ms();
         let m = metrics(store, subset, &t, store.gaps.get(&repeat).unwrap_or(&no_gaps), wall, spec)?;
-        let mut run = Map::new();
-        run.insert("repeat".into(), json!(repeat));
-        run.insert("attempted".into(), json!(t.attempted));
-        run.insert("completed".into(), json!(t.eligible));
-        run.insert("wall_clock_ms".into(), json!(wall));
-        run.insert("output_tokens".into(), m["output_tokens"].clone());
+        let mut figures = Map::new();
+        figures.insert("output_tokens".into(), m["output_tokens"].clone());
         for key in KEYS {
             let v = m.get(key).cloned().unwrap_or(Value::Null);
             if let Some(x) = v.as_f64() {
                 per_key.entry(key).or_default().push(x);
             }
-            run.insert(key.into(), v);
+            figures.insert(key.into(), v);
         }
-        runs.push(Value::Object(run));
+        runs.push(RepeatRun {
+            repeat,
+            attempted: t.attempted as u64,
+            completed: t.eligible as u64,
+            wall_clock_ms: wall,
+            metrics: figures,
+        });
     }
     let across_repeats: Map<String, Value> =
         KEYS.iter().map(|k| (k.to_string(), across(per_key.get(k).map_or(&[][..], |v| v)))).collect();
-    Ok(json!({"count": spec.repeat, "runs": runs, "across_repeats": across_repeats}))
+    Ok(Repeats { count: spec.repeat, runs, across_repeats })
 }
 
 fn per_target(targets: &[Target], store: &Stored, wall_ms: f64) -> std::io::Result<Value> {
@@ -460,7 +465,7 @@ const STAGE_KEYS: [&str; 17] = [
 /// The `stages` array of a staged cell: each stage's settings, its window
 /// on the run's clock and its metrics (throughput over the span of its own
 /// requests, summed over repeats, as the cell's).
-fn stages(spec: &CellSpec, store: &Stored) -> std::io::Result<Value> {
+fn stages(spec: &CellSpec, store: &Stored) -> std::io::Result<Vec<StageFigures>> {
     let no_gaps = GapCounts::default();
     let mut out = Vec::new();
     for (i, (stage, (start, end))) in
@@ -475,28 +480,29 @@ fn stages(spec: &CellSpec, store: &Stored) -> std::io::Result<Value> {
         for key in STAGE_KEYS.iter().chain(goodput.iter().filter(|_| spec.slo.is_some())) {
             picked.insert(key.to_string(), m.get(*key).cloned().unwrap_or(Value::Null));
         }
-        out.push(json!({
-            "stage": i,
-            "arrival": arrival_json(stage.arrival),
-            "concurrency": stage.concurrency,
-            "duration_ms": stage.duration_ms,
-            "window_ms": [start, end],
-            "attempted": t.attempted,
-            "completed": t.eligible,
-            "failed": t.attempted - t.eligible,
-            "wall_clock_ms": wall,
-            "metrics": picked,
-        }));
+        out.push(StageFigures {
+            stage: i,
+            arrival: arrival_json(stage.arrival),
+            concurrency: stage.concurrency,
+            duration_ms: stage.duration_ms,
+            window_ms: [start, end],
+            attempted: t.attempted as u64,
+            completed: t.eligible as u64,
+            failed: (t.attempted - t.eligible) as u64,
+            wall_clock_ms: wall,
+            metrics: picked,
+        });
     }
-    Ok(Value::Array(out))
+    Ok(out)
 }
 
-fn arrival_json(arrival: Arrival) -> Value {
-    match arrival {
-        Arrival::ClosedLoop => json!({"kind": "closed_loop"}),
-        Arrival::Poisson { rate_per_s } => json!({"kind": "poisson", "rate_per_s": rate_per_s}),
-        Arrival::Constant { rate_per_s } => json!({"kind": "constant", "rate_per_s": rate_per_s}),
-    }
+fn arrival_json(arrival: Arrival) -> ArrivalDoc {
+    let (kind, rate_per_s) = match arrival {
+        Arrival::ClosedLoop => ("closed_loop", None),
+        Arrival::Poisson { rate_per_s } => ("poisson", Some(rate_per_s)),
+        Arrival::Constant { rate_per_s } => ("constant", Some(rate_per_s)),
+    };
+    ArrivalDoc { kind: kind.into(), rate_per_s, time_scale: None }
 }
 
 /// The connections a cell opened before its clocks started.
@@ -558,7 +564,9 @@ pub fn build(
     // Replayed traffic: what it was; a trace's arrivals are its own.
     let traffic = (!out.traffic.is_null()).then(|| out.traffic.clone());
     let arrival = match &traffic {
-        Some(t) if t["kind"] == "trace" => json!({"kind": "trace", "time_scale": t["time_scale"]}),
+        Some(t) if t["kind"] == "trace" => {
+            ArrivalDoc { kind: "trace".into(), rate_per_s: None, time_scale: Some(t["time_scale"].clone()) }
+        }
         _ => arrival,
     };
     Ok(Benchmark {

@@ -73,8 +73,7 @@ pub struct Benchmark {
     // --- anvil additions ---
     pub cell: String,
     pub api: Api,
-    /// `{kind: closed_loop|poisson|constant|trace, rate_per_s?, time_scale?}`.
-    pub arrival: Value,
+    pub arrival: ArrivalDoc,
     /// Measured against anvil's simulated engine.
     pub simulated: bool,
     pub balance: Balance,
@@ -83,7 +82,7 @@ pub struct Benchmark {
     /// Null for a staged cell (its stages' durations fix its count).
     pub requests_per_repeat: Option<u32>,
     pub repeat: u32,
-    pub repeats: Value,
+    pub repeats: Repeats,
     pub failure_counts: BTreeMap<String, u64>,
     pub slo: Option<Slo>,
     pub calibration: Option<Calibration>,
@@ -92,9 +91,9 @@ pub struct Benchmark {
     pub request_timeout_ms: u64,
     pub loadgen_version: String,
     pub connections: Value,
-    pub series: Value,
+    pub series: crate::output::series::Series,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stages: Option<Value>,
+    pub stages: Option<Vec<StageFigures>>,
     /// Replayed traffic: what it was (null: synthetic prompts).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub traffic: Option<Value>,
@@ -109,7 +108,7 @@ pub struct Benchmark {
     // --- added by anvil's cell executor ---
     /// The servers' Prometheus deltas and GPU samples over the cell.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub telemetry: Option<Value>,
+    pub telemetry: Option<Telemetry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_warmup: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -118,6 +117,109 @@ pub struct Benchmark {
     /// Keys this version does not know (a newer anvil's, a caller's own).
     #[serde(flatten)]
     pub other: Map<String, Value>,
+}
+
+/// `repeats`: each measured run's aggregates, and their spread.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Repeats {
+    pub count: u32,
+    pub runs: Vec<RepeatRun>,
+    /// Per aggregate (in the order the load generator lists them): mean,
+    /// stddev, a Student-t 95% CI, min, max over the repeats; null where no
+    /// repeat had a value.
+    pub across_repeats: Map<String, Value>,
+}
+
+impl Repeats {
+    /// One aggregate's spread over the repeats, when it has one.
+    pub fn across(&self, key: &str) -> Option<AcrossRepeats> {
+        AcrossRepeats::deserialize(self.across_repeats.get(key)?).ok()
+    }
+}
+
+/// One measured run of a repeated cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RepeatRun {
+    pub repeat: u32,
+    pub attempted: u64,
+    pub completed: u64,
+    pub wall_clock_ms: f64,
+    /// `output_tokens` and the aggregates of [`Repeats::across_repeats`].
+    #[serde(flatten)]
+    pub metrics: Map<String, Value>,
+}
+
+/// An aggregate's spread over a cell's repeats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct AcrossRepeats {
+    pub mean: f64,
+    pub stddev: Option<f64>,
+    pub ci95_low: Option<f64>,
+    pub ci95_high: Option<f64>,
+    pub min: f64,
+    pub max: f64,
+    pub samples: usize,
+}
+
+/// One load stage's window and figures (`stages[]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StageFigures {
+    pub stage: u32,
+    pub arrival: ArrivalDoc,
+    /// Closed loop: the workers; open loop: the in-flight cap.
+    pub concurrency: u32,
+    pub duration_ms: u64,
+    /// `[start, end)` in ms after the run's start.
+    pub window_ms: [f64; 2],
+    pub attempted: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub wall_clock_ms: f64,
+    /// The stage's own distributions and aggregates.
+    pub metrics: Map<String, Value>,
+}
+
+impl StageFigures {
+    pub fn metric(&self, key: &str) -> &Value {
+        self.metrics.get(key).unwrap_or(&Value::Null)
+    }
+}
+
+/// When requests were sent: `kind` `closed_loop`, `poisson`, `constant`
+/// (with `rate_per_s`) or `trace` (with the replay's `time_scale`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ArrivalDoc {
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_scale: Option<Value>,
+}
+
+/// What the servers and GPUs reported over the cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Telemetry {
+    /// Each replica's Prometheus counters, after minus before.
+    pub server_metrics_delta: Vec<ReplicaMetrics>,
+    /// The GPU sampler's summary (`anvil_proc::GpuSampler`: `available`,
+    /// `why`, `gpus` by id with each field's mean, min and max).
+    pub gpu: Value,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReplicaMetrics {
+    pub replica: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta: Option<BTreeMap<String, f64>>,
+    /// Why the replica's `/metrics` could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// A target as the artifact names it: its label only.

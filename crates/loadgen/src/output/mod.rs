@@ -6,6 +6,6 @@ pub(crate) mod artifact;
 pub(crate) mod benchmark;
 pub(crate) mod offered;
 pub(crate) mod record_log;
-pub(crate) mod series;
+pub mod series;
 pub(crate) mod stats;
 pub(crate) mod table;

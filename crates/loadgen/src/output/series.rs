@@ -21,7 +21,7 @@
 //! (`repeat` says which run); every run has ⌈its last `finished_ms` /
 //! interval⌉ points (at least one).
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use crate::output::record_log::{Row, Stored, col, get, is};
 use crate::output::stats::nearest_rank;
@@ -76,7 +76,7 @@ fn spread(into: &mut [f64], from: f64, to: f64, amount: f64, width_ms: f64) {
 }
 
 /// The `series` object of the stored records of `repeats` runs.
-pub fn build(store: &Stored, repeats: u32) -> std::io::Result<Value> {
+pub fn build(store: &Stored, repeats: u32) -> std::io::Result<Series> {
     let mut ends = vec![0.0f64; repeats.max(1) as usize];
     store.scan(|row| {
         let r = (row[col::REPEAT] as usize).min(ends.len() - 1);
@@ -106,48 +106,41 @@ pub fn build(store: &Stored, repeats: u32) -> std::io::Result<Value> {
             run.ttfts[slot(sent, width_ms, points)].push(ttft);
         }
     })?;
-    let mut out = Series::default();
-    for (repeat, run) in runs.into_iter().enumerate() {
+    let mut out = Series { interval_s, ..Series::default() };
+    for (repeat, run) in (0u32..).zip(runs) {
         for (i, mut ttfts) in run.ttfts.into_iter().enumerate() {
             ttfts.sort_by(f64::total_cmp);
-            let pct = |p| if ttfts.is_empty() { Value::Null } else { json!(nearest_rank(&ttfts, p)) };
-            out.repeat.push(json!(repeat));
-            out.t.push(json!(i as f64 * interval_s));
-            out.in_flight.push(json!(run.in_flight_ms[i] / width_ms));
-            out.sent.push(json!(run.sent[i]));
-            out.completed.push(json!(run.completed[i]));
-            out.failed.push(json!(run.failed[i]));
-            out.output_tok_s.push(json!(run.tokens[i] / interval_s));
+            let pct = |p| (!ttfts.is_empty()).then(|| nearest_rank(&ttfts, p));
+            out.repeat.push(repeat);
+            out.t.push(i as f64 * interval_s);
+            out.in_flight.push(run.in_flight_ms[i] / width_ms);
+            out.sent.push(run.sent[i]);
+            out.completed.push(run.completed[i]);
+            out.failed.push(run.failed[i]);
+            out.output_tok_s.push(run.tokens[i] / interval_s);
             out.ttft_p50_ms.push(pct(50));
             out.ttft_p99_ms.push(pct(99));
         }
     }
-    Ok(json!({
-        "interval_s": interval_s,
-        "repeat": out.repeat,
-        "t": out.t,
-        "in_flight": out.in_flight,
-        "sent": out.sent,
-        "completed": out.completed,
-        "failed": out.failed,
-        "output_tok_s": out.output_tok_s,
-        "ttft_p50_ms": out.ttft_p50_ms,
-        "ttft_p99_ms": out.ttft_p99_ms,
-    }))
+    Ok(out)
 }
 
-/// The columns, in point order.
-#[derive(Default)]
-struct Series {
-    repeat: Vec<Value>,
-    t: Vec<Value>,
-    in_flight: Vec<Value>,
-    sent: Vec<Value>,
-    completed: Vec<Value>,
-    failed: Vec<Value>,
-    output_tok_s: Vec<Value>,
-    ttft_p50_ms: Vec<Value>,
-    ttft_p99_ms: Vec<Value>,
+/// The artifact's `series`: one column per figure, one row per interval
+/// of each run, runs one after another (`repeat` says which).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Series {
+    pub interval_s: f64,
+    pub repeat: Vec<u32>,
+    /// Seconds after the run's start.
+    pub t: Vec<f64>,
+    pub in_flight: Vec<f64>,
+    pub sent: Vec<u64>,
+    pub completed: Vec<u64>,
+    pub failed: Vec<u64>,
+    pub output_tok_s: Vec<f64>,
+    pub ttft_p50_ms: Vec<Option<f64>>,
+    pub ttft_p99_ms: Vec<Option<f64>>,
 }
 
 #[cfg(test)]
