@@ -47,7 +47,7 @@ fn write_json(plan: &Plan, out: &mut impl Write) -> std::io::Result<()> {
         fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
             let node = self.node;
             let deps: Vec<&str> = node.deps.iter().map(|&d| self.plan.nodes[d].name.as_str()).collect();
-            let mut map = serializer.serialize_map(Some(7))?;
+            let mut map = serializer.serialize_map(None)?;
             map.serialize_entry("name", &node.name)?;
             map.serialize_entry("kind", node.kind.as_str())?;
             map.serialize_entry("fingerprint", &node.fingerprint.to_string())?;
@@ -55,6 +55,12 @@ fn write_json(plan: &Plan, out: &mut impl Write) -> std::io::Result<()> {
             map.serialize_entry("status", node.status.as_str())?;
             map.serialize_entry("reason", &node.reason)?;
             map.serialize_entry("deps", &deps)?;
+            // A cell as the load generator will run it: every default applied.
+            if let Some(resolved) =
+                crate::plan::resolved_cell::resolve_in_recipe(&self.plan.recipe, &node.name)
+            {
+                map.serialize_entry("resolved_cell", &resolved)?;
+            }
             map.end()
         }
     }
