@@ -15,6 +15,7 @@ pub mod compare;
 pub mod headline;
 pub mod metrics;
 pub mod per_request;
+pub mod quantile_interval;
 pub mod records;
 pub mod rederive;
 pub mod repeats;

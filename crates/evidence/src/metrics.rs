@@ -8,6 +8,9 @@ use serde_json::{Value, json};
 use crate::records::{Req, any_has, values};
 use crate::stats::{PERCENTILES, Summary};
 
+/// Percentiles whose 95% interval the artifact carries.
+const INTERVAL_PERCENTILES: [u32; 4] = [50, 90, 95, 99];
+
 /// A derived figure, or why it cannot be derived.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Derived {
@@ -119,6 +122,10 @@ impl DistDef {
         let mut keys: Vec<String> = stats.iter().map(|s| self.key(s)).collect();
         keys.extend(PERCENTILES.iter().map(|p| self.key(&format!("p{p}"))));
         keys.push(self.key("max"));
+        for p in INTERVAL_PERCENTILES {
+            keys.push(self.key(&format!("p{p}_ci95_low")));
+            keys.push(self.key(&format!("p{p}_ci95_high")));
+        }
         keys.push(self.key("samples"));
         let Some(vals) = self.values(all) else {
             let why = format!("request_timings carry no `{}`", self.source_key());
@@ -135,6 +142,13 @@ impl DistDef {
         ];
         figures.extend((0..PERCENTILES.len()).map(|i| num(s.as_ref().map(|s| s.pct[i]))));
         figures.push(num(s.as_ref().map(|s| s.max)));
+        let mut sorted = vals.clone();
+        sorted.sort_by(f64::total_cmp);
+        for p in INTERVAL_PERCENTILES {
+            let (low, high) = crate::quantile_interval::interval(&sorted, p);
+            figures.push(num(low));
+            figures.push(num(high));
+        }
         figures.push(Derived::Value(json!(vals.len())));
         keys.into_iter().zip(figures).collect()
     }

@@ -25,6 +25,58 @@ pub struct Distribution {
     pub max: f64,
     /// Values at [`PERCENTILES`].
     pub percentiles: [f64; 6],
+    /// Distribution-free 95% intervals of the [`INTERVAL_PERCENTILES`]
+    /// ([`quantile_interval_ranks`]); a side is `None` when the sample is too
+    /// small to bound the percentile on that side.
+    pub percentile_ci95: [(Option<f64>, Option<f64>); 4],
+}
+
+/// Percentiles that carry a confidence interval.
+pub const INTERVAL_PERCENTILES: [u32; 4] = [50, 90, 95, 99];
+
+/// Ranks (1-based) `(l, u)` of the order statistics that bound the
+/// `percent`-th percentile of a continuous distribution with at least 95%
+/// confidence from `n` independent samples: the equal-tailed interval of
+/// order statistics (Hahn & Meeker, *Statistical Intervals*, 2nd ed., §5.2;
+/// Conover, *Practical Nonparametric Statistics*, §3.2). With
+/// `B(k) = P(Binomial(n, p) ≤ k)`, `l` is the largest rank with
+/// `B(l − 1) ≤ 2.5%` and `u` the smallest with `B(u − 1) ≥ 97.5%`, so
+/// `P(X(l) ≤ ξ_p ≤ X(u)) ≥ B(u − 1) − B(l − 1) ≥ 95%`. A side is `None` when
+/// no rank within the sample qualifies: p99's upper bound needs
+/// `0.99^n ≤ 2.5%`, n ≥ 368 (a one-sided 95% bound from the sample
+/// maximum would need n ≥ 299, as `0.99^299 < 5%`); p50's lower bound needs
+/// n ≥ 6 (`0.5^6 ≤ 2.5%`).
+pub fn quantile_interval_ranks(n: usize, percent: u32) -> (Option<usize>, Option<usize>) {
+    const TAIL: f64 = 0.025;
+    if n == 0 {
+        return (None, None);
+    }
+    let p = f64::from(percent) / 100.0;
+    // B(k) for k = 0..n, from log-space binomial terms (no underflow at large n).
+    let (ln_p, ln_q) = (p.ln(), (1.0 - p).ln());
+    let mut ln_term = n as f64 * ln_q;
+    let mut cdf = Vec::with_capacity(n + 1);
+    let mut total = 0.0;
+    for k in 0..=n {
+        if k > 0 {
+            ln_term += ((n - k + 1) as f64).ln() - (k as f64).ln() + ln_p - ln_q;
+        }
+        total += ln_term.exp();
+        cdf.push(total.min(1.0));
+    }
+    // l: the largest rank in 1..=n with B(l-1) <= TAIL.
+    let lower = (1..=n).rev().find(|&l| cdf[l - 1] <= TAIL);
+    // u: the smallest rank in 1..=n with B(u-1) >= 1 - TAIL.
+    let upper = (1..=n).find(|&u| cdf[u - 1] >= 1.0 - TAIL);
+    (lower, upper)
+}
+
+/// The interval of each of [`INTERVAL_PERCENTILES`] from the value at a rank.
+fn percentile_intervals(n: usize, at_rank: impl Fn(usize) -> f64) -> [(Option<f64>, Option<f64>); 4] {
+    INTERVAL_PERCENTILES.map(|p| {
+        let (l, u) = quantile_interval_ranks(n, p);
+        (l.map(&at_rank), u.map(&at_rank))
+    })
 }
 
 impl Distribution {
@@ -51,6 +103,7 @@ impl Distribution {
             min: sorted[0],
             max: sorted[n - 1],
             percentiles: PERCENTILES.map(|p| nearest_rank(&sorted, p)),
+            percentile_ci95: percentile_intervals(n, |rank| sorted[rank - 1]),
         })
     }
 
@@ -102,6 +155,7 @@ impl Distribution {
             min: finite[0].0,
             max: finite[finite.len() - 1].0,
             percentiles: PERCENTILES.map(|p| at_rank((u64::from(p) * n).div_ceil(100).clamp(1, n))),
+            percentile_ci95: percentile_intervals(n as usize, |rank| at_rank(rank as u64)),
         })
     }
 
@@ -151,6 +205,11 @@ pub fn write_distribution(
         put(&format!("p{p}"), num(dist.map(|d| d.percentiles[i])));
     }
     put("max", num(dist.map(|d| d.max)));
+    for (i, p) in INTERVAL_PERCENTILES.iter().enumerate() {
+        let interval = dist.map(|d| d.percentile_ci95[i]);
+        put(&format!("p{p}_ci95_low"), num(interval.and_then(|(low, _)| low)));
+        put(&format!("p{p}_ci95_high"), num(interval.and_then(|(_, high)| high)));
+    }
     out.insert(format!("{name}_samples"), Value::from(dist.map_or(0, |d| d.samples)));
 }
 
@@ -182,6 +241,49 @@ mod tests {
 
     /// The reference artifact's completion_tokens values and its published block.
     const REFERENCE: [f64; 12] = [328., 385., 195., 344., 425., 402., 234., 286., 334., 299., 260., 247.];
+
+    #[test]
+    fn quantile_interval_ranks_match_the_tables() {
+        // n = 20, median: X(6)..X(15), coverage 95.86% (Conover, Table A3).
+        assert_eq!(quantile_interval_ranks(20, 50), (Some(6), Some(15)));
+        // Too small to bound the median below (0.5^5 > 2.5%), just enough at 6.
+        assert_eq!(quantile_interval_ranks(5, 50), (None, None));
+        assert_eq!(quantile_interval_ranks(6, 50), (Some(1), Some(6)));
+        // p99's upper bound is the sample maximum from 368 samples on.
+        assert_eq!(quantile_interval_ranks(367, 99).1, None);
+        assert_eq!(quantile_interval_ranks(368, 99).1, Some(368));
+        assert_eq!(quantile_interval_ranks(0, 99), (None, None));
+        // Large samples: the ranks sit about 1.96 sqrt(n p (1-p)) around n p.
+        let (l, u) = quantile_interval_ranks(100_000, 90);
+        let (l, u) = (l.unwrap() as f64, u.unwrap() as f64);
+        assert!((l - (90_000.0 - 186.0)).abs() <= 2.0 && (u - (90_000.0 + 187.0)).abs() <= 2.0, "{l} {u}");
+    }
+
+    /// Coverage, not one example: of 2,000 seeded samples of 60 draws from an
+    /// exponential distribution, the share whose interval holds the true
+    /// percentile is at least the nominal 95% (less a Monte Carlo margin).
+    #[test]
+    fn percentile_intervals_cover_the_true_percentile() {
+        let mut rng = crate::workload::prompt::SplitMix64::new(7, 1);
+        let truth = |p: f64| -(1.0 - p).ln();
+        let mut held = [0u32; 4];
+        let trials = 2000;
+        for _ in 0..trials {
+            let sample: Vec<f64> = (0..60).map(|_| -(1.0 - rng.next_f64()).ln()).collect();
+            let d = Distribution::of(&sample).unwrap();
+            for (i, p) in INTERVAL_PERCENTILES.iter().enumerate() {
+                let (low, high) = d.percentile_ci95[i];
+                let t = truth(f64::from(*p) / 100.0);
+                if low.is_none_or(|l| l <= t) && high.is_none_or(|h| t <= h) {
+                    held[i] += 1;
+                }
+            }
+        }
+        for (i, p) in INTERVAL_PERCENTILES.iter().enumerate() {
+            let share = f64::from(held[i]) / f64::from(trials);
+            assert!(share >= 0.94, "p{p}: {share}");
+        }
+    }
 
     #[test]
     fn t95_follows_student_t_past_the_table() {
