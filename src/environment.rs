@@ -6,28 +6,67 @@
 
 use std::process::Command;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// The machine a run measured on (a run record's `extra.environment`, a
+/// bundle's `exported_on`). Every field is optional on reading (an older
+/// anvil's record, a newer one's extra keys kept in `other`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Environment {
+    pub host_name: Option<String>,
+    pub kernel: Option<String>,
+    pub os: Option<String>,
+    pub cpu: Cpu,
+    pub memory_bytes: Option<u64>,
+    /// `nvidia-smi`'s listing ([`gpus`]), or why there is none.
+    pub gpus: Value,
+    pub container: Container,
+    pub anvil_version: Option<String>,
+    /// For a run that measured nothing: the run whose environment it carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub captured_in_run: Option<String>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Cpu {
+    pub model: Option<String>,
+    pub logical_cores: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Container {
+    pub detected: bool,
+    /// The image a container runtime started us from, when the deployment says so.
+    pub image: Option<String>,
+}
 
 /// Everything we can learn cheaply about this machine.
-pub fn capture() -> Value {
-    json!({
-        "host_name": read_trimmed("/proc/sys/kernel/hostname"),
-        "kernel": read_trimmed("/proc/sys/kernel/osrelease"),
-        "os": os_name(),
-        "cpu": {
-            "model": cpu_model(),
-            "logical_cores": std::thread::available_parallelism().map(|n| n.get()).ok(),
+pub fn capture() -> Environment {
+    Environment {
+        host_name: read_trimmed("/proc/sys/kernel/hostname"),
+        kernel: read_trimmed("/proc/sys/kernel/osrelease"),
+        os: os_name(),
+        cpu: Cpu {
+            model: cpu_model(),
+            logical_cores: std::thread::available_parallelism().map(|n| n.get()).ok(),
         },
-        "memory_bytes": memory_bytes(),
-        "gpus": gpus(),
-        "container": {
-            "detected": std::path::Path::new("/.dockerenv").exists()
+        memory_bytes: memory_bytes(),
+        gpus: gpus(),
+        container: Container {
+            detected: std::path::Path::new("/.dockerenv").exists()
                 || std::path::Path::new("/run/.containerenv").exists(),
-            // The image a container runtime started us from, when the deployment says so.
-            "image": std::env::var("ANVIL_CONTAINER_IMAGE").ok(),
+            image: std::env::var("ANVIL_CONTAINER_IMAGE").ok(),
         },
-        "anvil_version": env!("CARGO_PKG_VERSION"),
-    })
+        anvil_version: Some(env!("CARGO_PKG_VERSION").to_string()),
+        captured_in_run: None,
+        other: Map::new(),
+    }
 }
 
 /// The GPUs `nvidia-smi` lists: model, driver, memory; and the CUDA version.
@@ -93,7 +132,7 @@ fn memory_bytes() -> Option<u64> {
 mod tests {
     #[test]
     fn captures_this_machine() {
-        let env = super::capture();
+        let env = serde_json::to_value(super::capture()).unwrap();
         assert!(env["kernel"].is_string(), "{env}");
         assert!(env["memory_bytes"].as_u64().is_some_and(|m| m > 0), "{env}");
         assert!(env["cpu"]["logical_cores"].as_u64().is_some_and(|n| n > 0), "{env}");

@@ -8,6 +8,8 @@ use anvil_store::{Fingerprint, RunRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::environment::Environment;
+
 /// What `anvil run` was given: `--set` texts and `--sim`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Invocation {
@@ -30,7 +32,7 @@ pub struct RunExtra {
     pub invocation: Invocation,
     /// The machine it ran on (`crate::environment::capture`).
     #[serde(default)]
-    pub environment: Value,
+    pub environment: Environment,
     /// Jobs an executor submitted (Slurm), for `anvil cancel`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs: Option<Value>,
@@ -80,7 +82,7 @@ mod tests {
             "campaign": "c",
             "preimages": {"ab": {"kind": "server"}},
             "invocation": {"set": ["x=1"], "sim": true},
-            "environment": {"host": "h"},
+            "environment": {"host_name": "h"},
             "jobs": [{"job_id": "7"}],
             "from_a_newer_anvil": 3,
         });

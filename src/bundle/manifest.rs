@@ -3,7 +3,6 @@
 //! bundle's digest is the blake3 of these bytes, so one hash names it all.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The format word; a reader refuses any other.
 pub const FORMAT: &str = "anvil-bundle/v1";
@@ -24,7 +23,7 @@ pub struct BundleManifest {
     pub invocation: Invocation,
     /// The machine the bundle was written on (the measuring machine's facts
     /// are in the run record).
-    pub exported_on: Value,
+    pub exported_on: crate::environment::Environment,
     /// Every other member, in the order they follow the manifest.
     pub members: Vec<Member>,
 }

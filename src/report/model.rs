@@ -174,7 +174,7 @@ impl Report {
             .collect()
     }
 
-    pub fn environment(&self) -> &Value {
+    pub fn environment(&self) -> &crate::environment::Environment {
         &self.extra.environment
     }
 
@@ -183,10 +183,7 @@ impl Report {
     }
 
     pub fn anvil_version(&self) -> String {
-        self.environment()
-            .get("anvil_version")
-            .and_then(Value::as_str)
-            .map_or_else(|| env!("CARGO_PKG_VERSION").to_string(), str::to_string)
+        self.environment().anvil_version.clone().unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
     }
 }
 

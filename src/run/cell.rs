@@ -1,8 +1,8 @@
 //! `cell` steps: one server × one workload, measured by the load generator
 //! under the capacity-v4 protocol; the artifact is `anvil-serving.benchmark/v1`.
 
-use anvil_loadgen::{Balance, Benchmark, CellContext, ReplicaMetrics, Telemetry};
-use serde_json::{Value, json};
+use anvil_loadgen::{Balance, Benchmark, CellContext, GpuTelemetry, ReplicaMetrics, Telemetry};
+use serde_json::Value;
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
@@ -54,8 +54,13 @@ pub async fn run_cell(
     let report =
         anvil_loadgen::run_cell_streamed(&spec, &server.targets, &context, &progress, scratch.path()).await;
     let gpu = match sampler {
-        Some(s) => s.stop().await,
-        None => json!({"available": false, "why": "nvidia-smi not found or no GPUs assigned"}),
+        // anvil-proc's summary, read into the artifact's type.
+        Some(s) => serde_json::from_value(s.stop().await).unwrap_or_default(),
+        None => GpuTelemetry {
+            available: Some(false),
+            why: Some("nvidia-smi not found or no GPUs assigned".into()),
+            ..GpuTelemetry::default()
+        },
     };
     let after = scrape_all(server).await;
     let mut report = report.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;

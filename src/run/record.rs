@@ -5,9 +5,10 @@
 use std::collections::HashSet;
 
 use anvil_store::{Fingerprint, NodeStatus, RunNode, RunRecord, RunStatus, Store};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::summary::StepReport;
+use crate::environment::Environment;
 use crate::plan::{EngineMode, Plan, PlannedNode, Status};
 use crate::recipe::Kind;
 use crate::run_extra::{Invocation, RunExtra};
@@ -15,7 +16,7 @@ use crate::run_extra::{Invocation, RunExtra};
 /// The record of a run that has just started: every step listed as planned,
 /// so gc keeps what this run stores even if it is killed. `environment`
 /// is captured now unless given (see [`carried_environment`]).
-pub fn started(plan: &Plan, run_id: &str, started_at: &str, environment: Option<Value>) -> RunRecord {
+pub fn started(plan: &Plan, run_id: &str, started_at: &str, environment: Option<Environment>) -> RunRecord {
     let unstored = |n: &PlannedNode| n.status != Status::Cached;
     RunRecord {
         run_id: run_id.to_string(),
@@ -106,15 +107,16 @@ fn preimages(plan: &Plan, unstored: impl Fn(&PlannedNode) -> bool) -> Map<String
 /// For a run that executes nothing: the environment of the last run of the
 /// recipe, whose results it reuses (capturing it would mean running
 /// `nvidia-smi`, and this run measured nothing). None without such a run.
-pub fn carried_environment(store: &Store, plan: &Plan) -> Option<Value> {
+pub fn carried_environment(store: &Store, plan: &Plan) -> Option<Environment> {
     let last = store.last_run_of(&plan.recipe.key).ok().flatten()?;
-    let mut environment = match RunExtra::of(&last).environment {
-        Value::Object(map) => map,
-        _ => return None,
-    };
-    // Where it was captured: a chain of no-op runs names the run that measured.
-    if !environment.contains_key("captured_in_run") {
-        environment.insert("captured_in_run".into(), json!(last.run_id));
+    let mut environment = RunExtra::of(&last).environment;
+    // A record without one (an older anvil's) carries nothing: capture anew.
+    if environment == Environment::default() {
+        return None;
     }
-    Some(Value::Object(environment))
+    // Where it was captured: a chain of no-op runs names the run that measured.
+    if environment.captured_in_run.is_none() {
+        environment.captured_in_run = Some(last.run_id.clone());
+    }
+    Some(environment)
 }

@@ -23,8 +23,8 @@ pub use observe::record::{ControlledOutput, RequestRecord};
 pub use observe::sse;
 pub use output::artifact::{PROTOCOL, SCHEMA};
 pub use output::benchmark::{
-    AcrossRepeats, ArrivalDoc, Benchmark, RepeatRun, Repeats, ReplicaMetrics, StageFigures, TargetLabel,
-    Telemetry, WarmupCounts,
+    AcrossRepeats, ArrivalDoc, Benchmark, FieldSummary, GpuReadings, GpuTelemetry, RepeatRun, Repeats,
+    ReplicaMetrics, StageFigures, TargetLabel, Telemetry, WarmupCounts,
 };
 pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};
 pub use output::series::Series;

@@ -45,7 +45,8 @@ pub(super) fn campaign(page: &mut Page, report: &Report) {
     page.table("kv", &["", ""], &rows);
     page.push("</div><div><h3>Environment</h3>");
     let mut env = Vec::new();
-    flatten("", report.environment(), &mut env);
+    // Shown key by key, as recorded (a newer anvil's keys too).
+    flatten("", &serde_json::to_value(report.environment()).unwrap_or_default(), &mut env);
     let env: Vec<Vec<String>> = env.into_iter().map(|(k, v)| vec![code(&k), escape(&v)]).collect();
     page.table("kv", &["", ""], &env);
     page.push("</div>");

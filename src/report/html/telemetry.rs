@@ -3,8 +3,6 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
-
 use super::format::{code, num};
 use super::page::{Page, escape};
 use crate::report::model::{Cell, Step};
@@ -19,8 +17,8 @@ pub(super) fn telemetry(page: &mut Page, step: &Step, cell: &Cell) {
             }
         }
     }
-    let gpu = Some(&t.gpu);
-    let gpus = gpu.and_then(|g| g.get("gpus")).and_then(Value::as_object);
+    let gpu = &t.gpu;
+    let gpus = gpu.gpus.as_ref();
     if rows.is_empty() && gpus.is_none() {
         return;
     }
@@ -44,13 +42,13 @@ pub(super) fn telemetry(page: &mut Page, step: &Step, cell: &Cell) {
                     "temperature_c",
                     "utilization_pct",
                 ] {
-                    if let Some(f) = g.get(field) {
+                    if let Some(f) = g.fields.get(field) {
                         rows.push(vec![
                             escape(id),
                             code(field),
-                            num(f.get("mean").and_then(Value::as_f64)),
-                            num(f.get("min").and_then(Value::as_f64)),
-                            num(f.get("max").and_then(Value::as_f64)),
+                            num(Some(f.mean)),
+                            num(Some(f.min)),
+                            num(Some(f.max)),
                         ]);
                     }
                 }
@@ -58,7 +56,7 @@ pub(super) fn telemetry(page: &mut Page, step: &Step, cell: &Cell) {
             page.table("telemetry", &["GPU", "field", "mean", "min", "max"], &rows);
         }
         None => {
-            let why = gpu.and_then(|g| g.get("why")).and_then(Value::as_str).unwrap_or("not sampled");
+            let why = gpu.why.as_deref().unwrap_or("not sampled");
             let _ = write!(page.out, "<p class=\"note\">No GPU telemetry: {}.</p>", escape(why));
         }
     }

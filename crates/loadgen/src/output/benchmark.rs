@@ -206,9 +206,47 @@ pub struct ArrivalDoc {
 pub struct Telemetry {
     /// Each replica's Prometheus counters, after minus before.
     pub server_metrics_delta: Vec<ReplicaMetrics>,
-    /// The GPU sampler's summary (`anvil_proc::GpuSampler`: `available`,
-    /// `why`, `gpus` by id with each field's mean, min and max).
-    pub gpu: Value,
+    pub gpu: GpuTelemetry,
+}
+
+/// The GPU sampler's summary over the cell (`anvil_proc::GpuSampler`), or
+/// why there is none (`available: false`, `why`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GpuTelemetry {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub available: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// By GPU id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<BTreeMap<String, GpuReadings>>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// One GPU's readings: how many, and each field's mean, min and max
+/// (`power_w`, `sm_clock_mhz`, `mem_clock_mhz`, `memory_used_mib`,
+/// `temperature_c`, `utilization_pct`, …).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuReadings {
+    #[serde(default)]
+    pub samples: u64,
+    #[serde(flatten)]
+    pub fields: BTreeMap<String, FieldSummary>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FieldSummary {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -239,5 +277,39 @@ impl Benchmark {
     /// One metric by name (`null` when the cell has none).
     pub fn metric(&self, key: &str) -> &Value {
         self.metrics.get(key).unwrap_or(&Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The GPU sampler's summary (anvil-proc) and the no-GPU form read into
+    /// the artifact's type and write back the same JSON.
+    #[test]
+    fn gpu_telemetry_reads_the_samplers_summary() {
+        let sampled = json!({
+            "source": "nvidia-smi", "interval_ms": 500, "duration_s": 2.5,
+            "gpus": {"0": {"samples": 5, "power_w": {"mean": 300.5, "min": 290.0, "max": 310.0}}},
+        });
+        let gpu: GpuTelemetry = serde_json::from_value(sampled.clone()).unwrap();
+        assert_eq!(gpu.gpus.as_ref().unwrap()["0"].fields["power_w"].max, 310.0);
+        assert_eq!(serde_json::to_value(&gpu).unwrap(), sampled);
+        let none = json!({"available": false, "why": "nvidia-smi not found or no GPUs assigned"});
+        let gpu: GpuTelemetry = serde_json::from_value(none.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&gpu).unwrap(), none);
+    }
+
+    /// An artifact written by an older load generator (no `resolved_cell`,
+    /// `offered_load`, intervals) reads, with defaults for what it lacks.
+    #[test]
+    fn an_older_artifact_reads() {
+        let old = json!({"schema": "anvil-serving.benchmark/v1", "completed": 3, "metrics": {"ttft_p50_ms": 1.5},
+            "arrival": {"kind": "closed_loop"}, "targets": [{"label": "sim"}], "some_future_key": 1});
+        let b: Benchmark = serde_json::from_value(old).unwrap();
+        assert_eq!((b.completed, b.metric("ttft_p50_ms").as_f64()), (3, Some(1.5)));
+        assert!(b.offered_load.is_none());
+        assert_eq!(b.other["some_future_key"], 1);
     }
 }
