@@ -82,7 +82,7 @@ mod tests {
             "campaign": "c",
             "preimages": {"ab": {"kind": "server"}},
             "invocation": {"set": ["x=1"], "sim": true},
-            "environment": {"host_name": "h"},
+            "environment": serde_json::to_value(Environment { host_name: Some("h".into()), ..Environment::default() }).unwrap(),
             "jobs": [{"job_id": "7"}],
             "from_a_newer_anvil": 3,
         });

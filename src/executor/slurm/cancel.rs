@@ -13,13 +13,12 @@ pub fn cancel(store: &Store, run_id: &str) -> Result<i32, String> {
         .collect();
     // The run record names them too once the head has finished.
     if let Some(record) = store.runs().unwrap_or_default().into_iter().find(|r| r.run_id == run_id) {
-        let jobs = crate::run_extra::RunExtra::of(&record).jobs;
-        let listed = jobs.as_ref().and_then(|j| j.as_array()).cloned().unwrap_or_default();
+        let recorded = crate::run_extra::RunExtra::of(&record).jobs;
+        let listed: Vec<jobs::JobSummary> =
+            recorded.and_then(|j| serde_json::from_value(j).ok()).unwrap_or_default();
         for job in listed {
-            if let Some(id) = job.get("job_id").and_then(|v| v.as_str())
-                && !ids.iter().any(|i| i == id)
-            {
-                ids.push(id.to_string());
+            if !ids.contains(&job.job_id) {
+                ids.push(job.job_id);
             }
         }
     }

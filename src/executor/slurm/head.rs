@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anvil_store::{Fingerprint, Store};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{Mutex, watch};
 
 use super::group::{gpus_of, group_for, runs_in_a_job};
@@ -575,17 +575,18 @@ impl Head {
                     let progress = jobs::read_progress(root, &t.job_id).unwrap_or_default();
                     // Overhead: submit → the worker started on its node → its first step ended.
                     let since = |ms: u64| (submitted > 0 && ms >= submitted).then(|| ms - submitted);
-                    json!({
-                        "job_id": t.job_id,
-                        "label": t.label,
-                        "steps": t.steps.iter().map(|&i| self.steps[i].name.clone()).collect::<Vec<_>>(),
-                        "state": snapshot.state.as_str(),
-                        "nodes": snapshot.nodes,
-                        "adopted": t.adopted,
-                        "log": t.log,
-                        "start_latency_ms": since(progress.began_ms),
-                        "first_step_ms": progress.first_step_ms.and_then(since),
-                    })
+                    let summary = jobs::JobSummary {
+                        job_id: t.job_id.clone(),
+                        label: t.label.clone(),
+                        steps: t.steps.iter().map(|&i| self.steps[i].name.clone()).collect(),
+                        state: snapshot.state.as_str().to_string(),
+                        nodes: snapshot.nodes.clone(),
+                        adopted: t.adopted,
+                        log: t.log.clone(),
+                        start_latency_ms: since(progress.began_ms),
+                        first_step_ms: progress.first_step_ms.and_then(since),
+                    };
+                    serde_json::to_value(summary).unwrap_or_default()
                 })
                 .collect(),
         )

@@ -124,3 +124,23 @@ pub fn now_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+
+/// One job as the run record lists it (`extra.jobs`): what it ran, how it
+/// ended and its overheads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobSummary {
+    pub job_id: String,
+    pub label: String,
+    /// The steps it ran, by name.
+    pub steps: Vec<String>,
+    pub state: String,
+    pub nodes: String,
+    /// Found running from an earlier head rather than submitted by this one.
+    pub adopted: bool,
+    pub log: PathBuf,
+    /// Submit → the worker started on its node.
+    pub start_latency_ms: Option<u64>,
+    /// Submit → its first step ended.
+    pub first_step_ms: Option<u64>,
+}
