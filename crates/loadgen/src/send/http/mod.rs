@@ -154,7 +154,10 @@ async fn send_now(
     mut retried: bool,
 ) -> (StreamObservation, Instant) {
     loop {
-        let pooled = endpoint.take_idle();
+        // A retry goes out on a fresh connection: another pooled one may be
+        // closing too (a server that closes after every response closes
+        // them all), and a second stale one would fail the request.
+        let pooled = if retried { None } else { endpoint.take_idle() };
         let reused = pooled.is_some();
         let mut obs = StreamObservation::new(api, Instant::now(), unix_ns_now());
         let ended = tokio::time::timeout(timeout, exchange(endpoint, pooled, request, &mut obs)).await;
