@@ -14,34 +14,22 @@
 
 use anvil_loadgen::{Arrival, Benchmark, CellContext, CellSpec, Progress, Target};
 
+#[path = "common/in_process_sim.rs"]
+mod in_process_sim;
+
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// The sim, on its own thread and runtime, for the whole bench.
+/// Batched decoding whose step grows with the batch: latency depends on
+/// how many requests the queue holds when one arrives.
 fn start_sim() -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        rt.block_on(async move {
-            let mut profile = anvil_sim::SimProfile::default();
-            // Batched decoding whose step grows with the batch: latency
-            // depends on how many requests the queue holds when one arrives.
-            for (k, v) in [
-                ("decode-step-ms", "1"),
-                ("decode-step-ms-per-seq", "0.05"),
-                ("max-running-seqs", "32"),
-                ("prefill-tok-s", "200000"),
-            ] {
-                profile.set(k, v).unwrap();
-            }
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let sim = anvil_sim::spawn(profile, listener).await.unwrap();
-            tx.send(sim.base_url()).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().expect("sim address")
+    in_process_sim::start(&[
+        ("decode-step-ms", "1"),
+        ("decode-step-ms-per-seq", "0.05"),
+        ("max-running-seqs", "32"),
+        ("prefill-tok-s", "200000"),
+    ])
 }
 
 /// A run's artifact and its eligible requests' (TTFT, E2E) in send order.

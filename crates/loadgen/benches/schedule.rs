@@ -22,6 +22,9 @@
 //! sets the ladder; `BENCH_MEMORY_RATE` the memory cells' rate (default
 //! 1,000/s); `BENCH_ONLY=ladder|memory`.
 
+#[path = "common/in_process_sim.rs"]
+mod in_process_sim;
+
 use std::io::Write as _;
 use std::process::Command;
 
@@ -215,28 +218,14 @@ fn trace_replay_available() -> bool {
     serde_json::to_value(CellSpec::default()).is_ok_and(|v| v.get("traffic").is_some())
 }
 
-/// The sim, on its own thread and runtime, for the whole bench.
+/// The sim, fast enough that the client is the bottleneck.
 fn start_sim() -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        rt.block_on(async move {
-            let mut profile = anvil_sim::SimProfile::default();
-            for (k, v) in [
-                ("decode-step-ms", "1"),
-                ("decode-step-ms-per-seq", "0"),
-                ("max-running-seqs", "100000"),
-                ("prefill-tok-s", "10000000"),
-            ] {
-                profile.set(k, v).unwrap();
-            }
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let sim = anvil_sim::spawn(profile, listener).await.unwrap();
-            tx.send(sim.base_url()).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().expect("sim address")
+    in_process_sim::start(&[
+        ("decode-step-ms", "1"),
+        ("decode-step-ms-per-seq", "0"),
+        ("max-running-seqs", "100000"),
+        ("prefill-tok-s", "10000000"),
+    ])
 }
 
 fn load() -> String {
