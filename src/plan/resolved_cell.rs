@@ -23,7 +23,7 @@ use crate::recipe::decls::load::{SloFrom, StageDecl, TrafficDecl};
 use crate::recipe::decls::{self, CellDecl, LoadDecl};
 use crate::recipe::placeholders::unescape;
 use crate::recipe::words;
-use crate::recipe::{Recipe, Spec};
+use crate::recipe::{Decl, Recipe, Spec};
 
 /// A trace's arrivals are its own (it sets its rate), so unless the cell
 /// sets `concurrency` its in-flight cap is this wide.
@@ -39,11 +39,18 @@ pub const DEFAULT_MODEL: &str = "default";
 pub fn resolve_in_recipe(recipe: &Recipe, name: &str) -> Option<CellSpec> {
     let step = recipe.step(name)?;
     let Spec::Cell(cell) = &step.spec else { return None };
-    let model = match recipe.step(&cell.server).map(|s| &s.spec) {
+    resolve_step(step, recipe.step(&cell.server), recipe.campaign.seed)
+}
+
+/// [`resolve`] of a cell step given its server's declaration (found by the
+/// caller, who may know where it is: `recipe.step` scans every step).
+pub fn resolve_step(step: &Decl, server: Option<&Decl>, seed: u64) -> Option<CellSpec> {
+    let Spec::Cell(cell) = &step.spec else { return None };
+    let model = match server.map(|s| &s.spec) {
         Some(Spec::Server(server)) => server.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into()),
         _ => DEFAULT_MODEL.into(),
     };
-    Some(resolve(name, cell, &model, recipe.campaign.seed))
+    Some(resolve(&step.name, cell, &model, seed))
 }
 
 /// The cell `name` as the load generator runs it against a server serving
