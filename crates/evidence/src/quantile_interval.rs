@@ -36,8 +36,10 @@ pub fn interval(sorted: &[f64], q: u32) -> (Option<f64>, Option<f64>) {
         if below <= 0.025 {
             lower = Some(sorted[k - 1]);
         }
-        if upper.is_none() && below >= 0.975 {
+        if below >= 0.975 {
+            // Past here neither bound can change.
             upper = Some(sorted[k - 1]);
+            break;
         }
     }
     (lower, upper)

@@ -52,23 +52,29 @@ pub fn quantile_interval_ranks(n: usize, percent: u32) -> (Option<usize>, Option
         return (None, None);
     }
     let p = f64::from(percent) / 100.0;
-    // B(k) for k = 0..n, from log-space binomial terms (no underflow at large n).
+    // B(k) as k rises, from log-space binomial terms (no underflow at large
+    // n), in one pass that stops once both ranks are known: a chunk-gap
+    // distribution has millions of samples.
     let (ln_p, ln_q) = (p.ln(), (1.0 - p).ln());
     let mut ln_term = n as f64 * ln_q;
-    let mut cdf = Vec::with_capacity(n + 1);
-    let mut total = 0.0;
-    for k in 0..=n {
+    let mut cdf = 0.0f64;
+    let mut lower = None;
+    for k in 0..n {
         if k > 0 {
             ln_term += ((n - k + 1) as f64).ln() - (k as f64).ln() + ln_p - ln_q;
         }
-        total += ln_term.exp();
-        cdf.push(total.min(1.0));
+        // Now cdf = B(k), the bound for rank k + 1.
+        cdf = (cdf + ln_term.exp()).min(1.0);
+        // l: the largest rank with B(l - 1) <= TAIL (B rises with k).
+        if cdf <= TAIL {
+            lower = Some(k + 1);
+        }
+        // u: the smallest rank with B(u - 1) >= 1 - TAIL.
+        if cdf >= 1.0 - TAIL {
+            return (lower, Some(k + 1));
+        }
     }
-    // l: the largest rank in 1..=n with B(l-1) <= TAIL.
-    let lower = (1..=n).rev().find(|&l| cdf[l - 1] <= TAIL);
-    // u: the smallest rank in 1..=n with B(u-1) >= 1 - TAIL.
-    let upper = (1..=n).find(|&u| cdf[u - 1] >= 1.0 - TAIL);
-    (lower, upper)
+    (lower, None)
 }
 
 /// The interval of each of [`INTERVAL_PERCENTILES`] from the value at a rank.
