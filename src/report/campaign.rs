@@ -39,9 +39,11 @@ pub fn write_outputs(summary: &RunSummary, store: &Store, out: &Path) -> std::io
     std::fs::create_dir_all(&dir)?;
     let manifest = dir.join("workload-manifest.json");
     let decision = dir.join("decision-summary.json");
+    // Each cell's result is read once for both documents.
+    let facts = cell_facts(plan, store);
     // Serialising these types cannot fail: their maps have string keys.
-    let manifest_bytes = serde_json::to_vec_pretty(&workload_manifest(plan, store)).unwrap_or_default();
-    let summary_bytes = decision_summary(plan, store, &outcomes).to_vec_pretty();
+    let manifest_bytes = serde_json::to_vec_pretty(&workload_manifest(plan, &facts)).unwrap_or_default();
+    let summary_bytes = summary_with(plan, store, &outcomes, &facts).to_vec_pretty();
     let files = [("workload-manifest.json", manifest_bytes), ("decision-summary.json", summary_bytes)];
     super::stored_outputs::store_with_run(store, &summary.run_id, &files)
         .map_err(|e| std::io::Error::other(format!("storing them with run {}: {e}", summary.run_id)))?;
@@ -65,10 +67,12 @@ pub struct Outcomes<'a> {
     pub all_succeeded: bool,
 }
 
-/// What the manifest reads of a cell's stored result: its load as the
-/// load generator ran it.
+/// What both documents read of every cell's stored result: whether the
+/// simulated engine produced it, and its load as the load generator ran it
+/// (its metrics, most of its bytes, are skipped).
 #[derive(serde::Deserialize)]
 struct CellFacts {
+    simulated: bool,
     #[serde(default)]
     load: Option<CellLoad>,
 }
@@ -78,9 +82,8 @@ fn cell_facts<'a>(plan: &'a Plan, store: &Store) -> Vec<(&'a Decl, CellFacts)> {
     cells(plan).filter_map(|(c, _)| Some((c, stored::<CellFacts>(plan, store, &c.name)?.ok()?))).collect()
 }
 
-pub fn workload_manifest(plan: &Plan, store: &Store) -> WorkloadManifest {
+fn workload_manifest(plan: &Plan, facts: &[(&Decl, CellFacts)]) -> WorkloadManifest {
     let recipe = &plan.recipe;
-    let facts = cell_facts(plan, store);
     let loads: Vec<&CellLoad> = facts.iter().filter_map(|(_, f)| f.load.as_ref()).collect();
     let distinct = |value: &dyn Fn(&CellLoad) -> Option<u64>| -> Vec<u64> {
         loads.iter().filter_map(|l| value(l)).collect::<BTreeSet<_>>().into_iter().collect()
@@ -209,20 +212,26 @@ pub fn workload_manifest(plan: &Plan, store: &Store) -> WorkloadManifest {
     }
 }
 
+/// The decision summary of `plan`'s run from its stored results (what
+/// `anvil verify` rebuilds).
 pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> DecisionSummary {
+    summary_with(plan, store, outcomes, &cell_facts(plan, store))
+}
+
+fn summary_with(
+    plan: &Plan,
+    store: &Store,
+    outcomes: &Outcomes<'_>,
+    facts: &[(&Decl, CellFacts)],
+) -> DecisionSummary {
     let recipe = &plan.recipe;
-    // The headline cells' results read whole, once; of the others only
-    // whether they were simulated (metrics are most of a result's bytes,
-    // and the summary shows none of theirs).
+    // The headline cells' results read whole (the summary shows their
+    // metrics); of the others, the facts read once.
     let cell_results: HashMap<&str, CellResult> = headline_cells(plan)
         .into_iter()
         .filter_map(|(c, _)| Some((c.name.as_str(), stored::<CellResult>(plan, store, &c.name)?.ok()?)))
         .collect();
     let cell_of = |name: &str| cell_results.get(name);
-    let was_simulated = |name: &str| match cell_of(name) {
-        Some(result) => result.simulated,
-        None => stored::<Simulated>(plan, store, name).and_then(Result::ok).is_some_and(|r| r.simulated),
-    };
     let mut identity = Map::new();
     for (step, server) in servers(plan) {
         for (key, value) in &server.identity {
@@ -237,8 +246,9 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
             identity.insert(key.clone(), value.clone());
         }
     }
-    let simulated: Vec<String> = cells(plan)
-        .filter(|(c, _)| was_simulated(&c.name))
+    let simulated: Vec<String> = facts
+        .iter()
+        .filter(|(_, f)| f.simulated)
         .map(|(c, _)| c.name.clone())
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -430,12 +440,6 @@ pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> 
             reason: verdict.as_ref().map(decision_reason),
         },
     }
-}
-
-/// Of a cell's result, only whether the simulated engine produced it.
-#[derive(serde::Deserialize)]
-struct Simulated {
-    simulated: bool,
 }
 
 /// A step's stored result as its kind's type: None when nothing is stored,
