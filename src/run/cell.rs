@@ -78,18 +78,16 @@ pub async fn run_cell(
         return Err(Failure::new(format!("no request completed ({} failed)", summary.failed))
             .with_detail(serde_json::to_string(&failures).unwrap_or_default()));
     }
-    let load = CellLoad {
+    // The load generator always measures the offered load; only an
+    // artifact read back from an older one lacks it.
+    let load = artifact.offered_load.clone().map(|offered| CellLoad {
         resolved: artifact.resolved_cell.clone(),
-        offered: artifact.offered_load.clone().unwrap_or_else(|| anvil_loadgen::OfferedLoad {
-            axis: anvil_loadgen::LoadAxis::Concurrency,
-            value: None,
-            basis: "not measured".into(),
-        }),
+        offered,
         in_flight_cap: artifact.in_flight_cap.clone(),
         targets: artifact.targets.iter().map(|t| t.label.clone()).collect(),
-    };
-    let line = run_line(summary, &load, server.simulated);
-    let result = CellResult { load: Some(load), ..cell_result(server, summary, &artifact) };
+    });
+    let line = run_line(summary, load.as_ref(), server.simulated);
+    let result = CellResult { load, ..cell_result(server, summary, &artifact) };
     let path = scratch.path().join("benchmark.json");
     report
         .write_artifact_file(&artifact, &path)
@@ -109,16 +107,18 @@ pub async fn run_cell(
 
 /// The cell's line in the run's output: its figures, the load it offered,
 /// and whether an in-flight cap held open-loop requests back.
-fn run_line(summary: &anvil_loadgen::CellSummary, load: &CellLoad, simulated: bool) -> String {
+fn run_line(summary: &anvil_loadgen::CellSummary, load: Option<&CellLoad>, simulated: bool) -> String {
     let mut line = format!(
-        "{} ok / {} failed, {:.1} tok/s aggregate, ttft p50 {:.1} ms, {}",
+        "{} ok / {} failed, {:.1} tok/s aggregate, ttft p50 {:.1} ms",
         summary.completed,
         summary.failed,
         summary.throughput_tok_s.unwrap_or(0.0),
         summary.ttft_p50_ms.unwrap_or(0.0),
-        load.offered_words(),
     );
-    if let Some(cap) = load.in_flight_cap.as_ref().filter(|c| c.held_back()) {
+    if let Some(load) = load {
+        line.push_str(&format!(", {}", load.offered_words()));
+    }
+    if let Some(cap) = load.and_then(|l| l.in_flight_cap.as_ref()).filter(|c| c.held_back()) {
         line.push_str(&format!(
             "; the in-flight cap of {} held {} requests back (up to {:.0} ms)",
             cap.limit, cap.held_requests, cap.longest_hold_ms
