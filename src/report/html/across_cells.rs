@@ -23,7 +23,6 @@ pub(super) fn across_cells(page: &mut Page, report: &Report) {
     // axis (a rate and a concurrency are not one scale), one series per server.
     let axes: Vec<&'static str> = {
         let mut axes: Vec<&'static str> = cells.iter().filter_map(|(_, c)| Some(c.load_axis()?.0)).collect();
-        axes.dedup();
         axes.sort_unstable();
         axes.dedup();
         axes
