@@ -68,9 +68,9 @@ impl CellLoad {
     /// "C6 (closed loop)".
     pub fn offered_words(&self) -> String {
         match (self.offered.axis, self.offered.value) {
-            (LoadAxis::RequestRate, Some(rate)) => format!("{rate:.1} req/s offered (measured)"),
+            (LoadAxis::RequestRate, Some(_)) => format!("{} offered (measured)", self.offered_short()),
             (LoadAxis::RequestRate, None) => "open loop, too few sends to measure a rate".into(),
-            (LoadAxis::Concurrency, value) => format!("C{} (closed loop)", value.unwrap_or(0.0)),
+            (LoadAxis::Concurrency, _) => format!("{} (closed loop)", self.offered_short()),
         }
     }
 
