@@ -94,9 +94,7 @@ pub fn resolve(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpec 
             words::Thinking::On => ThinkingMode::On,
             words::Thinking::Off => ThinkingMode::Off,
         },
-        temperature: load.temperature,
-        top_p: load.top_p,
-        sampling_seed: load.sampling_seed,
+        options: load.options.clone(),
         prompt_salt: load.prompt_salt.unwrap_or(0),
         controlled_output_policy: match load.output_policy {
             words::OutputPolicy::Observe => OutputPolicy::Observe,

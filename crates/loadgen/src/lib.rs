@@ -32,6 +32,7 @@ pub use output::stats::{Distribution, nearest_rank};
 pub use output::table::render_table;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;
+pub use workload::options::{OptionKind, REQUEST_OPTIONS, RequestOption, RequestOptions};
 pub use workload::prompt::marker;
 pub use workload::spec::{
     Api, Arrival, Balance, CellContext, CellSpec, Connect, OutputPolicy, Progress, PromptCacheMode, Slo,

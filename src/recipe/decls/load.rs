@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
+use anvil_loadgen::{OptionKind, RequestOptions};
 use serde_json::Value;
 
 use super::super::problem::Problems;
+use super::super::schema::{FieldSpec, Shape};
 use super::super::settings::{Draft, settings};
 mod stage;
 pub use stage::{SloFrom, StageDecl};
@@ -33,9 +35,6 @@ settings! {
         pub prefix_tokens: u64 = "prefix-tokens" as Int or 0,
         pub canaries: Option<bool> = "canaries" as Bool,
         pub thinking: Thinking = "thinking" as Word(Thinking) or Thinking::Default,
-        pub temperature: Option<f64> = "temperature" as Number,
-        pub top_p: Option<f64> = "top-p" as Number,
-        pub sampling_seed: Option<u64> = "sampling-seed" as Int,
         /// Mixed into the synthetic prompts' seed (unset: the campaign seed alone).
         pub prompt_salt: Option<u64> = "prompt-salt" as Int,
         pub output_policy: OutputPolicy = "output-policy" as Word(OutputPolicy) or OutputPolicy::Observe,
@@ -69,9 +68,25 @@ settings! {
         pub traffic: TrafficDecl,
         /// Files the traffic reads, relative to the recipe's folder.
         pub reads: Vec<String>,
+        /// Options sent in every request body as written (their settings
+        /// are the load generator's [`anvil_loadgen::REQUEST_OPTIONS`]).
+        pub options: RequestOptions,
     }
     /// The fields `build` makes by hand.
     struct LoadRest;
+}
+
+/// The field-table entries of the load generator's request options.
+pub fn request_option_fields() -> impl Iterator<Item = FieldSpec> {
+    anvil_loadgen::REQUEST_OPTIONS.iter().map(|option| {
+        let shape = match option.kind {
+            OptionKind::Int => Shape::Int,
+            OptionKind::Number => Shape::Number,
+            OptionKind::Bool => Shape::Bool,
+            OptionKind::Str => Shape::Str,
+        };
+        FieldSpec::new(option.setting, shape)
+    })
 }
 
 /// When requests are sent.
@@ -145,5 +160,6 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         stage: key::stage,
     };
     let (traffic, reads) = traffic::build(draft, &keys, problems);
-    LoadDecl::from_settings(s, LoadRest { arrival, slo, stages, traffic, reads })
+    let options = RequestOptions::from_settings(|name| s.get(name));
+    LoadDecl::from_settings(s, LoadRest { arrival, slo, stages, traffic, reads, options })
 }

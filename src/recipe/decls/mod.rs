@@ -148,6 +148,9 @@ pub fn fields_of(kind: Kind) -> &'static [FieldSpec] {
             Kind::Search => &[search::FIELDS],
         };
         let mut all: Vec<FieldSpec> = own.iter().flat_map(|f| f.iter().copied()).collect();
+        if matches!(kind, Kind::Workload | Kind::Cell) {
+            all.extend(load::request_option_fields());
+        }
         if kind.is_step() {
             all.extend(COMMON.iter().copied());
         }

@@ -291,13 +291,16 @@ fn p99_label(samples: usize) -> &'static str {
     if samples >= P99_MIN_SAMPLES { "nearest-rank" } else { "descriptive-nearest-rank-only" }
 }
 
+/// Each request option by its body field: what the recipe asked for and
+/// what every request carried (the same: options are sent as written).
 fn sampling(spec: &CellSpec) -> Value {
-    let entry = |v: Option<f64>| json!({"requested": v, "sent": v.is_some(), "effective_request": v});
-    json!({
-        "temperature": entry(spec.temperature),
-        "top_p": entry(spec.top_p),
-        "seed": {"requested": spec.sampling_seed, "sent": spec.sampling_seed.is_some(), "effective_request": spec.sampling_seed},
-    })
+    let sent: Map<String, Value> = spec.options.body_fields().into_iter().map(|(f, v)| (f.to_string(), v)).collect();
+    let entries = crate::workload::options::REQUEST_OPTIONS.iter().map(|option| {
+        let value = sent.get(option.body_field).cloned().unwrap_or(Value::Null);
+        let entry = json!({"requested": value, "sent": !value.is_null(), "effective_request": value});
+        (option.body_field.to_string(), entry)
+    });
+    Value::Object(entries.collect())
 }
 
 /// The caller's serve flags, completed with the reference's keys where absent.

@@ -81,15 +81,7 @@ pub fn planned_body(
     if ignore_eos {
         fields.insert("ignore_eos".into(), json!(true));
     }
-    if let Some(t) = spec.temperature {
-        fields.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = spec.top_p {
-        fields.insert("top_p".into(), json!(p));
-    }
-    if let Some(s) = spec.sampling_seed {
-        fields.insert("seed".into(), json!(s));
-    }
+    fields.extend(spec.options.body_fields().into_iter().map(|(field, value)| (field.to_string(), value)));
     if spec.api == Api::Chat && spec.thinking != ThinkingMode::Default {
         let on = spec.thinking == ThinkingMode::On;
         fields.insert("chat_template_kwargs".into(), json!({"enable_thinking": on}));

@@ -5,6 +5,7 @@
 pub(crate) mod calibrate;
 pub(crate) mod canary;
 pub(crate) mod dataset;
+pub(crate) mod options;
 pub(crate) mod prompt;
 pub(crate) mod request;
 pub(crate) mod session;

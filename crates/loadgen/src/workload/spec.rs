@@ -27,9 +27,10 @@ pub struct CellSpec {
     pub prompt_cache_mode: PromptCacheMode,
     pub canaries: bool,
     pub thinking: ThinkingMode,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub sampling_seed: Option<u64>,
+    /// Sampling and the other options sent in every body as written
+    /// (flattened: their keys sit beside the others').
+    #[serde(flatten)]
+    pub options: crate::workload::options::RequestOptions,
     /// Mixed into the synthetic prompts' seed when not 0: two cells on one
     /// server with different salts share no prompt text, so neither finds
     /// the other's prompts in the server's prefix cache (a search's probes).
@@ -71,9 +72,7 @@ impl Default for CellSpec {
             prompt_cache_mode: PromptCacheMode::Unique,
             canaries: true,
             thinking: ThinkingMode::Default,
-            temperature: None,
-            top_p: None,
-            sampling_seed: None,
+            options: Default::default(),
             prompt_salt: 0,
             controlled_output_policy: OutputPolicy::Observe,
             request_timeout_ms: 600_000,
