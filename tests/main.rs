@@ -24,6 +24,7 @@ mod module_cycles;
 mod recipe_properties;
 mod report;
 mod report_scale;
+mod request_options;
 mod resolved_cells;
 mod search;
 mod servers;

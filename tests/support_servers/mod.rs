@@ -295,8 +295,9 @@ pub fn start_sim(extra: &[&str]) -> (Spawned, u16) {
 }
 
 /// A TCP proxy in front of a server that keeps the request head (request
-/// line and headers) of the first request on each connection, so a test can
-/// see what anvil sent. Bytes are forwarded unchanged both ways.
+/// line and headers, then the body its `Content-Length` gives) of the first
+/// request on each connection, so a test can see what anvil sent. Bytes are
+/// forwarded unchanged both ways.
 pub struct RecordingProxy {
     pub port: u16,
     heads: Arc<Mutex<Vec<String>>>,
@@ -317,9 +318,18 @@ impl RecordingProxy {
         RecordingProxy { port, heads }
     }
 
-    /// The request heads seen so far.
+    /// The requests seen so far (each head, then its body).
     pub fn heads(&self) -> Vec<String> {
         self.heads.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
+    /// The JSON bodies of the requests seen so far.
+    pub fn json_bodies(&self) -> Vec<Value> {
+        let bodies = self.heads().into_iter().filter_map(|request| {
+            let (_, body) = request.split_once("\r\n\r\n")?;
+            serde_json::from_str(body).ok()
+        });
+        bodies.collect()
     }
 }
 
@@ -332,6 +342,17 @@ fn forward(mut client: TcpStream, upstream_port: u16, recorded: &Mutex<Vec<Strin
             _ => return,
         }
     }
+    let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let length = text
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    if client.read_exact(&mut body).is_err() {
+        return;
+    }
+    head.extend_from_slice(&body);
     if let Ok(mut heads) = recorded.lock() {
         heads.push(String::from_utf8_lossy(&head).into_owned());
     }
