@@ -72,6 +72,8 @@ request_options! {
     top_p: f64 = "top-p" as Number => "top_p",
     /// The request's sampling seed.
     sampling_seed: u64 = "sampling-seed" as Int => "seed",
+    /// OpenAI's presence penalty (vLLM, SGLang and llama.cpp read it).
+    presence_penalty: f64 = "presence-penalty" as Number => "presence_penalty",
 }
 
 #[cfg(test)]
