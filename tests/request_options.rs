@@ -1,8 +1,8 @@
 //! Every request option the load generator declares (`REQUEST_OPTIONS`)
 //! works end to end from one declaration: a recipe that sets it is
-//! accepted, the resolved cell in the artifact holds it, every request the
-//! server received carries it as its body field, and the artifact's
-//! `sampling` record says it was sent. Generic over the table, so a new
+//! accepted, the resolved cell in the artifact holds it, and (for one sent
+//! in the body) every request the server received carries it as its body
+//! field, and the artifact's `sampling` record says it was sent. Generic over the table, so a new
 //! option is covered here without a line of this file changing.
 
 use anvil_loadgen::{CellSpec, OptionKind, REQUEST_OPTIONS};
@@ -42,16 +42,21 @@ fn every_request_option_reaches_the_server_and_the_artifact() {
     assert!(!bodies.is_empty(), "no request body seen: {}", outcome.transcript());
     let fingerprint = bench.plan(&recipe, &[]).fingerprint("c");
     let path = entry_dir(&bench.store(), &fingerprint).join("benchmark.json");
-    let artifact: Value = serde_json::from_slice(&std::fs::read(path).expect("benchmark.json")).expect("JSON");
+    let artifact: Value =
+        serde_json::from_slice(&std::fs::read(path).expect("benchmark.json")).expect("JSON");
     for option in REQUEST_OPTIONS {
+        let Some(field) = option.body_field else { continue };
         let value = example(option.kind).1;
         for body in &bodies {
-            assert_eq!(body[option.body_field], value, "`{}` in a request body: {body}", option.setting);
+            assert_eq!(body[field], value, "`{}` in a request body: {body}", option.setting);
         }
-        let sampling = &artifact["sampling"][option.body_field];
+        let sampling = &artifact["sampling"][field];
         assert_eq!((&sampling["requested"], &sampling["sent"]), (&value, &json!(true)), "{}", option.setting);
     }
-    let resolved: CellSpec = serde_json::from_value(artifact["resolved_cell"].clone()).expect("a resolved cell");
-    let sent: Vec<(&str, Value)> = REQUEST_OPTIONS.iter().map(|o| (o.body_field, example(o.kind).1)).collect();
-    assert_eq!(resolved.options.body_fields(), sent, "the resolved cell holds every option as set");
+    let resolved: CellSpec =
+        serde_json::from_value(artifact["resolved_cell"].clone()).expect("a resolved cell");
+    let set: std::collections::BTreeMap<&str, Value> =
+        REQUEST_OPTIONS.iter().map(|o| (o.setting, example(o.kind).1)).collect();
+    let expected = anvil_loadgen::RequestOptions::from_settings(|name| set.get(name));
+    assert_eq!(resolved.options, expected, "the resolved cell holds every option as set");
 }

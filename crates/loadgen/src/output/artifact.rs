@@ -294,11 +294,13 @@ fn p99_label(samples: usize) -> &'static str {
 /// Each request option by its body field: what the recipe asked for and
 /// what every request carried (the same: options are sent as written).
 fn sampling(spec: &CellSpec) -> Value {
-    let sent: Map<String, Value> = spec.options.body_fields().into_iter().map(|(f, v)| (f.to_string(), v)).collect();
-    let entries = crate::workload::options::REQUEST_OPTIONS.iter().map(|option| {
-        let value = sent.get(option.body_field).cloned().unwrap_or(Value::Null);
+    let sent: Map<String, Value> =
+        spec.options.body_fields().into_iter().map(|(f, v)| (f.to_string(), v)).collect();
+    let entries = crate::workload::options::REQUEST_OPTIONS.iter().filter_map(|option| {
+        let field = option.body_field?;
+        let value = sent.get(field).cloned().unwrap_or(Value::Null);
         let entry = json!({"requested": value, "sent": !value.is_null(), "effective_request": value});
-        (option.body_field.to_string(), entry)
+        Some((field.to_string(), entry))
     });
     Value::Object(entries.collect())
 }

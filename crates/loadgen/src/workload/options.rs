@@ -1,10 +1,12 @@
-//! Request options: settings that go into every request body as written
-//! (sampling, penalties). Each is declared once, below, and that one line
-//! gives its recipe setting (the recipe's field table reads
-//! [`REQUEST_OPTIONS`]), its typed field in the resolved cell, the body
-//! field it is sent as, and its entry in the artifact's `sampling` record.
-//! Unset options are not sent and not written into the resolved cell, so
-//! declaring a new one changes no existing cell.
+//! Request options: a cell's settings that the load generator reads as
+//! written, most of them sent in every request body (sampling, penalties).
+//! Each is declared once, below, and that one line gives its recipe setting
+//! (the recipe's field table reads [`REQUEST_OPTIONS`]), its typed field in
+//! the resolved cell, and, with `=> "field"`, the body field it is sent as
+//! and its entry in the artifact's `sampling` record; one without a body
+//! field is read where its behaviour is (`spec.options.NAME`). Unset options
+//! are not sent and not written into the resolved cell, so declaring a new
+//! one changes no existing cell.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,13 +26,14 @@ pub struct RequestOption {
     /// The recipe setting (`top-p`).
     pub setting: &'static str,
     pub kind: OptionKind,
-    /// The request body's field (`top_p`).
-    pub body_field: &'static str,
+    /// The request body's field it is sent as (`top_p`), if any.
+    pub body_field: Option<&'static str>,
 }
 
-/// Declares the request options: `field: Type = "setting" as Kind => "body_field"`.
+/// Declares the request options: `field: Type = "setting" as Kind => "body_field"`
+/// (without `=> …`: not sent, read by the load generator itself).
 macro_rules! request_options {
-    ($($(#[$doc:meta])* $field:ident : $ty:ty = $setting:literal as $kind:ident => $body:literal,)*) => {
+    ($($(#[$doc:meta])* $field:ident : $ty:ty = $setting:literal as $kind:ident $(=> $body:literal)?,)*) => {
         /// The request options a cell sets (unset: `None`, not sent).
         #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
         #[serde(default)]
@@ -40,7 +43,7 @@ macro_rules! request_options {
 
         /// Every request option, in the order the docs list them.
         pub const REQUEST_OPTIONS: &[RequestOption] = &[
-            $(RequestOption { setting: $setting, kind: OptionKind::$kind, body_field: $body },)*
+            $(RequestOption { setting: $setting, kind: OptionKind::$kind, body_field: request_options!(@body $($body)?) },)*
         ];
 
         impl RequestOptions {
@@ -56,13 +59,15 @@ macro_rules! request_options {
             /// Each set option as its body field and value, in declaration order.
             pub fn body_fields(&self) -> Vec<(&'static str, Value)> {
                 let mut set = Vec::new();
-                $(if let Some(value) = &self.$field {
-                    set.push(($body, serde_json::json!(value)));
+                $(if let (Some(value), Some(field)) = (&self.$field, request_options!(@body $($body)?)) {
+                    set.push((field, serde_json::json!(value)));
                 })*
                 set
             }
         }
     };
+    (@body $body:literal) => { Some($body) };
+    (@body) => { None };
 }
 
 request_options! {
@@ -98,7 +103,8 @@ mod tests {
             REQUEST_OPTIONS.iter().map(|o| (o.setting, example(o.kind))).collect();
         let options = RequestOptions::from_settings(|name| values.get(name));
         let sent = options.body_fields();
-        let expected: Vec<(&str, Value)> = REQUEST_OPTIONS.iter().map(|o| (o.body_field, example(o.kind))).collect();
+        let expected: Vec<(&str, Value)> =
+            REQUEST_OPTIONS.iter().filter_map(|o| Some((o.body_field?, example(o.kind)))).collect();
         assert_eq!(sent, expected);
     }
 
