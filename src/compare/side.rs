@@ -93,11 +93,8 @@ fn from_run(store: &Store, run: &RunRecord) -> Side {
             "cell" => {
                 let Some(artifact) = read_json(&entry.path_of("benchmark.json")) else { continue };
                 // The server it ran on: the upstream fingerprint its preimage names.
-                let server = entry
-                    .preimage
-                    .pointer("/upstream/server")
-                    .and_then(Value::as_str)
-                    .and_then(|fp| extra.preimages.get(fp).cloned());
+                let stored = crate::plan::StoredPreimage::of(&entry.preimage);
+                let server = stored.server().and_then(|fp| extra.preimages.get(fp).cloned());
                 let preimage = preimage_of(&node.fingerprint).or(Some(entry.preimage.clone()));
                 side.cells.insert(node.name.clone(), Cell { artifact, preimage, server });
             }

@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use anvil_store::Fingerprint;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::canonical::canonical_bytes;
@@ -58,6 +59,33 @@ impl PreimageParts {
             "files": self.files,
             "environment": self.environment,
         })
+    }
+}
+
+/// A stored preimage read back through its layout (the one [`PreimageParts`]
+/// writes): readers name its parts as fields, not as keys.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct StoredPreimage {
+    pub kind: String,
+    pub settings: Map<String, Value>,
+    pub upstream: Map<String, Value>,
+    pub files: Map<String, Value>,
+    pub environment: Map<String, Value>,
+}
+
+/// The upstream role a cell's server fingerprint is named by.
+pub const UPSTREAM_SERVER: &str = "server";
+
+impl StoredPreimage {
+    /// `preimage` read through the layout; one that does not fit reads as empty.
+    pub fn of(preimage: &Value) -> StoredPreimage {
+        StoredPreimage::deserialize(preimage).unwrap_or_default()
+    }
+
+    /// The fingerprint of the server a cell ran on.
+    pub fn server(&self) -> Option<&str> {
+        self.upstream.get(UPSTREAM_SERVER).and_then(Value::as_str)
     }
 }
 

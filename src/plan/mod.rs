@@ -24,7 +24,7 @@ use anvil_store::{Fingerprint, Store};
 pub use cache::recipe_cache;
 pub use canonical::{canonical, canonical_bytes};
 
-pub use fingerprint::{FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, fingerprint_of};
+pub use fingerprint::{FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, StoredPreimage, fingerprint_of};
 pub use planned::{Plan, PlannedNode, Status};
 pub use preimage::{EngineMode, reads_results};
 pub use preimage_text::PreimageText;

@@ -122,7 +122,7 @@ pub fn preimage_of(
     for (role, up) in upstream {
         match up {
             Upstream::Fingerprint(fp) if role == "server" => {
-                parts.upstream.insert("server".into(), json!(fp));
+                parts.upstream.insert(super::fingerprint::UPSTREAM_SERVER.into(), json!(fp));
             }
             Upstream::Fingerprint(fp) => after.push(json!(fp)),
             Upstream::ResultDigest(Some(digest)) => {
