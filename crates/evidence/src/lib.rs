@@ -10,6 +10,7 @@
 //!   [`compare`](mod@compare)); [`compare_artifacts`] does it for the
 //!   headline metrics of two artifacts.
 
+pub mod batch_means;
 pub mod bootstrap;
 pub mod compare;
 pub mod headline;

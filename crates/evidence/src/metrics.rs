@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::records::{Req, any_has, values};
 use crate::stats::{PERCENTILES, Summary};
+use crate::{batch_means, quantile_interval};
 
 /// Percentiles whose 95% interval the artifact carries.
 const INTERVAL_PERCENTILES: [u32; 4] = [50, 90, 95, 99];
@@ -126,7 +127,11 @@ impl DistDef {
             keys.push(self.key(&format!("p{p}_ci95_low")));
             keys.push(self.key(&format!("p{p}_ci95_high")));
         }
+        keys.push(self.key("mean_batch_ci95_low"));
+        keys.push(self.key("mean_batch_ci95_high"));
         keys.push(self.key("samples"));
+        keys.push(format!("{}_batches", self.name));
+        keys.push(format!("{}_effective_samples", self.name));
         let Some(vals) = self.values(all) else {
             let why = format!("request_timings carry no `{}`", self.source_key());
             return keys.into_iter().map(|k| (k, Derived::Unknown(why.clone()))).collect();
@@ -144,12 +149,29 @@ impl DistDef {
         figures.push(num(s.as_ref().map(|s| s.max)));
         let mut sorted = vals.clone();
         sorted.sort_by(f64::total_cmp);
+        // Pooled values (chunk gaps) have no order and are not independent:
+        // the artifact bounds none of their percentiles.
+        let ordered = !matches!(self.source, PooledMicros(_));
+        let batching = if ordered { batch_means::batching(vals.len()) } else { None };
         for p in INTERVAL_PERCENTILES {
-            let (low, high) = crate::quantile_interval::interval(&sorted, p);
-            figures.push(num(low));
-            figures.push(num(high));
+            let independent = if ordered { quantile_interval::ranks(sorted.len(), p) } else { (None, None) };
+            let (l, u) = match batching {
+                Some(b) => {
+                    let estimate = crate::stats::percentile_sorted(&sorted, p);
+                    batch_means::widened_ranks(&vals, b, estimate, p, independent)
+                }
+                None => independent,
+            };
+            figures.push(num(l.map(|r| sorted[r - 1])));
+            figures.push(num(u.map(|r| sorted[r - 1])));
         }
+        let mean_interval =
+            batching.zip(s.as_ref()).map(|(b, s)| batch_means::mean_interval(&vals, b, s.mean));
+        figures.push(num(mean_interval.map(|(low, _)| low)));
+        figures.push(num(mean_interval.map(|(_, high)| high)));
         figures.push(Derived::Value(json!(vals.len())));
+        figures.push(Derived::Value(batching.map_or(Value::Null, |(count, _)| json!(count))));
+        figures.push(num(batching.and_then(|b| batch_means::effective_samples(&vals, b))));
         keys.into_iter().zip(figures).collect()
     }
 }

@@ -20,7 +20,12 @@ fn ln_factorials(n: usize) -> Vec<f64> {
 
 /// The interval of percentile `q` (in percent) of the ascending `sorted`.
 pub fn interval(sorted: &[f64], q: u32) -> (Option<f64>, Option<f64>) {
-    let n = sorted.len();
+    let (l, u) = ranks(sorted.len(), q);
+    (l.map(|r| sorted[r - 1]), u.map(|r| sorted[r - 1]))
+}
+
+/// The 1-based ranks `(l, u)` of that interval among `n` values.
+pub fn ranks(n: usize, q: u32) -> (Option<usize>, Option<usize>) {
     if n == 0 {
         return (None, None);
     }
@@ -34,11 +39,11 @@ pub fn interval(sorted: &[f64], q: u32) -> (Option<f64>, Option<f64>) {
         // below = B(k - 1)
         below += pmf(k - 1);
         if below <= 0.025 {
-            lower = Some(sorted[k - 1]);
+            lower = Some(k);
         }
         if below >= 0.975 {
             // Past here neither bound can change.
-            upper = Some(sorted[k - 1]);
+            upper = Some(k);
             break;
         }
     }

@@ -72,31 +72,34 @@ fn measure(url: &str, rate: f64, requests: u32, seed: u64) -> Run {
     Run { artifact: cell.artifact, latencies }
 }
 
-/// Sectioning (Asmussen & Glynn, *Stochastic Simulation*, 2007, §III.5 and
-/// §IV.4): the run cut into `k` consecutive sections by send order, the
-/// statistic of each, and a Student-t 95% interval of their mean around the
-/// whole run's statistic. Correlated neighbours fall mostly in one section,
-/// so the sections' spread sees the correlation the per-request interval
-/// ignores.
-fn sectioned(values: &[f64], k: usize, stat: impl Fn(&[f64]) -> f64) -> Option<(f64, f64)> {
-    if values.len() < k * 2 {
-        return None;
-    }
-    let per = values.len() / k;
-    let sections: Vec<f64> = (0..k).map(|i| stat(&values[i * per..(i + 1) * per])).collect();
-    let mean = sections.iter().sum::<f64>() / k as f64;
-    let sd = (sections.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (k - 1) as f64).sqrt();
-    // t(0.975, 9) for the default ten sections; the general case is not needed here.
-    let t = if k == 10 { 2.262 } else { 1.96 };
-    let centre = stat(values);
-    let half = t * sd / (k as f64).sqrt();
-    Some((centre - half, centre + half))
-}
-
-fn quantile(values: &[f64], p: u32) -> f64 {
+/// The interval that assumes independent requests: exact order-statistic
+/// ranks for a percentile, the protocol's 1.96 sd/sqrt(n) for the mean.
+fn independent(values: &[f64], stat: Stat) -> (Option<f64>, Option<f64>) {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    anvil_loadgen::nearest_rank(&sorted, p)
+    match stat {
+        Stat::Percentile(p) => {
+            let (l, u) = anvil_loadgen::quantile_interval_ranks(sorted.len(), p);
+            (l.map(|r| sorted[r - 1]), u.map(|r| sorted[r - 1]))
+        }
+        Stat::Mean => {
+            let n = values.len() as f64;
+            let m = mean(values);
+            let sd = (values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            (Some(m - 1.96 * sd / n.sqrt()), Some(m + 1.96 * sd / n.sqrt()))
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Stat {
+    Percentile(u32),
+    Mean,
+}
+
+/// Whether `(low, high)` holds `value`; an unbounded side holds everything.
+fn holds((low, high): (Option<f64>, Option<f64>), value: f64) -> bool {
+    low.is_none_or(|l| l <= value) && high.is_none_or(|h| value <= h)
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -121,44 +124,51 @@ fn main() {
     let url = start_sim();
     eprintln!("reference: {reference_n} requests at {rate} req/s ...");
     let reference = measure(&url, rate, reference_n, 1).artifact;
-    let truth = [
-        ("ttft p50", f(&reference, "ttft_p50_ms"), "ttft_p50_ci95_low_ms", "ttft_p50_ci95_high_ms"),
-        ("ttft p99", f(&reference, "ttft_p99_ms"), "ttft_p99_ci95_low_ms", "ttft_p99_ci95_high_ms"),
-        ("ttft mean", f(&reference, "ttft_mean_ms"), "ttft_mean_ci95_low_ms", "ttft_mean_ci95_high_ms"),
-        ("e2e p50", f(&reference, "e2e_p50_ms"), "e2e_p50_ci95_low_ms", "e2e_p50_ci95_high_ms"),
-        ("e2e p99", f(&reference, "e2e_p99_ms"), "e2e_p99_ci95_low_ms", "e2e_p99_ci95_high_ms"),
+    // (label, metric, statistic, artifact's point key, its interval keys)
+    let rows: [(&str, usize, Stat, &str, &str, &str); 6] = [
+        ("ttft p50", 0, Stat::Percentile(50), "ttft_p50_ms", "ttft_p50_ci95_low_ms", "ttft_p50_ci95_high_ms"),
+        ("ttft p99", 0, Stat::Percentile(99), "ttft_p99_ms", "ttft_p99_ci95_low_ms", "ttft_p99_ci95_high_ms"),
+        (
+            "ttft mean",
+            0,
+            Stat::Mean,
+            "ttft_mean_ms",
+            "ttft_mean_batch_ci95_low_ms",
+            "ttft_mean_batch_ci95_high_ms",
+        ),
+        ("e2e p50", 1, Stat::Percentile(50), "e2e_p50_ms", "e2e_p50_ci95_low_ms", "e2e_p50_ci95_high_ms"),
+        ("e2e p99", 1, Stat::Percentile(99), "e2e_p99_ms", "e2e_p99_ci95_low_ms", "e2e_p99_ci95_high_ms"),
+        (
+            "e2e mean",
+            1,
+            Stat::Mean,
+            "e2e_mean_ms",
+            "e2e_mean_batch_ci95_low_ms",
+            "e2e_mean_batch_ci95_high_ms",
+        ),
     ];
-    let mut held = [0u64; 5];
-    let mut bounded = [0u64; 5];
-    let mut width = [0.0f64; 5];
-    let mut held_sectioned = [0u64; 5];
-    let mut width_sectioned = [0.0f64; 5];
+    let truth: Vec<f64> = rows.iter().map(|r| f(&reference, r.3).unwrap_or(f64::NAN)).collect();
+    let k = rows.len();
+    let (mut held, mut bounded, mut width, mut held_independent) =
+        (vec![0u64; k], vec![0u64; k], vec![0.0; k], vec![0u64; k]);
+    // Each short run's point estimate, to tell a biased estimate from a narrow interval.
+    let mut estimates: Vec<Vec<f64>> = vec![Vec::new(); k];
+    let mut effective = Vec::new();
     for i in 0..runs {
         let run = measure(&url, rate, short, 1000 + i);
         let b = &run.artifact;
-        let ttft: Vec<f64> = run.latencies.iter().map(|l| l.0).collect();
-        let e2e: Vec<f64> = run.latencies.iter().map(|l| l.1).collect();
-        let by_sections = [
-            sectioned(&ttft, 10, |v| quantile(v, 50)),
-            sectioned(&ttft, 10, |v| quantile(v, 99)),
-            sectioned(&ttft, 10, mean),
-            sectioned(&e2e, 10, |v| quantile(v, 50)),
-            sectioned(&e2e, 10, |v| quantile(v, 99)),
-        ];
-        for (k, (_, value, low, high)) in truth.iter().enumerate() {
-            let Some(value) = value else { continue };
-            if let Some((low, high)) = by_sections[k] {
-                width_sectioned[k] += high - low;
-                if low <= *value && *value <= high {
-                    held_sectioned[k] += 1;
-                }
+        let series: [Vec<f64>; 2] =
+            [run.latencies.iter().map(|l| l.0).collect(), run.latencies.iter().map(|l| l.1).collect()];
+        effective.extend(f(b, "e2e_effective_samples"));
+        for (j, (_, metric, stat, point, low, high)) in rows.iter().enumerate() {
+            estimates[j].extend(f(b, point));
+            let interval = (f(b, low), f(b, high));
+            if let (Some(l), Some(h)) = interval {
+                bounded[j] += 1;
+                width[j] += h - l;
             }
-            let (Some(low), Some(high)) = (f(b, low), f(b, high)) else { continue };
-            bounded[k] += 1;
-            width[k] += high - low;
-            if low <= *value && *value <= high {
-                held[k] += 1;
-            }
+            held[j] += u64::from(holds(interval, truth[j]));
+            held_independent[j] += u64::from(holds(independent(&series[*metric], *stat), truth[j]));
         }
         if (i + 1) % 10 == 0 {
             eprintln!("{} of {runs} short runs", i + 1);
@@ -169,26 +179,34 @@ fn main() {
         "95% intervals of {runs} short runs ({short} requests, Poisson {rate} req/s) against a {reference_n}-request reference run, simulated engine"
     );
     println!(
-        "artifact: per-request intervals (order statistics; mean: 1.96 sd/sqrt n); sectioned: 10 consecutive sections, Student-t"
+        "artifact: batch-means intervals (docs/metrics.md); independent: order statistics / 1.96 sd/sqrt(n), as if requests were independent"
     );
     println!(
-        "| statistic | reference (ms) | artifact: held | coverage | mean width (ms) | sectioned: held | coverage | mean width (ms) |"
+        "an unbounded side (too few samples to bound it) holds everything; 'bounded' counts runs with both sides"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (k, (name, value, _, _)) in truth.iter().enumerate() {
-        let share = |held: u64, of: u64| if of > 0 { 100.0 * held as f64 / of as f64 } else { f64::NAN };
-        let avg = |sum: f64, of: u64| if of > 0 { sum / of as f64 } else { f64::NAN };
+    println!(
+        "| statistic | reference (ms) | artifact: held | bounded | mean width (ms) | independent: held | estimates: mean (ms) | sd (ms) | bias / sd |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (j, row) in rows.iter().enumerate() {
+        let list = &estimates[j];
+        let m = mean(list);
+        let sd = (list.iter().map(|e| (e - m).powi(2)).sum::<f64>() / (list.len().max(2) - 1) as f64).sqrt();
+        let avg = if bounded[j] > 0 { width[j] / bounded[j] as f64 } else { f64::NAN };
         println!(
-            "| {name} | {:.2} | {}/{} | {:.0}% | {:.2} | {}/{runs} | {:.0}% | {:.2} |",
-            value.unwrap_or(f64::NAN),
-            held[k],
-            bounded[k],
-            share(held[k], bounded[k]),
-            avg(width[k], bounded[k]),
-            held_sectioned[k],
-            share(held_sectioned[k], runs),
-            avg(width_sectioned[k], runs),
+            "| {} | {:.2} | {}/{runs} | {} | {avg:.2} | {}/{runs} | {m:.2} | {sd:.2} | {:+.2} |",
+            row.0,
+            truth[j],
+            held[j],
+            bounded[j],
+            held_independent[j],
+            (m - truth[j]) / sd
         );
     }
-    println!("reference: {} requests, {} failed", reference.requests, reference.failed);
+    println!(
+        "e2e effective samples per short run: mean {:.0} of {short}; reference: {} requests, {} failed",
+        mean(&effective),
+        reference.requests,
+        reference.failed
+    );
 }

@@ -28,7 +28,7 @@ pub use output::benchmark::{
 };
 pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};
 pub use output::series::Series;
-pub use output::stats::{Distribution, nearest_rank};
+pub use output::stats::{Distribution, nearest_rank, quantile_interval_ranks};
 pub use output::table::render_table;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;

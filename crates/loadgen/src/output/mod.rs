@@ -3,6 +3,7 @@
 //! terminal table of a stored artifact.
 
 pub(crate) mod artifact;
+pub(crate) mod batch_means;
 pub(crate) mod benchmark;
 pub(crate) mod offered;
 pub(crate) mod record_log;

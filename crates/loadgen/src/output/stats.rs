@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value};
 
+use super::batch_means::{self, Batching};
+
 /// Percentiles reported for every distribution, in percent.
 pub const PERCENTILES: [u32; 6] = [25, 50, 75, 90, 95, 99];
 /// Below this many samples p99 is descriptive only.
@@ -26,9 +28,18 @@ pub struct Distribution {
     /// Values at [`PERCENTILES`].
     pub percentiles: [f64; 6],
     /// Distribution-free 95% intervals of the [`INTERVAL_PERCENTILES`]
-    /// ([`quantile_interval_ranks`]); a side is `None` when the sample is too
-    /// small to bound the percentile on that side.
+    /// ([`quantile_interval_ranks`], widened by the batch-means variance
+    /// inflation when there are [`batches`](Self::batches)); a side is
+    /// `None` when the sample is too small to bound the percentile on that side.
     pub percentile_ci95: [(Option<f64>, Option<f64>); 4],
+    /// How the values (in recorded order) were cut for the intervals that
+    /// hold under correlation; `None` below 50 values or without an order
+    /// (then every interval assumes independent requests).
+    pub batches: Option<Batching>,
+    /// The batch-means 95% interval of the mean ([`batch_means::mean_interval`]).
+    pub mean_batch_ci95: Option<(f64, f64)>,
+    /// What the mean is worth in independent values ([`batch_means::effective_samples`]).
+    pub effective_samples: Option<f64>,
 }
 
 /// Percentiles that carry a confidence interval.
@@ -77,18 +88,13 @@ pub fn quantile_interval_ranks(n: usize, percent: u32) -> (Option<usize>, Option
     (lower, None)
 }
 
-/// The interval of each of [`INTERVAL_PERCENTILES`] from the value at a rank.
-fn percentile_intervals(n: usize, at_rank: impl Fn(usize) -> f64) -> [(Option<f64>, Option<f64>); 4] {
-    INTERVAL_PERCENTILES.map(|p| {
-        let (l, u) = quantile_interval_ranks(n, p);
-        (l.map(&at_rank), u.map(&at_rank))
-    })
-}
-
 impl Distribution {
-    /// `None` for an empty sample. Non-finite values are ignored.
+    /// `None` for an empty sample. Non-finite values are ignored. `values`
+    /// are in the order their requests were recorded: the batch intervals
+    /// read correlation between neighbours from it.
     pub fn of(values: &[f64]) -> Option<Self> {
-        let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        let ordered: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        let mut sorted = ordered.clone();
         if sorted.is_empty() {
             return None;
         }
@@ -100,6 +106,20 @@ impl Distribution {
             (ss / (n - 1) as f64).sqrt()
         });
         let half_width = stddev.map(|s| Z95 * s / (n as f64).sqrt());
+        let batches = Batching::of(n);
+        let percentile_ci95 = INTERVAL_PERCENTILES.map(|percent| {
+            let ranks = quantile_interval_ranks(n, percent);
+            let (l, u) = match batches {
+                Some(b) => {
+                    let p = f64::from(percent) / 100.0;
+                    let w = batch_means::rank_widening(&ordered, b, nearest_rank(&sorted, percent), p);
+                    batch_means::widen_ranks(n, p, ranks, w)
+                }
+                None => ranks,
+            };
+            (l.map(|r| sorted[r - 1]), u.map(|r| sorted[r - 1]))
+        });
+        let spread = stddev.filter(|s| *s > 0.0);
         Some(Self {
             samples: n,
             mean,
@@ -109,7 +129,12 @@ impl Distribution {
             min: sorted[0],
             max: sorted[n - 1],
             percentiles: PERCENTILES.map(|p| nearest_rank(&sorted, p)),
-            percentile_ci95: percentile_intervals(n, |rank| sorted[rank - 1]),
+            percentile_ci95,
+            batches,
+            mean_batch_ci95: batches.map(|b| batch_means::mean_interval(&ordered, b, mean)),
+            effective_samples: batches
+                .zip(spread)
+                .and_then(|(b, s)| batch_means::effective_samples(&ordered, b, s * s)),
         })
     }
 
@@ -161,7 +186,12 @@ impl Distribution {
             min: finite[0].0,
             max: finite[finite.len() - 1].0,
             percentiles: PERCENTILES.map(|p| at_rank((u64::from(p) * n).div_ceil(100).clamp(1, n))),
-            percentile_ci95: percentile_intervals(n as usize, |rank| at_rank(rank as u64)),
+            // Pooled counts have no order, and the gaps of one stream are
+            // not independent: no interval would hold what it claims.
+            percentile_ci95: [(None, None); 4],
+            batches: None,
+            mean_batch_ci95: None,
+            effective_samples: None,
         })
     }
 
@@ -216,7 +246,15 @@ pub fn write_distribution(
         put(&format!("p{p}_ci95_low"), num(interval.and_then(|(low, _)| low)));
         put(&format!("p{p}_ci95_high"), num(interval.and_then(|(_, high)| high)));
     }
+    let batch = dist.and_then(|d| d.mean_batch_ci95);
+    put("mean_batch_ci95_low", num(batch.map(|(low, _)| low)));
+    put("mean_batch_ci95_high", num(batch.map(|(_, high)| high)));
     out.insert(format!("{name}_samples"), Value::from(dist.map_or(0, |d| d.samples)));
+    out.insert(
+        format!("{name}_batches"),
+        dist.and_then(|d| d.batches).map_or(Value::Null, |b| b.count.into()),
+    );
+    out.insert(format!("{name}_effective_samples"), num(dist.and_then(|d| d.effective_samples)));
 }
 
 /// Two-sided 95% Student-t critical value for `df` degrees of freedom, for
@@ -337,8 +375,18 @@ mod tests {
             sample.extend(std::iter::repeat_n(v, c as usize));
         }
         sample.reverse();
-        assert_eq!(Distribution::of_sorted_counts(&counts), Distribution::of(&sample));
-        assert_eq!(Distribution::of_sorted_counts(&counts[..1]), Distribution::of(&[0.003; 1]));
+        // The same figures; counts have no order, so no interval or batches.
+        let orderless = |d: Option<Distribution>| {
+            d.map(|d| Distribution {
+                percentile_ci95: [(None, None); 4],
+                batches: None,
+                mean_batch_ci95: None,
+                effective_samples: None,
+                ..d
+            })
+        };
+        assert_eq!(Distribution::of_sorted_counts(&counts), orderless(Distribution::of(&sample)));
+        assert_eq!(Distribution::of_sorted_counts(&counts[..1]), orderless(Distribution::of(&[0.003; 1])));
         assert!(Distribution::of_sorted_counts(&[]).is_none());
     }
 
