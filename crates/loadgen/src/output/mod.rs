@@ -9,4 +9,5 @@ pub(crate) mod offered;
 pub(crate) mod record_log;
 pub mod series;
 pub(crate) mod stats;
+pub(crate) mod student_t;
 pub(crate) mod table;
