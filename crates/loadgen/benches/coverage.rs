@@ -124,42 +124,45 @@ fn main() {
     let url = start_sim();
     eprintln!("reference: {reference_n} requests at {rate} req/s ...");
     let reference = measure(&url, rate, reference_n, 1).artifact;
-    // (label, metric, statistic, artifact's point key, its interval keys)
-    let rows: [(&str, usize, Stat, &str, &str, &str); 6] = [
-        ("ttft p50", 0, Stat::Percentile(50), "ttft_p50_ms", "ttft_p50_ci95_low_ms", "ttft_p50_ci95_high_ms"),
-        ("ttft p99", 0, Stat::Percentile(99), "ttft_p99_ms", "ttft_p99_ci95_low_ms", "ttft_p99_ci95_high_ms"),
-        (
-            "ttft mean",
-            0,
-            Stat::Mean,
-            "ttft_mean_ms",
-            "ttft_mean_batch_ci95_low_ms",
-            "ttft_mean_batch_ci95_high_ms",
-        ),
-        ("e2e p50", 1, Stat::Percentile(50), "e2e_p50_ms", "e2e_p50_ci95_low_ms", "e2e_p50_ci95_high_ms"),
-        ("e2e p99", 1, Stat::Percentile(99), "e2e_p99_ms", "e2e_p99_ci95_low_ms", "e2e_p99_ci95_high_ms"),
-        (
-            "e2e mean",
-            1,
-            Stat::Mean,
-            "e2e_mean_ms",
-            "e2e_mean_batch_ci95_low_ms",
-            "e2e_mean_batch_ci95_high_ms",
-        ),
-    ];
-    let truth: Vec<f64> = rows.iter().map(|r| f(&reference, r.3).unwrap_or(f64::NAN)).collect();
+    // Each metric's p50, p99 and mean: the artifact's point key and interval keys.
+    let rows: Vec<(String, usize, Stat, String, String, String)> = ["ttft", "e2e"]
+        .iter()
+        .enumerate()
+        .flat_map(|(metric, name)| {
+            [Stat::Percentile(50), Stat::Percentile(99), Stat::Mean].map(|stat| {
+                let (label, point, interval) = match stat {
+                    Stat::Percentile(p) => (format!("p{p}"), format!("p{p}"), format!("p{p}_ci95")),
+                    Stat::Mean => ("mean".into(), "mean".into(), "mean_batch_ci95".into()),
+                };
+                let key = |stat: &str| format!("{name}_{stat}_ms");
+                let low_high = (key(&format!("{interval}_low")), key(&format!("{interval}_high")));
+                (format!("{name} {label}"), metric, stat, key(&point), low_high.0, low_high.1)
+            })
+        })
+        .collect();
+    let truth: Vec<f64> = rows.iter().map(|r| f(&reference, &r.3).unwrap_or(f64::NAN)).collect();
     let k = rows.len();
     let (mut held, mut bounded, mut width, mut held_independent) =
         (vec![0u64; k], vec![0u64; k], vec![0.0; k], vec![0u64; k]);
     // Each short run's point estimate, to tell a biased estimate from a narrow interval.
     let mut estimates: Vec<Vec<f64>> = vec![Vec::new(); k];
     let mut effective = Vec::new();
+    // Each run's E2E over its first and last tenth of sends, against its middle:
+    // an idle start and a draining end read lower than the steady long run.
+    let (mut first_tenth, mut last_tenth) = (Vec::new(), Vec::new());
     for i in 0..runs {
         let run = measure(&url, rate, short, 1000 + i);
         let b = &run.artifact;
         let series: [Vec<f64>; 2] =
             [run.latencies.iter().map(|l| l.0).collect(), run.latencies.iter().map(|l| l.1).collect()];
         effective.extend(f(b, "e2e_effective_samples"));
+        let e2e = &series[1];
+        let tenth = e2e.len() / 10;
+        if tenth > 0 {
+            let middle = mean(&e2e[tenth..e2e.len() - tenth]);
+            first_tenth.push(mean(&e2e[..tenth]) / middle);
+            last_tenth.push(mean(&e2e[e2e.len() - tenth..]) / middle);
+        }
         for (j, (_, metric, stat, point, low, high)) in rows.iter().enumerate() {
             estimates[j].extend(f(b, point));
             let interval = (f(b, low), f(b, high));
@@ -203,6 +206,11 @@ fn main() {
             (m - truth[j]) / sd
         );
     }
+    println!(
+        "e2e of the first tenth of sends / the middle: {:.3}; of the last tenth: {:.3} (mean over runs)",
+        mean(&first_tenth),
+        mean(&last_tenth)
+    );
     println!(
         "e2e effective samples per short run: mean {:.0} of {short}; reference: {} requests, {} failed",
         mean(&effective),
