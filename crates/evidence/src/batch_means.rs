@@ -45,7 +45,7 @@ pub fn mean_interval(values: &[f64], batching: (usize, usize), mean: f64) -> (f6
 /// `n` over the mean's variance inflation; `None` without spread.
 pub fn effective_samples(values: &[f64], batching: (usize, usize)) -> Option<f64> {
     let spread = var(values);
-    if !(spread > 0.0) {
+    if spread.is_nan() || spread <= 0.0 {
         return None;
     }
     let inflation = batching.1 as f64 * var(&batch_means(values, batching, |v| v)) / spread;
