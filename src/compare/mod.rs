@@ -14,7 +14,7 @@ pub use render::render;
 pub use report::{Agreement, CellReport, Report};
 pub use side::{Side, resolve};
 
-use anvil_evidence::{CompareOptions, Verdict};
+use anvil_evidence::{CompareOptions, Comparison, Verdict};
 use serde_json::Value;
 
 use crate::plan::changes::{describe, diff_values};
@@ -24,13 +24,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
     for (name, published) in &a.cells {
         let Some(reproduced) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
         let metrics = anvil_evidence::compare_artifacts(&published.artifact, &reproduced.artifact, options);
-        let verdict = if metrics.iter().any(|m| m.verdict == Verdict::Differs) {
-            Verdict::Differs
-        } else if metrics.iter().any(|m| m.verdict == Verdict::Reproduced) {
-            Verdict::Reproduced
-        } else {
-            Verdict::Inconclusive
-        };
+        let (verdict, settle_n) = cell_verdict(&metrics);
         let mut configuration = Vec::new();
         for (left, right) in
             [(&published.preimage, &reproduced.preimage), (&published.server, &reproduced.server)]
@@ -45,7 +39,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
                 );
             }
         }
-        cells.push(CellReport { name: name.clone(), metrics, verdict, configuration });
+        cells.push(CellReport { name: name.clone(), metrics, verdict, settle_n, configuration });
     }
     let agree = |left: &std::collections::BTreeMap<String, Value>,
                  right: &std::collections::BTreeMap<String, Value>| {
@@ -70,7 +64,59 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
     }
 }
 
+/// A cell's verdict from its metrics', which does not round up: `differs`
+/// if any metric differs; `reproduced` only if every metric with samples on
+/// both sides reproduced; else `inconclusive`, with the most samples per
+/// side that any of its inconclusive metrics would need (`None` if none can say).
+fn cell_verdict(metrics: &[Comparison]) -> (Verdict, Option<usize>) {
+    let judged: Vec<&Comparison> = metrics.iter().filter(|m| m.n_a > 0 && m.n_b > 0).collect();
+    if judged.iter().any(|m| m.verdict == Verdict::Differs) {
+        return (Verdict::Differs, None);
+    }
+    if !judged.is_empty() && judged.iter().all(|m| m.verdict == Verdict::Reproduced) {
+        return (Verdict::Reproduced, None);
+    }
+    let settle =
+        judged.iter().filter(|m| m.verdict == Verdict::Inconclusive).filter_map(|m| m.settle_n).max();
+    (Verdict::Inconclusive, settle)
+}
+
 /// Two lone cells (one each side, names differing) are compared with each other.
 fn lone_pair<'a>(a: &Side, b: &'a Side) -> Option<&'a side::Cell> {
     (a.cells.len() == 1 && b.cells.len() == 1).then(|| b.cells.values().next()).flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metric(verdict: Verdict, n: usize, settle_n: Option<usize>) -> Comparison {
+        Comparison {
+            metric: "m".into(),
+            a: Some(1.0),
+            b: Some(1.0),
+            relative_delta: Some(0.0),
+            ci_low: None,
+            ci_high: None,
+            n_a: n,
+            n_b: n,
+            method: String::new(),
+            verdict,
+            reason: String::new(),
+            settle_n,
+        }
+    }
+
+    #[test]
+    fn a_cell_reproduces_only_when_every_judged_metric_does() {
+        use Verdict::{Differs, Inconclusive, Reproduced};
+        let one_open = [metric(Reproduced, 16, None), metric(Inconclusive, 16, Some(120))];
+        assert_eq!(cell_verdict(&one_open), (Inconclusive, Some(120)));
+        // A metric with no samples on a side (canaries off) is not judged.
+        let unjudged = [metric(Reproduced, 16, None), metric(Inconclusive, 0, None)];
+        assert_eq!(cell_verdict(&unjudged), (Reproduced, None));
+        let differs = [metric(Differs, 16, None), metric(Inconclusive, 16, Some(9))];
+        assert_eq!(cell_verdict(&differs), (Differs, None));
+        assert_eq!(cell_verdict(&[metric(Inconclusive, 0, None)]), (Inconclusive, None));
+    }
 }

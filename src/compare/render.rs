@@ -49,6 +49,18 @@ pub fn render(report: &Report, all: bool) -> String {
             );
         }
     }
+    let unsettled: Vec<String> = report
+        .cells
+        .iter()
+        .filter(|c| c.verdict == Verdict::Inconclusive)
+        .map(|c| match c.settle_n {
+            Some(n) => format!("{} (about {n} per side would settle it)", c.name),
+            None => c.name.clone(),
+        })
+        .collect();
+    if !unsettled.is_empty() {
+        let _ = writeln!(out, "  inconclusive: {}", unsettled.join(", "));
+    }
     for cell in report.cells.iter().filter(|c| all || c.verdict == Verdict::Differs) {
         let _ = writeln!(out, "\ncell {}: {}", cell.name, word(cell.verdict).to_uppercase());
         let _ = writeln!(
@@ -69,7 +81,7 @@ pub fn render(report: &Report, all: bool) -> String {
                 number(m.b),
                 m.relative_delta.map_or_else(|| "—".into(), |d| format!("{:+.1}%", d * 100.0)),
                 ci,
-                word(m.verdict)
+                verdict_with_settle(m.verdict, m.settle_n)
             );
         }
         if !cell.configuration.is_empty() {
@@ -128,5 +140,13 @@ fn number(x: Option<f64>) -> String {
         Some(x) if x.abs() >= 100.0 => format!("{x:.1}"),
         Some(x) => format!("{x:.3}"),
         None => "—".to_string(),
+    }
+}
+
+/// A metric's verdict, with the samples per side that would settle an inconclusive one.
+fn verdict_with_settle(verdict: Verdict, settle_n: Option<usize>) -> String {
+    match (verdict, settle_n) {
+        (Verdict::Inconclusive, Some(n)) => format!("{} (~{n} per side)", word(verdict)),
+        _ => word(verdict).to_string(),
     }
 }

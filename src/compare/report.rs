@@ -21,8 +21,12 @@ pub struct CellReport {
     pub name: String,
     pub metrics: Vec<Comparison>,
     /// The cell's overall verdict: `differs` if any metric differs, else
-    /// `reproduced` if any reproduced, else `inconclusive`.
+    /// `reproduced` if every metric with samples on both sides reproduced,
+    /// else `inconclusive`.
     pub verdict: Verdict,
+    /// For an inconclusive cell: the most samples per side that one of its
+    /// inconclusive metrics would need to settle (requests, or repeats).
+    pub settle_n: Option<usize>,
     /// What differs in configuration between the two sides (cell and its server).
     pub configuration: Vec<String>,
 }

@@ -38,10 +38,13 @@
 //! of room for the run-to-run noise that cannot be seen), otherwise
 //! `inconclusive`; never `reproduced`, and no interval.
 //!
-//! The bootstrap treats a run's requests as independent draws. Under load,
-//! neighbouring requests share queues and are correlated, so the interval
-//! is optimistic for busy cells; repeats (separate runs) are the sounder
-//! evidence for throughput.
+//! Under load, neighbouring requests share queues and are correlated, so
+//! the bootstrap resamples blocks of consecutive requests (see
+//! [`crate::bootstrap`]); repeats (separate runs) are still the sounder
+//! evidence for throughput, and for what a rerun will give.
+//!
+//! An inconclusive row says how many samples per side would likely settle
+//! it (`settle_n`, [`samples_to_settle`]).
 //!
 //! Results are deterministic: the same inputs and seed give the same output.
 
@@ -93,6 +96,26 @@ pub struct Comparison {
     pub verdict: Verdict,
     /// Why the verdict, in words.
     pub reason: String,
+    /// For an inconclusive verdict: about how many samples per side
+    /// (requests; repeats for per-repeat rows) would settle it, supposing
+    /// the interval narrows as 1/√n around the same ratio ([`samples_to_settle`]);
+    /// `None` when decided, or when no sample size would (a ratio on a band edge).
+    pub settle_n: Option<usize>,
+}
+
+/// Samples per side for the interval `[low, high]` of the ratio, from `n`
+/// per side, to fall wholly inside or wholly outside the band: its
+/// half-width `h` must shrink below the distance `m` from its centre to the
+/// nearer band edge, so `n·(h/m)²` (at least `n + 1`). `None` on an edge.
+pub fn samples_to_settle(n: usize, low: f64, high: f64, threshold: f64) -> Option<usize> {
+    let (centre, half) = ((low + high) / 2.0, (high - low) / 2.0);
+    let margin = ((centre - 1.0).abs() - threshold).abs();
+    // On an edge (to rounding), no sample size decides it; nor past a billion.
+    if margin.is_nan() || margin <= 1e-9 || half <= 0.0 || n == 0 {
+        return None;
+    }
+    let wanted = n as f64 * (half / margin).powi(2);
+    (wanted <= 1e9).then(|| (wanted.ceil() as usize).max(n + 1))
 }
 
 /// The band rule on an interval of the ratio.
@@ -156,11 +179,13 @@ pub fn compare_samples(
         method,
         verdict: Verdict::Inconclusive,
         reason: String::new(),
+        settle_n: None,
     };
     let need = samples_needed(stat, opts);
     if a.len() < need || b.len() < need {
         row.reason =
             format!("{} needs ≥ {need} samples per side; have {} and {}", stat.label(), a.len(), b.len());
+        row.settle_n = Some(need);
         return row;
     }
     if pa.is_none_or(|v| v <= 0.0) {
@@ -179,6 +204,9 @@ pub fn compare_samples(
         return row;
     }
     (row.verdict, row.reason) = band_verdict(iv.low, iv.high, opts.threshold);
+    if row.verdict == Verdict::Inconclusive {
+        row.settle_n = samples_to_settle(a.len().min(b.len()), iv.low, iv.high, opts.threshold);
+    }
     row
 }
 
@@ -199,6 +227,7 @@ pub fn compare_repeats(metric: &str, a: &[f64], b: &[f64], opts: &CompareOptions
         method: String::new(),
         verdict: Verdict::Inconclusive,
         reason: String::new(),
+        settle_n: None,
     };
     if a.is_empty() || b.is_empty() {
         row.method = "none".into();
@@ -222,6 +251,8 @@ pub fn compare_repeats(metric: &str, a: &[f64], b: &[f64], opts: &CompareOptions
                 delta.abs(),
                 2.0 * t
             );
+            // Two runs a side give a spread; more if it is wide.
+            row.settle_n = Some(2);
         }
         return row;
     }
@@ -244,6 +275,9 @@ pub fn compare_repeats(metric: &str, a: &[f64], b: &[f64], opts: &CompareOptions
     row.ci_low = Some(low);
     row.ci_high = Some(high);
     (row.verdict, row.reason) = band_verdict(low, high, t);
+    if row.verdict == Verdict::Inconclusive {
+        row.settle_n = samples_to_settle(a.len().min(b.len()), low, high, t);
+    }
     row
 }
 
@@ -259,6 +293,16 @@ mod tests {
         // Excludes 1 but reaches into the band: not shown to exceed t.
         assert_eq!(band_verdict(1.02, 1.2, 0.1).0, Verdict::Inconclusive);
         assert_eq!(band_verdict(0.7, 1.3, 0.1).0, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn samples_to_settle_scale_the_interval_to_the_nearer_band_edge() {
+        // Centre 1.0, half-width 0.2, band ±0.1: the half-width must halve, so 4n.
+        assert_eq!(samples_to_settle(100, 0.8, 1.2, 0.1), Some(400));
+        // Centre 1.3 (0.2 past the edge), half-width 0.25: (0.25/0.2)^2 n.
+        assert_eq!(samples_to_settle(64, 1.05, 1.55, 0.1), Some(100));
+        // Centred on the band edge: no sample size decides it.
+        assert_eq!(samples_to_settle(64, 1.0, 1.2, 0.1), None);
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub fn compare_canaries(a: (u64, u64), b: (u64, u64)) -> Comparison {
         method: "exact: canary pass counts (correctness, not noise)".into(),
         verdict,
         reason,
+        settle_n: None,
     }
 }
 
