@@ -211,6 +211,7 @@ cell "by-hand" server="sim" workload="short" {{
     arrival "poisson"
     rate 24
     prompt-salt 24001  // a probe's prompts are its own: 1 + 24 × 1000
+    stop-when-saturated #true  // a rate probe stops when clearly lost
 }}
 "#
         ),
@@ -706,4 +707,44 @@ search "capacity" server="sim" workload="w" {
         "{}",
         verified.transcript()
     );
+}
+
+/// An open loop far past capacity with `stop-when-saturated` stops early:
+/// it sends fewer requests than planned, cancels those in flight, and its
+/// artifact and run line say why; the same cell without it runs them all.
+#[test]
+fn an_open_loop_far_past_capacity_stops_when_saturated() {
+    let _one = serial();
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "saturated.kdl",
+        &format!(
+            r#"
+server "sim" {{ {CAPACITY_SIM} }}
+{CAPACITY_WORKLOAD}
+cell "lost" server="sim" workload="short" {{
+    arrival "poisson"
+    rate 400
+    requests 2000
+    stop-when-saturated #true
+}}
+"#
+        ),
+    );
+    let outcome = scratch.run(&recipe, &[], 0);
+    assert!(outcome.transcript().contains("stopped early"), "{}", outcome.transcript());
+    let fp = scratch.plan(&recipe, &[]).fingerprint("lost");
+    let artifact: Value = serde_json::from_slice(
+        &std::fs::read(entry_dir(&scratch.store(), &fp).join("benchmark.json")).unwrap(),
+    )
+    .unwrap();
+    let ending = &artifact["ending"];
+    assert_eq!(ending["reason"], "over-saturated", "{ending}");
+    let unsent = ending["unsent"].as_u64().unwrap();
+    assert!(unsent > 0, "{ending}");
+    // What was recorded, what was cancelled and what was never sent add up to the plan.
+    let recorded = artifact["request_timings"].as_array().unwrap().len() as u64;
+    assert_eq!(recorded + ending["cancelled"].as_u64().unwrap() + unsent, 2000, "{ending}");
+    let result = stored_result(&scratch, &recipe, "lost");
+    assert_eq!(result["stopped_early"]["reason"], "over-saturated", "{result}");
 }

@@ -180,6 +180,12 @@ pub fn judge(
     }
     let cell = CellResult::deserialize(result)
         .map_err(|e| format!("a stored probe does not read as a cell: {e}"))?;
+    // A probe stopped past capacity has lost, whatever its completed
+    // requests say (the ones it cancelled would have said more).
+    if let Some(ending) = &cell.stopped_early {
+        passed = false;
+        details.push(ending.detail.clone());
+    }
     Ok(ProbeOutcome {
         value,
         fingerprint,

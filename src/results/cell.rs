@@ -40,6 +40,10 @@ pub struct CellResult {
     /// anvil recorded it (their consumers say "not recorded").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<CellLoad>,
+    /// Set only when a rule stopped the measurement before its planned
+    /// requests (the artifact's `ending`): its figures cover what ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<anvil_loadgen::Ending>,
 }
 
 /// A cell's load as the load generator ran it (the artifact's
@@ -218,6 +222,7 @@ mod tests {
                 .unwrap_or_default(),
             metrics,
             load: None,
+            stopped_early: None,
         })
     }
 

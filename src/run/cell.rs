@@ -86,8 +86,8 @@ pub async fn run_cell(
         in_flight_cap: artifact.in_flight_cap.clone(),
         targets: artifact.targets.iter().map(|t| t.label.clone()).collect(),
     });
-    let line = run_line(summary, load.as_ref(), server.simulated);
     let result = CellResult { load, ..cell_result(server, summary, &artifact) };
+    let line = run_line(summary, &result, server.simulated);
     let path = scratch.path().join("benchmark.json");
     report
         .write_artifact_file(&artifact, &path)
@@ -107,7 +107,8 @@ pub async fn run_cell(
 
 /// The cell's line in the run's output: its figures, the load it offered,
 /// and whether an in-flight cap held open-loop requests back.
-fn run_line(summary: &anvil_loadgen::CellSummary, load: Option<&CellLoad>, simulated: bool) -> String {
+fn run_line(summary: &anvil_loadgen::CellSummary, result: &CellResult, simulated: bool) -> String {
+    let load = result.load.as_ref();
     let mut line = format!(
         "{} ok / {} failed, {:.1} tok/s aggregate, ttft p50 {:.1} ms",
         summary.completed,
@@ -122,6 +123,12 @@ fn run_line(summary: &anvil_loadgen::CellSummary, load: Option<&CellLoad>, simul
         line.push_str(&format!(
             "; the in-flight cap of {} held {} requests back (up to {:.0} ms)",
             cap.limit, cap.held_requests, cap.longest_hold_ms
+        ));
+    }
+    if let Some(ending) = &result.stopped_early {
+        line.push_str(&format!(
+            "; stopped early ({} unsent, {} cancelled): {}",
+            ending.unsent, ending.cancelled, ending.detail
         ));
     }
     if simulated {
@@ -139,6 +146,7 @@ fn cell_result(
     let metrics = Value::Object(artifact.metrics.clone());
     CellResult {
         load: None,
+        stopped_early: artifact.ending.clone().filter(anvil_loadgen::Ending::stopped_early),
         schema: CELL_RESULT_SCHEMA.into(),
         engine: server.engine.clone(),
         simulated: server.simulated,

@@ -26,13 +26,14 @@ pub use output::benchmark::{
     AcrossRepeats, ArrivalDoc, Benchmark, FieldSummary, GpuReadings, GpuTelemetry, RepeatRun, Repeats,
     ReplicaMetrics, StageFigures, TargetLabel, Telemetry, WarmupCounts,
 };
+pub use output::ending::{EndReason, Ending};
 pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};
 pub use output::series::Series;
 pub use output::stats::{Distribution, nearest_rank, quantile_interval_ranks};
 pub use output::table::render_table;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;
-pub use workload::options::{OptionKind, REQUEST_OPTIONS, RequestOption, RequestOptions};
+pub use workload::options::{OptionKind, REQUEST_OPTIONS, RequestOption, RequestOptions, option_setting};
 pub use workload::prompt::marker;
 pub use workload::spec::{
     Api, Arrival, Balance, CellContext, CellSpec, Connect, OutputPolicy, Progress, PromptCacheMode, Slo,

@@ -11,6 +11,8 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::observe::record::{RecordInputs, RequestRecord, derive};
+use crate::observe::saturation::SaturationWatch;
+use crate::output::ending::{EndReason, Ending};
 use crate::output::record_log::{RecordLog, Stored};
 use crate::send::client::{endpoint, planned_body, request_body};
 use crate::send::conversation as session;
@@ -42,6 +44,8 @@ pub struct RunOutput {
     pub cap_holds: Option<crate::output::offered::CapHolds>,
     /// Where the cell sits on a load axis, as measured.
     pub offered: crate::output::offered::OfferedLoad,
+    /// How the measurement ended.
+    pub ending: Ending,
 }
 
 pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
@@ -128,6 +132,8 @@ struct Runner {
     cap_held: AtomicU64,
     /// The longest of those waits, in µs.
     cap_longest_hold_us: AtomicU64,
+    /// Set when a rule stopped the measurement early (no later repeat runs).
+    stopped: std::sync::Mutex<Option<Ending>>,
 }
 
 impl Runner {
@@ -286,6 +292,11 @@ impl Sink {
         Arc::new(Self { log, progress, completed: AtomicU32::new(0), failed: AtomicU32::new(0) })
     }
 
+    /// Requests ended so far, failed or not.
+    fn ended(&self) -> u64 {
+        u64::from(self.completed.load(Ordering::Relaxed)) + u64::from(self.failed.load(Ordering::Relaxed))
+    }
+
     /// Counts the record and hands it to the writer thread: nothing of it
     /// stays here once the request is over.
     fn finished(&self, rec: RequestRecord) {
@@ -350,8 +361,17 @@ async fn run_phase(
     };
     let mut tasks: JoinSet<()> = JoinSet::new();
     let origin = Origin { repeat, stage: None, open_loop };
+    let ended_before = sink.ended();
     launch(runner, load, origin, run_start, queue.as_ref(), &mut tasks, sink).await?;
-    join_all(tasks).await
+    join_all(tasks).await?;
+    // What a stop left undone: sent but cancelled in flight.
+    if let Ok(mut stopped) = runner.stopped.lock()
+        && let Some(ending) = stopped.as_mut().filter(|e| e.repeat == Some(repeat))
+    {
+        let sent = u64::from(count) - ending.unsent;
+        ending.cancelled = sent.saturating_sub(sink.ended() - ended_before);
+    }
+    Ok(())
 }
 
 /// One measured run of a staged cell: each stage's load in its window,
@@ -394,7 +414,11 @@ async fn run_stages(
 
 async fn join_all(mut tasks: JoinSet<()>) -> anyhow::Result<()> {
     while let Some(done) = tasks.join_next().await {
-        done.context("a request task panicked")?;
+        match done {
+            // Cancelled by a stopping rule: counted in the ending, not recorded.
+            Err(e) if e.is_cancelled() => {}
+            done => done.context("a request task panicked")?,
+        }
     }
     Ok(())
 }
@@ -455,6 +479,13 @@ async fn launch(
             let cap = Arc::new(Semaphore::new(load.concurrency as usize));
             let mut paced =
                 if pacer::mode() == pacer::Mode::Thread { pacer::spawn(load.arrivals.clone()) } else { None };
+            // A budgeted open loop of its own arrivals may stop when clearly
+            // past capacity (a trace's arrivals are the trace's to keep).
+            let watched = runner.spec.options.stop_when_saturated == Some(true)
+                && matches!(load.indices, Indices::Budget { .. })
+                && runner.source.schedule().is_none();
+            let mut watch = SaturationWatch::default();
+            let (planned, ended_before) = (load.arrivals.len() as u64, sink.ended());
             for (k, intended) in (0u64..).zip(load.arrivals) {
                 match (queue, &mut paced) {
                     // Prepared ahead; the sender thread sends at `intended`.
@@ -466,6 +497,25 @@ async fn launch(
                         released.recv().await.context("the pacer thread stopped early")?;
                     }
                     (None, None) => tokio::time::sleep_until(intended.into()).await,
+                }
+                let t = run_start.elapsed().as_secs_f64();
+                if watched
+                    && watch.due(t)
+                    && let Some(saturated) = watch.look(t, k, sink.ended() - ended_before)
+                {
+                    tasks.abort_all();
+                    let ending = Ending {
+                        reason: EndReason::OverSaturated,
+                        repeat: Some(origin.repeat),
+                        at_ms: Some(saturated.at_s * 1000.0),
+                        detail: saturated.detail,
+                        unsent: planned - k,
+                        cancelled: 0,
+                    };
+                    if let Ok(mut stopped) = runner.stopped.lock() {
+                        *stopped = Some(ending);
+                    }
+                    break;
                 }
                 // The cap may hold the request back; that lag is recorded, not
                 // hidden, and the requests it held are counted for the artifact.
@@ -675,6 +725,7 @@ pub async fn measure(
         timeout: Duration::from_millis(spec.request_timeout_ms),
         cap_held: AtomicU64::new(0),
         cap_longest_hold_us: AtomicU64::new(0),
+        stopped: std::sync::Mutex::new(None),
         spec,
     });
 
@@ -726,6 +777,9 @@ pub async fn measure(
         };
         preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
         run_phase(&runner, first, runner.spec.requests, repeat, arrival, &measured).await?;
+        if runner.stopped.lock().is_ok_and(|s| s.is_some()) {
+            break;
+        }
     }
     drop(measured);
     let log = Arc::try_unwrap(log).map_err(|_| anyhow::anyhow!("the record log is still in use"))?;
@@ -751,7 +805,9 @@ pub async fn measure(
             held_requests: runner.cap_held.load(Ordering::Relaxed),
             longest_hold_ms: runner.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
         });
+    let ending = runner.stopped.lock().ok().and_then(|mut s| s.take()).unwrap_or_else(Ending::completed);
     Ok(RunOutput {
+        ending,
         offered,
         cap_holds,
         traffic,

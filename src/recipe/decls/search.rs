@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use anvil_loadgen::option_setting;
 use serde_json::Value;
 
 use super::super::expression::Expression;
@@ -163,6 +164,13 @@ impl SearchDecl {
         }
         if let Some(repeats) = self.repeats {
             set(load::key::repeat, Value::from(repeats));
+        }
+        // A rate probe clearly past capacity has lost: stop it there rather
+        // than spend the rest of its duration on a growing queue.
+        if self.variable == SearchVariable::Rate
+            && !self.template.settings.contains(option_setting::stop_when_saturated)
+        {
+            set(option_setting::stop_when_saturated, Value::Bool(true));
         }
         // Probes share a server: with the same prompts a later probe would
         // find an earlier one's in the prefix cache and pass a rate a cold

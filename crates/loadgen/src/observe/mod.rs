@@ -9,5 +9,6 @@ pub(crate) mod json_scan;
 pub(crate) mod proptests;
 pub(crate) mod read_times;
 pub(crate) mod record;
+pub(crate) mod saturation;
 pub mod sse;
 pub(crate) mod stream;

@@ -649,6 +649,7 @@ pub fn build(
         resolved_cell: spec.clone(),
         offered_load: Some(out.offered.clone()),
         in_flight_cap: out.cap_holds.clone(),
+        ending: Some(out.ending.clone()),
         telemetry: None,
         server_warmup: None,
         server_startup_ms: None,

@@ -105,6 +105,10 @@ pub struct Benchmark {
     pub offered_load: Option<OfferedLoad>,
     /// Open loop: the in-flight cap and how often it held a due request back.
     pub in_flight_cap: Option<CapHolds>,
+    /// How the measurement ended (absent from artifacts written before anvil
+    /// recorded it, which all ran to completion).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending: Option<super::ending::Ending>,
     // --- added by anvil's cell executor ---
     /// The servers' Prometheus deltas and GPU samples over the cell.
     #[serde(skip_serializing_if = "Option::is_none")]

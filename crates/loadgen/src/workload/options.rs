@@ -41,6 +41,13 @@ macro_rules! request_options {
             $($(#[$doc])* #[serde(skip_serializing_if = "Option::is_none")] pub $field: Option<$ty>,)*
         }
 
+        /// Each option's recipe setting, by its field's name (a misspelled
+        /// one does not compile).
+        #[allow(non_upper_case_globals)]
+        pub mod option_setting {
+            $(pub const $field: &str = $setting;)*
+        }
+
         /// Every request option, in the order the docs list them.
         pub const REQUEST_OPTIONS: &[RequestOption] = &[
             $(RequestOption { setting: $setting, kind: OptionKind::$kind, body_field: request_options!(@body $($body)?) },)*
@@ -79,6 +86,8 @@ request_options! {
     sampling_seed: u64 = "sampling-seed" as Int => "seed",
     /// OpenAI's presence penalty (vLLM, SGLang and llama.cpp read it).
     presence_penalty: f64 = "presence-penalty" as Number => "presence_penalty",
+    /// Stop an open loop that is clearly past capacity (`observe::saturation`).
+    stop_when_saturated: bool = "stop-when-saturated" as Bool,
 }
 
 #[cfg(test)]
