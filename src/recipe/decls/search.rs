@@ -576,9 +576,21 @@ search "s" server="sim" workload="w" { variable "rate"; range 1 8; slo "probe.tt
         // search's SLO, range and stop rules are not.
         assert_eq!(
             keys,
-            ["arrival", "concurrency", "max-tokens", "prompt-salt", "rate", "repeat", "requests", "slo"]
+            [
+                "arrival",
+                "concurrency",
+                "max-tokens",
+                "prompt-salt",
+                "rate",
+                "repeat",
+                "requests",
+                "slo",
+                "stop-when-saturated"
+            ]
         );
         assert_eq!(settings["arrival"], "poisson");
+        // A rate probe clearly past capacity stops there (and fails).
+        assert_eq!(settings["stop-when-saturated"], true);
         // Prompts of its own: 2.5 req/s → salt 2501.
         assert_eq!(settings["prompt-salt"], 2501);
         assert_eq!(settings["rate"], 2.5);
