@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::output::ending::Ending;
 use crate::output::offered::{CapHolds, OfferedLoad};
 
 fn num(v: Option<&Value>, decimals: usize) -> String {
@@ -50,6 +51,15 @@ pub fn render_table(artifact: &Value) -> String {
             );
         }
         out.push('\n');
+    }
+    if let Ok(ending) = serde_json::from_value::<Ending>(artifact["ending"].clone())
+        && ending.stopped_early()
+    {
+        let _ = writeln!(
+            out,
+            "stopped early: {} ({} unsent, {} cancelled)",
+            ending.detail, ending.unsent, ending.cancelled
+        );
     }
     let _ = writeln!(
         out,
@@ -104,6 +114,11 @@ pub fn render_table(artifact: &Value) -> String {
             num(m.get(format!("{name}_samples")), 0),
         );
     }
+    for (label, name) in [("ttft", "ttft"), ("e2e", "e2e")] {
+        if let Some(line) = intervals_line(m, label, name) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     if let Some(stages) = artifact["stages"].as_array().filter(|s| !s.is_empty()) {
         let _ = writeln!(
             out,
@@ -150,6 +165,39 @@ pub fn render_table(artifact: &Value) -> String {
     out
 }
 
+/// A metric's 95% intervals of p50, p99 and the mean, in one line, with
+/// how they were computed (`open`: the sample cannot bound that side).
+fn intervals_line(m: &Value, label: &str, name: &str) -> Option<String> {
+    if m.get(format!("{name}_samples")).and_then(Value::as_u64).unwrap_or(0) == 0 {
+        return None;
+    }
+    let side =
+        |key: String| m.get(key).and_then(Value::as_f64).map_or("open".to_string(), |v| format!("{v:.2}"));
+    let interval = |stat: &str| {
+        format!(
+            "{}–{}",
+            side(format!("{name}_{stat}_ci95_low_ms")),
+            side(format!("{name}_{stat}_ci95_high_ms"))
+        )
+    };
+    let batches = m.get(format!("{name}_batches")).and_then(Value::as_u64);
+    let (mean, basis) = match batches {
+        Some(b) => {
+            let worth = m
+                .get(format!("{name}_effective_samples"))
+                .and_then(Value::as_f64)
+                .map_or(String::new(), |e| format!("; the mean is worth {e:.0} independent requests"));
+            (interval("mean_batch"), format!("batch means, {b} batches{worth}"))
+        }
+        None => (interval("mean"), "too few requests to batch: assumes independent requests".to_string()),
+    };
+    Some(format!(
+        "95% intervals of {label} (ms): p50 {}, p99 {}, mean {mean} ({basis})",
+        interval("p50"),
+        interval("p99")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -176,5 +224,29 @@ mod tests {
         assert!(line("ttft from schedule (ms)").contains("40.50"), "{text}");
         assert!(line("0 ").contains("constant 5/s cap 8") && line("0 ").contains("0-2"), "{text}");
         assert!(line("1 ").contains("closed loop, concurrency 4") && line("1 ").contains("2-2.5"), "{text}");
+    }
+
+    #[test]
+    fn shows_the_intervals_and_an_early_stop() {
+        let artifact = json!({
+            "metrics": {
+                "ttft_samples": 400, "ttft_batches": 10, "ttft_effective_samples": 61.6,
+                "ttft_p50_ci95_low_ms": 3.9, "ttft_p50_ci95_high_ms": 4.25,
+                "ttft_p99_ci95_low_ms": 6.5, "ttft_p99_ci95_high_ms": null,
+                "ttft_mean_batch_ci95_low_ms": 4.0, "ttft_mean_batch_ci95_high_ms": 4.5,
+                "e2e_samples": 0,
+            },
+            "ending": {"reason": "over-saturated", "detail": "over-saturated at 2.37 s", "unsent": 104, "cancelled": 83},
+        });
+        let text = render_table(&artifact);
+        assert!(
+            text.contains("stopped early: over-saturated at 2.37 s (104 unsent, 83 cancelled)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("95% intervals of ttft (ms): p50 3.90–4.25, p99 6.50–open, mean 4.00–4.50 (batch means, 10 batches; the mean is worth 62 independent requests)"),
+            "{text}"
+        );
+        assert!(!text.contains("intervals of e2e"), "no e2e samples, no line: {text}");
     }
 }
