@@ -498,8 +498,9 @@ async fn launch(
                     }
                     (None, None) => tokio::time::sleep_until(intended.into()).await,
                 }
-                let t = run_start.elapsed().as_secs_f64();
+                // Read the clock only for a watched loop: this is the send path.
                 if watched
+                    && let t = run_start.elapsed().as_secs_f64()
                     && watch.due(t)
                     && let Some(saturated) = watch.look(t, k, sink.ended() - ended_before)
                 {

@@ -69,20 +69,29 @@ fn variance(xs: &[f64]) -> f64 {
     xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64
 }
 
-/// The 95% batch-means interval of the mean of `values` (in recorded
-/// order), centred on `mean` (the whole sample's): `mean ± t·s_B/√B`.
-pub fn mean_interval(values: &[f64], batching: Batching, mean: f64) -> (f64, f64) {
-    let means = batching.means(values, |v| v);
-    let half = batching.t() * (variance(&means) / batching.count as f64).sqrt();
+/// `s_B²`, the variance of the batch means of `values` (in recorded
+/// order): what both the mean's interval and its effective samples read.
+pub fn batch_mean_variance(values: &[f64], batching: Batching) -> f64 {
+    variance(&batching.means(values, |v| v))
+}
+
+/// The 95% batch-means interval of the mean, centred on `mean` (the whole
+/// sample's): `mean ± t·s_B/√B`, with `s_B²` from [`batch_mean_variance`].
+pub fn mean_interval(batching: Batching, mean: f64, batch_variance: f64) -> (f64, f64) {
+    let half = batching.t() * (batch_variance / batching.count as f64).sqrt();
     (mean - half, mean + half)
 }
 
-/// How many independent values the sample's mean is worth: `n` over the
+/// How many independent values a mean of `n` is worth: `n` over the
 /// variance inflation of the mean (`m·s_B² / s²`); `None` without spread.
-pub fn effective_samples(values: &[f64], batching: Batching, sample_variance: f64) -> Option<f64> {
-    let means = batching.means(values, |v| v);
-    let inflation = batching.size as f64 * variance(&means) / sample_variance;
-    (inflation > 0.0 && inflation.is_finite()).then(|| values.len() as f64 / inflation)
+pub fn effective_samples(
+    n: usize,
+    batching: Batching,
+    batch_variance: f64,
+    sample_variance: f64,
+) -> Option<f64> {
+    let inflation = batching.size as f64 * batch_variance / sample_variance;
+    (inflation > 0.0 && inflation.is_finite()).then(|| n as f64 / inflation)
 }
 
 /// By how much the independent order-statistic ranks of percentile `p`

@@ -118,6 +118,7 @@ impl Distribution {
             (l.map(|r| sorted[r - 1]), u.map(|r| sorted[r - 1]))
         });
         let spread = stddev.filter(|s| *s > 0.0);
+        let batch_variance = batches.map(|b| (b, batch_means::batch_mean_variance(&ordered, b)));
         Some(Self {
             samples: n,
             mean,
@@ -129,10 +130,10 @@ impl Distribution {
             percentiles: PERCENTILES.map(|p| nearest_rank(&sorted, p)),
             percentile_ci95,
             batches,
-            mean_batch_ci95: batches.map(|b| batch_means::mean_interval(&ordered, b, mean)),
-            effective_samples: batches
+            mean_batch_ci95: batch_variance.map(|(b, v)| batch_means::mean_interval(b, mean, v)),
+            effective_samples: batch_variance
                 .zip(spread)
-                .and_then(|(b, s)| batch_means::effective_samples(&ordered, b, s * s)),
+                .and_then(|((b, v), s)| batch_means::effective_samples(n, b, v, s * s)),
         })
     }
 
