@@ -31,6 +31,7 @@ mod servers;
 mod slurm;
 mod slurm_store;
 mod stages;
+mod stopping;
 mod sweeps;
 mod traffic;
 

@@ -14,8 +14,8 @@
 use std::time::Duration;
 
 use anvil_loadgen::{
-    Api, Arrival, CellSpec, DatasetFormat, DatasetSpec, OutputPolicy, PromptCacheMode, SessionSpec, Slo,
-    ThinkingMode, TraceFormat, TraceSpec, Traffic,
+    Api, Arrival, CellSpec, DEFAULT_MIN_REQUESTS, DatasetFormat, DatasetSpec, OutputPolicy, PromptCacheMode,
+    SessionSpec, Slo, StoppingRule, ThinkingMode, TraceFormat, TraceSpec, Traffic,
 };
 use serde_json::{Map, Value, json};
 
@@ -65,7 +65,12 @@ pub fn resolve(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpec 
         decls::Arrival::Poisson { rate_per_s } => Arrival::Poisson { rate_per_s },
         decls::Arrival::Constant { rate_per_s } => Arrival::Constant { rate_per_s },
     };
-    let requests = count(load.requests, defaults.requests).max(1);
+    // A stopping rule's budget is its most requests.
+    let requests = match (&load.until, load.max_requests) {
+        (Some(_), Some(max)) => count(Some(max), defaults.requests),
+        _ => count(load.requests, defaults.requests),
+    }
+    .max(1);
     let repeat = count(load.repeat, 1).max(1);
     let mut spec = CellSpec {
         name: name.to_string(),
@@ -119,6 +124,13 @@ pub fn resolve(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpec 
         },
         stages: Vec::new(),
         traffic: traffic(&load.traffic),
+        stopping: load.until.as_ref().map(|until| StoppingRule {
+            until: until.metrics.clone(),
+            within: until.within,
+            min_requests: count(load.min_requests, DEFAULT_MIN_REQUESTS).clamp(1, requests),
+            max_requests: requests,
+            max_duration_ms: load.max_duration.map(|d| d.as_millis() as u64),
+        }),
     };
     spec.stages = load.stages.iter().enumerate().map(|(i, s)| stage(s, i as u32, load, &spec)).collect();
     spec

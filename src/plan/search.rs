@@ -182,7 +182,7 @@ pub fn judge(
         .map_err(|e| format!("a stored probe does not read as a cell: {e}"))?;
     // A probe stopped past capacity has lost, whatever its completed
     // requests say (the ones it cancelled would have said more).
-    if let Some(ending) = &cell.stopped_early {
+    if let Some(ending) = cell.stopped_early.as_ref().filter(|e| e.lost()) {
         passed = false;
         details.push(ending.detail.clone());
     }

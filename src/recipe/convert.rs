@@ -163,6 +163,25 @@ fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) ->
             }
             Some(Value::Object(map))
         }
+        Shape::StringsWithProps => {
+            if field.args.is_empty() || !field.children.is_empty() {
+                let found = if field.args.is_empty() { "no value" } else { "a { … } block" };
+                return fail(problems, field.span, found.into());
+            }
+            let mut values = Vec::new();
+            for arg in &field.args {
+                match &arg.value {
+                    KdlValue::String(s) => values.push(Value::String(s.clone())),
+                    other => return fail(problems, arg.span, describe_value(other)),
+                }
+            }
+            let mut map = Map::new();
+            map.insert("values".into(), Value::Array(values));
+            for (key, value) in &field.props {
+                map.insert(key.value.clone(), scalar(&value.value));
+            }
+            Some(Value::Object(map))
+        }
         Shape::Block => {
             let mut map = Map::new();
             for child in &field.children {

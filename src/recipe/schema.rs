@@ -28,6 +28,10 @@ pub enum Shape {
     /// `trace "t.jsonl" format="mooncake"`, `sessions 8 turns=3 { turn "Hi" }`.
     /// Becomes an object: `value`, each property, and each child name's values as a list.
     Headed,
+    /// One or more strings, then key=value properties:
+    /// `until "ttft_p99_ms" "e2e_p50_ms" within="5%"`. Becomes an object:
+    /// `values` (the strings) and each property.
+    StringsWithProps,
     /// One of a fixed set of words.
     OneOf(&'static [&'static str]),
     /// The name of another declaration of this kind.
@@ -49,6 +53,7 @@ impl Shape {
             Shape::Records => "key=value properties".into(),
             Shape::Block => "a { … } block".into(),
             Shape::Headed => "a value followed by key=value properties".into(),
+            Shape::StringsWithProps => "one or more strings followed by key=value properties".into(),
             Shape::OneOf(words) => {
                 format!("one of {}", words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", "))
             }

@@ -125,11 +125,15 @@ fn run_line(summary: &anvil_loadgen::CellSummary, result: &CellResult, simulated
             cap.limit, cap.held_requests, cap.longest_hold_ms
         ));
     }
-    if let Some(ending) = &result.stopped_early {
-        line.push_str(&format!(
+    match &result.stopped_early {
+        Some(ending) if ending.lost() => line.push_str(&format!(
             "; stopped early ({} unsent, {} cancelled): {}",
             ending.unsent, ending.cancelled, ending.detail
-        ));
+        )),
+        Some(ending) => {
+            line.push_str(&format!("; stopped by its rule ({} unsent): {}", ending.unsent, ending.detail))
+        }
+        None => {}
     }
     if simulated {
         line.push_str(" (simulated)");

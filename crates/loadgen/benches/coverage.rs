@@ -10,9 +10,12 @@
 //! Nominal is 95%; the bar is 90 of 100.
 //!
 //!   cargo bench -p anvil-loadgen --bench coverage
-//!   COVERAGE_RUNS=100 COVERAGE_SHORT=400 COVERAGE_REFERENCE=20000 COVERAGE_RATE=200 (the defaults)
+//!   COVERAGE_RUNS=100 COVERAGE_SHORT=400 COVERAGE_REFERENCE=20000 COVERAGE_RATE=200
+//!   COVERAGE_STOP_RUNS=40 COVERAGE_STOP_WITHIN_PCT=5 (the defaults)
 
-use anvil_loadgen::{Arrival, Benchmark, CellContext, CellSpec, Progress, Target};
+use anvil_loadgen::{
+    Arrival, Benchmark, CellContext, CellSpec, Level, Progress, Statistic, StoppingRule, Target, estimate,
+};
 
 #[path = "common/in_process_sim.rs"]
 mod in_process_sim;
@@ -39,7 +42,12 @@ struct Run {
 }
 
 fn measure(url: &str, rate: f64, requests: u32, seed: u64) -> Run {
+    measure_until(url, rate, requests, seed, None)
+}
+
+fn measure_until(url: &str, rate: f64, requests: u32, seed: u64, stopping: Option<StoppingRule>) -> Run {
     let spec = CellSpec {
+        stopping,
         name: format!("coverage-{seed}"),
         model: "coverage".into(),
         context_tokens: 128,
@@ -112,8 +120,12 @@ fn tempfile_dir() -> std::path::PathBuf {
     dir
 }
 
+/// A key of the artifact's metrics, or (`steady.` first) of its steady-state window's.
 fn f(b: &Benchmark, key: &str) -> Option<f64> {
-    b.metric(key).as_f64()
+    match key.strip_prefix("steady.") {
+        Some(key) => b.steady_state.as_ref()?.metrics.get(key)?.as_f64(),
+        None => b.metric(key).as_f64(),
+    }
 }
 
 fn main() {
@@ -123,7 +135,9 @@ fn main() {
     let rate = env("COVERAGE_RATE", 200) as f64;
     let url = start_sim();
     eprintln!("reference: {reference_n} requests at {rate} req/s ...");
-    let reference = measure(&url, rate, reference_n, 1).artifact;
+    let reference_run = measure(&url, rate, reference_n, 1);
+    let reference_e2e: Vec<f64> = reference_run.latencies.iter().map(|l| l.1).collect();
+    let reference = reference_run.artifact;
     // Each metric's p50, p99 and mean: the artifact's point key and interval keys.
     let rows: Vec<(String, usize, Stat, String, String, String)> = ["ttft", "e2e"]
         .iter()
@@ -140,6 +154,15 @@ fn main() {
             })
         })
         .collect();
+    // The same over each run's steady-state window, against the reference's window.
+    let steady: Vec<_> = rows
+        .iter()
+        .map(|(label, metric, stat, point, low, high)| {
+            let s = |k: &str| format!("steady.{k}");
+            (format!("{label} (steady window)"), *metric, *stat, s(point), s(low), s(high))
+        })
+        .collect();
+    let rows: Vec<_> = rows.into_iter().chain(steady).collect();
     let truth: Vec<f64> = rows.iter().map(|r| f(&reference, &r.3).unwrap_or(f64::NAN)).collect();
     let k = rows.len();
     let (mut held, mut bounded, mut width, mut held_independent) =
@@ -217,4 +240,86 @@ fn main() {
         reference.requests,
         reference.failed
     );
+    if let Some(s) = &reference.steady_state {
+        println!(
+            "reference steady window: {} of its requests ({} trimmed at the start, {} at the end)",
+            s.window_requests, s.trimmed_head, s.trimmed_tail
+        );
+    }
+    stopping_rule(&url, rate, &reference_e2e, f(&reference, "e2e_mean_ms").unwrap_or(f64::NAN));
+}
+
+/// A stopping rule against fixed counts at the same precision: E2E's mean
+/// within ±`STOP_WITHIN` of itself. The rule's runs stop at planned looks
+/// (Bonferroni over them); the fixed count is the smallest multiple of 100
+/// whose 95% interval reaches the precision in 95% of consecutive blocks of
+/// the reference run (steady state throughout, so if anything it flatters
+/// the fixed count).
+fn stopping_rule(url: &str, rate: f64, reference_e2e: &[f64], truth: f64) {
+    let runs = env("COVERAGE_STOP_RUNS", 40);
+    let within = env("COVERAGE_STOP_WITHIN_PCT", 5) as f64 / 100.0;
+    let rule = StoppingRule {
+        until: vec!["e2e_mean_ms".into()],
+        within,
+        min_requests: 100,
+        max_requests: 6400,
+        max_duration_ms: None,
+    };
+    let (mut used, mut held, mut precise) = (Vec::new(), 0u64, 0u64);
+    for i in 0..runs {
+        let run = measure_until(url, rate, rule.max_requests, 5000 + i, Some(rule.clone()));
+        let stopping = run.artifact.stopping.as_ref().expect("a stopping record");
+        used.push(run.latencies.len() as f64);
+        let at_end = &stopping.final_intervals["e2e_mean_ms"];
+        held += u64::from(holds((at_end.low, at_end.high), truth));
+        precise += u64::from(stopping.looks.last().is_some_and(|l| l.precise));
+        if (i + 1) % 10 == 0 {
+            eprintln!("{} of {runs} stopping-rule runs", i + 1);
+        }
+    }
+    let mut fixed = None;
+    for n in (100..=6400).step_by(100) {
+        let blocks: Vec<&[f64]> = reference_e2e.chunks_exact(n).collect();
+        if blocks.len() < 3 {
+            break;
+        }
+        let reached = blocks
+            .iter()
+            .filter(|b| {
+                estimate(b, Statistic::Mean, Level::NINETY_FIVE)
+                    .and_then(|e| e.relative_half_width())
+                    .is_some_and(|w| w <= within)
+            })
+            .count();
+        if reached as f64 >= 0.95 * blocks.len() as f64 {
+            fixed = Some((n, reached, blocks.len()));
+            break;
+        }
+    }
+    let mut sorted = used.clone();
+    sorted.sort_by(f64::total_cmp);
+    println!();
+    println!(
+        "stopping rule `until \"e2e_mean_ms\" within=\"{}%\"` (looks at 100, 200, …, 6400; each at {:.2}%), {runs} runs, Poisson {rate} req/s",
+        within * 100.0,
+        rule.level().confidence * 100.0
+    );
+    println!(
+        "| | requests: mean | median | max | reached precision | final interval held the reference mean |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| stopping rule | {:.0} | {:.0} | {:.0} | {precise}/{runs} | {held}/{runs} |",
+        mean(&used),
+        sorted[sorted.len() / 2],
+        sorted[sorted.len() - 1]
+    );
+    match fixed {
+        Some((n, reached, blocks)) => println!(
+            "| fixed count reaching it in 95% of reference blocks | {n} | {n} | {n} | {reached}/{blocks} blocks | (95% interval) |"
+        ),
+        None => println!(
+            "| fixed count | none up to the reference's length reached it in 95% of blocks | | | | |"
+        ),
+    }
 }

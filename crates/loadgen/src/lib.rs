@@ -19,6 +19,7 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 pub use observe::failure::{Failure, FailureClass};
+pub use observe::precision::{Look, LookedAt, StoppingRecord};
 pub use observe::record::{ControlledOutput, RequestRecord};
 pub use observe::sse;
 pub use output::artifact::{PROTOCOL, SCHEMA};
@@ -27,9 +28,12 @@ pub use output::benchmark::{
     ReplicaMetrics, StageFigures, TargetLabel, Telemetry, WarmupCounts,
 };
 pub use output::ending::{EndReason, Ending};
+pub use output::interval::{Estimate, Statistic, estimate};
 pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};
 pub use output::series::Series;
 pub use output::stats::{Distribution, nearest_rank, quantile_interval_ranks};
+pub use output::steady_state::SteadyState;
+pub use output::student_t::Level;
 pub use output::table::render_table;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;
@@ -39,6 +43,7 @@ pub use workload::spec::{
     Api, Arrival, Balance, CellContext, CellSpec, Connect, OutputPolicy, Progress, PromptCacheMode, Slo,
     SloFrom, Stage, Target, ThinkingMode,
 };
+pub use workload::stopping::{DEFAULT_MIN_REQUESTS, StoppingRule, watched as watched_metric};
 pub use workload::traffic::{DatasetFormat, DatasetSpec, SessionSpec, TraceFormat, TraceSpec, Traffic};
 
 /// What a finished cell hands back.

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use crate::observe::precision::{PrecisionWatch, StoppingRecord};
 use crate::observe::record::{RecordInputs, RequestRecord, derive};
 use crate::observe::saturation::SaturationWatch;
 use crate::output::ending::{EndReason, Ending};
@@ -46,6 +47,25 @@ pub struct RunOutput {
     pub offered: crate::output::offered::OfferedLoad,
     /// How the measurement ended.
     pub ending: Ending,
+    /// The stopping rule's looks and intervals, when the cell has one.
+    pub stopping: Option<StoppingRecord>,
+}
+
+/// How a stopping rule ended the run (at a look, at its time bound, or at
+/// `max-requests` still imprecise), and its record; `None`s without a rule.
+fn stopping_outcome(sink: &Sink, max_requests: u32) -> (Option<Ending>, Option<StoppingRecord>) {
+    let Some(watch) = sink.precision.as_ref().and_then(|w| w.lock().ok()) else { return (None, None) };
+    let unsent = u64::from(max_requests).saturating_sub(sink.ended());
+    let ending = match sink.halted.lock().ok().and_then(|mut h| h.take()) {
+        Some(ending) => Ending { unsent, repeat: Some(0), ..ending },
+        None => Ending {
+            reason: EndReason::MaxRequests,
+            repeat: Some(0),
+            detail: format!("max-requests reached before the precision: {}", watch.imprecise()),
+            ..Ending::completed()
+        },
+    };
+    (Some(ending), Some(watch.record()))
 }
 
 pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
@@ -71,6 +91,22 @@ pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
     }
     if let Err(problem) = stages::check(spec) {
         bail!("cell `{}`: {problem}", spec.name);
+    }
+    if let Some(rule) = &spec.stopping {
+        let problem = match rule.check() {
+            Err(problem) => Some(problem),
+            Ok(()) if spec.repeat > 1 => Some("a stopping rule measures one run: drop `repeat`".into()),
+            Ok(()) if !spec.stages.is_empty() => {
+                Some("a staged cell's stages fix its length: drop `until`".into())
+            }
+            Ok(()) if matches!(spec.traffic, crate::workload::traffic::Traffic::Sessions(_)) => {
+                Some("sessions cannot stop mid-conversation: drop `until`".into())
+            }
+            Ok(()) => None,
+        };
+        if let Some(problem) = problem {
+            bail!("cell `{}`: {problem}", spec.name);
+        }
     }
     Ok(())
 }
@@ -285,11 +321,48 @@ struct Sink {
     progress: Option<Arc<ProgressCounter>>,
     completed: AtomicU32,
     failed: AtomicU32,
+    /// The stopping rule's watch over the measured requests.
+    precision: Option<std::sync::Mutex<PrecisionWatch>>,
+    /// Set when a stopping rule ended the run: no more requests are sent;
+    /// those in flight end and are recorded.
+    halted: std::sync::Mutex<Option<Ending>>,
+    halt: std::sync::atomic::AtomicBool,
 }
 
 impl Sink {
     fn new(log: Option<Arc<RecordLog>>, progress: Option<Arc<ProgressCounter>>) -> Arc<Self> {
-        Arc::new(Self { log, progress, completed: AtomicU32::new(0), failed: AtomicU32::new(0) })
+        Self::watching(log, progress, None)
+    }
+
+    fn watching(
+        log: Option<Arc<RecordLog>>,
+        progress: Option<Arc<ProgressCounter>>,
+        precision: Option<PrecisionWatch>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            log,
+            progress,
+            completed: AtomicU32::new(0),
+            failed: AtomicU32::new(0),
+            precision: precision.map(std::sync::Mutex::new),
+            halted: std::sync::Mutex::new(None),
+            halt: Default::default(),
+        })
+    }
+
+    /// Whether a stopping rule has ended the run (checked before each send).
+    fn halted(&self) -> bool {
+        self.halt.load(Ordering::Relaxed)
+    }
+
+    /// Ends the run by a stopping rule; the first reason given stands.
+    fn stop(&self, ending: Ending) {
+        if let Ok(mut halted) = self.halted.lock()
+            && halted.is_none()
+        {
+            *halted = Some(ending);
+            self.halt.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Requests ended so far, failed or not.
@@ -304,6 +377,21 @@ impl Sink {
         counter.fetch_add(1, Ordering::Relaxed);
         if let Some(p) = &self.progress {
             p.record(&rec);
+        }
+        let precise = self.precision.as_ref().and_then(|watch| {
+            let mut watch = watch.lock().ok()?;
+            let look = watch.take(&rec)?;
+            look.precise.then(|| {
+                let widths: Vec<String> = look
+                    .metrics
+                    .iter()
+                    .filter_map(|(k, m)| Some(format!("{k} ±{:.1}%", m.relative_half_width? * 100.0)))
+                    .collect();
+                format!("precise after {} requests: {}", look.requests, widths.join(", "))
+            })
+        });
+        if let Some(detail) = precise {
+            self.stop(Ending { reason: EndReason::Precise, detail, ..Ending::completed() });
         }
         if let Some(log) = &self.log {
             log.push(rec);
@@ -362,8 +450,31 @@ async fn run_phase(
     let mut tasks: JoinSet<()> = JoinSet::new();
     let origin = Origin { repeat, stage: None, open_loop };
     let ended_before = sink.ended();
+    // A stopping rule's time bound: no send after it.
+    let deadline = runner
+        .spec
+        .stopping
+        .as_ref()
+        .and_then(|r| r.max_duration_ms)
+        .filter(|_| sink.precision.is_some())
+        .map(|ms| {
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep_until((run_start + Duration::from_millis(ms)).into()).await;
+                let detail = format!("max-duration ({} ms) ran out before the precision was reached", ms);
+                sink.stop(Ending {
+                    reason: EndReason::MaxDuration,
+                    at_ms: Some(ms as f64),
+                    detail,
+                    ..Ending::completed()
+                });
+            })
+        });
     launch(runner, load, origin, run_start, queue.as_ref(), &mut tasks, sink).await?;
     join_all(tasks).await?;
+    if let Some(deadline) = deadline {
+        deadline.abort();
+    }
     // What a stop left undone: sent but cancelled in flight.
     if let Ok(mut stopped) = runner.stopped.lock()
         && let Some(ending) = stopped.as_mut().filter(|e| e.repeat == Some(repeat))
@@ -449,6 +560,9 @@ async fn launch(
                     // A closed-loop worker means to send as soon as its previous request ends.
                     let mut intended = load.start;
                     loop {
+                        if sink.halted() {
+                            break;
+                        }
                         let index = match &*indices {
                             Indices::Budget { first, count } => {
                                 let k = taken.fetch_add(1, Ordering::Relaxed);
@@ -497,6 +611,9 @@ async fn launch(
                         released.recv().await.context("the pacer thread stopped early")?;
                     }
                     (None, None) => tokio::time::sleep_until(intended.into()).await,
+                }
+                if sink.halted() {
+                    break;
                 }
                 // Read the clock only for a watched loop: this is the send path.
                 if watched
@@ -748,10 +865,14 @@ pub async fn measure(
         tokens: AtomicU64::new(0),
         since: Instant::now(),
     });
-    let measured = Sink::new(Some(log.clone()), Some(counter));
+    let precision = runner.spec.stopping.as_ref().and_then(PrecisionWatch::new);
+    let measured = Sink::watching(Some(log.clone()), Some(counter), precision);
     let mut preparation = Preparation { fd_table_slots, ahead: Vec::new() };
     let next_staged_index = Arc::new(AtomicU64::new(0));
     let sessions = runner.source.sessions();
+    if sessions.is_some() && measured.precision.is_some() {
+        bail!("cell `{}`: sessions cannot stop mid-conversation: drop `until`", runner.spec.name);
+    }
     let session_tally = Arc::new(std::sync::Mutex::new(session::SessionTally::default()));
     for repeat in 0..runner.spec.repeat {
         if let Some(plan) = &sessions {
@@ -782,6 +903,7 @@ pub async fn measure(
             break;
         }
     }
+    let (ending_by_rule, stopping) = stopping_outcome(&measured, runner.spec.requests);
     drop(measured);
     let log = Arc::try_unwrap(log).map_err(|_| anyhow::anyhow!("the record log is still in use"))?;
     let store = log.finish().context("writing the request records")?;
@@ -806,9 +928,16 @@ pub async fn measure(
             held_requests: runner.cap_held.load(Ordering::Relaxed),
             longest_hold_ms: runner.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
         });
-    let ending = runner.stopped.lock().ok().and_then(|mut s| s.take()).unwrap_or_else(Ending::completed);
+    let ending = runner
+        .stopped
+        .lock()
+        .ok()
+        .and_then(|mut s| s.take())
+        .or(ending_by_rule)
+        .unwrap_or_else(Ending::completed);
     Ok(RunOutput {
         ending,
+        stopping,
         offered,
         cap_holds,
         traffic,

@@ -11,6 +11,8 @@ use super::super::schema::{FieldSpec, Shape};
 use super::super::settings::{Draft, settings};
 mod stage;
 pub use stage::{SloFrom, StageDecl};
+mod until;
+pub use until::UntilDecl;
 pub mod traffic;
 pub use super::super::words::ConnectWord;
 use super::super::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, Thinking};
@@ -45,6 +47,15 @@ settings! {
         key rate = "rate" as Number,
         pub arrival: Arrival,
         pub repeat: Option<u64> = "repeat" as Int,
+        /// Stop when these metrics' intervals are narrow enough.
+        key until = "until" as StringsWithProps,
+        pub until: Option<UntilDecl>,
+        /// A stopping rule's first look (unset: 50).
+        pub min_requests: Option<u64> = "min-requests" as Int,
+        /// A stopping rule's budget (unset: `requests`).
+        pub max_requests: Option<u64> = "max-requests" as Int,
+        /// A stopping rule's time bound on the measured run.
+        pub max_duration: Option<Duration> = "max-duration" as Duration,
         /// Per-request latency limits (goodput).
         key slo = "slo" as Props,
         pub slo: Option<SloDecl>,
@@ -161,5 +172,13 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
     };
     let (traffic, reads) = traffic::build(draft, &keys, problems);
     let options = RequestOptions::from_settings(|name| s.get(name));
-    LoadDecl::from_settings(s, LoadRest { arrival, slo, stages, traffic, reads, options })
+    let keys = until::Keys {
+        until: key::until,
+        bounds: [key::min_requests, key::max_requests, key::max_duration],
+        repeat: key::repeat,
+        stage: key::stage,
+        sessions: key::sessions,
+    };
+    let until = until::build(draft, &keys, problems);
+    LoadDecl::from_settings(s, LoadRest { arrival, slo, stages, traffic, reads, options, until })
 }

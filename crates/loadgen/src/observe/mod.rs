@@ -5,6 +5,7 @@
 pub(crate) mod chunk;
 pub(crate) mod failure;
 pub(crate) mod json_scan;
+pub(crate) mod precision;
 #[cfg(test)]
 pub(crate) mod proptests;
 pub(crate) mod read_times;

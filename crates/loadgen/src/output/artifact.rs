@@ -650,6 +650,8 @@ pub fn build(
         offered_load: Some(out.offered.clone()),
         in_flight_cap: out.cap_holds.clone(),
         ending: Some(out.ending.clone()),
+        steady_state: crate::output::steady_state::of(store, spec.repeat, !spec.stages.is_empty())?,
+        stopping: out.stopping.clone(),
         telemetry: None,
         server_warmup: None,
         server_startup_ms: None,

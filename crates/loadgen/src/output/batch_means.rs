@@ -18,7 +18,7 @@
 //! 32(1), 1984): its batch variance against the independent `p(1 − p)/m`
 //! is the variance inflation by which the order-statistic ranks widen.
 
-use super::student_t::{Z95, t95};
+use super::student_t::Level;
 
 /// Fewest batches: fewer make the t quantile (and the interval) balloon.
 pub const MIN_BATCHES: usize = 10;
@@ -57,9 +57,9 @@ impl Batching {
             .collect()
     }
 
-    /// Two-sided 95% Student-t factor for `count − 1` degrees of freedom.
-    fn t(&self) -> f64 {
-        t95(self.count - 1).unwrap_or(Z95)
+    /// Two-sided Student-t factor at `level` for `count − 1` degrees of freedom.
+    fn t(&self, level: Level) -> f64 {
+        level.t(self.count - 1).unwrap_or(level.z())
     }
 }
 
@@ -75,10 +75,10 @@ pub fn batch_mean_variance(values: &[f64], batching: Batching) -> f64 {
     variance(&batching.means(values, |v| v))
 }
 
-/// The 95% batch-means interval of the mean, centred on `mean` (the whole
-/// sample's): `mean ± t·s_B/√B`, with `s_B²` from [`batch_mean_variance`].
-pub fn mean_interval(batching: Batching, mean: f64, batch_variance: f64) -> (f64, f64) {
-    let half = batching.t() * (batch_variance / batching.count as f64).sqrt();
+/// The batch-means interval of the mean at `level`, centred on `mean` (the
+/// whole sample's): `mean ± t·s_B/√B`, with `s_B²` from [`batch_mean_variance`].
+pub fn mean_interval(batching: Batching, mean: f64, batch_variance: f64, level: Level) -> (f64, f64) {
+    let half = batching.t(level) * (batch_variance / batching.count as f64).sqrt();
     (mean - half, mean + half)
 }
 
@@ -95,14 +95,15 @@ pub fn effective_samples(
 }
 
 /// By how much the independent order-statistic ranks of percentile `p`
-/// (a fraction) must widen around `n·p`: `√(inflation)·t/1.96`, where the
-/// inflation is the indicator series' batch variance over `p(1 − p)/m`;
-/// never below 1, so a sample that looks independent keeps the exact ranks.
-pub fn rank_widening(values: &[f64], batching: Batching, estimate: f64, p: f64) -> f64 {
+/// (a fraction) must widen around `n·p`: `√(inflation)·t/z` (at `level`),
+/// where the inflation is the indicator series' batch variance over
+/// `p(1 − p)/m`; never below 1, so a sample that looks independent keeps
+/// the exact ranks.
+pub fn rank_widening(values: &[f64], batching: Batching, estimate: f64, p: f64, level: Level) -> f64 {
     let below = batching.means(values, |v| if v <= estimate { 1.0 } else { 0.0 });
     let independent = p * (1.0 - p) / batching.size as f64;
     let inflation = variance(&below) / independent;
-    (inflation.sqrt() * batching.t() / Z95).max(1.0)
+    (inflation.sqrt() * batching.t(level) / level.z()).max(1.0)
 }
 
 /// Ranks `(l, u)` (1-based, of `n`) widened by `w` around `n·p`; a side

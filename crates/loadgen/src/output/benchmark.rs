@@ -109,6 +109,13 @@ pub struct Benchmark {
     /// recorded it, which all ran to completion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending: Option<super::ending::Ending>,
+    /// The steady-state window and the latencies over it (one-run cells
+    /// without stages; docs/metrics.md "Steady state").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<super::steady_state::SteadyState>,
+    /// A stopping rule's looks and intervals (docs/metrics.md "Stopping rules").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<crate::observe::precision::StoppingRecord>,
     // --- added by anvil's cell executor ---
     /// The servers' Prometheus deltas and GPU samples over the cell.
     #[serde(skip_serializing_if = "Option::is_none")]

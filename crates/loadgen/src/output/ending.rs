@@ -13,13 +13,20 @@ pub enum EndReason {
     /// An open loop past capacity, stopped by the over-saturation rule
     /// (`stop-when-saturated`; docs/metrics.md "Over-saturation").
     OverSaturated,
+    /// The stopping rule's intervals were within its precision at a look.
+    Precise,
+    /// The stopping rule reached `max-requests` before its precision.
+    MaxRequests,
+    /// The stopping rule's `max-duration` ran out before its precision.
+    MaxDuration,
 }
 
 /// The artifact's `ending`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ending {
     pub reason: EndReason,
-    /// The repeat it stopped in; later repeats were not run.
+    /// The repeat it stopped in; later repeats were not run (a stopping
+    /// rule's cell has one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
     /// When it stopped, in ms after that repeat's start.
@@ -30,7 +37,8 @@ pub struct Ending {
     /// Requests of that repeat never sent.
     #[serde(default)]
     pub unsent: u64,
-    /// Requests in flight when it stopped: cancelled, so not recorded.
+    /// Requests in flight when it stopped: cancelled, so not recorded (a
+    /// stopping rule lets them end and records them).
     #[serde(default)]
     pub cancelled: u64,
 }
@@ -47,8 +55,15 @@ impl Ending {
         }
     }
 
-    /// Whether a rule stopped the cell before its planned requests.
+    /// Whether a rule ended the cell (a stopping rule or over-saturation)
+    /// rather than its planned request count.
     pub fn stopped_early(&self) -> bool {
         self.reason != EndReason::Completed
+    }
+
+    /// Whether the rule that ended it found the server past capacity: its
+    /// numbers are not those of a load it sustained.
+    pub fn lost(&self) -> bool {
+        self.reason == EndReason::OverSaturated
     }
 }

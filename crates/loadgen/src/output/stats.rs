@@ -5,8 +5,8 @@
 use serde_json::{Map, Value};
 
 use super::batch_means::{self, Batching};
-use super::student_t::Z95;
 pub use super::student_t::t95;
+use super::student_t::{Level, Z95};
 
 /// Percentiles reported for every distribution, in percent.
 pub const PERCENTILES: [u32; 6] = [25, 50, 75, 90, 95, 99];
@@ -56,7 +56,13 @@ pub const INTERVAL_PERCENTILES: [u32; 4] = [50, 90, 95, 99];
 /// maximum would need n ≥ 299, as `0.99^299 < 5%`); p50's lower bound needs
 /// n ≥ 6 (`0.5^6 ≤ 2.5%`).
 pub fn quantile_interval_ranks(n: usize, percent: u32) -> (Option<usize>, Option<usize>) {
-    const TAIL: f64 = 0.025;
+    quantile_interval_ranks_at(n, percent, Level::NINETY_FIVE)
+}
+
+/// [`quantile_interval_ranks`] at any two-sided `level` (each tail
+/// `(1 − level)/2` in place of 2.5%).
+pub fn quantile_interval_ranks_at(n: usize, percent: u32, level: Level) -> (Option<usize>, Option<usize>) {
+    let tail = level.tail();
     if n == 0 {
         return (None, None);
     }
@@ -74,12 +80,12 @@ pub fn quantile_interval_ranks(n: usize, percent: u32) -> (Option<usize>, Option
         }
         // Now cdf = B(k), the bound for rank k + 1.
         cdf = (cdf + ln_term.exp()).min(1.0);
-        // l: the largest rank with B(l - 1) <= TAIL (B rises with k).
-        if cdf <= TAIL {
+        // l: the largest rank with B(l - 1) <= tail (B rises with k).
+        if cdf <= tail {
             lower = Some(k + 1);
         }
-        // u: the smallest rank with B(u - 1) >= 1 - TAIL.
-        if cdf >= 1.0 - TAIL {
+        // u: the smallest rank with B(u - 1) >= 1 - tail.
+        if cdf >= 1.0 - tail {
             return (lower, Some(k + 1));
         }
     }
@@ -110,7 +116,8 @@ impl Distribution {
             let (l, u) = match batches {
                 Some(b) => {
                     let p = f64::from(percent) / 100.0;
-                    let w = batch_means::rank_widening(&ordered, b, nearest_rank(&sorted, percent), p);
+                    let estimate = nearest_rank(&sorted, percent);
+                    let w = batch_means::rank_widening(&ordered, b, estimate, p, Level::NINETY_FIVE);
                     batch_means::widen_ranks(n, p, ranks, w)
                 }
                 None => ranks,
@@ -130,7 +137,8 @@ impl Distribution {
             percentiles: PERCENTILES.map(|p| nearest_rank(&sorted, p)),
             percentile_ci95,
             batches,
-            mean_batch_ci95: batch_variance.map(|(b, v)| batch_means::mean_interval(b, mean, v)),
+            mean_batch_ci95: batch_variance
+                .map(|(b, v)| batch_means::mean_interval(b, mean, v, Level::NINETY_FIVE)),
             effective_samples: batch_variance
                 .zip(spread)
                 .and_then(|((b, v), s)| batch_means::effective_samples(n, b, v, s * s)),

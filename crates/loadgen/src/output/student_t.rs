@@ -1,5 +1,8 @@
-//! The two-sided 95% Student-t critical value, for intervals from a few
-//! repeats or batches, where the normal value is too narrow.
+//! Critical values of two-sided intervals: the protocol's 95% ones (a
+//! table and 1.96, as published cells re-derive them), and any other level
+//! (a stopping rule spends its 5% over several looks), from `statrs`.
+
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// The protocol's normal-approximation factor: the reference defines the
 /// 95% CI of the mean as mean ± 1.96·sd/√n, and published cells re-derive
@@ -28,9 +31,57 @@ pub fn t95(df: usize) -> Option<f64> {
     }
 }
 
+/// A two-sided confidence level: 0.95 for the protocol's intervals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Level {
+    pub confidence: f64,
+}
+
+impl Level {
+    pub const NINETY_FIVE: Level = Level { confidence: 0.95 };
+
+    /// The probability left in each tail.
+    pub fn tail(self) -> f64 {
+        (1.0 - self.confidence) / 2.0
+    }
+
+    fn is_95(self) -> bool {
+        (self.confidence - 0.95).abs() < 1e-12
+    }
+
+    /// The normal critical value (exactly 1.96 at 95%, as the protocol has it).
+    pub fn z(self) -> f64 {
+        if self.is_95() {
+            return Z95;
+        }
+        Normal::standard().inverse_cdf(1.0 - self.tail())
+    }
+
+    /// The Student-t critical value for `df` degrees of freedom (`None` at 0).
+    pub fn t(self, df: usize) -> Option<f64> {
+        if self.is_95() || df == 0 {
+            return t95(df);
+        }
+        let t = StudentsT::new(0.0, 1.0, df as f64).ok()?;
+        Some(t.inverse_cdf(1.0 - self.tail()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_levels_follow_the_exact_quantiles() {
+        // R: qnorm(0.995), qt(0.995, 9), qt(0.99583333, 29).
+        let l99 = Level { confidence: 0.99 };
+        assert!((l99.z() - 2.575829).abs() < 1e-5);
+        assert!((l99.t(9).unwrap() - 3.249836).abs() < 1e-4);
+        let spent = Level { confidence: 1.0 - 0.05 / 6.0 };
+        assert!(spent.t(29).unwrap() > l99.t(29).unwrap() && spent.z() > l99.z());
+        assert_eq!(Level::NINETY_FIVE.z(), Z95);
+        assert_eq!(Level::NINETY_FIVE.t(9), t95(9));
+    }
 
     #[test]
     fn t95_follows_student_t_past_the_table() {

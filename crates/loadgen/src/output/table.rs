@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::observe::precision::StoppingRecord;
 use crate::output::ending::Ending;
 use crate::output::offered::{CapHolds, OfferedLoad};
 
@@ -55,10 +56,32 @@ pub fn render_table(artifact: &Value) -> String {
     if let Ok(ending) = serde_json::from_value::<Ending>(artifact["ending"].clone())
         && ending.stopped_early()
     {
+        let _ = match ending.lost() {
+            true => writeln!(
+                out,
+                "stopped early: {} ({} unsent, {} cancelled)",
+                ending.detail, ending.unsent, ending.cancelled
+            ),
+            false => writeln!(out, "stopped by its rule: {} ({} unsent)", ending.detail, ending.unsent),
+        };
+    }
+    if let Ok(stopping) = serde_json::from_value::<StoppingRecord>(artifact["stopping"].clone()) {
+        let intervals: Vec<String> = stopping
+            .final_intervals
+            .iter()
+            .map(|(key, m)| {
+                let side = |v: Option<f64>| v.map_or("open".to_string(), |v| format!("{v:.2}"));
+                format!("{key} {:.2} ({}–{})", m.estimate, side(m.low), side(m.high))
+            })
+            .collect();
+        let looks: Vec<String> = stopping.looks.iter().map(|l| l.requests.to_string()).collect();
         let _ = writeln!(
             out,
-            "stopped early: {} ({} unsent, {} cancelled)",
-            ending.detail, ending.unsent, ending.cancelled
+            "stopping rule: looked at {} of planned {:?} requests, each at {:.2}% (95% over all looks); over every request: {}",
+            looks.join(", "),
+            stopping.planned_looks,
+            stopping.look_confidence * 100.0,
+            intervals.join(", ")
         );
     }
     let _ = writeln!(

@@ -12,5 +12,6 @@ pub(crate) mod session;
 pub(crate) mod source;
 pub(crate) mod spec;
 pub(crate) mod stages;
+pub(crate) mod stopping;
 pub(crate) mod trace;
 pub(crate) mod traffic;

@@ -54,6 +54,10 @@ pub struct CellSpec {
     /// Where the requests come from: synthetic prompts (the default), a
     /// trace, a dataset or multi-turn sessions (see [`crate::workload::source`]).
     pub traffic: crate::workload::traffic::Traffic,
+    /// Stop when the named metrics' intervals are narrow enough (see
+    /// [`crate::workload::stopping`]); `requests` is then its maximum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<crate::workload::stopping::StoppingRule>,
 }
 
 impl Default for CellSpec {
@@ -83,6 +87,7 @@ impl Default for CellSpec {
             connect: Connect::Ahead,
             stages: Vec::new(),
             traffic: crate::workload::traffic::Traffic::Synthetic,
+            stopping: None,
         }
     }
 }

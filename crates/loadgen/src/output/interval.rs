@@ -1,0 +1,122 @@
+//! One statistic's estimate and interval at any level, computed as the
+//! artifact computes its 95% ones (exact order-statistic ranks, widened by
+//! batch means from 50 values on; the batch-means interval of the mean).
+//! A stopping rule asks for them at the level its looks leave it.
+
+use super::batch_means::{self, Batching};
+use super::stats::{nearest_rank, quantile_interval_ranks_at};
+use super::student_t::Level;
+
+/// A statistic of a latency sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statistic {
+    /// The nearest-rank percentile (1–99).
+    Percentile(u32),
+    Mean,
+}
+
+/// An estimate and its two-sided interval; a side is `None` when the
+/// sample cannot bound the statistic on that side at this level.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub value: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+}
+
+impl Estimate {
+    /// Half the interval's width over the estimate; `None` when a side is
+    /// unbounded or the estimate is 0.
+    pub fn relative_half_width(&self) -> Option<f64> {
+        let (low, high) = (self.low?, self.high?);
+        (self.value != 0.0).then(|| (high - low) / 2.0 / self.value.abs())
+    }
+}
+
+/// `statistic` of `ordered` (finite values, in the order their requests
+/// were recorded) with its interval at `level`; `None` when empty.
+pub fn estimate(ordered: &[f64], statistic: Statistic, level: Level) -> Option<Estimate> {
+    let n = ordered.len();
+    if n == 0 {
+        return None;
+    }
+    let batches = Batching::of(n);
+    match statistic {
+        Statistic::Percentile(percent) => {
+            let mut sorted = ordered.to_vec();
+            sorted.sort_by(f64::total_cmp);
+            let value = nearest_rank(&sorted, percent);
+            let ranks = quantile_interval_ranks_at(n, percent, level);
+            let (l, u) = match batches {
+                Some(b) => {
+                    let p = f64::from(percent) / 100.0;
+                    let w = batch_means::rank_widening(ordered, b, value, p, level);
+                    batch_means::widen_ranks(n, p, ranks, w)
+                }
+                None => ranks,
+            };
+            Some(Estimate { value, low: l.map(|r| sorted[r - 1]), high: u.map(|r| sorted[r - 1]) })
+        }
+        Statistic::Mean => {
+            let value = ordered.iter().sum::<f64>() / n as f64;
+            let (low, high) = match batches {
+                Some(b) => {
+                    let (low, high) = batch_means::mean_interval(
+                        b,
+                        value,
+                        batch_means::batch_mean_variance(ordered, b),
+                        level,
+                    );
+                    (Some(low), Some(high))
+                }
+                // Too few to batch: Student-t over independent values.
+                None if n >= 2 => {
+                    let ss: f64 = ordered.iter().map(|v| (v - value).powi(2)).sum();
+                    let half = level.t(n - 1).unwrap_or(level.z()) * (ss / (n - 1) as f64 / n as f64).sqrt();
+                    (Some(value - half), Some(value + half))
+                }
+                None => (None, None),
+            };
+            Some(Estimate { value, low, high })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::stats::Distribution;
+
+    /// A deterministic, correlated series (a slow wave plus a fast one).
+    fn series(n: usize) -> Vec<f64> {
+        (0..n).map(|i| 100.0 + 20.0 * (i as f64 / 37.0).sin() + ((i * 7919) % 13) as f64).collect()
+    }
+
+    #[test]
+    fn at_95_percent_it_is_the_artifacts_interval() {
+        for n in [20, 49, 50, 400, 1234] {
+            let values = series(n);
+            let d = Distribution::of(&values).unwrap();
+            for (i, percent) in [50u32, 90, 95, 99].into_iter().enumerate() {
+                let e = estimate(&values, Statistic::Percentile(percent), Level::NINETY_FIVE).unwrap();
+                assert_eq!((e.low, e.high), d.percentile_ci95[i], "n {n} p{percent}");
+            }
+            let mean = estimate(&values, Statistic::Mean, Level::NINETY_FIVE).unwrap();
+            // The same interval; the sums run in another order (sorted there).
+            if let Some((low, high)) = d.mean_batch_ci95 {
+                assert!((mean.low.unwrap() - low).abs() < 1e-9 && (mean.high.unwrap() - high).abs() < 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn a_higher_level_is_never_narrower() {
+        let values = series(800);
+        for statistic in [Statistic::Percentile(50), Statistic::Percentile(90), Statistic::Mean] {
+            let at95 = estimate(&values, statistic, Level::NINETY_FIVE).unwrap();
+            let at99 = estimate(&values, statistic, Level { confidence: 0.99 }).unwrap();
+            assert!(at99.low <= at95.low && at99.high >= at95.high, "{statistic:?}");
+            assert!(at99.relative_half_width() >= at95.relative_half_width());
+        }
+    }
+}

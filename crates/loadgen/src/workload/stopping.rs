@@ -1,0 +1,237 @@
+//! A cell that stops when it knows enough: `until "ttft_p99_ms" within="5%"`
+//! with `min-requests`, `max-requests` and `max-duration` as bounds.
+//!
+//! The rule is pre-planned (a group-sequential design): before the run,
+//! the looks are fixed at `min, 2·min, 4·min, …, max` ended requests (`K`
+//! of them), and every look computes its intervals at one level chosen so
+//! that the intervals of all `K` looks hold their true values *together*
+//! with probability 95%. Then the interval at whichever look the run stops
+//! holds with at least 95% too, however the stop was chosen (Jennison &
+//! Turnbull, *Group Sequential Methods with Applications to Clinical
+//! Trials*, 2000, ch. 2–3, and §9.1 for stopping on precision). The level
+//! is Pocock's idea (Pocock, "Group sequential methods in the design and
+//! analysis of clinical trials", *Biometrika* 64(2), 1977) for these
+//! looks: an estimate from the first `n` requests moves as `W(n)/√n` for a
+//! Brownian motion `W`, so the constant `c` with
+//! `P(max_k |W(n_k)|/√n_k > c) = 5%` is found by simulating that maximum
+//! (seeded, [`PATHS`] paths), and each look's level is `2Φ(c) − 1`. The
+//! looks overlap (each holds the requests of the one before), so `c` is
+//! well below the Bonferroni value for `K` separate tests (5%/K each),
+//! which bounds it from above and is used if the simulation says more.
+//! Stopping "the first time a 95% interval looks narrow" has no such
+//! guarantee: the looks compound the error. The run stops at the first
+//! look where every named metric's interval half-width is within `within`
+//! of its estimate.
+
+use serde::{Deserialize, Serialize};
+
+use crate::observe::record::RequestRecord;
+use crate::output::interval::Statistic;
+use crate::output::student_t::Level;
+use crate::workload::prompt::SplitMix64;
+
+/// Brownian paths simulated for the looks' joint level.
+pub const PATHS: usize = 100_000;
+
+/// The error the looks share: their intervals hold together with 95%.
+pub const FAMILY_ERROR: f64 = 0.05;
+/// `min-requests` when unset: the fewest values batch means read.
+pub const DEFAULT_MIN_REQUESTS: u32 = 50;
+
+/// A cell's stopping rule, as the recipe set it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoppingRule {
+    /// Artifact metric keys whose intervals must be narrow (`ttft_p99_ms`).
+    pub until: Vec<String>,
+    /// Largest interval half-width allowed, relative to the estimate (0.05).
+    pub within: f64,
+    pub min_requests: u32,
+    pub max_requests: u32,
+    /// The measured run stops sending at this time, precise or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_ms: Option<u64>,
+}
+
+/// A record's value of one metric.
+type RecordValue = fn(&RequestRecord) -> Option<f64>;
+
+/// One metric a stopping rule watches.
+#[derive(Debug, Clone, Copy)]
+pub struct Watched {
+    pub statistic: Statistic,
+    /// The record's value of the metric.
+    pub value: RecordValue,
+}
+
+/// The per-request metrics a rule may name, as the artifact spells their
+/// base and whether its keys end in `_ms`.
+const WATCHABLE: &[(&str, bool, RecordValue)] = &[
+    ("ttft", true, |r| r.ttft_ms),
+    ("time_to_first_output", true, |r| r.time_to_first_output_ms),
+    ("e2e", true, |r| r.e2e_ms),
+    ("generation", true, |r| r.generation_ms),
+    ("visible_generation", true, |r| r.visible_generation_ms),
+    ("tpot", true, |r| r.tpot_ms),
+    ("ttft_from_schedule", true, |r| r.ttft_from_schedule_ms),
+    ("e2e_from_schedule", true, |r| r.e2e_from_schedule_ms),
+    ("decode_tok_s", false, |r| r.decode_tok_s),
+];
+
+/// Reads `ttft_p99_ms`, `e2e_mean_ms`, `decode_tok_s_p50`: a watchable
+/// metric and a percentile (`p1`–`p99`) or `mean`.
+pub fn watched(key: &str) -> Result<Watched, String> {
+    for (base, millis, value) in WATCHABLE {
+        let Some(rest) = key.strip_prefix(base).and_then(|r| r.strip_prefix('_')) else { continue };
+        let stat = match millis {
+            true => rest.strip_suffix("_ms"),
+            false => Some(rest),
+        };
+        let statistic = match stat {
+            Some("mean") => Statistic::Mean,
+            Some(p) => match p.strip_prefix('p').and_then(|n| n.parse::<u32>().ok()) {
+                Some(percent @ 1..=99) => Statistic::Percentile(percent),
+                _ => continue,
+            },
+            None => continue,
+        };
+        return Ok(Watched { statistic, value: *value });
+    }
+    let names: Vec<String> =
+        WATCHABLE.iter().map(|(b, ms, _)| format!("{b}_p99{}", if *ms { "_ms" } else { "" })).collect();
+    Err(format!(
+        "`{key}` is not a per-request percentile or mean a stopping rule can watch (one of {}, with any p1–p99 or `mean`)",
+        names.join(", ")
+    ))
+}
+
+impl StoppingRule {
+    /// The ended-request counts at which the rule looks: `min`, doubling,
+    /// and `max` last.
+    pub fn looks(&self) -> Vec<u64> {
+        let (min, max) = (u64::from(self.min_requests.max(1)), u64::from(self.max_requests));
+        let mut looks = Vec::new();
+        let mut n = min;
+        while n < max {
+            looks.push(n);
+            n *= 2;
+        }
+        looks.push(max);
+        looks
+    }
+
+    /// The level of each look's intervals: all looks' together hold with
+    /// 95% (the module's doc says how it is found).
+    pub fn level(&self) -> Level {
+        level_for(&self.looks())
+    }
+
+    /// What is wrong with the rule, if anything.
+    pub fn check(&self) -> Result<(), String> {
+        if self.until.is_empty() {
+            return Err("`until` names no metric".into());
+        }
+        for key in &self.until {
+            watched(key)?;
+        }
+        if !(self.within.is_finite() && self.within > 0.0) {
+            return Err(format!("`within` must be a positive share, got {}", self.within));
+        }
+        if self.min_requests == 0 || self.min_requests > self.max_requests {
+            return Err(format!(
+                "`min-requests` ({}) must be at least 1 and at most `max-requests` ({})",
+                self.min_requests, self.max_requests
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The level at which intervals at `looks` (ended-request counts, rising)
+/// hold together with 95%: Pocock's constant for these looks, simulated,
+/// and never above Bonferroni's.
+pub fn level_for(looks: &[u64]) -> Level {
+    if looks.len() <= 1 {
+        return Level::NINETY_FIVE;
+    }
+    let bonferroni = Level { confidence: 1.0 - FAMILY_ERROR / looks.len() as f64 };
+    let mut rng = SplitMix64::new(0x9e37_79b9_7f4a_7c15, looks.len() as u64);
+    let mut maxima: Vec<f64> = (0..PATHS)
+        .map(|_| {
+            let (mut w, mut before, mut largest) = (0.0f64, 0.0f64, 0.0f64);
+            for &n in looks {
+                let n = n as f64;
+                w += standard_normal(&mut rng) * (n - before).sqrt();
+                before = n;
+                largest = largest.max((w / n.sqrt()).abs());
+            }
+            largest
+        })
+        .collect();
+    maxima.sort_by(f64::total_cmp);
+    let c = maxima[((1.0 - FAMILY_ERROR) * PATHS as f64) as usize];
+    // Two-sided: each tail holds 1 − Φ(c) = erfc(c/√2)/2.
+    let tail_total = statrs::function::erf::erfc(c / std::f64::consts::SQRT_2);
+    let pocock = Level { confidence: 1.0 - tail_total };
+    if pocock.confidence > bonferroni.confidence { bonferroni } else { pocock }
+}
+
+/// A standard normal draw (Box–Muller).
+fn standard_normal(rng: &mut SplitMix64) -> f64 {
+    let u = 1.0 - rng.next_f64();
+    let v = rng.next_f64();
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(min: u32, max: u32) -> StoppingRule {
+        StoppingRule {
+            until: vec!["ttft_p99_ms".into()],
+            within: 0.05,
+            min_requests: min,
+            max_requests: max,
+            max_duration_ms: None,
+        }
+    }
+
+    #[test]
+    fn looks_double_from_the_minimum_and_end_at_the_maximum() {
+        assert_eq!(rule(100, 1000).looks(), vec![100, 200, 400, 800, 1000]);
+        assert_eq!(rule(100, 800).looks(), vec![100, 200, 400, 800]);
+        assert_eq!(rule(50, 50).looks(), vec![50]);
+        assert_eq!(rule(50, 50).level(), Level::NINETY_FIVE, "one look is a fixed count");
+    }
+
+    #[test]
+    fn the_looks_level_lies_between_one_test_and_bonferroni() {
+        // Equally spaced looks have Pocock's published constants (two-sided
+        // 5%: K = 2, 2.178; K = 5, 2.413), a check of the simulation.
+        for (k, constant) in [(2u32, 2.178), (5, 2.413)] {
+            let looks: Vec<u64> = (1..=u64::from(k)).map(|i| 100 * i).collect();
+            let level = level_for(&looks);
+            let c = statrs::distribution::ContinuousCDF::inverse_cdf(
+                &statrs::distribution::Normal::standard(),
+                1.0 - level.tail(),
+            );
+            assert!((c - constant).abs() < 0.02, "K = {k}: {c} vs {constant}");
+        }
+        // Doubling looks, 100 to 1600: five of them.
+        let level = rule(100, 1600).level().confidence;
+        assert!(level > 0.95 && level < 1.0 - 0.05 / 5.0, "{level}");
+    }
+
+    #[test]
+    fn metric_keys_read_as_the_artifact_spells_them() {
+        assert_eq!(watched("ttft_p99_ms").unwrap().statistic, Statistic::Percentile(99));
+        assert_eq!(watched("e2e_mean_ms").unwrap().statistic, Statistic::Mean);
+        assert_eq!(watched("ttft_from_schedule_p50_ms").unwrap().statistic, Statistic::Percentile(50));
+        assert_eq!(watched("decode_tok_s_p50").unwrap().statistic, Statistic::Percentile(50));
+        for wrong in ["ttft_p99", "ttft_p100_ms", "throughput_tok_s", "ttft_max_ms", "decode_tok_s_p50_ms"] {
+            assert!(watched(wrong).is_err(), "{wrong}");
+        }
+        assert!(rule(10, 5).check().is_err());
+        assert!(rule(10, 50).check().is_ok());
+    }
+}
