@@ -100,8 +100,11 @@ fn from_run(store: &Store, run: &RunRecord) -> Side {
             }
             "screen" => {
                 let Ok(screen) = results::from_value::<ScreenResult>(result.clone()) else { continue };
-                let winner =
-                    if screen.meaningful { screen.winner } else { "no meaningful difference".into() };
+                let winner = match (screen.winner, screen.meaningful) {
+                    (Some(winner), true) => winner,
+                    (None, _) => "undecided at 95% confidence".into(),
+                    (Some(_), false) => "no meaningful difference".into(),
+                };
                 side.screens.insert(node.name.clone(), Value::String(winner));
             }
             "gate" | "check" => {

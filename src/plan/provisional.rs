@@ -113,7 +113,7 @@ fn field_of(plan: &Plan, index: usize, result: &Value, field: &str) -> Option<Va
         return None;
     }
     let screen = crate::results::ScreenResult::deserialize(result).ok()?;
-    let winner = screen.winner.as_str();
+    let winner = screen.winner.as_deref()?;
     match field {
         "winner_server" => plan.recipe.step(winner)?.spec.server().map(|s| Value::String(s.to_string())),
         "winner_value" => screen.values.get(winner).copied().flatten().map(Value::from),

@@ -296,8 +296,10 @@ fn summary_with(
     for screen in recipe.steps.iter().filter(|s| matches!(s.spec, Spec::Screen(_))) {
         if let Some(Ok(r)) = stored::<ScreenResult>(plan, store, &screen.name) {
             optimization.insert(format!("{}_{}", screen.name, r.metric), results::to_value(&r.values));
-            if r.meaningful {
-                selected.push(format!("{}: {}", screen.name, r.winner));
+            if let Some(winner) = r.winner.as_ref().filter(|_| r.meaningful) {
+                selected.push(format!("{}: {winner}", screen.name));
+            } else if r.winner.is_none() {
+                selected.push(format!("{}: undecided at 95% confidence", screen.name));
             } else {
                 selected.push(format!("{}: no meaningful difference", screen.name));
             }
@@ -431,6 +433,10 @@ fn summary_with(
         decision: Decision {
             evidence_labels: words(&evidence_labels),
             decision_labels: verdict.as_ref().map(|v| v.decision_labels.clone()),
+            decision_label_confidence: verdict
+                .as_ref()
+                .filter(|v| !v.label_confidence.is_empty())
+                .map(|v| results::to_value(&v.label_confidence)),
             promotion_authorized: verdict.as_ref().map(|v| v.promotion_authorized),
             rules: verdict.as_ref().map(|v| results::to_value(&v.rules)),
             winner: statement("winner"),

@@ -88,7 +88,7 @@ pub struct Block {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateRow {
     pub name: String,
-    /// `passed`, `rejected` or `missing`.
+    /// `passed`, `rejected`, `undecided` or `missing`.
     pub status: String,
     pub detail: String,
     #[serde(default)]
@@ -99,6 +99,10 @@ pub struct GateRow {
 pub struct Decision {
     pub evidence_labels: Vec<String>,
     pub decision_labels: Option<Vec<String>>,
+    /// *anvil*: the confidence each label was reached with, where its rule
+    /// read gates or screens that judged with one (`null`: point values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_label_confidence: Option<Value>,
     pub promotion_authorized: Option<bool>,
     pub rules: Option<Value>,
     pub winner: Value,

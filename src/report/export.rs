@@ -156,8 +156,11 @@ pub fn markdown(report: &Report) -> String {
     if !screens.is_empty() {
         out.push_str("### Screens\n\n| screen | metric | winner | reason |\n|---|---|---|---|\n");
         for (step, r) in screens {
-            let winner =
-                if r.meaningful { format!("`{}`", r.winner) } else { "no meaningful difference".into() };
+            let winner = match (&r.winner, r.meaningful) {
+                (Some(winner), true) => format!("`{winner}`"),
+                (None, _) => "undecided at 95% confidence".into(),
+                (Some(_), false) => "no meaningful difference".into(),
+            };
             let _ =
                 writeln!(out, "| {} | {} | {} | {} |", step.name, r.metric, winner, md(&r.selection_reason));
         }

@@ -18,6 +18,12 @@ pub struct DecisionResult {
     /// What the decision says in words: each statement key of the rules
     /// that hold, the first rule's value winning.
     pub statements: NamedMap<Value>,
+    /// Each label's confidence: that of the gates and screens its rule
+    /// reads when every one of them judged with `confidence` (`null`: at
+    /// least one judged point values, or the rule reads none). Absent in a
+    /// decision whose rules read no gate or screen with a confidence.
+    #[serde(default, skip_serializing_if = "NamedMap::is_empty")]
+    pub label_confidence: NamedMap<Option<f64>>,
 }
 
 /// One `rule`: its condition and how it evaluated (any of the expression
@@ -135,6 +141,7 @@ mod tests {
             rules,
             promotion,
             statements,
+            label_confidence: NamedMap::new(),
         })
     }
 

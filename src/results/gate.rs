@@ -12,6 +12,9 @@ pub struct GateResult {
     pub requirements: Vec<Requirement>,
     /// The requirements' details, joined with `; `.
     pub detail: String,
+    /// Set when the gate judged over intervals (`confidence 0.95`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
 }
 
 /// One `require` expression. A stored gate's are passed or rejected (a
@@ -25,11 +28,21 @@ pub struct Requirement {
 }
 
 impl GateResult {
-    /// The verdict over `requirements`: rejected when any was.
+    /// The verdict over `requirements`: rejected when any was, else
+    /// undecided when any was, else passed.
     pub fn new(requirements: Vec<Requirement>) -> GateResult {
-        let rejected = requirements.iter().any(|r| r.status == EvalStatus::Rejected);
+        let any = |status| requirements.iter().any(|r| r.status == status);
+        let status = match (any(EvalStatus::Rejected), any(EvalStatus::Undecided)) {
+            (true, _) => Verdict::Rejected,
+            (false, true) => Verdict::Undecided,
+            (false, false) => Verdict::Passed,
+        };
         let detail = requirements.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
-        GateResult { status: Verdict::from_passed(!rejected), passed: !rejected, requirements, detail }
+        GateResult { status, passed: status.passed(), requirements, detail, confidence: None }
+    }
+
+    pub fn with_confidence(self, confidence: Option<f64>) -> GateResult {
+        GateResult { confidence, ..self }
     }
 }
 

@@ -16,11 +16,24 @@ pub struct ScreenResult {
     pub values: NamedMap<Option<f64>>,
     /// Variant names, best first.
     pub ranking: Vec<String>,
-    pub winner: String,
+    /// The best measured variant; absent when a screen with `confidence`
+    /// could not separate it from the runner-up (it names no winner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub winner: Option<String>,
     /// False when the winner's lead is within noise (overlapping confidence
     /// intervals, or under `min-delta-pct`).
     pub meaningful: bool,
     pub selection_reason: String,
+    /// Set when the screen judged at a confidence (`confidence 0.95`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+}
+
+impl ScreenResult {
+    /// The variant measured best, winner or not.
+    pub fn best_measured(&self) -> &str {
+        self.ranking.first().map_or("", String::as_str)
+    }
 }
 
 #[cfg(test)]
@@ -49,9 +62,10 @@ mod tests {
             goal,
             values: scored.iter().map(|&(n, v)| (n, Some(v))).collect(),
             ranking: ranked.iter().map(|n| n.to_string()).collect(),
-            winner: ranked[0].to_string(),
+            winner: Some(ranked[0].to_string()),
             meaningful,
             selection_reason: reason.into(),
+            confidence: None,
         })
     }
 

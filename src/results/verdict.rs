@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 pub enum Verdict {
     Passed,
     Rejected,
+    /// Judged with a confidence, the intervals allowed either answer.
+    Undecided,
 }
 
 impl Verdict {
@@ -24,6 +26,7 @@ impl Verdict {
         match self {
             Verdict::Passed => "passed",
             Verdict::Rejected => "rejected",
+            Verdict::Undecided => "undecided",
         }
     }
 }
@@ -44,6 +47,8 @@ pub enum EvalStatus {
     Rejected,
     Missing,
     Error,
+    /// Judged over intervals that allow either answer.
+    Undecided,
     #[serde(rename = "not declared")]
     NotDeclared,
 }
@@ -55,6 +60,7 @@ impl EvalStatus {
             EvalStatus::Rejected => "rejected",
             EvalStatus::Missing => "missing",
             EvalStatus::Error => "error",
+            EvalStatus::Undecided => "undecided",
             EvalStatus::NotDeclared => "not declared",
         }
     }

@@ -9,17 +9,38 @@ use super::outcome::{Failure, Produced};
 use crate::recipe::decls::DecisionDecl;
 use crate::results::{self, DecisionResult, NamedMap, Promotion, RuleResult};
 
+/// The `confidence` of each gate and screen `when` reads (`None` for one
+/// that judged point values); empty when it reads none.
+fn confidences_read(when: &anvil_expr::Expr, inputs: &Value) -> Vec<Option<f64>> {
+    let mut read: Vec<(String, String)> = when
+        .references()
+        .into_iter()
+        .filter(|r| (r.kind == "gate" || r.kind == "screen") && !r.is_wildcard())
+        .map(|r| (r.kind, r.name))
+        .collect();
+    read.sort();
+    read.dedup();
+    read.iter().map(|(kind, name)| inputs.get(kind)?.get(name)?.get("confidence")?.as_f64()).collect()
+}
+
 pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);
     let mut labels = Vec::new();
     let mut rules = Vec::new();
     // What the decision says in words: statements carried by the rules that hold.
     let mut statements = NamedMap::new();
+    let mut label_confidence = NamedMap::new();
     for rule in &decision.rules {
         let evaluation = rule.when.parsed.eval(&resolver);
         if matches!(evaluation, Evaluation::Passed { .. }) {
             if !rule.label.is_empty() {
                 labels.push(rule.label.clone());
+                let confidences = confidences_read(&rule.when.parsed, inputs);
+                if confidences.iter().any(Option::is_some) {
+                    let all = confidences.iter().copied().collect::<Option<Vec<f64>>>();
+                    label_confidence
+                        .insert(rule.label.clone(), all.and_then(|c| c.into_iter().reduce(f64::min)));
+                }
             }
             for (key, text) in &rule.statements {
                 statements.insert_if_absent(key.clone(), text.clone());
@@ -56,6 +77,7 @@ pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced,
         rules,
         promotion,
         statements,
+        label_confidence,
     };
     Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() })
 }

@@ -3,6 +3,7 @@
 use anvil_expr::{Evaluation, JsonResolver};
 use serde_json::Value;
 
+use super::interval_verdict::{self, IntervalVerdict};
 use super::outcome::{Failure, Produced};
 use crate::recipe::decls::GateDecl;
 use crate::results::{self, EvalStatus, GateResult, Requirement};
@@ -13,6 +14,24 @@ pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failur
     let mut missing = Vec::new();
     for requirement in &gate.require {
         let text = &requirement.text;
+        if gate.confidence.is_some() {
+            let (status, detail) = match interval_verdict::judge(requirement, inputs) {
+                IntervalVerdict::Passed(detail) => (EvalStatus::Passed, detail),
+                IntervalVerdict::Rejected(detail) => (EvalStatus::Rejected, detail),
+                IntervalVerdict::Undecided(detail) => (EvalStatus::Undecided, detail),
+                IntervalVerdict::Plain(evaluation) => {
+                    if let Evaluation::Error { detail } = &evaluation {
+                        return Err(Failure::new(format!("require \"{text}\": {detail}")));
+                    }
+                    if let Evaluation::Missing { missing: m, .. } = &evaluation {
+                        missing.extend(m.iter().cloned());
+                    }
+                    (eval_status(&evaluation), evaluation.detail().to_string())
+                }
+            };
+            requirements.push(Requirement { require: text.clone(), status, detail });
+            continue;
+        }
         let evaluation = requirement.parsed.eval(&resolver);
         match &evaluation {
             Evaluation::Passed { .. } | Evaluation::Rejected { .. } => {}
@@ -34,7 +53,7 @@ pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failur
         return Err(Failure::new(format!("missing inputs: {}", missing.join(", ")))
             .with_detail(requirements.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("\n")));
     }
-    let result = GateResult::new(requirements);
+    let result = GateResult::new(requirements).with_confidence(gate.confidence);
     Ok(Produced {
         summary: format!("{}: {}", result.status, result.detail),
         rejected: !result.passed,

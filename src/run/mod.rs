@@ -9,6 +9,7 @@ mod decision;
 mod error;
 mod finished;
 mod gate;
+pub(crate) mod interval_verdict;
 mod launch;
 mod local;
 mod measure;

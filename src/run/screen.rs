@@ -1,9 +1,10 @@
 //! `screen` steps: pick the best variant of a sweep by one metric, and say
 //! why — or that there is no meaningful difference.
 
-use anvil_expr::{JsonResolver, Value as ExprValue};
+use anvil_expr::{JsonResolver, Reference, Value as ExprValue};
 use serde_json::Value;
 
+use super::interval_verdict;
 use super::outcome::{Failure, Produced};
 use crate::recipe::decls::ScreenDecl;
 use crate::recipe::words::Goal;
@@ -43,6 +44,24 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
     let (winner, best) = ranked[0].clone();
     let min_delta = screen.min_delta_pct;
     let metric = screen.metric.as_str();
+    if screen.confidence.is_some() {
+        let (winner, meaningful, reason) = at_confidence(screen, inputs, &ranked);
+        let summary = match &winner {
+            Some(w) => format!("winner {w}: {reason}"),
+            None => format!("no winner: {reason}"),
+        };
+        let result = ScreenResult {
+            metric: metric.to_string(),
+            goal: screen.goal,
+            values: scored.iter().map(|(n, v)| (n.clone(), Some(*v))).collect(),
+            ranking: ranked.iter().map(|(n, _)| n.clone()).collect(),
+            winner,
+            meaningful,
+            selection_reason: reason,
+            confidence: screen.confidence,
+        };
+        return Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() });
+    }
     let (meaningful, reason) = match ranked.get(1) {
         None => (true, format!("{winner} is the only variant")),
         Some((second, value)) => {
@@ -95,11 +114,66 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
         // A value that is not finite is stored as null (as JSON has it).
         values: scored.iter().map(|(n, v)| (n.clone(), Some(*v))).collect(),
         ranking: ranked.iter().map(|(n, _)| n.clone()).collect(),
-        winner,
+        winner: Some(winner),
         meaningful,
         selection_reason: reason,
+        confidence: None,
     };
     Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() })
+}
+
+/// A screen with `confidence`: the leader wins only when its 95% interval
+/// of the metric lies wholly on the better side of the runner-up's;
+/// otherwise it names no winner. Returns the winner, whether it is one,
+/// and why.
+fn at_confidence(
+    screen: &ScreenDecl,
+    inputs: &Value,
+    ranked: &[(String, f64)],
+) -> (Option<String>, bool, String) {
+    let (leader, best) = &ranked[0];
+    let Some((second, value)) = ranked.get(1) else {
+        return (Some(leader.clone()), true, format!("{leader} is the only variant"));
+    };
+    let reference = screen.expression.as_ref().and_then(|e| e.parsed.references().into_iter().next());
+    let interval = |name: &str| {
+        let reference = Reference { name: name.to_string(), ..reference.clone()? };
+        interval_verdict::interval_of(inputs, &reference)
+    };
+    let (a, b) = (interval(leader), interval(second));
+    let (Some(a), Some(b)) = (a, b) else {
+        let without: Vec<&str> =
+            [(leader, a), (second, b)].iter().filter(|(_, i)| i.is_none()).map(|(n, _)| n.as_str()).collect();
+        return (
+            None,
+            false,
+            format!(
+                "undecided at 95% confidence: {} has no 95% interval of `{}` ({leader} {} leads {second} {}); latency percentiles and means carry one, throughput with `repeat` 2 or more",
+                without.join(" and "),
+                screen.metric,
+                fmt(*best),
+                fmt(*value)
+            ),
+        );
+    };
+    let separated = match screen.goal {
+        Goal::Maximize => a.low > b.high,
+        Goal::Minimize => a.high < b.low,
+    };
+    if separated {
+        let reason = format!(
+            "{leader} ({}, 95% interval {a}) beats {second} ({}, {b}): the intervals are separated",
+            fmt(*best),
+            fmt(*value)
+        );
+        return (Some(leader.clone()), true, reason);
+    }
+    let reason = format!(
+        "undecided at 95% confidence: {leader} ({}, 95% interval {a}) and {second} ({}, {b}) overlap, so either may be the better; measure more (`repeat`, more requests) to separate them",
+        fmt(*best),
+        fmt(*value)
+    );
+    (None, false, reason)
 }
 
 /// Whether two cells' across-repeat CIs of the metric overlap (None when a

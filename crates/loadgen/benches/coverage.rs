@@ -11,7 +11,7 @@
 //!
 //!   cargo bench -p anvil-loadgen --bench coverage
 //!   COVERAGE_RUNS=100 COVERAGE_SHORT=400 COVERAGE_REFERENCE=20000 COVERAGE_RATE=200
-//!   COVERAGE_STOP_RUNS=40 COVERAGE_STOP_WITHIN_PCT=5 (the defaults)
+//!   COVERAGE_STOP_RUNS=30 COVERAGE_STOP_WITHIN_PCT=5 (the defaults)
 
 use anvil_loadgen::{
     Arrival, Benchmark, CellContext, CellSpec, Level, Progress, Statistic, StoppingRule, Target, estimate,
@@ -41,13 +41,21 @@ struct Run {
     latencies: Vec<(f64, f64)>,
 }
 
-fn measure(url: &str, rate: f64, requests: u32, seed: u64) -> Run {
-    measure_until(url, rate, requests, seed, None)
+/// What a run sets beyond the load.
+#[derive(Default)]
+struct Options {
+    stopping: Option<StoppingRule>,
+    steady: bool,
 }
 
-fn measure_until(url: &str, rate: f64, requests: u32, seed: u64, stopping: Option<StoppingRule>) -> Run {
-    let spec = CellSpec {
-        stopping,
+fn measure(url: &str, rate: f64, requests: u32, seed: u64) -> Run {
+    measure_with(url, rate, requests, seed, Options::default())
+}
+
+fn measure_with(url: &str, rate: f64, requests: u32, seed: u64, options: Options) -> Run {
+    let mut spec = CellSpec {
+        stopping: options.stopping,
+        warmup_requests: if options.steady { 100 } else { 0 },
         name: format!("coverage-{seed}"),
         model: "coverage".into(),
         context_tokens: 128,
@@ -61,6 +69,7 @@ fn measure_until(url: &str, rate: f64, requests: u32, seed: u64, stopping: Optio
         request_timeout_ms: 60_000,
         ..CellSpec::default()
     };
+    spec.options.steady_load = options.steady.then_some(true);
     let target =
         [Target { base_url: url.to_string(), api_key: None, label: "sim".into(), tls: Default::default() }];
     let quiet = |_: &Progress| {};
@@ -120,12 +129,121 @@ fn tempfile_dir() -> std::path::PathBuf {
     dir
 }
 
-/// A key of the artifact's metrics, or (`steady.` first) of its steady-state window's.
 fn f(b: &Benchmark, key: &str) -> Option<f64> {
-    match key.strip_prefix("steady.") {
-        Some(key) => b.steady_state.as_ref()?.metrics.get(key)?.as_f64(),
-        None => b.metric(key).as_f64(),
+    b.metric(key).as_f64()
+}
+
+/// One row of the table: its label, which series (0 TTFT, 1 E2E), the
+/// statistic, and the artifact's point and interval keys.
+struct Row {
+    label: String,
+    series: usize,
+    stat: Stat,
+    point: String,
+    low: String,
+    high: String,
+}
+
+fn rows() -> Vec<Row> {
+    ["ttft", "e2e"]
+        .iter()
+        .enumerate()
+        .flat_map(|(series, name)| {
+            [Stat::Percentile(50), Stat::Percentile(99), Stat::Mean].map(|stat| {
+                let (label, point, interval) = match stat {
+                    Stat::Percentile(p) => (format!("p{p}"), format!("p{p}"), format!("p{p}_ci95")),
+                    Stat::Mean => ("mean".into(), "mean".into(), "mean_batch_ci95".into()),
+                };
+                let key = |stat: &str| format!("{name}_{stat}_ms");
+                Row {
+                    label: format!("{name} {label}"),
+                    series,
+                    stat,
+                    point: key(&point),
+                    low: key(&format!("{interval}_low")),
+                    high: key(&format!("{interval}_high")),
+                }
+            })
+        })
+        .collect()
+}
+
+/// `runs` short runs, with or without `steady-load`, against `truth`: prints the table.
+fn coverage(url: &str, rate: f64, short: u32, runs: u64, steady: bool, truth: &[f64]) {
+    let rows = rows();
+    let k = rows.len();
+    let (mut held, mut bounded, mut width, mut held_independent) =
+        (vec![0u64; k], vec![0u64; k], vec![0.0; k], vec![0u64; k]);
+    // Each short run's point estimate, to tell a biased estimate from a narrow interval.
+    let mut estimates: Vec<Vec<f64>> = vec![Vec::new(); k];
+    let mut effective = Vec::new();
+    // Each run's E2E over its first and last tenth of sends, against its middle:
+    // an idle start and a draining end read lower than the steady long run.
+    let (mut first_tenth, mut last_tenth) = (Vec::new(), Vec::new());
+    // What MSER-5 would still trim from each run (docs/metrics.md "Steady state").
+    let (mut trimmed, mut tails) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        let options = Options { stopping: None, steady };
+        let run = measure_with(url, rate, short, 1000 + i, options);
+        let b = &run.artifact;
+        let series: [Vec<f64>; 2] =
+            [run.latencies.iter().map(|l| l.0).collect(), run.latencies.iter().map(|l| l.1).collect()];
+        effective.extend(f(b, "e2e_effective_samples"));
+        if let Some(s) = &b.steady_state {
+            trimmed.push(s.trimmed_head as f64);
+            tails.push(s.trimmed_tail as f64);
+        }
+        let e2e = &series[1];
+        let tenth = e2e.len() / 10;
+        if tenth > 0 {
+            let middle = mean(&e2e[tenth..e2e.len() - tenth]);
+            first_tenth.push(mean(&e2e[..tenth]) / middle);
+            last_tenth.push(mean(&e2e[e2e.len() - tenth..]) / middle);
+        }
+        for (j, row) in rows.iter().enumerate() {
+            estimates[j].extend(f(b, &row.point));
+            let interval = (f(b, &row.low), f(b, &row.high));
+            if let (Some(l), Some(h)) = interval {
+                bounded[j] += 1;
+                width[j] += h - l;
+            }
+            held[j] += u64::from(holds(interval, truth[j]));
+            held_independent[j] += u64::from(holds(independent(&series[row.series], row.stat), truth[j]));
+        }
+        if (i + 1) % 10 == 0 {
+            eprintln!("{} of {runs} short runs{}", i + 1, if steady { " (steady load)" } else { "" });
+        }
     }
+    println!();
+    let how = if steady { ", steady-load with 100 lead requests" } else { "" };
+    println!("95% intervals of {runs} short runs ({short} requests, Poisson {rate} req/s{how})");
+    println!(
+        "| statistic | reference (ms) | artifact: held | bounded | mean width (ms) | independent: held | estimates: mean (ms) | sd (ms) | bias / sd |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (j, row) in rows.iter().enumerate() {
+        let list = &estimates[j];
+        let m = mean(list);
+        let sd = (list.iter().map(|e| (e - m).powi(2)).sum::<f64>() / (list.len().max(2) - 1) as f64).sqrt();
+        let avg = if bounded[j] > 0 { width[j] / bounded[j] as f64 } else { f64::NAN };
+        println!(
+            "| {} | {:.2} | {}/{runs} | {} | {avg:.2} | {}/{runs} | {m:.2} | {sd:.2} | {:+.2} |",
+            row.label,
+            truth[j],
+            held[j],
+            bounded[j],
+            held_independent[j],
+            (m - truth[j]) / sd
+        );
+    }
+    println!(
+        "e2e of the first tenth of sends / the middle: {:.3}; of the last tenth: {:.3}; mean of {:.0} effective samples a run; MSER-5 would trim {:.1} at the start and {:.1} at the end",
+        mean(&first_tenth),
+        mean(&last_tenth),
+        mean(&effective),
+        mean(&trimmed),
+        mean(&tails)
+    );
 }
 
 fn main() {
@@ -138,71 +256,10 @@ fn main() {
     let reference_run = measure(&url, rate, reference_n, 1);
     let reference_e2e: Vec<f64> = reference_run.latencies.iter().map(|l| l.1).collect();
     let reference = reference_run.artifact;
-    // Each metric's p50, p99 and mean: the artifact's point key and interval keys.
-    let rows: Vec<(String, usize, Stat, String, String, String)> = ["ttft", "e2e"]
-        .iter()
-        .enumerate()
-        .flat_map(|(metric, name)| {
-            [Stat::Percentile(50), Stat::Percentile(99), Stat::Mean].map(|stat| {
-                let (label, point, interval) = match stat {
-                    Stat::Percentile(p) => (format!("p{p}"), format!("p{p}"), format!("p{p}_ci95")),
-                    Stat::Mean => ("mean".into(), "mean".into(), "mean_batch_ci95".into()),
-                };
-                let key = |stat: &str| format!("{name}_{stat}_ms");
-                let low_high = (key(&format!("{interval}_low")), key(&format!("{interval}_high")));
-                (format!("{name} {label}"), metric, stat, key(&point), low_high.0, low_high.1)
-            })
-        })
-        .collect();
-    // The same over each run's steady-state window, against the reference's window.
-    let steady: Vec<_> = rows
-        .iter()
-        .map(|(label, metric, stat, point, low, high)| {
-            let s = |k: &str| format!("steady.{k}");
-            (format!("{label} (steady window)"), *metric, *stat, s(point), s(low), s(high))
-        })
-        .collect();
-    let rows: Vec<_> = rows.into_iter().chain(steady).collect();
-    let truth: Vec<f64> = rows.iter().map(|r| f(&reference, &r.3).unwrap_or(f64::NAN)).collect();
-    let k = rows.len();
-    let (mut held, mut bounded, mut width, mut held_independent) =
-        (vec![0u64; k], vec![0u64; k], vec![0.0; k], vec![0u64; k]);
-    // Each short run's point estimate, to tell a biased estimate from a narrow interval.
-    let mut estimates: Vec<Vec<f64>> = vec![Vec::new(); k];
-    let mut effective = Vec::new();
-    // Each run's E2E over its first and last tenth of sends, against its middle:
-    // an idle start and a draining end read lower than the steady long run.
-    let (mut first_tenth, mut last_tenth) = (Vec::new(), Vec::new());
-    for i in 0..runs {
-        let run = measure(&url, rate, short, 1000 + i);
-        let b = &run.artifact;
-        let series: [Vec<f64>; 2] =
-            [run.latencies.iter().map(|l| l.0).collect(), run.latencies.iter().map(|l| l.1).collect()];
-        effective.extend(f(b, "e2e_effective_samples"));
-        let e2e = &series[1];
-        let tenth = e2e.len() / 10;
-        if tenth > 0 {
-            let middle = mean(&e2e[tenth..e2e.len() - tenth]);
-            first_tenth.push(mean(&e2e[..tenth]) / middle);
-            last_tenth.push(mean(&e2e[e2e.len() - tenth..]) / middle);
-        }
-        for (j, (_, metric, stat, point, low, high)) in rows.iter().enumerate() {
-            estimates[j].extend(f(b, point));
-            let interval = (f(b, low), f(b, high));
-            if let (Some(l), Some(h)) = interval {
-                bounded[j] += 1;
-                width[j] += h - l;
-            }
-            held[j] += u64::from(holds(interval, truth[j]));
-            held_independent[j] += u64::from(holds(independent(&series[*metric], *stat), truth[j]));
-        }
-        if (i + 1) % 10 == 0 {
-            eprintln!("{} of {runs} short runs", i + 1);
-        }
-    }
-    println!();
+    let truth: Vec<f64> = rows().iter().map(|r| f(&reference, &r.point).unwrap_or(f64::NAN)).collect();
     println!(
-        "95% intervals of {runs} short runs ({short} requests, Poisson {rate} req/s) against a {reference_n}-request reference run, simulated engine"
+        "coverage of the artifact's 95% intervals against a {reference_n}-request reference run ({} failed), simulated engine",
+        reference.failed
     );
     println!(
         "artifact: batch-means intervals (docs/metrics.md); independent: order statistics / 1.96 sd/sqrt(n), as if requests were independent"
@@ -210,42 +267,8 @@ fn main() {
     println!(
         "an unbounded side (too few samples to bound it) holds everything; 'bounded' counts runs with both sides"
     );
-    println!(
-        "| statistic | reference (ms) | artifact: held | bounded | mean width (ms) | independent: held | estimates: mean (ms) | sd (ms) | bias / sd |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (j, row) in rows.iter().enumerate() {
-        let list = &estimates[j];
-        let m = mean(list);
-        let sd = (list.iter().map(|e| (e - m).powi(2)).sum::<f64>() / (list.len().max(2) - 1) as f64).sqrt();
-        let avg = if bounded[j] > 0 { width[j] / bounded[j] as f64 } else { f64::NAN };
-        println!(
-            "| {} | {:.2} | {}/{runs} | {} | {avg:.2} | {}/{runs} | {m:.2} | {sd:.2} | {:+.2} |",
-            row.0,
-            truth[j],
-            held[j],
-            bounded[j],
-            held_independent[j],
-            (m - truth[j]) / sd
-        );
-    }
-    println!(
-        "e2e of the first tenth of sends / the middle: {:.3}; of the last tenth: {:.3} (mean over runs)",
-        mean(&first_tenth),
-        mean(&last_tenth)
-    );
-    println!(
-        "e2e effective samples per short run: mean {:.0} of {short}; reference: {} requests, {} failed",
-        mean(&effective),
-        reference.requests,
-        reference.failed
-    );
-    if let Some(s) = &reference.steady_state {
-        println!(
-            "reference steady window: {} of its requests ({} trimmed at the start, {} at the end)",
-            s.window_requests, s.trimmed_head, s.trimmed_tail
-        );
-    }
+    coverage(&url, rate, short, runs, false, &truth);
+    coverage(&url, rate, short, runs, true, &truth);
     stopping_rule(&url, rate, &reference_e2e, f(&reference, "e2e_mean_ms").unwrap_or(f64::NAN));
 }
 
@@ -256,7 +279,7 @@ fn main() {
 /// the reference run (steady state throughout, so if anything it flatters
 /// the fixed count).
 fn stopping_rule(url: &str, rate: f64, reference_e2e: &[f64], truth: f64) {
-    let runs = env("COVERAGE_STOP_RUNS", 40);
+    let runs = env("COVERAGE_STOP_RUNS", 30);
     let within = env("COVERAGE_STOP_WITHIN_PCT", 5) as f64 / 100.0;
     let rule = StoppingRule {
         until: vec!["e2e_mean_ms".into()],
@@ -267,7 +290,8 @@ fn stopping_rule(url: &str, rate: f64, reference_e2e: &[f64], truth: f64) {
     };
     let (mut used, mut held, mut precise) = (Vec::new(), 0u64, 0u64);
     for i in 0..runs {
-        let run = measure_until(url, rate, rule.max_requests, 5000 + i, Some(rule.clone()));
+        let options = Options { stopping: Some(rule.clone()), steady: true };
+        let run = measure_with(url, rate, rule.max_requests, 5000 + i, options);
         let stopping = run.artifact.stopping.as_ref().expect("a stopping record");
         used.push(run.latencies.len() as f64);
         let at_end = &stopping.final_intervals["e2e_mean_ms"];

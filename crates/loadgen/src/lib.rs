@@ -35,6 +35,7 @@ pub use output::stats::{Distribution, nearest_rank, quantile_interval_ranks};
 pub use output::steady_state::SteadyState;
 pub use output::student_t::Level;
 pub use output::table::render_table;
+pub use run::LoadMargins;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;
 pub use workload::options::{OptionKind, REQUEST_OPTIONS, RequestOption, RequestOptions, option_setting};

@@ -49,6 +49,29 @@ pub struct RunOutput {
     pub ending: Ending,
     /// The stopping rule's looks and intervals, when the cell has one.
     pub stopping: Option<StoppingRecord>,
+    /// `steady-load`: the unmeasured requests sent around the measured ones.
+    pub load_margins: Option<LoadMargins>,
+}
+
+/// The artifact's `load_margins`: with `steady-load`, the unmeasured
+/// requests sent on the cell's own schedule before the measured ones
+/// (`lead`, its `warmup-requests`) and after them until every measured
+/// request had ended (`tail`), over all repeats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoadMargins {
+    pub lead: u64,
+    pub tail: u64,
+}
+
+/// Whether the cell keeps its open loop's load on around the measured requests.
+/// Only an open loop of its own arrivals (synthetic prompts or a dataset):
+/// a trace's schedule is the trace's, stages change the load on purpose.
+fn steady_load(spec: &CellSpec) -> bool {
+    use crate::workload::traffic::Traffic;
+    spec.options.steady_load == Some(true)
+        && !matches!(spec.arrival, Arrival::ClosedLoop)
+        && spec.stages.is_empty()
+        && matches!(spec.traffic, Traffic::Synthetic | Traffic::Dataset(_))
 }
 
 /// How a stopping rule ended the run (at a look, at its time bound, or at
@@ -170,6 +193,10 @@ struct Runner {
     cap_longest_hold_us: AtomicU64,
     /// Set when a rule stopped the measurement early (no later repeat runs).
     stopped: std::sync::Mutex<Option<Ending>>,
+    /// The first index of `steady-load`'s unmeasured requests.
+    margin_base: u64,
+    /// `steady-load`'s unmeasured requests, over all repeats.
+    margins: std::sync::Mutex<LoadMargins>,
 }
 
 impl Runner {
@@ -418,6 +445,23 @@ struct Load {
     indices: Indices,
     /// Closed loop: when the workers mean to send their first requests.
     start: Instant,
+    /// Open loop with `steady-load`: the unmeasured requests around the measured ones.
+    margins: Option<Margins>,
+}
+
+/// `steady-load`: the open loop's schedule starts `lead` arrivals before
+/// the measured requests and goes on after them, unmeasured, until every
+/// measured request has ended, so the measured ones see the load of the
+/// long run and not an idle server's start or its drain.
+struct Margins {
+    lead: u32,
+    measured: u32,
+    /// The first index of the unmeasured requests (their prompts are their own).
+    first_unmeasured: u64,
+    /// Where their records go: counted, never logged.
+    sink: Arc<Sink>,
+    /// Unmeasured requests sent after the measured ones, for the artifact.
+    tail_sent: Arc<AtomicU64>,
 }
 
 /// Sends `count` requests starting at index `first` on the given schedule.
@@ -433,23 +477,44 @@ async fn run_phase(
     // Threads and timetables are ready before the run's clock starts.
     let mode = pacer::mode();
     let queue = if open_loop && mode == pacer::Mode::Sender { sender::spawn() } else { None };
-    let run_start = Instant::now();
+    let steady = open_loop && steady_load(&runner.spec) && sink.log.is_some();
+    let lead = if steady { runner.spec.warmup_requests } else { 0 };
+    let schedule_start = Instant::now();
     let arrivals = match (open_loop, runner.source.schedule()) {
         // A trace's requests are due at their recorded times.
-        (true, Some(trace)) => trace.arrivals(run_start),
-        (true, None) => arrival_times(run_start, count, arrival, runner.spec.seed, repeat),
+        (true, Some(trace)) => trace.arrivals(schedule_start),
+        // With steady load: the lead, the measured requests, and as many again after them at most.
+        (true, None) if steady => {
+            let planned = lead.saturating_add(count.saturating_mul(2));
+            arrival_times(schedule_start, planned, arrival, runner.spec.seed, repeat)
+        }
+        (true, None) => arrival_times(schedule_start, count, arrival, runner.spec.seed, repeat),
         (false, _) => Vec::new(),
     };
+    // The measured run's clock starts at its first measured request's arrival.
+    let run_start = arrivals.get(lead as usize).copied().unwrap_or(schedule_start);
+    let tail_sent = Arc::new(AtomicU64::new(0));
+    let margins = steady.then(|| Margins {
+        lead,
+        measured: count,
+        first_unmeasured: runner.margin_base + u64::from(repeat) * (u64::from(lead) + 2 * u64::from(count)),
+        sink: Sink::new(None, None),
+        tail_sent: tail_sent.clone(),
+    });
     let load = Load {
         arrival,
         concurrency: runner.spec.concurrency,
         arrivals,
         indices: Indices::Budget { first, count },
         start: run_start,
+        margins,
     };
     let mut tasks: JoinSet<()> = JoinSet::new();
     let origin = Origin { repeat, stage: None, open_loop };
     let ended_before = sink.ended();
+    if steady && let Ok(mut margins) = runner.margins.lock() {
+        margins.lead += u64::from(lead);
+    }
     // A stopping rule's time bound: no send after it.
     let deadline = runner
         .spec
@@ -474,6 +539,9 @@ async fn run_phase(
     join_all(tasks).await?;
     if let Some(deadline) = deadline {
         deadline.abort();
+    }
+    if steady && let Ok(mut margins) = runner.margins.lock() {
+        margins.tail += tail_sent.load(Ordering::Relaxed);
     }
     // What a stop left undone: sent but cancelled in flight.
     if let Ok(mut stopped) = runner.stopped.lock()
@@ -515,6 +583,7 @@ async fn run_stages(
             arrivals,
             indices: Indices::Until { next: next.clone(), until },
             start,
+            margins: None,
         };
         let origin = Origin { repeat, stage: Some(i), open_loop };
         launch(runner, load, origin, run_start, queue.as_ref(), &mut tasks, sink).await?;
@@ -597,6 +666,7 @@ async fn launch(
             // past capacity (a trace's arrivals are the trace's to keep).
             let watched = runner.spec.options.stop_when_saturated == Some(true)
                 && matches!(load.indices, Indices::Budget { .. })
+                && load.margins.is_none()
                 && runner.source.schedule().is_none();
             let mut watch = SaturationWatch::default();
             let (planned, ended_before) = (load.arrivals.len() as u64, sink.ended());
@@ -615,6 +685,25 @@ async fn launch(
                 if sink.halted() {
                     break;
                 }
+                // Which request this arrival is, and where its record goes.
+                let (index, to) = match &load.margins {
+                    None => (first + k, sink),
+                    Some(m) => {
+                        let (lead, measured) = (u64::from(m.lead), u64::from(m.measured));
+                        if k < lead {
+                            (m.first_unmeasured + k, &m.sink)
+                        } else if k < lead + measured {
+                            (first + k - lead, sink)
+                        } else if sink.ended() - ended_before >= measured {
+                            // Every measured request has ended: the tail's work is done.
+                            tasks.abort_all();
+                            break;
+                        } else {
+                            m.tail_sent.fetch_add(1, Ordering::Relaxed);
+                            (m.first_unmeasured + k, &m.sink)
+                        }
+                    }
+                };
                 // Read the clock only for a watched loop: this is the send path.
                 if watched
                     && let t = run_start.elapsed().as_secs_f64()
@@ -648,9 +737,9 @@ async fn launch(
                         permit
                     }
                 };
-                let (runner, sink, queue) = (runner.clone(), sink.clone(), queue.cloned());
+                let (runner, sink, queue) = (runner.clone(), to.clone(), queue.cloned());
                 tasks.spawn(async move {
-                    let (rec, _) = runner.send(first + k, origin, run_start, intended, queue.as_ref()).await;
+                    let (rec, _) = runner.send(index, origin, run_start, intended, queue.as_ref()).await;
                     drop(permit);
                     sink.finished(rec);
                 });
@@ -844,11 +933,16 @@ pub async fn measure(
         cap_held: AtomicU64::new(0),
         cap_longest_hold_us: AtomicU64::new(0),
         stopped: std::sync::Mutex::new(None),
+        // After the warmup's indices and the calibration probe's.
+        margin_base: probe_index + 1,
+        margins: Default::default(),
         spec,
     });
 
     let warmup = Sink::new(None, None);
-    run_phase(&runner, unmeasured_base, runner.spec.warmup_requests, 0, Arrival::ClosedLoop, &warmup).await?;
+    // With steady load the warmup requests lead the open loop on its own schedule instead.
+    let closed_warmup = if steady_load(&runner.spec) { 0 } else { runner.spec.warmup_requests };
+    run_phase(&runner, unmeasured_base, closed_warmup, 0, Arrival::ClosedLoop, &warmup).await?;
 
     let dir = scratch_dir;
     let labels = runner.targets.iter().map(|t| t.label.clone()).collect();
@@ -935,9 +1029,12 @@ pub async fn measure(
         .and_then(|mut s| s.take())
         .or(ending_by_rule)
         .unwrap_or_else(Ending::completed);
+    let load_margins =
+        steady_load(&runner.spec).then(|| runner.margins.lock().map(|m| *m).unwrap_or_default());
     Ok(RunOutput {
         ending,
         stopping,
+        load_margins,
         offered,
         cap_holds,
         traffic,

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::jitter::Jitter;
 use crate::metrics::Metrics;
 use crate::perf_model::PerfModel;
 use crate::prefix_cache::PrefixCache;
@@ -84,6 +85,7 @@ pub fn start(profile: &SimProfile, metrics: Arc<Metrics>) -> (EngineHandle, Join
     let scheduler = Scheduler {
         waiting_count: waiting.clone(),
         model: PerfModel::new(profile),
+        jitter: Jitter::new(profile.step_jitter_pct, profile.seed),
         cache: PrefixCache::new(profile.prefix_cache, profile.prefix_cache_max_blocks),
         block_tokens: profile.prefix_cache_block_tokens,
         metrics,
@@ -107,6 +109,8 @@ struct Sequence {
 
 struct Scheduler {
     model: PerfModel,
+    /// Run-to-run noise on step times (`step-jitter-pct`).
+    jitter: Option<Jitter>,
     cache: PrefixCache,
     block_tokens: u32,
     metrics: Arc<Metrics>,
@@ -199,7 +203,11 @@ impl Scheduler {
                 prefill_work += self.model.prefill_work(done, seq.prefill_this_step);
             }
         }
-        self.model.step_duration(decoding, prefill_work)
+        let step = self.model.step_duration(decoding, prefill_work);
+        match &mut self.jitter {
+            Some(jitter) => jitter.apply(step),
+            None => step,
+        }
     }
 
     /// Hand out the step's tokens and retire finished sequences.

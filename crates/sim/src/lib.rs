@@ -15,6 +15,7 @@ mod faults;
 mod generation_stream;
 mod ground_truth;
 mod instructions;
+mod jitter;
 mod json_text;
 mod metrics;
 mod perf_model;

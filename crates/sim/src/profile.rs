@@ -48,6 +48,9 @@ pub struct SimProfile {
     /// position p costs (1 + p / prefill-attention-tokens) tokens of prefill
     /// work. 0 turns the effect off (every token costs the same).
     pub prefill_attention_tokens: u32,
+    /// Run-to-run noise: every step's time times a slowly drifting factor
+    /// whose spread is this many percent (0: none; `jitter.rs`).
+    pub step_jitter_pct: f64,
     /// Tensor-parallel degree: divides step compute time by `tp^0.85`.
     pub tensor_parallel: u32,
     /// Data-parallel degree: multiplies batch capacity and prefill rate.
@@ -111,6 +114,7 @@ impl Default for SimProfile {
             spec_acceptance: 0.7,
             spec_draft_token_ms: 0.4,
             prefill_attention_tokens: 0,
+            step_jitter_pct: 0.0,
             tensor_parallel: 1,
             data_parallel: 1,
             output_tokens: 128,
@@ -161,6 +165,7 @@ const KEYS: &[&str] = &[
     "spec-acceptance",
     "spec-draft-token-ms",
     "prefill-attention-tokens",
+    "step-jitter-pct",
     "tensor-parallel",
     "data-parallel",
     "output-tokens",
@@ -234,6 +239,7 @@ impl SimProfile {
             ("decode-step-ms", self.decode_step_ms),
             ("decode-step-ms-per-seq", self.decode_step_ms_per_seq),
             ("spec-draft-token-ms", self.spec_draft_token_ms),
+            ("step-jitter-pct", self.step_jitter_pct),
         ];
         for (key, value) in non_negative {
             if !(value.is_finite() && value >= 0.0) {

@@ -18,6 +18,10 @@ settings! {
         pub metric: String = required "metric" as Str or String::new(),
         pub goal: Goal = "goal" as Word(Goal) or Goal::Maximize,
         pub min_delta_pct: f64 = "min-delta-pct" as Number or DEFAULT_MIN_DELTA_PCT,
+        /// Name a winner only when its 95% interval separates from the
+        /// runner-up's; otherwise the screen is undecided and names none.
+        key confidence = "confidence" as Number,
+        pub confidence: Option<f64>,
         /// `over.metric`, parsed (absent only in a recipe that is refused).
         pub expression: Option<Expression>,
     }
@@ -27,7 +31,8 @@ settings! {
 
 pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ScreenDecl {
     let s = &draft.settings;
-    let mut screen = ScreenDecl::from_settings(s, ScreenRest { expression: None });
+    let confidence = super::gate::confidence(draft, key::confidence, problems);
+    let mut screen = ScreenDecl::from_settings(s, ScreenRest { expression: None, confidence });
     screen.expression = match s.setting(key::over) {
         Some(setting) if s.contains(key::metric) => {
             let text = format!("{}.{}", screen.over, screen.metric);

@@ -38,17 +38,23 @@ pub(super) fn screens(page: &mut Page, report: &Report) {
         if let Some(d) = &step.description {
             let _ = write!(page.out, "<p>{}</p>", escape(d));
         }
-        let verdict = if screen.meaningful {
+        let verdict = if let Some(winner) = screen.winner.as_ref().filter(|_| screen.meaningful) {
             format!(
                 "winner <strong class=\"winner\" data-screen=\"{0}\">{1}</strong>",
                 escape(&step.name),
-                escape(&screen.winner)
+                escape(winner)
+            )
+        } else if screen.winner.is_none() {
+            format!(
+                "<strong class=\"no-difference\" data-screen=\"{}\">undecided at 95% confidence</strong>, no winner (best measured: {})",
+                escape(&step.name),
+                escape(screen.best_measured())
             )
         } else {
             format!(
                 "<strong class=\"no-difference\" data-screen=\"{}\">no meaningful difference</strong> (best measured: {})",
                 escape(&step.name),
-                escape(&screen.winner)
+                escape(screen.best_measured())
             )
         };
         let _ = write!(page.out, "<p>{verdict} — {}</p>", escape(&screen.selection_reason));
@@ -62,7 +68,7 @@ pub(super) fn screens(page: &mut Page, report: &Report) {
             let ci = across.and_then(|a| Some((a.ci95_low?, a.ci95_high?)));
             let samples = across.map_or(1, |a| a.samples as u64);
             let rank = screen.ranking.iter().position(|r| r == name).map(|i| i + 1);
-            let winner = screen.meaningful && name == screen.winner;
+            let winner = screen.meaningful && screen.winner.as_deref() == Some(name);
             bars.push(Bar {
                 label: name.to_string(),
                 value: value.unwrap_or(0.0),
@@ -81,10 +87,9 @@ pub(super) fn screens(page: &mut Page, report: &Report) {
         }
         let title = format!("{} by {} ({})", step.name, screen.metric, screen.goal.as_str());
         let svg = plot::bars(&title, &screen.metric, &bars);
-        let caption = if screen.meaningful {
+        let caption = if let Some(winner) = screen.winner.as_ref().filter(|_| screen.meaningful) {
             format!(
-                "The winner ({}) is green; whiskers are 95% intervals across repeats where there are repeats.",
-                screen.winner
+                "The winner ({winner}) is green; whiskers are 95% intervals across repeats where there are repeats."
             )
         } else {
             "No meaningful difference: no bar is marked as the winner. Whiskers are 95% intervals across repeats where there are repeats.".into()

@@ -109,6 +109,9 @@ pub struct Benchmark {
     /// recorded it, which all ran to completion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending: Option<super::ending::Ending>,
+    /// `steady-load`: the unmeasured requests around the measured ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_margins: Option<crate::run::LoadMargins>,
     /// The steady-state window and the latencies over it (one-run cells
     /// without stages; docs/metrics.md "Steady state").
     #[serde(default, skip_serializing_if = "Option::is_none")]

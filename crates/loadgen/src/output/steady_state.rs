@@ -18,10 +18,8 @@
 //! steady part: the window is then marked not stationary.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 use super::record_log::{Stored, col, is};
-use super::stats::{Distribution, KeyStyle, write_distribution};
 
 /// Values per batch (the "5" of MSER-5).
 pub const BATCH: usize = 5;
@@ -77,8 +75,11 @@ pub fn window(series: &[&[f64]]) -> (usize, usize, bool) {
 
 pub const RULE: &str = "MSER-5 from both ends, on ttft and e2e of the eligible requests in send order";
 
-/// The artifact's `steady_state`: the window the rule kept and the
-/// latency distributions over it.
+/// The artifact's `steady_state`: the window the rule would keep. A
+/// diagnostic, not an estimate: on a correlated load the rule cuts on
+/// noise as much as on transients, and the window's figures cover the long
+/// run worse than the whole run's (docs/metrics.md "Steady state"), so the
+/// artifact does not carry them; `steady-load` removes the transients instead.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SteadyState {
@@ -91,10 +92,8 @@ pub struct SteadyState {
     pub window_from_send_ms: Option<f64>,
     pub window_to_send_ms: Option<f64>,
     /// False when a cut reached the half-way limit: no steady part was
-    /// found, and the window's figures describe a run still drifting.
+    /// found, the run was still drifting.
     pub stationary: bool,
-    /// `ttft`, `e2e` and `tpot` over the window, keyed as in `metrics`.
-    pub metrics: Map<String, Value>,
 }
 
 /// The steady-state window of a one-run cell without stages (a staged
@@ -111,18 +110,6 @@ pub fn of(store: &Stored, repeats: u32, staged: bool) -> std::io::Result<Option<
         return Ok(None);
     }
     let (start, end, stationary) = window(&[&ttft, &e2e]);
-    let mut metrics = Map::new();
-    write_distribution(&mut metrics, "ttft", KeyStyle::Millis, Distribution::of(&ttft[start..end]).as_ref());
-    write_distribution(&mut metrics, "e2e", KeyStyle::Millis, Distribution::of(&e2e[start..end]).as_ref());
-    let tpot = store.column(col::TPOT, eligible)?;
-    if tpot.len() == e2e.len() {
-        write_distribution(
-            &mut metrics,
-            "tpot",
-            KeyStyle::Millis,
-            Distribution::of(&tpot[start..end]).as_ref(),
-        );
-    }
     Ok(Some(SteadyState {
         rule: RULE.into(),
         trimmed_head: start,
@@ -131,7 +118,6 @@ pub fn of(store: &Stored, repeats: u32, staged: bool) -> std::io::Result<Option<
         window_from_send_ms: sends.get(start).copied(),
         window_to_send_ms: end.checked_sub(1).and_then(|i| sends.get(i)).copied(),
         stationary,
-        metrics,
     }))
 }
 

@@ -88,6 +88,8 @@ request_options! {
     presence_penalty: f64 = "presence-penalty" as Number => "presence_penalty",
     /// Stop an open loop that is clearly past capacity (`observe::saturation`).
     stop_when_saturated: bool = "stop-when-saturated" as Bool,
+    /// Keep an open loop's load on around its measured requests (`run::Margins`).
+    steady_load: bool = "steady-load" as Bool,
 }
 
 #[cfg(test)]

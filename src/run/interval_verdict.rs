@@ -1,0 +1,174 @@
+//! A verdict with a confidence: an expression judged over the 95%
+//! intervals of the measurements it reads, not over their point values.
+//! Each number the expression reads that carries an interval in its
+//! result (a percentile's `_ci95_low`/`_high`, a mean's batch-means
+//! interval, a repeated cell's throughput across repeats) is set to each
+//! end of that interval in turn, every combination of ends; the verdict is
+//! `passed` when the expression holds at every combination, `rejected`
+//! when it fails at every one, and `undecided` otherwise: the intervals
+//! allow either answer. For an expression that moves one way with each
+//! number it reads (a comparison of sums, products and ratios of
+//! non-negative measurements with a threshold), the combinations of ends
+//! are where its extremes lie, so "holds at every one" is "holds anywhere
+//! in the intervals".
+
+use anvil_expr::{Evaluation, JsonResolver, PathSegment, Reference, Resolved, Resolver};
+use serde_json::{Value, json};
+
+use crate::recipe::Expression;
+
+/// Most numbers with intervals one expression may read: 2^k evaluations.
+const MOST_INTERVALS: usize = 8;
+
+/// An interval's ends; an unbounded side is 0 below (every measurement
+/// read this way is non-negative) and without limit above.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ends {
+    pub low: f64,
+    pub high: f64,
+}
+
+impl std::fmt::Display for Ends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let high = if self.high == f64::MAX { "unbounded".to_string() } else { fmt(self.high) };
+        write!(f, "{}–{high}", fmt(self.low))
+    }
+}
+
+/// How an expression fared over its inputs' intervals.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IntervalVerdict {
+    Passed(String),
+    Rejected(String),
+    Undecided(String),
+    /// Not judged over intervals (missing input, error): the plain evaluation.
+    Plain(Evaluation),
+}
+
+/// The interval keys beside a metric key, most specific first: a
+/// percentile's, then a mean's batch-means and independent ones.
+fn interval_keys(key: &str) -> Vec<(String, String)> {
+    let (base, unit) = match key.strip_suffix("_ms") {
+        Some(base) => (base, "_ms"),
+        None => (key, ""),
+    };
+    let mut keys = Vec::new();
+    if let Some(metric) = base.strip_suffix("_mean") {
+        keys.push((
+            format!("{metric}_mean_batch_ci95_low{unit}"),
+            format!("{metric}_mean_batch_ci95_high{unit}"),
+        ));
+    }
+    keys.push((format!("{base}_ci95_low{unit}"), format!("{base}_ci95_high{unit}")));
+    keys
+}
+
+/// The interval of the number `reference` reads in `inputs`, if its result holds one.
+pub fn interval_of(inputs: &Value, reference: &Reference) -> Option<Ends> {
+    let node = inputs.get(&reference.kind)?.get(&reference.name)?;
+    let Some((PathSegment::Key(last), parent_path)) = reference.field.split_last() else { return None };
+    let parent = Reference { field: parent_path.to_vec(), ..reference.clone() };
+    let parent = parent.select(node).ok()?;
+    let side = |v: Option<&Value>, unbounded: f64| match v {
+        Some(Value::Null) => Some(unbounded),
+        Some(v) => v.as_f64(),
+        None => None,
+    };
+    for (low, high) in interval_keys(last) {
+        if let (Some(l), Some(h)) = (side(parent.get(&low), 0.0), side(parent.get(&high), f64::MAX)) {
+            return Some(Ends { low: l, high: h });
+        }
+    }
+    // A cell's throughput: its interval across repeats.
+    if reference.kind == "cell" && reference.field.len() == 1 && last == "aggregate_tok_s" {
+        let across = node.get("repeats")?.get("throughput_tok_s")?;
+        return Some(Ends {
+            low: across.get("ci95_low")?.as_f64()?,
+            high: across.get("ci95_high")?.as_f64()?,
+        });
+    }
+    None
+}
+
+/// Whether two references read the same path (wherever they are written).
+fn same_path(a: &Reference, b: &Reference) -> bool {
+    a.kind == b.kind && a.name == b.name && a.field == b.field
+}
+
+/// A resolver that reads some references at chosen values.
+struct Pinned<'a> {
+    inner: JsonResolver<'a>,
+    values: Vec<(Reference, Value)>,
+}
+
+impl Resolver for Pinned<'_> {
+    fn resolve(&self, reference: &Reference) -> Resolved {
+        match self.values.iter().find(|(r, _)| same_path(r, reference)) {
+            Some((_, value)) => Resolved::Value(value.clone()),
+            None => self.inner.resolve(reference),
+        }
+    }
+}
+
+/// `expression` judged over the intervals of what it reads in `inputs`.
+pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
+    let inner = JsonResolver::new(inputs);
+    let point = expression.parsed.eval(&inner);
+    if !matches!(point, Evaluation::Passed { .. } | Evaluation::Rejected { .. }) {
+        return IntervalVerdict::Plain(point);
+    }
+    let mut seen: Vec<Reference> = Vec::new();
+    let mut intervals: Vec<(Reference, Ends)> = Vec::new();
+    for reference in expression.parsed.references() {
+        if reference.is_wildcard() || seen.iter().any(|r| same_path(r, &reference)) {
+            continue;
+        }
+        seen.push(reference.clone());
+        if let Some(ends) = interval_of(inputs, &reference) {
+            intervals.push((reference, ends));
+        }
+    }
+    let text = &expression.text;
+    if intervals.is_empty() {
+        return IntervalVerdict::Undecided(format!(
+            "\"{text}\" reads no measurement with an interval, so no verdict at 95% confidence (point value: {}; a repeated cell's throughput and the latency percentiles and means carry intervals)",
+            point.detail()
+        ));
+    }
+    intervals.truncate(MOST_INTERVALS);
+    let (mut held, mut failed) = (0u32, 0u32);
+    for corner in 0u32..(1 << intervals.len()) {
+        let values = intervals
+            .iter()
+            .enumerate()
+            .map(|(i, (r, ends))| (r.clone(), json!(if corner >> i & 1 == 1 { ends.high } else { ends.low })))
+            .collect();
+        match expression.parsed.eval(&Pinned { inner, values }) {
+            Evaluation::Passed { .. } => held += 1,
+            Evaluation::Rejected { .. } => failed += 1,
+            // An end the expression cannot take (a division by 0): no verdict either way.
+            _ => {
+                held += 1;
+                failed += 1;
+            }
+        }
+    }
+    let read: Vec<String> = intervals.iter().map(|(r, e)| format!("{r} in {e}")).collect();
+    let read = read.join(", ");
+    match (held, failed) {
+        (_, 0) => {
+            IntervalVerdict::Passed(format!("{} (holds over the 95% intervals: {read})", point.detail()))
+        }
+        (0, _) => {
+            IntervalVerdict::Rejected(format!("{} (fails over the 95% intervals: {read})", point.detail()))
+        }
+        _ => IntervalVerdict::Undecided(format!(
+            "undecided at 95% confidence: {} at the point values, but the 95% intervals ({read}) allow either answer",
+            point.detail()
+        )),
+    }
+}
+
+fn fmt(x: f64) -> String {
+    anvil_expr::format_number(x)
+}

@@ -1,0 +1,119 @@
+//! Decisions with a confidence: a gate or screen with `confidence 0.95`
+//! judges over the 95% intervals of what it reads, says `undecided` when
+//! they allow either answer, and a decision's labels carry the confidence
+//! they were reached with.
+
+use serde_json::Value;
+
+use crate::common::{Scratch, entry_dir};
+
+/// Three simulated servers: `b` is `a` again, `slow` is twice as slow;
+/// the `pair-` cells are far apart, the `twin-` cells one engine twice.
+const SERVERS: &str = r#"
+server "sim-a" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 2; max-running-seqs 16; } }
+server "sim-b" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 2; max-running-seqs 16; } }
+server "sim-slow" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 4; max-running-seqs 16; } }
+workload "w" { context-tokens 64; max-tokens 16; concurrency 4; requests 120; canaries #false; }
+cell "twin-a" server="sim-a" workload="w"
+cell "twin-b" server="sim-b" workload="w"
+cell "pair-fast" server="sim-a" workload="w"
+cell "pair-slow" server="sim-slow" workload="w"
+"#;
+
+fn stored(scratch: &Scratch, recipe: &std::path::Path, step: &str) -> Value {
+    let fp = scratch.plan(recipe, &[]).fingerprint(step);
+    let text = std::fs::read_to_string(entry_dir(&scratch.store(), &fp).join("result.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn gates_and_screens_decide_only_what_their_intervals_settle() {
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "confidence.kdl",
+        &format!(
+            r#"{SERVERS}
+gate "faster" {{
+    confidence 0.95
+    require "cell.pair-fast.metrics.e2e_p50_ms < cell.pair-slow.metrics.e2e_p50_ms"
+}}
+gate "not-slower" {{
+    confidence 0.95
+    blocking #false
+    require "cell.pair-slow.metrics.e2e_mean_ms < cell.pair-fast.metrics.e2e_mean_ms"
+}}
+// 120 requests cannot bound a p99 from above: no verdict on a threshold far above it.
+gate "tail" {{
+    confidence 0.95
+    blocking #false
+    require "cell.twin-a.metrics.ttft_p99_ms > 10000"
+}}
+screen "clear" {{ over "cell.pair-*"; metric "metrics.e2e_p50_ms"; goal "minimize"; confidence 0.95; }}
+screen "twins" {{ over "cell.twin-*"; metric "metrics.e2e_p50_ms"; goal "minimize"; confidence 0.95; }}
+decision "d" {{
+    rule label="a-is-faster" when="gate.faster.passed"
+}}
+"#
+        ),
+    );
+    let outcome = scratch.run(&recipe, &[], 0);
+    let transcript = outcome.transcript();
+
+    let faster = stored(&scratch, &recipe, "faster");
+    assert_eq!(faster["status"], "passed", "{faster}");
+    assert_eq!(faster["confidence"], 0.95);
+    assert!(faster["detail"].as_str().unwrap().contains("holds over the 95% intervals"), "{faster}");
+    let slower = stored(&scratch, &recipe, "not-slower");
+    assert_eq!(slower["status"], "rejected", "{slower}");
+    let tail = stored(&scratch, &recipe, "tail");
+    assert_eq!(tail["status"], "undecided", "{tail}");
+    assert_eq!(tail["passed"], false);
+    assert_eq!(tail["requirements"][0]["status"], "undecided");
+    assert!(transcript.contains("undecided"), "{transcript}");
+
+    let clear = stored(&scratch, &recipe, "clear");
+    assert_eq!(clear["meaningful"], true, "{clear}");
+    assert_eq!(clear["winner"], "pair-fast", "{clear}");
+    // a and b are one engine twice: whichever leads, their intervals overlap.
+    let twins = stored(&scratch, &recipe, "twins");
+    assert!(twins.get("winner").is_none(), "an undecided screen names no winner: {twins}");
+    assert_eq!(twins["meaningful"], false);
+    assert!(twins["selection_reason"].as_str().unwrap().contains("undecided at 95% confidence"), "{twins}");
+
+    let decision = stored(&scratch, &recipe, "d");
+    assert_eq!(decision["decision_labels"], serde_json::json!(["a-is-faster"]));
+    assert_eq!(decision["label_confidence"]["a-is-faster"], 0.95, "{decision}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(find_summary(&scratch)).unwrap()).unwrap();
+    assert_eq!(
+        summary["decision"]["decision_label_confidence"]["a-is-faster"], 0.95,
+        "{}",
+        summary["decision"]
+    );
+}
+
+/// The one decision summary the run wrote.
+fn find_summary(scratch: &Scratch) -> std::path::PathBuf {
+    let results = scratch.path().join("results");
+    for campaign in std::fs::read_dir(&results).unwrap().flatten() {
+        let file = campaign.path().join("decision-summary.json");
+        if file.exists() {
+            return file;
+        }
+    }
+    panic!("no decision-summary.json under {}", results.display());
+}
+
+#[test]
+fn a_level_other_than_the_intervals_is_refused_with_its_place() {
+    let scratch = Scratch::new();
+    scratch.write(
+        "recipe.kdl",
+        &format!(
+            "{SERVERS}\ngate \"g\" {{\n    confidence 0.9\n    require \"cell.twin-a.completed > 1\"\n}}\n"
+        ),
+    );
+    let outcome = scratch.anvil(&["plan", "recipe.kdl"]).expect_code(2);
+    assert!(outcome.stderr.contains("[recipe.kdl:"), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("`confidence` is 0.95"), "{}", outcome.stderr);
+}
