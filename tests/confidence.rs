@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::common::{Scratch, entry_dir};
+use crate::common::Scratch;
 
 /// Three simulated servers: `b` is `a` again, `slow` is twice as slow;
 /// the `pair-` cells are far apart, the `twin-` cells one engine twice.
@@ -21,9 +21,7 @@ cell "pair-slow" server="sim-slow" workload="w"
 "#;
 
 fn stored(scratch: &Scratch, recipe: &std::path::Path, step: &str) -> Value {
-    let fp = scratch.plan(recipe, &[]).fingerprint(step);
-    let text = std::fs::read_to_string(entry_dir(&scratch.store(), &fp).join("result.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    scratch.stored_json(recipe, step, "result.json")
 }
 
 #[test]

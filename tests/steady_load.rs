@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::common::{Scratch, entry_dir};
+use crate::common::Scratch;
 
 #[test]
 fn the_measured_requests_sit_inside_a_longer_schedule() {
@@ -19,11 +19,7 @@ cell "plain" server="sim" workload="w"
 "#,
     );
     scratch.run(&recipe, &[], 0);
-    let plan = scratch.plan(&recipe, &[]);
-    let artifact = |cell: &str| -> Value {
-        let dir = entry_dir(&scratch.store(), &plan.fingerprint(cell));
-        serde_json::from_slice(&std::fs::read(dir.join("benchmark.json")).unwrap()).unwrap()
-    };
+    let artifact = |cell: &str| -> Value { scratch.stored_json(&recipe, cell, "benchmark.json") };
     let steady = artifact("steady");
     assert_eq!(steady["load_margins"]["lead"], 40, "{}", steady["load_margins"]);
     let tail = steady["load_margins"]["tail"].as_u64().unwrap();

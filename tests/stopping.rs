@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::common::{Scratch, entry_dir};
+use crate::common::Scratch;
 
 const SIM: &str = r#"
 server "sim" {
@@ -14,9 +14,7 @@ server "sim" {
 "#;
 
 fn artifact(scratch: &Scratch, recipe: &std::path::Path, cell: &str) -> Value {
-    let fp = scratch.plan(recipe, &[]).fingerprint(cell);
-    let bytes = std::fs::read(entry_dir(&scratch.store(), &fp).join("benchmark.json")).unwrap();
-    serde_json::from_slice(&bytes).unwrap()
+    scratch.stored_json(recipe, cell, "benchmark.json")
 }
 
 #[test]

@@ -243,6 +243,18 @@ pub fn entry_dir(store: &Path, fingerprint: &str) -> PathBuf {
     store.join("entries").join(&fingerprint[..2]).join(fingerprint)
 }
 
+impl Scratch {
+    /// A stored step's JSON file (`benchmark.json`, `result.json`), found by
+    /// planning `recipe` for its fingerprint.
+    pub fn stored_json(&self, recipe: &Path, step: &str, file: &str) -> serde_json::Value {
+        let fp = self.plan(recipe, &[]).fingerprint(step);
+        let path = entry_dir(&self.store(), &fp).join(file);
+        let bytes =
+            std::fs::read(&path).unwrap_or_else(|e| panic!("{step} has no {file} ({}): {e}", path.display()));
+        serde_json::from_slice(&bytes).unwrap()
+    }
+}
+
 /// A small deterministic generator (xorshift64*), so random-input tests
 /// are reproducible from their seed.
 pub struct Rng(u64);

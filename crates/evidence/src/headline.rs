@@ -10,6 +10,10 @@
 //! | `decode_tok_s_mean` | eligible `decode_tok_s` | [`compare_samples`], mean |
 //! | `request_canary_passed` | `metrics.request_canary_passed` / `_samples` | exact, below |
 //!
+//! TTFT and E2E rows never say `differs` for a difference no larger than
+//! the two artifacts' client errors combined (`client_error.latency_bound_ms`,
+//! [`within_client_error`]): it is `inconclusive`.
+//!
 //! Canaries are correctness, not noise: `reproduced` when both sides
 //! judged canaries and every one passed on both; `differs` when every
 //! canary passed on exactly one side; `inconclusive` when neither side
@@ -73,6 +77,34 @@ pub fn compare_canaries(a: (u64, u64), b: (u64, u64)) -> Comparison {
     }
 }
 
+/// An artifact's bound on its own latency stamps (`client_error`), ms; 0
+/// for an artifact written before anvil stated one.
+pub fn client_error_ms(artifact: &Value) -> f64 {
+    artifact.pointer("/client_error/latency_bound_ms").and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+/// Latencies that run from a send stamp to an arrival stamp (TPOT divides
+/// a difference of arrivals by the tokens between them, so its share of
+/// the error is smaller; it is not adjusted).
+fn stamped_latency(key: &str) -> bool {
+    matches!(key, "ttft_ms" | "e2e_ms")
+}
+
+/// A `differs` whose difference is no larger than the two sides' client
+/// errors combined is `inconclusive`: the client cannot tell them apart.
+pub fn within_client_error(row: &mut Comparison, combined_ms: f64) {
+    let (Some(a), Some(b)) = (row.a, row.b) else { return };
+    if row.verdict == Verdict::Differs && (b - a).abs() <= combined_ms {
+        row.verdict = Verdict::Inconclusive;
+        row.reason = format!(
+            "{}; but the difference ({:.4} ms) is within the two cells' client error combined ({combined_ms:.4} ms)",
+            row.reason,
+            (b - a).abs()
+        );
+        row.settle_n = None;
+    }
+}
+
 /// The headline rows for `published` (A) against `reproduced` (B).
 pub fn compare_artifacts(published: &Value, reproduced: &Value, opts: &CompareOptions) -> Vec<Comparison> {
     let mut rows = vec![compare_repeats(
@@ -90,10 +122,16 @@ pub fn compare_artifacts(published: &Value, reproduced: &Value, opts: &CompareOp
         ("e2e_p95_ms", "e2e_ms", Statistic::Percentile(95)),
         ("decode_tok_s_mean", "decode_tok_s", Statistic::Mean),
     ];
+    // The two cells' client errors combined: no difference within it is real.
+    let combined = client_error_ms(published) + client_error_ms(reproduced);
     for (metric, key, stat) in latency {
         let (a, b) =
             (samples(published, key).unwrap_or_default(), samples(reproduced, key).unwrap_or_default());
-        rows.push(compare_samples(metric, stat, &a, &b, opts));
+        let mut row = compare_samples(metric, stat, &a, &b, opts);
+        if stamped_latency(key) {
+            within_client_error(&mut row, combined);
+        }
+        rows.push(row);
     }
     let canaries = |v: &Value| {
         let get = |k: &str| v.pointer(&format!("/metrics/{k}")).and_then(Value::as_u64).unwrap_or(0);
@@ -101,4 +139,22 @@ pub fn compare_artifacts(published: &Value, reproduced: &Value, opts: &CompareOp
     };
     rows.push(compare_canaries(canaries(published), canaries(reproduced)));
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_difference_within_the_client_error_is_not_one() {
+        let mut row = compare_canaries((1, 1), (0, 1));
+        assert_eq!(row.verdict, Verdict::Differs);
+        row.metric = "ttft_p50_ms".into();
+        (row.a, row.b) = (Some(1.0), Some(1.004));
+        within_client_error(&mut row, 0.002);
+        assert_eq!(row.verdict, Verdict::Differs, "0.004 ms apart, errors 0.002 ms");
+        within_client_error(&mut row, 0.005);
+        assert_eq!(row.verdict, Verdict::Inconclusive);
+        assert!(row.reason.contains("client error"), "{}", row.reason);
+    }
 }

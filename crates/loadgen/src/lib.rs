@@ -27,6 +27,7 @@ pub use output::benchmark::{
     AcrossRepeats, ArrivalDoc, Benchmark, FieldSummary, GpuReadings, GpuTelemetry, RepeatRun, Repeats,
     ReplicaMetrics, StageFigures, TargetLabel, Telemetry, WarmupCounts,
 };
+pub use output::client_error::ClientError;
 pub use output::ending::{EndReason, Ending};
 pub use output::interval::{Estimate, Statistic, estimate};
 pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};

@@ -69,7 +69,7 @@ details.cell{border:1px solid var(--line);border-radius:8px;padding:6px 12px;mar
 details.cell>summary{cursor:pointer;font-size:15px;padding:4px 0}
 .status.passed,.passed,.ok{color:var(--pass);font-weight:600}
 .status.rejected,.status.failed,.rejected,.bad{color:var(--fail);font-weight:600}
-.status.missing,.status.skipped{color:var(--warn);font-weight:600}
+.status.missing,.status.skipped,.status.undecided{color:var(--warn);font-weight:600}
 .label{display:inline-block;background:#e8f1fa;border:1px solid #b9d3ea;border-radius:12px;padding:1px 10px;margin:2px 4px 2px 0;font-weight:600}
 .winner{color:var(--pass)}.no-difference{color:var(--warn)}
 .banner-sim{background:#fff3cd;border-bottom:4px solid #d08c00;color:#5c3b00;padding:14px 20px;font-size:17px;text-align:center}

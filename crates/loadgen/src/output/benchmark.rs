@@ -109,6 +109,9 @@ pub struct Benchmark {
     /// recorded it, which all ran to completion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending: Option<super::ending::Ending>,
+    /// How far the client's own stamps may be off (docs/metrics.md "The client's own error").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_error: Option<super::client_error::ClientError>,
     /// `steady-load`: the unmeasured requests around the measured ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_margins: Option<crate::run::LoadMargins>,

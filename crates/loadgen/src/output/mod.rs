@@ -5,6 +5,7 @@
 pub(crate) mod artifact;
 pub(crate) mod batch_means;
 pub(crate) mod benchmark;
+pub(crate) mod client_error;
 pub(crate) mod ending;
 pub(crate) mod interval;
 pub(crate) mod offered;

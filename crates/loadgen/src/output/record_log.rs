@@ -74,8 +74,10 @@ pub mod col {
     pub const TTFT_FROM_SCHEDULE: usize = 38;
     pub const E2E_FROM_SCHEDULE: usize = 39;
     pub const STAGE: usize = 40;
-    pub const PRESENT: usize = 41;
-    pub const COUNT: usize = 42;
+    /// The first content's stamp error bound, ms (`client_error`); NaN: read-time stamp.
+    pub const STAMP_BOUND: usize = 41;
+    pub const PRESENT: usize = 42;
+    pub const COUNT: usize = 43;
 }
 
 pub type Row = [f64; col::COUNT];
@@ -163,6 +165,7 @@ fn row_of(r: &RequestRecord, target: usize) -> Row {
     row[col::TTFT_FROM_SCHEDULE] = opt(r.ttft_from_schedule_ms);
     row[col::E2E_FROM_SCHEDULE] = opt(r.e2e_from_schedule_ms);
     row[col::STAGE] = opt(r.stage.map(f64::from));
+    row[col::STAMP_BOUND] = opt(crate::output::client_error::stamp_bound_ms(r));
     row[col::PRESENT] = 1.0;
     row
 }

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::observe::precision::StoppingRecord;
+use crate::output::client_error::ClientError;
 use crate::output::ending::Ending;
 use crate::output::offered::{CapHolds, OfferedLoad};
 
@@ -141,6 +142,18 @@ pub fn render_table(artifact: &Value) -> String {
         if let Some(line) = intervals_line(m, label, name) {
             let _ = writeln!(out, "{line}");
         }
+    }
+    if let Ok(e) = serde_json::from_value::<ClientError>(artifact["client_error"].clone()) {
+        let ms = |v: Option<f64>| v.map_or("unknown".to_string(), |v| format!("{v:.3} ms"));
+        let _ = writeln!(
+            out,
+            "client error: arrival stamps within {} (p99; {} kernel-stamped, {} sharing a read with the next event, {} stamped at read time); read delay p99 {}",
+            ms(e.latency_bound_ms),
+            e.kernel_stamped,
+            e.shared_first_reads,
+            e.read_stamped,
+            ms(e.read_delay_p99_ms)
+        );
     }
     if let Some(stages) = artifact["stages"].as_array().filter(|s| !s.is_empty()) {
         let _ = writeln!(
