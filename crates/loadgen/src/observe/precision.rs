@@ -10,7 +10,79 @@ use serde::{Deserialize, Serialize};
 use crate::observe::record::RequestRecord;
 use crate::output::interval::{self, Estimate};
 use crate::output::student_t::Level;
-use crate::workload::stopping::{StoppingRule, Watched, watched};
+use crate::workload::prompt::SplitMix64;
+use crate::workload::stopping::{FAMILY_ERROR, StoppingRule, Watched, watched};
+
+/// Brownian paths simulated for the looks' joint level.
+pub const PATHS: usize = 100_000;
+
+impl StoppingRule {
+    /// The level of each look's intervals: all looks' together hold with
+    /// 95% (`workload::stopping` says how it is found).
+    pub fn level(&self) -> Level {
+        level_for(&self.looks())
+    }
+}
+
+/// The level at which intervals at `looks` (ended-request counts, rising)
+/// hold together with 95%: Pocock's constant for these looks, simulated,
+/// and never above Bonferroni's.
+pub fn level_for(looks: &[u64]) -> Level {
+    if looks.len() <= 1 {
+        return Level::NINETY_FIVE;
+    }
+    let bonferroni = Level { confidence: 1.0 - FAMILY_ERROR / looks.len() as f64 };
+    let mut rng = SplitMix64::new(0x9e37_79b9_7f4a_7c15, looks.len() as u64);
+    let mut maxima: Vec<f64> = (0..PATHS)
+        .map(|_| {
+            let (mut w, mut before, mut largest) = (0.0f64, 0.0f64, 0.0f64);
+            for &n in looks {
+                let n = n as f64;
+                w += standard_normal(&mut rng) * (n - before).sqrt();
+                before = n;
+                largest = largest.max((w / n.sqrt()).abs());
+            }
+            largest
+        })
+        .collect();
+    maxima.sort_by(f64::total_cmp);
+    let c = maxima[((1.0 - FAMILY_ERROR) * PATHS as f64) as usize];
+    // Two-sided: each tail holds 1 − Φ(c) = erfc(c/√2)/2.
+    let tail_total = statrs::function::erf::erfc(c / std::f64::consts::SQRT_2);
+    let pocock = Level { confidence: 1.0 - tail_total };
+    if pocock.confidence > bonferroni.confidence { bonferroni } else { pocock }
+}
+
+/// A standard normal draw (Box–Muller).
+fn standard_normal(rng: &mut SplitMix64) -> f64 {
+    let u = 1.0 - rng.next_f64();
+    let v = rng.next_f64();
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+/// A record's value of one metric.
+type RecordValue = fn(&RequestRecord) -> Option<f64>;
+
+/// How a record holds a watchable metric (by its base name).
+fn accessor(base: &str) -> Option<RecordValue> {
+    let value: RecordValue = match base {
+        "ttft" => |r| r.ttft_ms,
+        "time_to_first_output" => |r| r.time_to_first_output_ms,
+        "e2e" => |r| r.e2e_ms,
+        "generation" => |r| r.generation_ms,
+        "visible_generation" => |r| r.visible_generation_ms,
+        "tpot" => |r| r.tpot_ms,
+        "ttft_from_schedule" => |r| r.ttft_from_schedule_ms,
+        "e2e_from_schedule" => |r| r.e2e_from_schedule_ms,
+        "decode_tok_s" => |r| r.decode_tok_s,
+        _ => return None,
+    };
+    Some(value)
+}
+
+fn value_of(base: &str, r: &RequestRecord) -> Option<f64> {
+    accessor(base).and_then(|value| value(r))
+}
 
 /// One metric's interval at a look, as the artifact writes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,7 +166,7 @@ impl PrecisionWatch {
         self.ended += 1;
         if rec.performance_eligible {
             for ((_, w), values) in self.watched.iter().zip(&mut self.values) {
-                if let Some(v) = (w.value)(rec).filter(|v| v.is_finite()) {
+                if let Some(v) = value_of(w.base, rec).filter(|v| v.is_finite()) {
                     values.push(v);
                 }
             }
@@ -146,5 +218,36 @@ impl PrecisionWatch {
             looks: self.looks.clone(),
             rule: self.rule.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::stopping::WATCHABLE;
+
+    #[test]
+    fn the_looks_level_lies_between_one_test_and_bonferroni() {
+        // Equally spaced looks have Pocock's published constants (two-sided
+        // 5%: K = 2, 2.178; K = 5, 2.413), a check of the simulation.
+        for (k, constant) in [(2u64, 2.178), (5, 2.413)] {
+            let looks: Vec<u64> = (1..=k).map(|i| 100 * i).collect();
+            let level = level_for(&looks);
+            let normal = statrs::distribution::Normal::standard();
+            let c = statrs::distribution::ContinuousCDF::inverse_cdf(&normal, 1.0 - level.tail());
+            assert!((c - constant).abs() < 0.02, "K = {k}: {c} vs {constant}");
+        }
+        assert_eq!(level_for(&[50]), Level::NINETY_FIVE, "one look is a fixed count");
+        // Doubling looks, 100 to 1600: five of them.
+        let level = level_for(&[100, 200, 400, 800, 1600]).confidence;
+        assert!(level > 0.95 && level < 1.0 - 0.05 / 5.0, "{level}");
+    }
+
+    #[test]
+    fn every_watchable_metric_has_a_value() {
+        for (base, _) in WATCHABLE {
+            assert!(accessor(base).is_some(), "{base} has no value in a record");
+        }
+        assert!(accessor("throughput_tok_s").is_none());
     }
 }

@@ -304,7 +304,40 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
     }
 }
 
+/// `SO_TIMESTAMPNS` resolution mapped onto the monotonic clock (the two
+/// clock reads of the mapping are well under a microsecond apart).
+pub const STAMP_RESOLUTION_MS: f64 = 0.001;
+
+/// How far a first content's arrival stamp may be off, ms
+/// (`output::client_error`): the stamp's resolution when the kernel stamped
+/// its read alone, the stream's median event gap when it shared its read
+/// with the next event; `None` for a read-time stamp (the cell's read
+/// delay bounds it, known only once the cell is done).
+pub fn first_content_stamp_bound_ms(
+    receive_clock: &str,
+    shared_read: bool,
+    chunk_gaps_us: &[u32],
+) -> Option<f64> {
+    if receive_clock != "kernel" {
+        return None;
+    }
+    if !shared_read {
+        return Some(STAMP_RESOLUTION_MS);
+    }
+    let mut gaps: Vec<u32> = chunk_gaps_us.iter().copied().filter(|g| *g > 0).collect();
+    if gaps.is_empty() {
+        return None;
+    }
+    gaps.sort_unstable();
+    Some(f64::from(gaps[gaps.len() / 2]) / 1000.0)
+}
+
 impl RequestRecord {
+    /// [`first_content_stamp_bound_ms`] of this record.
+    pub fn stamp_bound_ms(&self) -> Option<f64> {
+        first_content_stamp_bound_ms(&self.receive_clock, self.first_content_shared_read, &self.chunk_gaps_us)
+    }
+
     /// Notes where a replayed request came from, and whether its output
     /// length was met.
     pub fn set_origin(&mut self, origin: &crate::workload::request::Origin) {

@@ -652,7 +652,8 @@ pub fn build(
         ending: Some(out.ending.clone()),
         client_error: Some(crate::output::client_error::of(
             store,
-            !matches!(spec.arrival, Arrival::ClosedLoop) || matches!(spec.traffic, crate::Traffic::Trace(_)),
+            !matches!(spec.arrival, Arrival::ClosedLoop)
+                || matches!(spec.traffic, crate::workload::traffic::Traffic::Trace(_)),
         )?),
         load_margins: out.load_margins,
         steady_state: crate::output::steady_state::of(store, spec.repeat, !spec.stages.is_empty())?,

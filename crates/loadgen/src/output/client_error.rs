@@ -24,11 +24,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::record_log::{Stored, col, is};
-use crate::observe::record::RequestRecord;
-
-/// `SO_TIMESTAMPNS` resolution mapped onto the monotonic clock (the two
-/// clock reads of the mapping are well under a microsecond apart).
-pub const STAMP_RESOLUTION_MS: f64 = 0.001;
+pub use crate::observe::record::STAMP_RESOLUTION_MS;
 
 /// The artifact's `client_error`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -51,27 +47,6 @@ pub struct ClientError {
 }
 
 pub const METHOD: &str = "per request: kernel stamp alone 0.001 ms; first content sharing its read with the next event: the request's median event gap; read-time stamp: the cell's p99 read delay; the cell's bound is the p99 over eligible requests (docs/metrics.md \"The client's own error\")";
-
-/// A record's first-content stamp bound, ms; `None` for a read-time stamp
-/// (the cell's read delay bounds it, known only once the cell is done).
-pub fn stamp_bound_ms(r: &RequestRecord) -> Option<f64> {
-    bound_of(&r.receive_clock, r.first_content_shared_read, &r.chunk_gaps_us)
-}
-
-fn bound_of(receive_clock: &str, shared_read: bool, chunk_gaps_us: &[u32]) -> Option<f64> {
-    if receive_clock != "kernel" {
-        return None;
-    }
-    if !shared_read {
-        return Some(STAMP_RESOLUTION_MS);
-    }
-    let mut gaps: Vec<u32> = chunk_gaps_us.iter().copied().filter(|g| *g > 0).collect();
-    if gaps.is_empty() {
-        return None;
-    }
-    gaps.sort_unstable();
-    Some(f64::from(gaps[gaps.len() / 2]) / 1000.0)
-}
 
 fn p99(mut values: Vec<f64>) -> Option<f64> {
     if values.is_empty() {
@@ -120,7 +95,8 @@ pub fn of(store: &Stored, open_loop: bool) -> std::io::Result<ClientError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::STAMP_RESOLUTION_MS;
+    use crate::observe::record::first_content_stamp_bound_ms as bound_of;
 
     #[test]
     fn each_stamp_is_bounded_by_what_its_reads_recorded() {

@@ -165,7 +165,7 @@ fn row_of(r: &RequestRecord, target: usize) -> Row {
     row[col::TTFT_FROM_SCHEDULE] = opt(r.ttft_from_schedule_ms);
     row[col::E2E_FROM_SCHEDULE] = opt(r.e2e_from_schedule_ms);
     row[col::STAGE] = opt(r.stage.map(f64::from));
-    row[col::STAMP_BOUND] = opt(crate::output::client_error::stamp_bound_ms(r));
+    row[col::STAMP_BOUND] = opt(r.stamp_bound_ms());
     row[col::PRESENT] = 1.0;
     row
 }

@@ -14,7 +14,7 @@
 //! looks: an estimate from the first `n` requests moves as `W(n)/√n` for a
 //! Brownian motion `W`, so the constant `c` with
 //! `P(max_k |W(n_k)|/√n_k > c) = 5%` is found by simulating that maximum
-//! (seeded, [`PATHS`] paths), and each look's level is `2Φ(c) − 1`. The
+//! (seeded, `observe::precision::PATHS` paths), and each look's level is `2Φ(c) − 1`. The
 //! looks overlap (each holds the requests of the one before), so `c` is
 //! well below the Bonferroni value for `K` separate tests (5%/K each),
 //! which bounds it from above and is used if the simulation says more.
@@ -25,13 +25,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::observe::record::RequestRecord;
 use crate::output::interval::Statistic;
-use crate::output::student_t::Level;
-use crate::workload::prompt::SplitMix64;
-
-/// Brownian paths simulated for the looks' joint level.
-pub const PATHS: usize = 100_000;
 
 /// The error the looks share: their intervals hold together with 95%.
 pub const FAMILY_ERROR: f64 = 0.05;
@@ -52,35 +46,33 @@ pub struct StoppingRule {
     pub max_duration_ms: Option<u64>,
 }
 
-/// A record's value of one metric.
-type RecordValue = fn(&RequestRecord) -> Option<f64>;
-
-/// One metric a stopping rule watches.
-#[derive(Debug, Clone, Copy)]
+/// One metric a stopping rule watches: a per-request metric (its base
+/// name, as in [`WATCHABLE`]) and a statistic of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Watched {
+    pub base: &'static str,
     pub statistic: Statistic,
-    /// The record's value of the metric.
-    pub value: RecordValue,
 }
 
 /// The per-request metrics a rule may name, as the artifact spells their
-/// base and whether its keys end in `_ms`.
-const WATCHABLE: &[(&str, bool, RecordValue)] = &[
-    ("ttft", true, |r| r.ttft_ms),
-    ("time_to_first_output", true, |r| r.time_to_first_output_ms),
-    ("e2e", true, |r| r.e2e_ms),
-    ("generation", true, |r| r.generation_ms),
-    ("visible_generation", true, |r| r.visible_generation_ms),
-    ("tpot", true, |r| r.tpot_ms),
-    ("ttft_from_schedule", true, |r| r.ttft_from_schedule_ms),
-    ("e2e_from_schedule", true, |r| r.e2e_from_schedule_ms),
-    ("decode_tok_s", false, |r| r.decode_tok_s),
+/// base, and whether its keys end in `_ms` (the record's values of them:
+/// `observe::precision`).
+pub const WATCHABLE: &[(&str, bool)] = &[
+    ("ttft", true),
+    ("time_to_first_output", true),
+    ("e2e", true),
+    ("generation", true),
+    ("visible_generation", true),
+    ("tpot", true),
+    ("ttft_from_schedule", true),
+    ("e2e_from_schedule", true),
+    ("decode_tok_s", false),
 ];
 
 /// Reads `ttft_p99_ms`, `e2e_mean_ms`, `decode_tok_s_p50`: a watchable
 /// metric and a percentile (`p1`–`p99`) or `mean`.
 pub fn watched(key: &str) -> Result<Watched, String> {
-    for (base, millis, value) in WATCHABLE {
+    for (base, millis) in WATCHABLE {
         let Some(rest) = key.strip_prefix(base).and_then(|r| r.strip_prefix('_')) else { continue };
         let stat = match millis {
             true => rest.strip_suffix("_ms"),
@@ -94,10 +86,10 @@ pub fn watched(key: &str) -> Result<Watched, String> {
             },
             None => continue,
         };
-        return Ok(Watched { statistic, value: *value });
+        return Ok(Watched { base, statistic });
     }
     let names: Vec<String> =
-        WATCHABLE.iter().map(|(b, ms, _)| format!("{b}_p99{}", if *ms { "_ms" } else { "" })).collect();
+        WATCHABLE.iter().map(|(b, ms)| format!("{b}_p99{}", if *ms { "_ms" } else { "" })).collect();
     Err(format!(
         "`{key}` is not a per-request percentile or mean a stopping rule can watch (one of {}, with any p1–p99 or `mean`)",
         names.join(", ")
@@ -117,12 +109,6 @@ impl StoppingRule {
         }
         looks.push(max);
         looks
-    }
-
-    /// The level of each look's intervals: all looks' together hold with
-    /// 95% (the module's doc says how it is found).
-    pub fn level(&self) -> Level {
-        level_for(&self.looks())
     }
 
     /// What is wrong with the rule, if anything.
@@ -146,42 +132,6 @@ impl StoppingRule {
     }
 }
 
-/// The level at which intervals at `looks` (ended-request counts, rising)
-/// hold together with 95%: Pocock's constant for these looks, simulated,
-/// and never above Bonferroni's.
-pub fn level_for(looks: &[u64]) -> Level {
-    if looks.len() <= 1 {
-        return Level::NINETY_FIVE;
-    }
-    let bonferroni = Level { confidence: 1.0 - FAMILY_ERROR / looks.len() as f64 };
-    let mut rng = SplitMix64::new(0x9e37_79b9_7f4a_7c15, looks.len() as u64);
-    let mut maxima: Vec<f64> = (0..PATHS)
-        .map(|_| {
-            let (mut w, mut before, mut largest) = (0.0f64, 0.0f64, 0.0f64);
-            for &n in looks {
-                let n = n as f64;
-                w += standard_normal(&mut rng) * (n - before).sqrt();
-                before = n;
-                largest = largest.max((w / n.sqrt()).abs());
-            }
-            largest
-        })
-        .collect();
-    maxima.sort_by(f64::total_cmp);
-    let c = maxima[((1.0 - FAMILY_ERROR) * PATHS as f64) as usize];
-    // Two-sided: each tail holds 1 − Φ(c) = erfc(c/√2)/2.
-    let tail_total = statrs::function::erf::erfc(c / std::f64::consts::SQRT_2);
-    let pocock = Level { confidence: 1.0 - tail_total };
-    if pocock.confidence > bonferroni.confidence { bonferroni } else { pocock }
-}
-
-/// A standard normal draw (Box–Muller).
-fn standard_normal(rng: &mut SplitMix64) -> f64 {
-    let u = 1.0 - rng.next_f64();
-    let v = rng.next_f64();
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,25 +151,6 @@ mod tests {
         assert_eq!(rule(100, 1000).looks(), vec![100, 200, 400, 800, 1000]);
         assert_eq!(rule(100, 800).looks(), vec![100, 200, 400, 800]);
         assert_eq!(rule(50, 50).looks(), vec![50]);
-        assert_eq!(rule(50, 50).level(), Level::NINETY_FIVE, "one look is a fixed count");
-    }
-
-    #[test]
-    fn the_looks_level_lies_between_one_test_and_bonferroni() {
-        // Equally spaced looks have Pocock's published constants (two-sided
-        // 5%: K = 2, 2.178; K = 5, 2.413), a check of the simulation.
-        for (k, constant) in [(2u32, 2.178), (5, 2.413)] {
-            let looks: Vec<u64> = (1..=u64::from(k)).map(|i| 100 * i).collect();
-            let level = level_for(&looks);
-            let c = statrs::distribution::ContinuousCDF::inverse_cdf(
-                &statrs::distribution::Normal::standard(),
-                1.0 - level.tail(),
-            );
-            assert!((c - constant).abs() < 0.02, "K = {k}: {c} vs {constant}");
-        }
-        // Doubling looks, 100 to 1600: five of them.
-        let level = rule(100, 1600).level().confidence;
-        assert!(level > 0.95 && level < 1.0 - 0.05 / 5.0, "{level}");
     }
 
     #[test]
