@@ -46,6 +46,16 @@ gate "tail" {{
     blocking #false
     require "cell.twin-a.metrics.ttft_p99_ms > 10000"
 }}
+// Counts are exact; a throughput measured once has no interval.
+gate "counted" {{
+    confidence 0.95
+    require "cell.pair-fast.completed == 120"
+}}
+gate "throughput-once" {{
+    confidence 0.95
+    blocking #false
+    require "cell.pair-fast.aggregate_tok_s > cell.pair-slow.aggregate_tok_s"
+}}
 screen "clear" {{ over "cell.pair-*"; metric "metrics.e2e_p50_ms"; goal "minimize"; confidence 0.95; }}
 screen "twins" {{ over "cell.twin-*"; metric "metrics.e2e_p50_ms"; goal "minimize"; confidence 0.95; }}
 decision "d" {{
@@ -68,6 +78,13 @@ decision "d" {{
     assert_eq!(tail["passed"], false);
     assert_eq!(tail["requirements"][0]["status"], "undecided");
     assert!(transcript.contains("undecided"), "{transcript}");
+
+    let counted = stored(&scratch, &recipe, "counted");
+    assert_eq!(counted["status"], "passed", "{counted}");
+    assert!(counted["detail"].as_str().unwrap().contains("exact"), "{counted}");
+    let once = stored(&scratch, &recipe, "throughput-once");
+    assert_eq!(once["status"], "undecided", "{once}");
+    assert!(once["detail"].as_str().unwrap().contains("without an interval"), "{once}");
 
     let clear = stored(&scratch, &recipe, "clear");
     assert_eq!(clear["meaningful"], true, "{clear}");

@@ -90,6 +90,14 @@ pub fn interval_of(inputs: &Value, reference: &Reference) -> Option<Ends> {
     None
 }
 
+/// Whether a reference reads a sampled measurement of a cell (a latency,
+/// a rate: a value with noise), as opposed to a count, a check's verdict
+/// or a setting, which are exact.
+fn is_sampled(reference: &Reference) -> bool {
+    let Some(PathSegment::Key(last)) = reference.field.last() else { return false };
+    reference.kind == "cell" && (last.ends_with("_ms") || last.contains("_tok_s") || last.ends_with("_req_s"))
+}
+
 /// Whether two references read the same path (wherever they are written).
 fn same_path(a: &Reference, b: &Reference) -> bool {
     a.kind == b.kind && a.name == b.name && a.field == b.field
@@ -119,21 +127,38 @@ pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
     }
     let mut seen: Vec<Reference> = Vec::new();
     let mut intervals: Vec<(Reference, Ends)> = Vec::new();
+    let mut without: Vec<String> = Vec::new();
     for reference in expression.parsed.references() {
         if reference.is_wildcard() || seen.iter().any(|r| same_path(r, &reference)) {
             continue;
         }
         seen.push(reference.clone());
-        if let Some(ends) = interval_of(inputs, &reference) {
-            intervals.push((reference, ends));
+        match interval_of(inputs, &reference) {
+            Some(ends) => intervals.push((reference, ends)),
+            None if is_sampled(&reference) => without.push(reference.to_string()),
+            // A count, a check's verdict, a setting: exact, read as it is.
+            None => {}
         }
     }
     let text = &expression.text;
-    if intervals.is_empty() {
+    if !without.is_empty() {
         return IntervalVerdict::Undecided(format!(
-            "\"{text}\" reads no measurement with an interval, so no verdict at 95% confidence (point value: {}; a repeated cell's throughput and the latency percentiles and means carry intervals)",
+            "\"{text}\" reads {} without an interval, so no verdict at 95% confidence (point value: {}; latency percentiles and means carry intervals, a cell's throughput with `repeat` 2 or more)",
+            without.join(", "),
             point.detail()
         ));
+    }
+    if intervals.is_empty() {
+        // Nothing sampled: the verdict is exact.
+        return match point {
+            Evaluation::Passed { detail } => {
+                IntervalVerdict::Passed(format!("{detail} (exact: reads no sampled measurement)"))
+            }
+            Evaluation::Rejected { detail } => {
+                IntervalVerdict::Rejected(format!("{detail} (exact: reads no sampled measurement)"))
+            }
+            other => IntervalVerdict::Plain(other),
+        };
     }
     intervals.truncate(MOST_INTERVALS);
     let (mut held, mut failed) = (0u32, 0u32);

@@ -515,26 +515,7 @@ async fn run_phase(
     if steady && let Ok(mut margins) = runner.margins.lock() {
         margins.lead += u64::from(lead);
     }
-    // A stopping rule's time bound: no send after it.
-    let deadline = runner
-        .spec
-        .stopping
-        .as_ref()
-        .and_then(|r| r.max_duration_ms)
-        .filter(|_| sink.precision.is_some())
-        .map(|ms| {
-            let sink = sink.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep_until((run_start + Duration::from_millis(ms)).into()).await;
-                let detail = format!("max-duration ({} ms) ran out before the precision was reached", ms);
-                sink.stop(Ending {
-                    reason: EndReason::MaxDuration,
-                    at_ms: Some(ms as f64),
-                    detail,
-                    ..Ending::completed()
-                });
-            })
-        });
+    let deadline = spawn_deadline(runner, sink, run_start);
     launch(runner, load, origin, run_start, queue.as_ref(), &mut tasks, sink).await?;
     join_all(tasks).await?;
     if let Some(deadline) = deadline {
@@ -551,6 +532,27 @@ async fn run_phase(
         ending.cancelled = sent.saturating_sub(sink.ended() - ended_before);
     }
     Ok(())
+}
+
+/// A stopping rule's time bound (`max-duration`): a task that stops the
+/// run's sends at it; `None` without one.
+fn spawn_deadline(
+    runner: &Runner,
+    sink: &Arc<Sink>,
+    run_start: Instant,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let ms = runner.spec.stopping.as_ref()?.max_duration_ms.filter(|_| sink.precision.is_some())?;
+    let sink = sink.clone();
+    Some(tokio::spawn(async move {
+        tokio::time::sleep_until((run_start + Duration::from_millis(ms)).into()).await;
+        let detail = format!("max-duration ({ms} ms) ran out before the precision was reached");
+        sink.stop(Ending {
+            reason: EndReason::MaxDuration,
+            at_ms: Some(ms as f64),
+            detail,
+            ..Ending::completed()
+        });
+    }))
 }
 
 /// One measured run of a staged cell: each stage's load in its window,
