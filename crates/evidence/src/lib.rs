@@ -12,6 +12,7 @@
 
 pub mod batch_means;
 pub mod bootstrap;
+pub mod client_error;
 pub mod compare;
 pub mod headline;
 pub mod metrics;

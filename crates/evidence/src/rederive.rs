@@ -135,6 +135,7 @@ impl Default for Options {
 /// Top-level fields this module re-derives (or lists as unchecked itself).
 const DERIVED: &[&str] = &[
     "metrics",
+    "client_error",
     "metric_population",
     "repeats",
     "per_target",
@@ -212,6 +213,7 @@ pub fn rederive_with(artifact: &Value, opts: &Options) -> Result<Report, Rederiv
     crate::repeats::check_per_target(&mut c, artifact, &reqs, wall);
     crate::stages::check_stages(&mut c, artifact, &reqs, opts.ci_z);
     crate::series::check_series(&mut c, artifact, &reqs);
+    crate::client_error::check(&mut c, artifact, &reqs);
 
     c.sweep("metrics", "not a metric benchmark/v1 defines");
     c.sweep("metric_population", "not a population field benchmark/v1 defines");

@@ -133,5 +133,11 @@ fn live_anvil_artifact_verifies() {
         artifact["metrics"]["ttft_batches"]
     );
     assert!(report.checked.iter().any(|c| c.contains("ttft_mean_batch_ci95_low_ms")), "{}", report.summary());
+    // The client's bound on its own stamps re-derives from the records too.
+    for path in
+        ["client_error.latency_bound_ms", "client_error.kernel_stamped", "client_error.read_delay_p99_ms"]
+    {
+        assert!(report.checked.iter().any(|c| c == path), "{path} not checked: {}", report.summary());
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
