@@ -127,6 +127,9 @@ pub enum Command {
     },
     /// Print a stored step.
     Show {
+        /// A fingerprint (a hex prefix of 4 or more digits), or RECIPE:STEP
+        /// for the step as the recipe's last run recorded it.
+        #[arg(value_name = "FP|RECIPE:STEP")]
         fingerprint: String,
         #[arg(long)]
         json: bool,

@@ -146,3 +146,14 @@ fn two_measured_cells_are_compared_by_their_headline_metrics_first() {
     let all = scratch.anvil(&["diff", &before[..12], &after[..12], "--all"]).expect_code(0);
     assert!(all.stdout.contains("stored results differ ("), "{}", all.transcript());
 }
+
+/// `anvil show RECIPE:STEP` shows the step as the recipe's last run
+/// recorded it (after an edit, the stored one, not the edited one).
+#[test]
+fn show_takes_recipe_and_step_as_diff_does() {
+    let (scratch, recipe) = changed_after_a_run();
+    let shown = scratch.anvil(&["show", &step_spec(&recipe, "make"), "--json"]).expect_code(0).json();
+    assert!(shown["result"]["stdout"].as_str().unwrap_or_default().contains("one"), "{shown}");
+    let missing = scratch.anvil(&["show", &step_spec(&recipe, "nope")]).expect_code(2);
+    assert!(missing.stderr.contains("had no step `nope`"), "{}", missing.stderr);
+}

@@ -185,6 +185,23 @@ fn last_run_side(store: &Store, spec: &str) -> Result<Side, Exit> {
     let (recipe, step) = recipe_step(spec).ok_or_else(|| {
         input("with one argument, diff takes RECIPE:STEP and compares it with its last run")
     })?;
+    let (run, node) = last_run_node(store, recipe, step)?;
+    let preimage = history::preimage_in_run(&run, &node.fingerprint)
+        .or_else(|| history::preimage_of(store, &node.fingerprint))
+        .ok_or_else(|| input("the last run kept no preimage"))?;
+    Ok(Side {
+        label: format!("({} {} in {} at {})", node.kind, node.name, run.run_id, run.started_at),
+        fingerprint: node.fingerprint,
+        preimage,
+    })
+}
+
+/// The last run of `recipe` with this store, and its node `step`.
+fn last_run_node(
+    store: &Store,
+    recipe: &str,
+    step: &str,
+) -> Result<(anvil_store::RunRecord, anvil_store::RunNode), Exit> {
     let key = Path::new(recipe)
         .canonicalize()
         .map(|p| p.display().to_string())
@@ -196,15 +213,18 @@ fn last_run_side(store: &Store, spec: &str) -> Result<Side, Exit> {
         .nodes
         .iter()
         .find(|n| n.name == step)
+        .cloned()
         .ok_or_else(|| input(format!("the last run of {recipe} had no step `{step}`")))?;
-    let preimage = history::preimage_in_run(&run, &node.fingerprint)
-        .or_else(|| history::preimage_of(store, &node.fingerprint))
-        .ok_or_else(|| input("the last run kept no preimage"))?;
-    Ok(Side {
-        label: format!("({} {} in {} at {})", node.kind, node.name, run.run_id, run.started_at),
-        fingerprint: node.fingerprint,
-        preimage,
-    })
+    Ok((run, node))
+}
+
+/// A fingerprint from a hex prefix, or from `RECIPE:STEP` (the step as
+/// the recipe's last run with this store recorded it).
+pub fn resolve_step_or_prefix(store: &Store, spec: &str) -> Result<Fingerprint, Exit> {
+    match recipe_step(spec) {
+        Some((recipe, step)) => Ok(last_run_node(store, recipe, step)?.1.fingerprint),
+        None => resolve_prefix(store, spec),
+    }
 }
 
 fn recipe_step(spec: &str) -> Option<(&str, &str)> {

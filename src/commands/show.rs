@@ -6,11 +6,11 @@ use anvil_store::NodeStatus;
 use serde_json::json;
 
 use super::common::{Exit, input, open_store};
-use super::diff::{label_of, resolve_prefix};
+use super::diff::{label_of, resolve_step_or_prefix};
 
 pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
-    let fp = resolve_prefix(&store, prefix)?;
+    let fp = resolve_step_or_prefix(&store, prefix)?;
     let Some(entry) = store.read(&fp)? else {
         return Err(input(format!(
             "{fp} is recorded but not stored (it failed, or gc removed it) {}",
