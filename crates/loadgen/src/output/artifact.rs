@@ -650,11 +650,7 @@ pub fn build(
         offered_load: Some(out.offered.clone()),
         in_flight_cap: out.cap_holds.clone(),
         ending: Some(out.ending.clone()),
-        client_error: Some(crate::output::client_error::of(
-            store,
-            !matches!(spec.arrival, Arrival::ClosedLoop)
-                || matches!(spec.traffic, crate::workload::traffic::Traffic::Trace(_)),
-        )?),
+        client_error: Some(crate::output::client_error::of(store)?),
         load_margins: out.load_margins,
         steady_state: crate::output::steady_state::of(store, spec.repeat, !spec.stages.is_empty())?,
         stopping: out.stopping.clone(),

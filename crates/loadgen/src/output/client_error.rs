@@ -57,12 +57,15 @@ fn p99(mut values: Vec<f64>) -> Option<f64> {
 }
 
 /// The cell's `client_error`, from its stored rows.
-pub fn of(store: &Stored, open_loop: bool) -> std::io::Result<ClientError> {
+pub fn of(store: &Stored) -> std::io::Result<ClientError> {
     let eligible = |row: &super::record_log::Row| is(row, col::ELIGIBLE);
     let mut bounds = Vec::new();
     let mut read_delays = Vec::new();
     let (mut kernel, mut shared, mut read) = (0, 0, 0);
+    // Open-loop requests (a cell's, or a stage's) carry latency from their schedule.
+    let mut open_loop = false;
     store.scan(|row| {
+        open_loop |= !row[col::TTFT_FROM_SCHEDULE].is_nan() || !row[col::E2E_FROM_SCHEDULE].is_nan();
         if !eligible(row) {
             return;
         }
