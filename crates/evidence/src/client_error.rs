@@ -13,13 +13,8 @@ use crate::report::Checker;
 const STAMP_RESOLUTION_MS: f64 = 0.001;
 
 /// Nearest-rank p99 of `values`; `None` when empty.
-fn p99(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let rank = (99 * values.len()).div_ceil(100).clamp(1, values.len());
-    Some(values[rank - 1])
+fn p99(values: Vec<f64>) -> Option<f64> {
+    crate::stats::percentile(&values, 99)
 }
 
 /// One record's stamp bound; `None` for a read-time stamp.

@@ -407,15 +407,7 @@ impl Sink {
         }
         let precise = self.precision.as_ref().and_then(|watch| {
             let mut watch = watch.lock().ok()?;
-            let look = watch.take(&rec)?;
-            look.precise.then(|| {
-                let widths: Vec<String> = look
-                    .metrics
-                    .iter()
-                    .filter_map(|(k, m)| Some(format!("{k} ±{:.1}%", m.relative_half_width? * 100.0)))
-                    .collect();
-                format!("precise after {} requests: {}", look.requests, widths.join(", "))
-            })
+            watch.take(&rec)?.precise_detail()
         });
         if let Some(detail) = precise {
             self.stop(Ending { reason: EndReason::Precise, detail, ..Ending::completed() });

@@ -109,6 +109,20 @@ pub struct Look {
     pub precise: bool,
 }
 
+impl Look {
+    /// Why the run stops here (each metric's half-width), when it is precise.
+    pub fn precise_detail(&self) -> Option<String> {
+        self.precise.then(|| {
+            let widths: Vec<String> = self
+                .metrics
+                .iter()
+                .filter_map(|(k, m)| Some(format!("{k} ±{:.1}%", m.relative_half_width? * 100.0)))
+                .collect();
+            format!("precise after {} requests: {}", self.requests, widths.join(", "))
+        })
+    }
+}
+
 /// The artifact's `stopping`: the rule, the looks taken, and each watched
 /// metric's interval over every measured request at the looks' level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

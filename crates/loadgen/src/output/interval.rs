@@ -4,7 +4,7 @@
 //! A stopping rule asks for them at the level its looks leave it.
 
 use super::batch_means::{self, Batching};
-use super::stats::{nearest_rank, quantile_interval_ranks_at};
+use super::stats::{nearest_rank, percentile_bounds};
 use super::student_t::Level;
 
 /// A statistic of a latency sample.
@@ -45,17 +45,8 @@ pub fn estimate(ordered: &[f64], statistic: Statistic, level: Level) -> Option<E
         Statistic::Percentile(percent) => {
             let mut sorted = ordered.to_vec();
             sorted.sort_by(f64::total_cmp);
-            let value = nearest_rank(&sorted, percent);
-            let ranks = quantile_interval_ranks_at(n, percent, level);
-            let (l, u) = match batches {
-                Some(b) => {
-                    let p = f64::from(percent) / 100.0;
-                    let w = batch_means::rank_widening(ordered, b, value, p, level);
-                    batch_means::widen_ranks(n, p, ranks, w)
-                }
-                None => ranks,
-            };
-            Some(Estimate { value, low: l.map(|r| sorted[r - 1]), high: u.map(|r| sorted[r - 1]) })
+            let (low, high) = percentile_bounds(ordered, &sorted, percent, batches, level);
+            Some(Estimate { value: nearest_rank(&sorted, percent), low, high })
         }
         Statistic::Mean => {
             let value = ordered.iter().sum::<f64>() / n as f64;

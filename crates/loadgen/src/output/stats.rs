@@ -92,6 +92,30 @@ pub fn quantile_interval_ranks_at(n: usize, percent: u32, level: Level) -> (Opti
     (lower, None)
 }
 
+/// The interval of the `percent`-th percentile at `level`: the exact
+/// order-statistic ranks ([`quantile_interval_ranks_at`]), widened by the
+/// batch-means variance inflation when the sample is cut into `batches`;
+/// `ordered` is the sample in recorded order, `sorted` the same sorted.
+pub fn percentile_bounds(
+    ordered: &[f64],
+    sorted: &[f64],
+    percent: u32,
+    batches: Option<Batching>,
+    level: Level,
+) -> (Option<f64>, Option<f64>) {
+    let n = sorted.len();
+    let ranks = quantile_interval_ranks_at(n, percent, level);
+    let (l, u) = match batches {
+        Some(b) => {
+            let p = f64::from(percent) / 100.0;
+            let w = batch_means::rank_widening(ordered, b, nearest_rank(sorted, percent), p, level);
+            batch_means::widen_ranks(n, p, ranks, w)
+        }
+        None => ranks,
+    };
+    (l.map(|r| sorted[r - 1]), u.map(|r| sorted[r - 1]))
+}
+
 impl Distribution {
     /// `None` for an empty sample. Non-finite values are ignored. `values`
     /// are in the order their requests were recorded: the batch intervals
@@ -111,19 +135,8 @@ impl Distribution {
         });
         let half_width = stddev.map(|s| Z95 * s / (n as f64).sqrt());
         let batches = Batching::of(n);
-        let percentile_ci95 = INTERVAL_PERCENTILES.map(|percent| {
-            let ranks = quantile_interval_ranks(n, percent);
-            let (l, u) = match batches {
-                Some(b) => {
-                    let p = f64::from(percent) / 100.0;
-                    let estimate = nearest_rank(&sorted, percent);
-                    let w = batch_means::rank_widening(&ordered, b, estimate, p, Level::NINETY_FIVE);
-                    batch_means::widen_ranks(n, p, ranks, w)
-                }
-                None => ranks,
-            };
-            (l.map(|r| sorted[r - 1]), u.map(|r| sorted[r - 1]))
-        });
+        let percentile_ci95 = INTERVAL_PERCENTILES
+            .map(|percent| percentile_bounds(&ordered, &sorted, percent, batches, Level::NINETY_FIVE));
         let spread = stddev.filter(|s| *s > 0.0);
         let batch_variance = batches.map(|b| (b, batch_means::batch_mean_variance(&ordered, b)));
         Some(Self {
