@@ -75,6 +75,16 @@ pub fn preimage_of(
 
     match &step.spec {
         Spec::Server(server) => {
+            // The tokenizer's content, as every cell on this server builds its prompts with it.
+            if let Some(tokenizer) = &server.tokenizer
+                && let Some(file) = tokenizer.resolved_against(&base_dir).file()
+            {
+                let digest = match file {
+                    Ok(path) => file_digest(&path),
+                    Err(why) => json!(format!("unreadable: {why}")),
+                };
+                parts.files.insert(format!("tokenizer {}", tokenizer.as_written()), digest);
+            }
             let twin = mode == EngineMode::SimulatedTwins && !matches!(server.engine, Engine::Sim);
             if twin || matches!(server.engine, Engine::Sim) {
                 settings = step.fingerprinted_settings(true);

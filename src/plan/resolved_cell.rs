@@ -46,17 +46,29 @@ pub fn resolve_in_recipe(recipe: &Recipe, name: &str) -> Option<CellSpec> {
 /// caller, who may know where it is: `recipe.step` scans every step).
 pub fn resolve_step(step: &Decl, server: Option<&Decl>, seed: u64) -> Option<CellSpec> {
     let Spec::Cell(cell) = &step.spec else { return None };
-    let model = match server.map(|s| &s.spec) {
-        Some(Spec::Server(server)) => server.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into()),
-        _ => DEFAULT_MODEL.into(),
+    let served = match server.map(|s| &s.spec) {
+        Some(Spec::Server(server)) => Served {
+            model: server.model.as_deref().unwrap_or(DEFAULT_MODEL),
+            tokenizer: server.tokenizer.as_ref(),
+        },
+        _ => Served { model: DEFAULT_MODEL, tokenizer: None },
     };
-    Some(resolve(&step.name, cell, &model, seed))
+    Some(resolve(&step.name, cell, &served, seed))
+}
+
+/// What a cell takes from its server: the model its requests name and
+/// the tokenizer its prompts are built with.
+#[derive(Debug, Clone, Copy)]
+pub struct Served<'a> {
+    pub model: &'a str,
+    pub tokenizer: Option<&'a anvil_loadgen::TokenizerSpec>,
 }
 
 /// The cell `name` as the load generator runs it against a server serving
-/// `model`, under the campaign `seed`. File paths stay as written (relative
-/// to the recipe's folder; [`resolve_paths`] makes them the run's).
-pub fn resolve(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpec {
+/// `served.model`, under the campaign `seed`. File paths stay as written
+/// (relative to the recipe's folder; [`resolve_paths`] makes them the run's).
+pub fn resolve(name: &str, cell: &CellDecl, served: &Served<'_>, seed: u64) -> CellSpec {
+    let model = served.model;
     let defaults = CellSpec::default();
     let load = &cell.load;
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
@@ -131,6 +143,7 @@ pub fn resolve(name: &str, cell: &CellDecl, model: &str, seed: u64) -> CellSpec 
             max_requests: requests,
             max_duration_ms: load.max_duration.map(|d| d.as_millis() as u64),
         }),
+        tokenizer: served.tokenizer.cloned(),
     };
     spec.stages = load.stages.iter().enumerate().map(|(i, s)| stage(s, i as u32, load, &spec)).collect();
     spec
@@ -212,6 +225,7 @@ pub fn resolve_paths(spec: &mut CellSpec, recipe_key: &str) {
         Traffic::Dataset(d) => d.path = dir.join(&d.path),
         Traffic::Synthetic | Traffic::Sessions(_) => {}
     }
+    spec.tokenizer = spec.tokenizer.as_ref().map(|t| t.resolved_against(dir));
 }
 
 /// A declared stage as the load generator runs it: with a rate, open loop

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
-use crate::plan::resolved_cell::{resolve, resolve_paths};
+use crate::plan::resolved_cell::{Served, resolve, resolve_paths};
 use crate::recipe::decls::CellDecl;
 use crate::recipe::words;
 use crate::results::{self, CELL_RESULT_SCHEMA, CellLoad, CellResult};
@@ -27,7 +27,8 @@ pub async fn run_cell(
     at: &CellRun<'_>,
 ) -> Result<Produced, Failure> {
     let (fingerprint, display) = (at.fingerprint, at.progress);
-    let mut spec = resolve(name, cell, &server.model, at.seed);
+    let served = Served { model: &server.model, tokenizer: server.tokenizer.as_ref() };
+    let mut spec = resolve(name, cell, &served, at.seed);
     resolve_paths(&mut spec, at.recipe);
     let context = CellContext {
         engine: server.engine.clone(),

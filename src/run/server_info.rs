@@ -14,6 +14,8 @@ pub struct ServerInfo {
     pub engine: String,
     pub simulated: bool,
     pub model: String,
+    /// The served model's tokenizer (`tokenizer`), as the recipe wrote it.
+    pub tokenizer: Option<anvil_loadgen::TokenizerSpec>,
     pub gpu_label: Option<String>,
     pub startup_ms: Vec<u64>,
     pub log_paths: Vec<PathBuf>,

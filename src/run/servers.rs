@@ -171,6 +171,7 @@ impl ServerPool {
             },
             simulated,
             model: model.clone(),
+            tokenizer: decl.tokenizer.clone(),
             gpu_label: decl.gpu_label.clone(),
             startup_ms: Vec::new(),
             log_paths: Vec::new(),

@@ -18,6 +18,7 @@ mod workload;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
+pub use anvil_tokens::{TokenizerSpec, hf_cache as tokenizer_cache};
 pub use observe::failure::{Failure, FailureClass};
 pub use observe::precision::{Look, LookedAt, StoppingRecord};
 pub use observe::record::{ControlledOutput, RequestRecord};
@@ -36,6 +37,7 @@ pub use output::stats::{Distribution, nearest_rank, quantile_interval_ranks};
 pub use output::steady_state::SteadyState;
 pub use output::student_t::Level;
 pub use output::table::render_table;
+pub use output::tokens::TokenAccount;
 pub use run::LoadMargins;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;

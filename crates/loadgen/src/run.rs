@@ -15,9 +15,10 @@ use crate::observe::record::{RecordInputs, RequestRecord, derive};
 use crate::observe::saturation::SaturationWatch;
 use crate::output::ending::{EndReason, Ending};
 use crate::output::record_log::{RecordLog, Stored};
+use crate::output::tokens::{TokenAccount, TokenTally};
 use crate::send::client::{endpoint, planned_body, request_body};
 use crate::send::conversation as session;
-use crate::send::http::{Endpoint, execute, execute_at};
+use crate::send::http::{Endpoint, Payload, execute, execute_at};
 use crate::send::pacer;
 use crate::send::prepare::presize_fd_table;
 use crate::send::sender::{self, SendJob};
@@ -51,6 +52,9 @@ pub struct RunOutput {
     pub stopping: Option<StoppingRecord>,
     /// `steady-load`: the unmeasured requests sent around the measured ones.
     pub load_margins: Option<LoadMargins>,
+    /// The tokenizer, the template overhead, and the server's account of
+    /// the prompts joined to the plan (empty: nothing to say).
+    pub tokens: TokenAccount,
 }
 
 /// The artifact's `load_margins`: with `steady-load`, the unmeasured
@@ -197,6 +201,10 @@ struct Runner {
     margin_base: u64,
     /// `steady-load`'s unmeasured requests, over all repeats.
     margins: std::sync::Mutex<LoadMargins>,
+    /// With a tokenizer: the tokens the chat template adds on the server.
+    template_overhead: Option<u64>,
+    /// Names this cell run's requests in their `X-Request-Id` (`anvil-{tag}-{index}`).
+    request_tag: String,
 }
 
 impl Runner {
@@ -254,13 +262,23 @@ impl Runner {
             planned.ignore_eos,
         );
         let body = serde_json::to_vec(&body).unwrap_or_default();
+        let request_id = format!("anvil-{}-{index}", self.request_tag);
+        let payload = Payload { body: &body, request_id: Some(&request_id) };
         let (obs, finished) = match queue {
             Some(queue) => {
                 let on_demand = self.spec.connect == Connect::OnDemand;
-                execute_at(&self.endpoints[t], self.spec.api, &body, self.timeout, queue, intended, on_demand)
-                    .await
+                execute_at(
+                    &self.endpoints[t],
+                    self.spec.api,
+                    payload,
+                    self.timeout,
+                    queue,
+                    intended,
+                    on_demand,
+                )
+                .await
             }
-            None => execute(&self.endpoints[t], self.spec.api, &body, self.timeout).await,
+            None => execute(&self.endpoints[t], self.spec.api, payload, self.timeout).await,
         };
         self.outstanding[t].fetch_sub(1, Ordering::Relaxed);
         let reply = if planned.origin.session.is_some() { obs.capture.clone() } else { String::new() };
@@ -280,6 +298,11 @@ impl Runner {
         };
         let mut rec = derive(obs, &inputs, finished);
         rec.set_origin(&planned.origin);
+        rec.request_id = Some(request_id);
+        if let (Some(content), Some(overhead)) = (planned.exact_tokens, self.template_overhead) {
+            rec.prompt_tokens_expected = Some(content + overhead);
+            rec.prompt_length_met = rec.prompt_tokens.map(|got| got == content + overhead);
+        }
         (rec, finished, reply)
     }
 }
@@ -354,6 +377,8 @@ struct Sink {
     /// those in flight end and are recorded.
     halted: std::sync::Mutex<Option<Ending>>,
     halt: std::sync::atomic::AtomicBool,
+    /// The server's account of the records' tokens, summed.
+    tokens: TokenTally,
 }
 
 impl Sink {
@@ -374,6 +399,7 @@ impl Sink {
             precision: precision.map(std::sync::Mutex::new),
             halted: std::sync::Mutex::new(None),
             halt: Default::default(),
+            tokens: TokenTally::default(),
         })
     }
 
@@ -405,6 +431,7 @@ impl Sink {
         if let Some(p) = &self.progress {
             p.record(&rec);
         }
+        self.tokens.take(&rec);
         let precise = self.precision.as_ref().and_then(|watch| {
             let mut watch = watch.lock().ok()?;
             watch.take(&rec)?.precise_detail()
@@ -830,24 +857,29 @@ fn arrival_times(run_start: Instant, count: u32, arrival: Arrival, seed: u64, re
     times
 }
 
-/// Asks the server how many tokens the prompt of `index` is with `words` filler words.
+/// Asks the server how many tokens `prompt` is (sent as request `index`, one token asked for).
 async fn probe_prompt_tokens(
     endpoint: &Endpoint,
     spec: &CellSpec,
-    prompts: &PromptBuilder,
+    prompt: &str,
     index: u64,
-    words: u64,
 ) -> anyhow::Result<u64> {
-    let prompts = PromptBuilder { words, ..prompts.clone() };
     let marker = marker(spec.seed, index);
-    let body = request_body(spec, &prompts.build(index), index, &marker, 1);
+    let body = serde_json::to_vec(&request_body(spec, prompt, index, &marker, 1))?;
     let timeout = Duration::from_millis(spec.request_timeout_ms);
-    let (obs, _) = execute(endpoint, spec.api, &serde_json::to_vec(&body)?, timeout).await;
+    let (obs, _) = execute(endpoint, spec.api, Payload::body(&body), timeout).await;
     match (obs.usage, obs.failure) {
         (Some(usage), _) => Ok(usage.prompt_tokens),
-        (None, Some((class, detail))) => bail!("calibration request failed ({}): {detail}", class.as_str()),
-        (None, None) => bail!("calibration request returned no usage.prompt_tokens"),
+        (None, Some((class, detail))) => bail!("probe request failed ({}): {detail}", class.as_str()),
+        (None, None) => bail!("probe request returned no usage.prompt_tokens"),
     }
+}
+
+/// A short tag that tells this cell run's request ids from another's on
+/// the same server (its log keeps them all): the wall clock's low bits.
+fn request_tag() -> String {
+    let ns = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{:08x}", (ns as u64) & 0xffff_ffff)
 }
 
 /// The whole measurement; runs on the load generator's own runtime.
@@ -896,16 +928,39 @@ pub async fn measure(
         canaries: spec.canaries,
         response_words: spec.response_words,
         words: 1,
+        filler: Default::default(),
+        instruction_tokens: 0,
     };
     // Calibration and warmup use indices after the measured ones, so their
     // prompts can never pre-fill a prefix cache for a measured request.
     // All probes use one prompt index, so the search sees how length changes
     // the count, not how one random prompt differs from another.
     let probe_index = unmeasured_base + u64::from(spec.warmup_requests);
+    // With the model's own tokenizer, prompts are exact by construction:
+    // the server is asked only what its chat template adds.
+    let mut tokens = TokenAccount::default();
+    let mut template_overhead = None;
+    if let Some(tokenizer) = &spec.tokenizer {
+        let exact = crate::workload::token_exact::prepare(
+            &spec,
+            tokenizer,
+            &targets[0],
+            &prompts,
+            &source,
+            async |text| probe_prompt_tokens(&endpoints[0], &spec, text, probe_index).await,
+        )
+        .await
+        .with_context(|| format!("preparing token-exact prompts for {}", targets[0].label))?;
+        prompts.filler = exact.filler;
+        prompts.instruction_tokens = exact.instruction_tokens;
+        template_overhead = Some(exact.template_overhead);
+        tokens = exact.account;
+    }
     // Replayed and conversational prompts have their own lengths.
-    let calibration = if spec.context_tokens > 0 && spec.traffic.is_synthetic() {
+    let calibration = if spec.context_tokens > 0 && spec.traffic.is_synthetic() && spec.tokenizer.is_none() {
         let c = calibrate(spec.context_tokens, async |words| {
-            probe_prompt_tokens(&endpoints[0], &spec, &prompts, probe_index, words).await
+            let prompt = PromptBuilder { words, ..prompts.clone() }.build(probe_index);
+            probe_prompt_tokens(&endpoints[0], &spec, &prompt, probe_index).await
         })
         .await
         .with_context(|| format!("calibrating prompt length on {}", targets[0].label))?;
@@ -930,6 +985,8 @@ pub async fn measure(
         // After the warmup's indices and the calibration probe's.
         margin_base: probe_index + 1,
         margins: Default::default(),
+        template_overhead,
+        request_tag: request_tag(),
         spec,
     });
 
@@ -992,6 +1049,7 @@ pub async fn measure(
         }
     }
     let (ending_by_rule, stopping) = stopping_outcome(&measured, runner.spec.requests);
+    measured.tokens.fill(&mut tokens);
     drop(measured);
     let log = Arc::try_unwrap(log).map_err(|_| anyhow::anyhow!("the record log is still in use"))?;
     let store = log.finish().context("writing the request records")?;
@@ -1026,6 +1084,7 @@ pub async fn measure(
     let load_margins =
         steady_load(&runner.spec).then(|| runner.margins.lock().map(|m| *m).unwrap_or_default());
     Ok(RunOutput {
+        tokens,
         ending,
         stopping,
         load_margins,

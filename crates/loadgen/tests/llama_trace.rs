@@ -11,7 +11,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anvil_loadgen::{CellContext, CellSpec, Progress, Target, TraceFormat, TraceSpec, Traffic, run_cell};
+use anvil_loadgen::{
+    CellContext, CellReport, CellSpec, Progress, Target, TokenizerSpec, TraceFormat, TraceSpec, Traffic,
+    run_cell,
+};
 
 fn real_engine() -> Option<(String, String)> {
     match (std::env::var("LLAMA_SERVER"), std::env::var("SMOLLM2_GGUF")) {
@@ -66,23 +69,29 @@ async fn wait_ready(port: u16, server: &mut Server) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn llama_server_replays_a_short_mooncake_trace_on_schedule() {
-    let Some((program, model)) = real_engine() else {
-        return;
-    };
+/// Starts llama-server (with `extra` flags) and waits until it is ready.
+async fn start(program: &str, model: &str, extra: &[&str], log_name: &str) -> (Server, String) {
     let port = free_port();
-    let log = std::env::temp_dir().join(format!("anvil-llama-trace-{}.log", std::process::id()));
-    let child = Command::new(&program)
-        .args(["-m", &model, "--alias", "smollm2-135m", "--host", "127.0.0.1", "--port", &port.to_string()])
+    let log = std::env::temp_dir().join(format!("anvil-{log_name}-{}.log", std::process::id()));
+    let child = Command::new(program)
+        .args(["-m", model, "--alias", "smollm2-135m", "--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["-c", "8192", "--parallel", "4", "-t", "2"])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).map(Stdio::from).unwrap_or(Stdio::null()))
         .spawn()
         .expect("llama-server starts");
     let mut server = Server(child);
-    let base_url = format!("http://127.0.0.1:{port}");
     wait_ready(port, &mut server).await;
+    (server, format!("http://127.0.0.1:{port}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llama_server_replays_a_short_mooncake_trace_on_schedule() {
+    let Some((program, model)) = real_engine() else {
+        return;
+    };
+    let (_server, base_url) = start(&program, &model, &[], "llama-trace").await;
 
     let trace = TraceSpec {
         path: PathBuf::from(concat!(
@@ -132,4 +141,114 @@ async fn llama_server_replays_a_short_mooncake_trace_on_schedule() {
         assert_eq!(r.output_length_met, Some(true), "ignore_eos holds the output length: {r:?}");
         assert!(r.prompt_tokens.unwrap() > 0);
     }
+}
+
+fn example_trace() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/traces/mooncake-small.jsonl"))
+}
+
+/// Each line's `input_length` (0 for a line sent as its own text), from the file.
+fn input_lengths() -> Vec<u64> {
+    std::fs::read_to_string(example_trace())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["input_length"].as_u64().unwrap_or(0))
+        .collect()
+}
+
+async fn replay_token_exact(base_url: &str, tokenizer: TokenizerSpec) -> CellReport {
+    let trace = TraceSpec {
+        path: example_trace(),
+        format: TraceFormat::Mooncake,
+        block_tokens: 16,
+        time_scale: 1.0,
+        start_ms: 0,
+        duration_ms: None,
+        max_requests: None,
+        looped: false,
+        ignore_eos: true,
+    };
+    let spec = CellSpec {
+        name: "llama-exact".into(),
+        model: "smollm2-135m".into(),
+        concurrency: 8,
+        seed: 3,
+        request_timeout_ms: 120_000,
+        traffic: Traffic::Trace(trace),
+        tokenizer: Some(tokenizer),
+        ..CellSpec::default()
+    };
+    let target =
+        [Target { base_url: base_url.into(), api_key: None, label: "llama".into(), tls: Default::default() }];
+    let ctx = CellContext { engine: "llama.cpp".into(), ..CellContext::default() };
+    run_cell(&spec, &target, &ctx, &|_: &Progress| {}).await.expect("the trace replays")
+}
+
+/// The acceptance on the real engine: every replayed line's
+/// `prompt_tokens` is its `input_length` plus the measured template
+/// overhead (spread 0), outputs are their `output_length`, the server's
+/// cached tokens stand next to the ideal ones, and `tokenizer "server"`
+/// and SmolLM2's `tokenizer.json` build the same prompts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llama_server_replays_the_trace_token_exact_with_either_tokenizer() {
+    let Some((program, model)) = real_engine() else {
+        return;
+    };
+    let (_server, base_url) = start(&program, &model, &["--jinja", "--metrics"], "llama-exact").await;
+    let file =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json");
+    let lengths = input_lengths();
+    let mut alphabets = Vec::new();
+    for tokenizer in [TokenizerSpec::File { path: file.into() }, TokenizerSpec::Server] {
+        let report = replay_token_exact(&base_url, tokenizer.clone()).await;
+        let a = &report.artifact;
+        assert_eq!(a["failed"], 0, "failures: {}", a["failures"]);
+        let tokens = &a["tokens"];
+        let overhead = tokens["template_overhead_tokens"].as_u64().expect("measured");
+        eprintln!("{}: overhead {overhead}, tokens {tokens:#}", tokenizer.as_written());
+        let mut built = 0;
+        for r in &report.records {
+            let line = r.trace_line.unwrap() as usize;
+            let asked = lengths[line - 1];
+            eprintln!(
+                "line {line}: input_length {asked}, prompt {:?} (expected {:?}), cached {:?} (ideal {:?}), output {:?}/{:?}, id {:?} -> {:?}",
+                r.prompt_tokens,
+                r.prompt_tokens_expected,
+                r.cached_prompt_tokens,
+                r.ideal_cached_tokens,
+                r.output_tokens,
+                r.requested_output_tokens,
+                r.request_id,
+                r.response_id
+            );
+            assert_eq!(r.output_length_met, Some(true), "line {line}");
+            assert!(
+                r.response_id.as_deref().is_some_and(|id| id.starts_with("chatcmpl-")),
+                "{:?}",
+                r.response_id
+            );
+            if asked == 0 {
+                continue; // sent as its own text
+            }
+            assert_eq!(r.prompt_tokens, Some(asked + overhead), "line {line}: exactly its input_length");
+            assert_eq!(r.prompt_length_met, Some(true));
+            built += 1;
+        }
+        assert!(built >= 19, "every line with an input_length");
+        let spread = &tokens["prompt_length"];
+        assert_eq!(
+            (spread["difference_min"].as_i64(), spread["difference_max"].as_i64()),
+            (Some(0), Some(0))
+        );
+        assert!(
+            tokens["prefix_cache"]["ideal_cached_tokens"].as_u64().unwrap() > 0,
+            "the trace shares blocks"
+        );
+        alphabets.push(tokens["alphabet"]["blake3"].as_str().unwrap().to_string());
+    }
+    assert_eq!(
+        alphabets[0], alphabets[1],
+        "the server's tokenizer and the tokenizer.json find the same words and ids"
+    );
 }

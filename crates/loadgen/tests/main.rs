@@ -10,4 +10,5 @@ mod against_sim;
 mod llama_trace;
 mod raw_server;
 mod tls;
+mod token_exact;
 mod traffic;

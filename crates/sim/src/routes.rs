@@ -26,6 +26,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/completions", post(completions))
         .route("/v1/responses", post(responses))
         .route("/v1/models", get(models))
+        .route("/tokenize", post(tokenize))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/debug/ground-truth", get(ground_truth))
@@ -80,6 +81,21 @@ async fn models(State(state): State<Arc<AppState>>) -> Response {
         }],
     }))
     .into_response()
+}
+
+/// The sim's tokenizer as an endpoint, in llama.cpp's shape (`content`)
+/// and vLLM's (`prompt`): `{"tokens": [ids]}`. An id names a token's text
+/// (the whitespace before it included), so equal pieces have equal ids.
+async fn tokenize(body: Bytes) -> Response {
+    let request: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return ApiError::bad_request(format!("tokenize: {e}")).into_response(),
+    };
+    let Some(text) = request.get("content").or_else(|| request.get("prompt")).and_then(|t| t.as_str()) else {
+        return ApiError::bad_request("tokenize: needs a `content` (or `prompt`) string").into_response();
+    };
+    let tokens = crate::tokenizer::token_ids(text);
+    axum::Json(json!({ "tokens": tokens, "count": tokens.len() })).into_response()
 }
 
 async fn health() -> Response {

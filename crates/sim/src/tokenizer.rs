@@ -53,6 +53,22 @@ pub fn push_token_ends(text: &str, base: usize, token_ends: &mut Vec<usize>) {
     }
 }
 
+/// The ids of `text`'s tokens: each token's text (with the whitespace
+/// before it) hashed into 31 bits, so equal pieces share an id.
+pub fn token_ids(text: &str) -> Vec<u32> {
+    let mut ends = Vec::new();
+    push_token_ends(text, 0, &mut ends);
+    let mut start = 0;
+    ends.into_iter()
+        .map(|end| {
+            let mut hasher = DefaultHasher::new();
+            text[start..end].hash(&mut hasher);
+            start = end;
+            (hasher.finish() & 0x7fff_ffff) as u32
+        })
+        .collect()
+}
+
 /// A prompt as the engine sees it: its length and the identities of its
 /// whole prefix-cache blocks (each hash covers the prompt up to that block).
 #[derive(Debug, Clone, Default)]
@@ -119,6 +135,15 @@ impl PromptTokenizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_ids_name_the_pieces() {
+        let ids = token_ids(" bat dog bat abcdefgh");
+        assert_eq!(ids.len(), 5, "a word of 8 characters is 2 tokens");
+        assert_eq!(ids[0], ids[2], "the same piece, the same id");
+        assert_ne!(ids[0], ids[1]);
+        assert_eq!(token_ids(" bat")[0], ids[0], "alone or in a run");
+    }
 
     fn pieces(text: &str) -> Vec<&str> {
         let mut ends = Vec::new();

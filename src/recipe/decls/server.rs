@@ -15,7 +15,9 @@ use super::super::words::EngineKind;
 
 /// Settings that a server's simulated twin keeps; the real command line
 /// cannot change a simulated result, so it does not count there.
-pub const TWIN_SETTINGS: &[&str] = &[key::sim, key::model, key::replicas, key::gpus, key::identity];
+/// The tokenizer stays: the twin's cells build their prompts with it too.
+pub const TWIN_SETTINGS: &[&str] =
+    &[key::sim, key::model, key::replicas, key::gpus, key::identity, key::tokenizer];
 
 settings! {
     #[derive(Debug, Clone)]
@@ -29,6 +31,11 @@ settings! {
         key env = many "env" as TextProps,
         key cwd = "cwd" as Str,
         pub model: Option<String> = "model" as Str,
+        /// The served model's own tokenizer: `"PATH"` (a tokenizer.json or
+        /// its folder), `"hf:ORG/NAME"` (the local Hugging Face cache) or
+        /// `"server"` (its tokenize endpoint); prompts are then token-exact.
+        key tokenizer = "tokenizer" as Str,
+        pub tokenizer: Option<anvil_loadgen::TokenizerSpec>,
         /// Pinned identities (model revision, image digest, …) for the decision summary.
         pub identity: BTreeMap<String, Value> = many "identity" as Props,
         /// GPUs per replica (0: none).
@@ -194,7 +201,15 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
                 .label(setting),
         );
     }
+    let tokenizer = s.str(key::tokenizer).and_then(|word| match anvil_loadgen::TokenizerSpec::parse(word) {
+        Ok(spec) => Some(spec),
+        Err(problem) => {
+            problems.push(draft.problem_at(key::tokenizer, problem).label(key::tokenizer));
+            None
+        }
+    });
     let rest = ServerRest {
+        tokenizer,
         engine,
         replicas: s.u64(key::replicas).unwrap_or(1).max(1),
         warmup: Warmup {

@@ -31,6 +31,17 @@ pub struct ChunkView<'a> {
     pub done: bool,
     /// An error object inside the stream.
     pub error: Option<String>,
+    /// The response's `id` (`chatcmpl-…`): the server's name for the request.
+    pub id: Option<Cow<'a, str>>,
+    /// llama.cpp's `timings` of a speculative run: drafted and accepted tokens.
+    pub draft: Option<Draft>,
+}
+
+/// Speculative decoding's count for one request, as the server reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Draft {
+    pub drafted: u64,
+    pub accepted: u64,
 }
 
 /// Interprets one SSE event of the given API.
@@ -63,10 +74,34 @@ fn parse_openai_chunk(data: &[u8]) -> Result<ChunkView<'_>, ScanError> {
             }
             Ok(Some(end))
         }
+        b"id" => {
+            let (raw, end) = value_at(data, at)?;
+            if view.id.is_none() {
+                view.id = string_value(raw)?;
+            }
+            Ok(Some(end))
+        }
+        b"timings" => {
+            let (raw, end) = value_at(data, at)?;
+            if !is_null(raw) {
+                view.draft = parse_draft(raw)?;
+            }
+            Ok(Some(end))
+        }
         _ => Ok(None),
     })?;
     expect_end(data, end)?;
     Ok(view)
+}
+
+/// `timings.draft_n` and `draft_n_accepted` (llama.cpp sends them only for a speculative run).
+fn parse_draft(raw: &[u8]) -> Result<Option<Draft>, ScanError> {
+    let [drafted, accepted] = object_fields(raw, [b"draft_n", b"draft_n_accepted"])?;
+    let count = |raw: Option<&[u8]>| raw.map(u64_value).transpose().map(Option::flatten);
+    Ok(match (count(drafted)?, count(accepted)?) {
+        (Some(drafted), Some(accepted)) => Some(Draft { drafted, accepted }),
+        _ => None,
+    })
 }
 
 /// The value at `data[at..]` is `null`.
@@ -193,9 +228,10 @@ mod tests {
         assert_eq!(v.reasoning.as_deref(), Some("think"));
         assert_eq!(v.content, None);
 
-        let u = br#"{"id":"x","choices":[],"usage":{"prompt_tokens":10,"total_tokens":15,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}"#;
+        let u = br#"{"id":"x","choices":[],"usage":{"prompt_tokens":10,"total_tokens":15,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}},"timings":{"cache_n":4,"draft_n":8,"draft_n_accepted":3}}"#;
         let v = parse_event(Api::Chat, b"", u).unwrap();
         assert_eq!(v.usage, Some(Usage { prompt_tokens: 10, completion_tokens: 5, cached_tokens: Some(4) }));
+        assert_eq!((v.id.as_deref(), v.draft), (Some("x"), Some(Draft { drafted: 8, accepted: 3 })));
 
         assert!(parse_event(Api::Chat, b"", b"[DONE]").unwrap().done);
     }

@@ -136,6 +136,30 @@ pub struct RequestRecord {
     /// Whether `output_tokens` equals `requested_output_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_length_met: Option<bool>,
+    // --- the server's own account, joined (docs/metrics.md "Tokens") ---
+    /// The `X-Request-Id` header the request carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The response's `id` as the server named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// With a tokenizer: the prompt tokens the server must count (the
+    /// content's exact tokens plus the measured chat-template overhead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_expected: Option<u64>,
+    /// Whether `prompt_tokens` equals `prompt_tokens_expected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_length_met: Option<bool>,
+    /// The prompt tokens an unbounded prefix cache would hold when the
+    /// request arrived, as its trace implies (compare `cached_prompt_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ideal_cached_tokens: Option<u64>,
+    /// Speculative decoding, where the server reports it per request
+    /// (llama.cpp's `timings.draft_n` and `draft_n_accepted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_accepted_tokens: Option<u64>,
 }
 
 /// Per-request facts that the observation does not hold.
@@ -301,6 +325,13 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         turn: None,
         requested_output_tokens: None,
         output_length_met: None,
+        request_id: None,
+        response_id: obs.response_id,
+        prompt_tokens_expected: None,
+        prompt_length_met: None,
+        ideal_cached_tokens: None,
+        draft_tokens: obs.draft.map(|d| d.drafted),
+        draft_accepted_tokens: obs.draft.map(|d| d.accepted),
     }
 }
 
@@ -348,6 +379,7 @@ impl RequestRecord {
         self.requested_output_tokens = origin.requested_output_tokens;
         self.output_length_met =
             origin.requested_output_tokens.map(|asked| self.output_tokens == Some(asked));
+        self.ideal_cached_tokens = origin.ideal_cached_tokens;
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::observe::chunk::{Usage, parse_event};
+use crate::observe::chunk::{Draft, Usage, parse_event};
 use crate::observe::failure::FailureClass;
 use crate::observe::read_times::{ReadTimes, Stamp};
 use crate::observe::sse::SseEvent;
@@ -40,6 +40,10 @@ pub struct StreamObservation {
     /// Gaps between consecutive output-bearing events, in microseconds.
     pub gaps_us: Vec<u32>,
     pub usage: Option<Usage>,
+    /// The response's own id (the first event's `id`).
+    pub response_id: Option<String>,
+    /// Drafted and accepted tokens, where the server reports them per request.
+    pub draft: Option<Draft>,
     pub capture: String,
     capture_chars: usize,
     pub capture_truncated: bool,
@@ -79,6 +83,8 @@ impl StreamObservation {
             reasoning_chunks: 0,
             gaps_us: Vec::with_capacity(256),
             usage: None,
+            response_id: None,
+            draft: None,
             capture: String::new(),
             capture_chars: 0,
             capture_truncated: false,
@@ -150,6 +156,14 @@ impl StreamObservation {
         }
         if let Some(usage) = view.usage {
             self.usage = Some(usage);
+        }
+        if self.response_id.is_none()
+            && let Some(id) = view.id
+        {
+            self.response_id = Some(id.into_owned());
+        }
+        if view.draft.is_some() {
+            self.draft = view.draft;
         }
         if let Some(reason) = view.finish_reason {
             self.finish_reason = Some(reason.into_owned());

@@ -654,6 +654,7 @@ pub fn build(
         load_margins: out.load_margins,
         steady_state: crate::output::steady_state::of(store, spec.repeat, !spec.stages.is_empty())?,
         stopping: out.stopping.clone(),
+        tokens: (!out.tokens.is_empty()).then(|| out.tokens.clone()),
         telemetry: None,
         server_warmup: None,
         server_startup_ms: None,

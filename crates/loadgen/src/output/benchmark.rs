@@ -122,6 +122,10 @@ pub struct Benchmark {
     /// A stopping rule's looks and intervals (docs/metrics.md "Stopping rules").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopping: Option<crate::observe::precision::StoppingRecord>,
+    /// The model's own tokenizer and the server's account of the prompts'
+    /// tokens, joined to the plan (docs/metrics.md "Tokens").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<super::tokens::TokenAccount>,
     // --- added by anvil's cell executor ---
     /// The servers' Prometheus deltas and GPU samples over the cell.
     #[serde(skip_serializing_if = "Option::is_none")]

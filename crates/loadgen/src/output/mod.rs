@@ -15,3 +15,4 @@ pub(crate) mod stats;
 pub(crate) mod steady_state;
 pub(crate) mod student_t;
 pub(crate) mod table;
+pub mod tokens;

@@ -126,6 +126,7 @@ impl Dataset {
                 requested_output_tokens: (asked > 0).then_some(u64::from(asked)),
                 ..Origin::default()
             },
+            exact_tokens: None,
         })
     }
 

@@ -5,6 +5,7 @@
 pub(crate) mod calibrate;
 pub(crate) mod canary;
 pub(crate) mod dataset;
+pub(crate) mod filler;
 pub(crate) mod options;
 pub(crate) mod prompt;
 pub(crate) mod request;
@@ -13,5 +14,6 @@ pub(crate) mod source;
 pub(crate) mod spec;
 pub(crate) mod stages;
 pub(crate) mod stopping;
+pub(crate) mod token_exact;
 pub(crate) mod trace;
 pub(crate) mod traffic;

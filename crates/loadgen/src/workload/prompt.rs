@@ -6,6 +6,7 @@
 //! asked for). Length is expressed in words; [`crate::workload::calibrate`] finds the
 //! word count that gives the planned token count as the server counts it.
 
+use crate::workload::filler::Filler;
 use crate::workload::spec::PromptCacheMode;
 
 /// The canary marker of request `index` under campaign `seed`.
@@ -80,6 +81,12 @@ pub struct PromptBuilder {
     pub response_words: u32,
     /// Filler words in the whole prompt (set by calibration).
     pub words: u64,
+    /// The words themselves: with a tokenizer, one token each, and then
+    /// [`Self::build`] makes prompts of exactly `context_tokens` tokens.
+    pub filler: Filler,
+    /// With a tokenizer: the tokens of the closing instructions (measured
+    /// with it before the run), counted in `context_tokens`.
+    pub instruction_tokens: u64,
 }
 
 impl PromptBuilder {
@@ -111,8 +118,20 @@ impl PromptBuilder {
         }
     }
 
+    /// The text after the words: a blank line and the instructions (empty without any).
+    pub fn closing(&self, index: u64) -> String {
+        let instructions = self.instructions(index);
+        match instructions.is_empty() {
+            true => instructions,
+            false => format!("\n\n{instructions}"),
+        }
+    }
+
     /// The full text of request `index`: [shared prefix] unique tag, filler, instructions.
     pub fn build(&self, index: u64) -> String {
+        if self.filler.is_token_exact() {
+            return self.build_token_exact(index);
+        }
         let mut text = String::with_capacity(self.words as usize * 7 + 128);
         let prefix_words = self.prefix_words();
         if prefix_words > 0 {
@@ -127,12 +146,34 @@ impl PromptBuilder {
         // A random tag first, so no two requests share even their first token.
         text.push_str(&format!("Record {:016x}: ", rng.next_u64()));
         push_words(&mut text, &mut rng, self.words.saturating_sub(prefix_words).max(1));
-        let instructions = self.instructions(index);
-        if !instructions.is_empty() {
-            text.push_str("\n\n");
-            text.push_str(&instructions);
-        }
+        text.push_str(&self.closing(index));
         text
+    }
+}
+
+impl PromptBuilder {
+    /// Exactly `context_tokens` tokens: `prefix_tokens` words shared by
+    /// every request, this request's own words, then the closing
+    /// instructions (`instruction_tokens` of them). No tag or line break
+    /// stands between the words: each would be tokens of its own.
+    fn build_token_exact(&self, index: u64) -> String {
+        let words = self.context_tokens.saturating_sub(self.instruction_tokens).max(1);
+        let prefix = match self.mode {
+            PromptCacheMode::Unique => 0,
+            PromptCacheMode::SharedPrefix { prefix_tokens } => prefix_tokens.min(words),
+        };
+        let mut text = String::with_capacity(words as usize * 4 + 96);
+        let mut shared = SplitMix64::new(self.text_seed(), streams::SHARED_PREFIX);
+        self.filler.push(&mut text, &mut shared, prefix);
+        let mut own = SplitMix64::new(self.text_seed(), streams::REQUEST_BASE + index);
+        self.filler.push(&mut text, &mut own, words - prefix);
+        text.push_str(&self.closing(index));
+        text
+    }
+
+    /// Content tokens of every synthetic prompt, when they are exact.
+    pub fn exact_tokens(&self) -> Option<u64> {
+        self.filler.is_token_exact().then(|| self.context_tokens.max(self.instruction_tokens + 1))
     }
 }
 
@@ -162,6 +203,8 @@ mod tests {
             canaries: true,
             response_words: 50,
             words: 400,
+            filler: Filler::SimWords,
+            instruction_tokens: 0,
         }
     }
 
@@ -193,6 +236,25 @@ mod tests {
         assert_ne!(a.split(' ').nth(1), b.split(' ').nth(1), "another tag");
         assert!(b.ends_with("Begin your reply with ANVIL_REQ_17_00003. Write about 50 words."));
         assert_eq!(salted.build(3), b, "deterministic");
+    }
+
+    #[test]
+    fn token_exact_prompts_count_their_words_and_instructions() {
+        let alphabet = anvil_tokens::TokenAlphabet::from_words(vec![(" bat".into(), 1), (" dog".into(), 2)]);
+        let exact = PromptBuilder {
+            filler: Filler::Tokens(std::sync::Arc::new(alphabet)),
+            instruction_tokens: 30,
+            ..builder(PromptCacheMode::SharedPrefix { prefix_tokens: 500 })
+        };
+        let (a, b) = (exact.build(0), exact.build(1));
+        let words = |p: &str| p.split("\n\n").next().unwrap().split_whitespace().count();
+        assert_eq!((words(&a), words(&b)), (970, 970), "1000 tokens less the instructions' 30");
+        let shared = |p: &str| p.split_whitespace().take(500).collect::<Vec<_>>().join(" ");
+        assert_eq!(shared(&a), shared(&b), "the first 500 tokens are shared");
+        assert_ne!(a, b);
+        assert!(a.ends_with("\n\nBegin your reply with ANVIL_REQ_17_00000. Write about 50 words."));
+        assert_eq!(exact.exact_tokens(), Some(1000));
+        assert_eq!(builder(PromptCacheMode::Unique).exact_tokens(), None);
     }
 
     #[test]

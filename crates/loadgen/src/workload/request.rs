@@ -31,6 +31,9 @@ pub struct Origin {
     pub requested_output_tokens: Option<u64>,
     /// Prompt length the trace or dataset line names (tokens).
     pub planned_input_tokens: Option<u64>,
+    /// The prompt tokens an unbounded prefix cache would hold when the
+    /// request arrives, as the workload implies (a trace's hash ids).
+    pub ideal_cached_tokens: Option<u64>,
 }
 
 /// One request, ready to send.
@@ -40,4 +43,8 @@ pub struct Planned {
     pub max_tokens: u32,
     pub ignore_eos: bool,
     pub origin: Origin,
+    /// The content's tokens, when they are exact (built from the model's
+    /// own one-token words): the server must then count this many plus its
+    /// chat template's.
+    pub exact_tokens: Option<u64>,
 }

@@ -102,6 +102,7 @@ impl SessionPlan {
             max_tokens,
             ignore_eos: false,
             origin: Origin { session: Some(session), turn: Some(turn), ..Origin::default() },
+            exact_tokens: None,
         })
     }
 

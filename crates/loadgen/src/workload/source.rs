@@ -82,13 +82,14 @@ impl Source {
             max_tokens,
             ignore_eos: false,
             origin: Origin::default(),
+            exact_tokens: synthetic.exact_tokens(),
         };
         match self {
             Self::Synthetic => synthetic_prompt(),
             Self::Sessions(s) => {
                 s.plan(index, seed, synthetic.context_tokens, max_tokens).unwrap_or_else(synthetic_prompt)
             }
-            Self::Trace(t) => t.plan(index, seed).unwrap_or_else(synthetic_prompt),
+            Self::Trace(t) => t.plan(index, seed, &synthetic.filler).unwrap_or_else(synthetic_prompt),
             Self::Dataset(d) => d.plan(index, max_tokens).unwrap_or_else(synthetic_prompt),
         }
     }

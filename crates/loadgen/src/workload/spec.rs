@@ -58,6 +58,10 @@ pub struct CellSpec {
     /// [`crate::workload::stopping`]); `requests` is then its maximum.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopping: Option<crate::workload::stopping::StoppingRule>,
+    /// The served model's own tokenizer (the server's `tokenizer`): with
+    /// it, prompts are built token-exact (see [`crate::workload::filler`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<anvil_tokens::TokenizerSpec>,
 }
 
 impl Default for CellSpec {
@@ -88,6 +92,7 @@ impl Default for CellSpec {
             stages: Vec::new(),
             traffic: crate::workload::traffic::Traffic::Synthetic,
             stopping: None,
+            tokenizer: None,
         }
     }
 }

@@ -23,7 +23,8 @@ use anyhow::{Context as _, bail};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::workload::prompt::{SplitMix64, push_exact_words};
+use crate::workload::filler::Filler;
+use crate::workload::prompt::SplitMix64;
 use crate::workload::request::{Content, Origin, Planned};
 use crate::workload::session::SessionPlan;
 use crate::workload::traffic::{TraceFormat, TraceSpec};
@@ -70,6 +71,9 @@ pub struct Trace {
     texts: String,
     /// The requests of one measured run: (line slot, due after the run's start, µs, scaled).
     order: Vec<(u32, u64)>,
+    /// Per request of `order`: the prompt tokens a cache that kept
+    /// everything would hold when it arrives (see [`Trace::ideal_cached`]).
+    ideal_cached: Vec<u32>,
     /// How many times the window was replayed to fill the run (1 without `loop`).
     passes: u64,
     lines_in_file: u64,
@@ -230,6 +234,7 @@ impl Trace {
             hashes,
             texts,
             order: Vec::new(),
+            ideal_cached: Vec::new(),
             passes: 0,
             lines_in_file,
             window_len: 0,
@@ -237,6 +242,7 @@ impl Trace {
             repeats: 1,
         };
         trace.select_window()?;
+        trace.ideal_cached = trace.ideal_cache_hits();
         if trace.lines.iter().any(|l| l.session != NONE) {
             let plan = SessionPlan::from_turns(trace.session_of_requests());
             trace.sessions = Some(Arc::new(plan));
@@ -284,6 +290,47 @@ impl Trace {
         Ok(())
     }
 
+    /// The tokens of each request's prompt that an unbounded prefix cache
+    /// would already hold when the request arrives, from the trace alone:
+    /// the longest run of leading hash ids that an earlier request of the
+    /// run also began with, `block_tokens` each (a cache keys a block by
+    /// everything before it too), and a shared prefix id seen before. Each
+    /// repeat starts from an empty cache.
+    fn ideal_cache_hits(&self) -> Vec<u32> {
+        let block = self.spec.block_tokens;
+        // Every leading run seen so far, by a hash of the ids in it.
+        let mut seen_runs = std::collections::HashSet::new();
+        let mut seen_prefixes = std::collections::HashSet::new();
+        self.order
+            .iter()
+            .map(|&(slot, _)| {
+                let line = &self.lines[slot as usize];
+                let ids = &self.hashes[line.hash_at as usize..(line.hash_at + line.hash_len) as usize];
+                let mut run = 0xcbf2_9ce4_8422_2325u64;
+                let mut leading = 0u32;
+                let mut still_shared = true;
+                for &id in ids {
+                    run = SplitMix64::new(run, id).next_u64();
+                    still_shared &= !seen_runs.insert(run);
+                    leading += u32::from(still_shared);
+                }
+                let mut hit = leading.saturating_mul(block);
+                if line.prefix != NONE && !seen_prefixes.insert(line.prefix) {
+                    hit = hit.saturating_add(line.prefix_tokens);
+                }
+                hit.min(line.input_tokens)
+            })
+            .collect()
+    }
+
+    /// Request `index`'s ideal cached prompt tokens (see [`Self::ideal_cache_hits`]);
+    /// `None` for a line sent as its own text (its blocks are unknown).
+    pub fn ideal_cached(&self, index: u64) -> Option<u64> {
+        let k = (index % self.requests()) as usize;
+        let line = &self.lines[self.order[k].0 as usize];
+        (line.text_at == NONE).then(|| u64::from(self.ideal_cached[k]))
+    }
+
     /// Measured requests per repeat.
     pub fn requests(&self) -> u64 {
         self.order.len() as u64
@@ -327,7 +374,7 @@ impl Trace {
     }
 
     /// Request `index`'s content, `None` past the measured requests.
-    pub fn plan(&self, index: u64, seed: u64) -> Option<Planned> {
+    pub fn plan(&self, index: u64, seed: u64, filler: &Filler) -> Option<Planned> {
         let n = self.requests();
         if index >= n * self.repeats {
             return None;
@@ -335,10 +382,11 @@ impl Trace {
         let (slot, _) = self.order[(index % n) as usize];
         let line = &self.lines[slot as usize];
         let mut text = String::with_capacity(line.input_tokens as usize * 5);
-        if line.text_at != NONE {
-            text.push_str(&self.texts[line.text_at as usize..(line.text_at + line.text_len) as usize]);
+        let built = line.text_at == NONE;
+        if built {
+            self.build_prompt(line, seed, filler, &mut text);
         } else {
-            self.build_prompt(line, seed, &mut text);
+            text.push_str(&self.texts[line.text_at as usize..(line.text_at + line.text_len) as usize]);
         }
         let has_output = line.output_tokens > 0;
         Some(Planned {
@@ -349,14 +397,16 @@ impl Trace {
                 trace_line: Some(u64::from(line.line)),
                 requested_output_tokens: has_output.then_some(u64::from(line.output_tokens)),
                 planned_input_tokens: Some(u64::from(line.input_tokens)),
+                ideal_cached_tokens: self.ideal_cached(index),
                 ..Origin::default()
             },
+            exact_tokens: (built && filler.is_token_exact()).then_some(u64::from(line.input_tokens)),
         })
     }
 
     /// `input_tokens` words: the hash ids' blocks (or the shared prefix),
     /// then words of this line alone.
-    fn build_prompt(&self, line: &Line, seed: u64, text: &mut String) {
+    fn build_prompt(&self, line: &Line, seed: u64, filler: &Filler, text: &mut String) {
         let block = u64::from(self.spec.block_tokens);
         let mut left = u64::from(line.input_tokens);
         let ids = &self.hashes[line.hash_at as usize..(line.hash_at + line.hash_len) as usize];
@@ -365,20 +415,22 @@ impl Trace {
                 break;
             }
             let words = left.min(block);
-            push_exact_words(text, &mut SplitMix64::new(seed, streams::HASH_BASE ^ id), words);
+            filler.push(text, &mut SplitMix64::new(seed, streams::HASH_BASE ^ id), words);
             left -= words;
         }
         if line.prefix != NONE {
             let words = left.min(u64::from(line.prefix_tokens));
             let stream = streams::PREFIX_BASE + u64::from(line.prefix);
-            push_exact_words(text, &mut SplitMix64::new(seed, stream), words);
+            filler.push(text, &mut SplitMix64::new(seed, stream), words);
             left -= words;
         }
         if left > 0 {
             let stream = streams::LINE_BASE + u64::from(line.line);
-            push_exact_words(text, &mut SplitMix64::new(seed, stream), left);
+            filler.push(text, &mut SplitMix64::new(seed, stream), left);
         }
-        text.truncate(text.trim_end().len());
+        if !filler.is_token_exact() {
+            text.truncate(text.trim_end().len());
+        }
     }
 
     /// The trace's facts for the artifact.
@@ -452,7 +504,7 @@ mod tests {
     }
 
     fn prompt(t: &Trace, i: u64) -> String {
-        match t.plan(i, 7).unwrap().content {
+        match t.plan(i, 7, &Filler::SimWords).unwrap().content {
             Content::Prompt(p) => p,
             Content::Messages(_) => unreachable!(),
         }
@@ -476,14 +528,24 @@ mod tests {
         assert_ne!(a[8..], b[8..10], "3 and 9 differ");
         assert!(c[..4].iter().all(|w| !a.contains(w)), "distinct ids share no block: {c:?} {a:?}");
         assert_eq!(prompt(&t, 3), "as is");
-        let p = t.plan(1, 7).unwrap();
+        let p = t.plan(1, 7, &Filler::SimWords).unwrap();
         assert_eq!(p.origin.trace_line, Some(2));
         assert_eq!(p.origin.requested_output_tokens, Some(5));
         assert!(p.ignore_eos);
-        assert_eq!(t.plan(2, 7).unwrap().origin.trace_line, Some(4), "blank lines keep the numbering");
-        assert!(t.plan(4, 7).is_none(), "past the measured requests");
+        assert_eq!(
+            t.plan(2, 7, &Filler::SimWords).unwrap().origin.trace_line,
+            Some(4),
+            "blank lines keep the numbering"
+        );
+        assert!(t.plan(4, 7, &Filler::SimWords).is_none(), "past the measured requests");
         assert_eq!(t.due(1), Duration::from_millis(500));
-        let other_seed = match t.plan(0, 8).unwrap().content {
+        let ideal: Vec<_> = (0..4).map(|i| t.ideal_cached(i)).collect();
+        assert_eq!(
+            ideal,
+            [Some(0), Some(8), Some(0), None],
+            "ids 1, 2 seen before line 2; text has no blocks"
+        );
+        let other_seed = match t.plan(0, 8, &Filler::SimWords).unwrap().content {
             Content::Prompt(p) => p,
             Content::Messages(_) => unreachable!(),
         };
@@ -507,7 +569,7 @@ mod tests {
         s.duration_ms = Some(300);
         let t = Trace::load(&s).unwrap();
         assert_eq!(t.requests(), 3, "200, 300, 400 ms");
-        assert_eq!(t.plan(0, 1).unwrap().origin.trace_line, Some(3));
+        assert_eq!(t.plan(0, 1, &Filler::SimWords).unwrap().origin.trace_line, Some(3));
         s.time_scale = 0.5;
         let t = Trace::load(&s).unwrap();
         assert_eq!(t.due(2), Duration::from_millis(100), "twice as fast");
@@ -517,7 +579,7 @@ mod tests {
         let t = Trace::load(&s).unwrap();
         assert_eq!(t.requests(), 25);
         assert_eq!(t.due(10), Duration::from_millis(1000), "second pass one gap after the first");
-        assert_eq!(t.plan(10, 1).unwrap().origin.trace_line, Some(1));
+        assert_eq!(t.plan(10, 1, &Filler::SimWords).unwrap().origin.trace_line, Some(1));
         s.max_requests = None;
         assert!(Trace::load(&s).unwrap_err().to_string().contains("needs `duration` or `max-requests`"));
     }

@@ -87,9 +87,14 @@ impl Endpoint {
         })
     }
 
-    pub(super) fn request(&self, body: &[u8]) -> Vec<u8> {
-        let mut request = Vec::with_capacity(self.head_prefix.len() + 32 + body.len());
+    pub(super) fn request(&self, payload: super::Payload<'_>) -> Vec<u8> {
+        let body = payload.body;
+        let mut request = Vec::with_capacity(self.head_prefix.len() + 80 + body.len());
         request.extend_from_slice(self.head_prefix.as_bytes());
+        // anvil makes the ids (letters, digits, dashes): nothing to escape.
+        if let Some(id) = payload.request_id {
+            request.extend_from_slice(format!("X-Request-Id: {id}\r\n").as_bytes());
+        }
         request.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
         request.extend_from_slice(body);
         request
@@ -158,7 +163,7 @@ mod tests {
 
     fn head(url: &str, key: Option<&str>) -> String {
         let endpoint = Endpoint::with_tls(url, key, &TlsSettings::default()).expect("a valid endpoint");
-        String::from_utf8(endpoint.request(b"{}")).expect("ASCII request")
+        String::from_utf8(endpoint.request(super::super::Payload::body(b"{}"))).expect("ASCII request")
     }
 
     #[test]
@@ -169,6 +174,11 @@ mod tests {
             h.contains("Authorization: Bearer k-1\r\n") && h.ends_with("Content-Length: 2\r\n\r\n{}"),
             "{h}"
         );
+        let endpoint =
+            Endpoint::with_tls("http://a/v1/chat/completions", None, &TlsSettings::default()).unwrap();
+        let payload = super::super::Payload { body: b"{}", request_id: Some("anvil-1f-7") };
+        let h = String::from_utf8(endpoint.request(payload)).unwrap();
+        assert!(h.contains("\r\nX-Request-Id: anvil-1f-7\r\nContent-Length: 2\r\n"), "{h}");
         let h = head("http://[::1]:9/x/v1/completions?a=b", None);
         assert!(h.starts_with("POST /x/v1/completions?a=b HTTP/1.1\r\nHost: [::1]:9\r\n"), "{h}");
         assert!(!h.contains("Authorization"));

@@ -48,16 +48,30 @@ enum Ending {
     Stale,
 }
 
+/// What one request sends: its JSON body and the id its `X-Request-Id`
+/// header gives it (so the server's log and the record can be joined).
+#[derive(Debug, Clone, Copy)]
+pub struct Payload<'a> {
+    pub body: &'a [u8],
+    pub request_id: Option<&'a str>,
+}
+
+impl<'a> Payload<'a> {
+    pub fn body(body: &'a [u8]) -> Self {
+        Self { body, request_id: None }
+    }
+}
+
 /// Sends one streaming request and observes it until the stream ends, an
 /// error occurs, or `timeout` elapses. Returns the observation and when the
 /// request ended.
 pub async fn execute(
     endpoint: &Endpoint,
     api: Api,
-    body: &[u8],
+    payload: Payload<'_>,
     timeout: Duration,
 ) -> (StreamObservation, Instant) {
-    let request = endpoint.request(body);
+    let request = endpoint.request(payload);
     send_now(endpoint, api, &request, timeout, false).await
 }
 
@@ -69,13 +83,13 @@ pub async fn execute(
 pub async fn execute_at(
     endpoint: &Endpoint,
     api: Api,
-    body: &[u8],
+    payload: Payload<'_>,
     timeout: Duration,
     queue: &std::sync::mpsc::Sender<SendJob>,
     due: Instant,
     connect_in_timing: bool,
 ) -> (StreamObservation, Instant) {
-    let request: Arc<[u8]> = Arc::from(endpoint.request(body));
+    let request: Arc<[u8]> = Arc::from(endpoint.request(payload));
     let pooled = endpoint.take_idle();
     let reused = pooled.is_some();
     if !reused && connect_in_timing {

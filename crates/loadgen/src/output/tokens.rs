@@ -1,0 +1,186 @@
+//! The artifact's `tokens`: what the cell's prompts were built with (the
+//! model's own tokenizer and its one-token words), the chat template's
+//! overhead as the server counted it, and per cell the server's own
+//! account joined to what the workload planned: prompt lengths met, cached
+//! tokens next to the ideal ones the trace implies, and speculative
+//! decoding's acceptance where the server reports it per request.
+
+use std::sync::Mutex;
+
+use anvil_tokens::{AlphabetSummary, TokenizerIdentity};
+use serde::{Deserialize, Serialize};
+
+use crate::observe::record::RequestRecord;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenAccount {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<TokenizerIdentity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alphabet: Option<AlphabetSummary>,
+    /// `prompt_tokens` the server counted beyond the content's own tokens
+    /// (the chat template: role markers, a system prompt), from the probes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template_overhead_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overhead_probes: Vec<OverheadProbe>,
+    /// The tokens of the closing instructions of a synthetic prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction_tokens: Option<u64>,
+    /// Planned prompts tokenized before the run, against their planned length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_prompts: Option<PromptCheck>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_length: Option<PromptLengths>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<PrefixCache>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<Speculative>,
+}
+
+/// One probe of the template overhead: a content of `content_tokens` exact
+/// tokens that the server counted as `prompt_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverheadProbe {
+    pub content_tokens: u64,
+    pub prompt_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptCheck {
+    pub checked: u64,
+    pub exact: u64,
+    /// The first prompt whose tokens were not its planned count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_miss: Option<PromptMiss>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptMiss {
+    pub request_index: u64,
+    pub planned: u64,
+    pub tokenized: u64,
+}
+
+/// The measured requests' `prompt_tokens` against `prompt_tokens_expected`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptLengths {
+    pub met: u64,
+    pub missed: u64,
+    /// Requests whose reply carried no `usage`.
+    pub unreported: u64,
+    /// Smallest and largest `prompt_tokens - prompt_tokens_expected` (0 and 0: every one exact).
+    pub difference_min: i64,
+    pub difference_max: i64,
+}
+
+/// The server's cached prompt tokens next to the ideal ones, summed over
+/// the requests that have both.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PrefixCache {
+    pub requests: u64,
+    pub ideal_cached_tokens: u64,
+    pub server_cached_tokens: u64,
+    /// `server_cached_tokens / ideal_cached_tokens` (`None` when the ideal is 0).
+    pub ratio: Option<f64>,
+    /// Of the server's, the tokens on requests the trace says share nothing
+    /// (a chat template's shared system prompt is cached this way).
+    pub server_cached_where_ideal_is_zero: u64,
+}
+
+/// Speculative decoding's counts over the requests that reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Speculative {
+    pub requests: u64,
+    pub draft_tokens: u64,
+    pub accepted_tokens: u64,
+    /// `accepted_tokens / draft_tokens`.
+    pub acceptance_rate: Option<f64>,
+}
+
+/// Counts the measured records as they finish (nothing per request is kept).
+#[derive(Debug, Default)]
+pub struct TokenTally(Mutex<Sums>);
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Sums {
+    met: u64,
+    missed: u64,
+    unreported: u64,
+    difference: Option<(i64, i64)>,
+    cache_requests: u64,
+    ideal: u64,
+    cached: u64,
+    cached_where_none: u64,
+    draft_requests: u64,
+    drafted: u64,
+    accepted: u64,
+}
+
+impl TokenTally {
+    pub fn take(&self, rec: &RequestRecord) {
+        let Ok(mut s) = self.0.lock() else { return };
+        if let Some(expected) = rec.prompt_tokens_expected {
+            match rec.prompt_tokens {
+                Some(got) => {
+                    let d = got as i64 - expected as i64;
+                    let (lo, hi) = s.difference.unwrap_or((d, d));
+                    s.difference = Some((lo.min(d), hi.max(d)));
+                    if d == 0 { s.met += 1 } else { s.missed += 1 }
+                }
+                None => s.unreported += 1,
+            }
+        }
+        if let (Some(ideal), Some(cached)) = (rec.ideal_cached_tokens, rec.cached_prompt_tokens) {
+            s.cache_requests += 1;
+            s.ideal += ideal;
+            s.cached += cached;
+            if ideal == 0 {
+                s.cached_where_none += cached;
+            }
+        }
+        if let (Some(drafted), Some(accepted)) = (rec.draft_tokens, rec.draft_accepted_tokens) {
+            s.draft_requests += 1;
+            s.drafted += drafted;
+            s.accepted += accepted;
+        }
+    }
+
+    /// The tallies into `account` (each part only where a record had it).
+    pub fn fill(&self, account: &mut TokenAccount) {
+        let Ok(s) = self.0.lock().map(|s| *s) else { return };
+        if let Some((lo, hi)) = s.difference.or((s.unreported > 0).then_some((0, 0))) {
+            account.prompt_length = Some(PromptLengths {
+                met: s.met,
+                missed: s.missed,
+                unreported: s.unreported,
+                difference_min: lo,
+                difference_max: hi,
+            });
+        }
+        if s.cache_requests > 0 {
+            account.prefix_cache = Some(PrefixCache {
+                requests: s.cache_requests,
+                ideal_cached_tokens: s.ideal,
+                server_cached_tokens: s.cached,
+                ratio: (s.ideal > 0).then(|| s.cached as f64 / s.ideal as f64),
+                server_cached_where_ideal_is_zero: s.cached_where_none,
+            });
+        }
+        if s.draft_requests > 0 {
+            account.speculative = Some(Speculative {
+                requests: s.draft_requests,
+                draft_tokens: s.drafted,
+                accepted_tokens: s.accepted,
+                acceptance_rate: (s.drafted > 0).then(|| s.accepted as f64 / s.drafted as f64),
+            });
+        }
+    }
+}
+
+impl TokenAccount {
+    /// Whether there is anything to say (the artifact then omits `tokens`).
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}

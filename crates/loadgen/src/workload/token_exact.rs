@@ -1,0 +1,118 @@
+//! Getting a cell ready to send token-exact prompts, before any clock
+//! starts: load the served model's tokenizer, find its one-token words,
+//! count the synthetic prompts' closing instructions, measure what the
+//! chat template adds on the server, and tokenize the first planned
+//! prompts to check they are the lengths they claim.
+
+use std::sync::Arc;
+
+use anvil_tokens::{ServerAddress, TokenAlphabet, Tokenizer, TokenizerSpec};
+use anyhow::Context as _;
+
+use crate::output::tokens::{OverheadProbe, PromptCheck, PromptMiss, TokenAccount};
+use crate::workload::filler::Filler;
+use crate::workload::prompt::{PromptBuilder, SplitMix64};
+use crate::workload::request::Content;
+use crate::workload::source::Source;
+use crate::workload::spec::{CellSpec, Target};
+
+/// Content lengths of the overhead probes: two, so a template whose
+/// overhead depends on the content's length shows it.
+const PROBE_TOKENS: [u64; 2] = [16, 64];
+/// Generator stream of the probes' words (apart from every prompt's).
+const PROBE_STREAM: u64 = 0x7072_6f62_6500_0000;
+/// Planned prompts tokenized before the run: with a local tokenizer, and
+/// (each one a round trip) with the server's.
+const CHECKED_LOCAL: u64 = 64;
+const CHECKED_REMOTE: u64 = 8;
+
+/// What the run uses: the words, and the overhead every record is checked against.
+pub struct TokenExact {
+    pub filler: Filler,
+    pub instruction_tokens: u64,
+    pub template_overhead: u64,
+    pub account: TokenAccount,
+}
+
+/// Prepares `spec`'s tokenizer; `probe(text)` sends one request with
+/// `text` as its prompt and answers the server's `prompt_tokens`.
+pub async fn prepare(
+    spec: &CellSpec,
+    tokenizer: &TokenizerSpec,
+    target: &Target,
+    prompts: &PromptBuilder,
+    source: &Source,
+    mut probe: impl AsyncFnMut(&str) -> anyhow::Result<u64>,
+) -> anyhow::Result<TokenExact> {
+    let address = ServerAddress {
+        base_url: &target.base_url,
+        model: &spec.model,
+        api_key: target.api_key.as_deref(),
+        tls: &target.tls,
+    };
+    let tokenizer = Tokenizer::load(tokenizer, &address)?;
+    let identity = tokenizer.identity().clone();
+    let alphabet = TokenAlphabet::discover(&tokenizer)
+        .await
+        .with_context(|| format!("finding one-token words with the tokenizer {}", identity.location))?;
+    let mut account = TokenAccount {
+        tokenizer: Some(identity),
+        alphabet: Some(alphabet.summary()),
+        ..TokenAccount::default()
+    };
+    let (first_word, first_id) = alphabet.pick(0);
+    let (first_word, first_id) = (first_word.to_string(), first_id);
+    let filler = Filler::Tokens(Arc::new(alphabet));
+
+    // The closing instructions' tokens where they stand: after a word.
+    let closing = prompts.closing(0);
+    let instruction_tokens = match closing.is_empty() {
+        true => 0,
+        false => {
+            let ids = tokenizer.encode(&format!("{first_word}{closing}")).await?;
+            anyhow::ensure!(
+                ids.first() == Some(&first_id),
+                "the tokenizer merges a word with the instructions after it ({closing:?})"
+            );
+            ids.len() as u64 - 1
+        }
+    };
+    account.instruction_tokens = (instruction_tokens > 0).then_some(instruction_tokens);
+
+    for (k, tokens) in PROBE_TOKENS.into_iter().enumerate() {
+        let mut text = String::new();
+        filler.push(&mut text, &mut SplitMix64::new(spec.seed, PROBE_STREAM + k as u64), tokens);
+        let prompt_tokens = probe(&text).await.context("measuring the chat template's tokens")?;
+        account.overhead_probes.push(OverheadProbe { content_tokens: tokens, prompt_tokens });
+    }
+    let overheads: Vec<u64> =
+        account.overhead_probes.iter().map(|p| p.prompt_tokens.saturating_sub(p.content_tokens)).collect();
+    let template_overhead = overheads[0];
+    anyhow::ensure!(
+        overheads.iter().all(|&o| o == template_overhead),
+        "the server counted {:?} prompt tokens for contents of {PROBE_TOKENS:?} exact tokens: its chat \
+         template's overhead is not constant, so no prompt length can be planned",
+        account.overhead_probes.iter().map(|p| p.prompt_tokens).collect::<Vec<_>>()
+    );
+    account.template_overhead_tokens = Some(template_overhead);
+
+    let exact_prompts = PromptBuilder { filler: filler.clone(), instruction_tokens, ..prompts.clone() };
+    let planned_total = source.requests().unwrap_or(u64::from(spec.requests));
+    let limit = if tokenizer.is_remote() { CHECKED_REMOTE } else { CHECKED_LOCAL };
+    let mut check = PromptCheck { checked: 0, exact: 0, first_miss: None };
+    for index in 0..planned_total.min(limit) {
+        let planned = source.plan(index, &exact_prompts, spec.max_tokens, spec.seed);
+        let (Content::Prompt(text), Some(planned_tokens)) = (&planned.content, planned.exact_tokens) else {
+            continue;
+        };
+        let tokenized = tokenizer.encode(text).await?.len() as u64;
+        check.checked += 1;
+        if tokenized == planned_tokens {
+            check.exact += 1;
+        } else if check.first_miss.is_none() {
+            check.first_miss = Some(PromptMiss { request_index: index, planned: planned_tokens, tokenized });
+        }
+    }
+    account.checked_prompts = (check.checked > 0).then_some(check);
+    Ok(TokenExact { filler, instruction_tokens, template_overhead, account })
+}

@@ -1,0 +1,94 @@
+//! The engine's own tokenize endpoint, `POST {root}/tokenize` (docs/servers.md):
+//! - llama.cpp: `{"content": TEXT, "add_special": false}` → `{"tokens": [ids]}`;
+//! - vLLM and SGLang: `{"model": M, "prompt": TEXT, "add_special_tokens": false}`
+//!   → `{"tokens": [ids], "count": n, "max_model_len": m}`.
+//!
+//! One body carries both spellings (each engine ignores the other's keys),
+//! so the same request works on all three; the reply's `tokens` is read as
+//! ids, or as `{"id": …}` objects where a server sends pieces.
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+/// A server's tokenize endpoint.
+#[derive(Debug, Clone)]
+pub struct ServerTokenizer {
+    client: reqwest::Client,
+    url: String,
+    model: String,
+    api_key: Option<String>,
+}
+
+impl ServerTokenizer {
+    /// `root`: the server's base URL (a trailing `/v1` is dropped: the
+    /// endpoint sits at the root on every engine).
+    pub fn new(
+        root: &str,
+        model: &str,
+        api_key: Option<&str>,
+        tls: &anvil_net::TlsSettings,
+    ) -> anyhow::Result<Self> {
+        let root = root.trim_end_matches('/');
+        let root = root.strip_suffix("/v1").unwrap_or(root);
+        Ok(Self {
+            client: anvil_net::http_client(tls)?,
+            url: format!("{root}/tokenize"),
+            model: model.to_string(),
+            api_key: api_key.map(str::to_owned),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The ids of `text` (no special tokens added).
+    pub async fn encode(&self, text: &str) -> anyhow::Result<Vec<u32>> {
+        let body = json!({
+            "content": text, "add_special": false,
+            "model": self.model, "prompt": text, "add_special_tokens": false,
+        });
+        let mut request = self.client.post(&self.url).json(&body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let reply = request.send().await.with_context(|| format!("POST {}", self.url))?;
+        let status = reply.status();
+        let text = reply.text().await.with_context(|| format!("reading the reply of {}", self.url))?;
+        if !status.is_success() {
+            bail!("{} answered {status}: {}", self.url, text.chars().take(300).collect::<String>());
+        }
+        let value: Value = serde_json::from_str(&text).with_context(|| {
+            format!("{} did not answer JSON: {}", self.url, text.chars().take(200).collect::<String>())
+        })?;
+        ids_of(&value).with_context(|| format!("the reply of {}", self.url))
+    }
+}
+
+/// The `tokens` of a tokenize reply, as ids.
+pub fn ids_of(reply: &Value) -> anyhow::Result<Vec<u32>> {
+    let Some(tokens) = reply.get("tokens").and_then(Value::as_array) else {
+        bail!("no `tokens` list in {reply}");
+    };
+    tokens
+        .iter()
+        .map(|t| {
+            let id = t.as_u64().or_else(|| t.get("id").and_then(Value::as_u64));
+            id.and_then(|id| u32::try_from(id).ok()).ok_or_else(|| anyhow::anyhow!("token {t} is not an id"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_ids_and_pieces() {
+        assert_eq!(ids_of(&json!({"tokens": [1, 2, 3], "count": 3})).unwrap(), vec![1, 2, 3]);
+        let pieces = json!({"tokens": [{"id": 92, "piece": "l"}, {"id": 390, "piece": "ore"}]});
+        assert_eq!(ids_of(&pieces).unwrap(), vec![92, 390]);
+        assert!(ids_of(&json!({"error": "x"})).unwrap_err().to_string().contains("no `tokens`"));
+        assert!(ids_of(&json!({"tokens": ["a"]})).is_err());
+    }
+}

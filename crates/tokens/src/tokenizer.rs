@@ -1,0 +1,121 @@
+//! A loaded tokenizer: a Hugging Face `tokenizer.json` read with the
+//! `tokenizers` crate, or the server's tokenize endpoint. Both only encode
+//! (no special tokens added): prompts are built from tokens anvil already
+//! knows, and the tokenizer is asked only to check them.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::server_tokenize::ServerTokenizer;
+use crate::spec::TokenizerSpec;
+
+/// Tokenize requests in flight at once when a server is asked many things.
+const SERVER_REQUESTS_AT_ONCE: usize = 16;
+
+pub enum Tokenizer {
+    Local { tokenizer: Box<tokenizers::Tokenizer>, identity: TokenizerIdentity },
+    Server { endpoint: ServerTokenizer, identity: TokenizerIdentity },
+}
+
+/// What the artifact says about the tokenizer a cell's prompts were built with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenizerIdentity {
+    /// The recipe's word (`server`, `hf:ORG/NAME`, a path).
+    pub source: String,
+    /// The `tokenizer.json` read, or the tokenize endpoint asked.
+    pub location: String,
+    /// blake3 of the `tokenizer.json` (`None`: the server's, known by its alphabet's digest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blake3: Option<String>,
+}
+
+/// Where a server-side tokenizer is asked (the cell's first target).
+pub struct ServerAddress<'a> {
+    pub base_url: &'a str,
+    pub model: &'a str,
+    pub api_key: Option<&'a str>,
+    pub tls: &'a anvil_net::TlsSettings,
+}
+
+impl Tokenizer {
+    pub fn load(spec: &TokenizerSpec, server: &ServerAddress<'_>) -> anyhow::Result<Self> {
+        let source = spec.as_written();
+        match spec.file() {
+            Some(file) => {
+                let file = file.map_err(anyhow::Error::msg)?;
+                let (tokenizer, digest) = read_file(&file)?;
+                let identity =
+                    TokenizerIdentity { source, location: file.display().to_string(), blake3: Some(digest) };
+                Ok(Self::Local { tokenizer: Box::new(tokenizer), identity })
+            }
+            None => {
+                let endpoint =
+                    ServerTokenizer::new(server.base_url, server.model, server.api_key, server.tls)?;
+                let identity =
+                    TokenizerIdentity { source, location: endpoint.url().to_string(), blake3: None };
+                Ok(Self::Server { endpoint, identity })
+            }
+        }
+    }
+
+    pub fn identity(&self) -> &TokenizerIdentity {
+        match self {
+            Self::Local { identity, .. } | Self::Server { identity, .. } => identity,
+        }
+    }
+
+    /// The ids of `text`, without special tokens.
+    pub async fn encode(&self, text: &str) -> anyhow::Result<Vec<u32>> {
+        match self {
+            Self::Local { tokenizer, .. } => Ok(tokenizer
+                .encode_fast(text, false)
+                .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?
+                .get_ids()
+                .to_vec()),
+            Self::Server { endpoint, .. } => endpoint.encode(text).await,
+        }
+    }
+
+    /// The ids of each text; a server is asked several at a time.
+    pub async fn encode_many(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<u32>>> {
+        match self {
+            Self::Local { .. } => {
+                let mut out = Vec::with_capacity(texts.len());
+                for text in texts {
+                    out.push(self.encode(text).await?);
+                }
+                Ok(out)
+            }
+            Self::Server { endpoint, .. } => {
+                let mut out = vec![Vec::new(); texts.len()];
+                for (chunk_at, chunk) in texts.chunks(SERVER_REQUESTS_AT_ONCE).enumerate() {
+                    let mut asks = tokio::task::JoinSet::new();
+                    for (k, text) in chunk.iter().enumerate() {
+                        let (endpoint, text) = (endpoint.clone(), text.clone());
+                        asks.spawn(async move { (k, endpoint.encode(&text).await) });
+                    }
+                    while let Some(done) = asks.join_next().await {
+                        let (k, ids) = done?;
+                        out[chunk_at * SERVER_REQUESTS_AT_ONCE + k] = ids?;
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Whether asking costs a round trip (the checks then ask less often).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Self::Server { .. })
+    }
+}
+
+/// The tokenizer in `file` and the blake3 of its bytes.
+pub fn read_file(file: &Path) -> anyhow::Result<(tokenizers::Tokenizer, String)> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading the tokenizer {}", file.display()))?;
+    let tokenizer = tokenizers::Tokenizer::from_bytes(&bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not a Hugging Face tokenizer.json: {e}", file.display()))?;
+    Ok((tokenizer, format!("blake3:{}", blake3::hash(&bytes).to_hex())))
+}
