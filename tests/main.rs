@@ -35,6 +35,7 @@ mod stages;
 mod steady_load;
 mod stopping;
 mod sweeps;
+mod tokenizer;
 mod traffic;
 
 /// With `autotests = false`, a test file that no `mod` line names is never

@@ -1,10 +1,11 @@
 //! `cell` steps: one server × one workload, measured by the load generator
 //! under the capacity-v4 protocol; the artifact is `anvil-serving.benchmark/v1`.
 
-use anvil_loadgen::{Balance, Benchmark, CellContext, GpuTelemetry, ReplicaMetrics, Telemetry};
+use anvil_loadgen::{Balance, Benchmark, CellContext, GpuTelemetry, Telemetry};
 use serde_json::Value;
 
 use super::outcome::{Failure, Produced, ProducedFile};
+use super::server_metrics;
 use super::servers::ServerInfo;
 use crate::plan::resolved_cell::{Served, resolve, resolve_paths};
 use crate::recipe::decls::CellDecl;
@@ -45,7 +46,8 @@ pub async fn run_cell(
     };
     let name = name.to_string();
     let progress = |p: &anvil_loadgen::Progress| display.cell(&name, p.done, p.total, p.tok_s, p.failed);
-    let before = scrape_all(server).await;
+    let before = server_metrics::scrape_all(server).await;
+    let series = server_metrics::SeriesSampling::start(server);
     let sampler = anvil_proc::GpuSampler::start(&server.gpu_ids, std::time::Duration::from_millis(500));
     // Records stream to disk as they finish, so memory does not grow with the request count.
     let scratch = tempfile::Builder::new()
@@ -63,12 +65,19 @@ pub async fn run_cell(
             ..GpuTelemetry::default()
         },
     };
-    let after = scrape_all(server).await;
+    let series = series.stop().await;
+    let after = server_metrics::scrape_all(server).await;
     let mut report = report.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;
     // The document without its per-request lists, which are written from the record log.
     let mut artifact = std::mem::take(&mut report.artifact);
-    artifact.telemetry =
-        Some(Telemetry { server_metrics_delta: metric_deltas(server, &before, &after), gpu });
+    let server_metrics_delta = server_metrics::deltas(server, &before, &after);
+    let output_tokens = artifact.metric("output_tokens").as_u64().unwrap_or(0);
+    artifact.telemetry = Some(Telemetry {
+        server_derived: anvil_loadgen::derive_server_figures(&server_metrics_delta, output_tokens),
+        server_metrics_delta,
+        gpu,
+        server_metrics_series: series,
+    });
     artifact.server_warmup = Some(server.warmup.clone());
     artifact.configuration_fingerprint = Some(fingerprint.to_string());
     artifact.simulated = server.simulated;
@@ -168,36 +177,4 @@ fn cell_result(
         repeats: Value::Object(artifact.repeats.across_repeats.clone()),
         metrics,
     }
-}
-
-/// Each replica's Prometheus counters (None where `/metrics` is not served).
-async fn scrape_all(server: &ServerInfo) -> Vec<Result<std::collections::BTreeMap<String, f64>, String>> {
-    let mut out = Vec::new();
-    for target in &server.targets {
-        let scraped = anvil_proc::scrape_metrics_with_tls(&target.base_url, &target.tls).await;
-        out.push(scraped.map_err(|e| e.to_string()));
-    }
-    out
-}
-
-fn metric_deltas(
-    server: &ServerInfo,
-    before: &[Result<std::collections::BTreeMap<String, f64>, String>],
-    after: &[Result<std::collections::BTreeMap<String, f64>, String>],
-) -> Vec<ReplicaMetrics> {
-    server
-        .targets
-        .iter()
-        .zip(before.iter().zip(after))
-        .map(|(target, pair)| match pair {
-            (Ok(b), Ok(a)) => ReplicaMetrics {
-                replica: target.label.clone(),
-                delta: Some(anvil_proc::metric_deltas(b, a)),
-                unavailable: None,
-            },
-            (Err(e), _) | (_, Err(e)) => {
-                ReplicaMetrics { replica: target.label.clone(), delta: None, unavailable: Some(e.clone()) }
-            }
-        })
-        .collect()
 }

@@ -21,6 +21,7 @@ mod scheduler;
 mod screen;
 mod search;
 mod server_info;
+mod server_metrics;
 mod servers;
 mod step;
 mod summary;

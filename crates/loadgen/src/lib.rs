@@ -33,6 +33,9 @@ pub use output::ending::{EndReason, Ending};
 pub use output::interval::{Estimate, Statistic, estimate};
 pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};
 pub use output::series::Series;
+pub use output::server_series::{
+    ReplicaSeries, SeriesSample, ServerDerived, derive as derive_server_figures,
+};
 pub use output::stats::{Distribution, nearest_rank, quantile_interval_ranks};
 pub use output::steady_state::SteadyState;
 pub use output::student_t::Level;

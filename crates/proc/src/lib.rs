@@ -19,6 +19,7 @@ mod launch;
 mod launch_spec;
 mod live_servers;
 mod metrics;
+mod metrics_sampler;
 pub mod proc_table;
 mod running_server;
 mod server_log;
@@ -36,5 +37,6 @@ pub use live_servers::{install_signal_cleanup, live_server_names, shutdown_all_s
 pub use metrics::{
     is_cumulative, metric_deltas, metric_name, parse_prometheus_text, scrape_metrics, scrape_metrics_with_tls,
 };
+pub use metrics_sampler::{MetricsSample, MetricsSampler, SampledMetrics, kept_in_series};
 pub use running_server::{RunningServer, StopReport, StopSignal};
 pub use server_registry::{ReapedServer, ServerRecord, reap_orphans};

@@ -252,6 +252,7 @@ fn accepted_drafts(model: &PerfModel, metrics: &Metrics, rng: &mut SimRng) -> u3
         return 0;
     }
     let accepted = (0..k).take_while(|_| rng.chance(model.spec_acceptance)).count() as u32;
+    metrics.add(&metrics.spec_drafts, 1);
     metrics.add(&metrics.spec_draft_tokens, u64::from(k));
     metrics.add(&metrics.spec_accepted_tokens, u64::from(accepted));
     accepted

@@ -14,6 +14,8 @@ pub struct Metrics {
     pub generation_tokens: AtomicU64,
     pub prefix_cache_queries: AtomicU64,
     pub prefix_cache_hits: AtomicU64,
+    /// Speculative steps (one draft of `spec-draft-tokens` tokens each).
+    pub spec_drafts: AtomicU64,
     pub spec_draft_tokens: AtomicU64,
     pub spec_accepted_tokens: AtomicU64,
     success_stop: AtomicU64,
@@ -86,6 +88,12 @@ impl Metrics {
             "counter",
             "Prefix cache hits, in tokens (simulated).",
             &[("", load(&self.prefix_cache_hits))],
+        );
+        metric(
+            "vllm:spec_decode_num_drafts_total",
+            "counter",
+            "Number of spec decoding drafts (simulated).",
+            &[("", load(&self.spec_drafts))],
         );
         metric(
             "vllm:spec_decode_num_draft_tokens_total",

@@ -228,6 +228,12 @@ pub struct Telemetry {
     /// Each replica's Prometheus counters, after minus before.
     pub server_metrics_delta: Vec<ReplicaMetrics>,
     pub gpu: GpuTelemetry,
+    /// Each replica's metrics sampled during the cell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_metrics_series: Vec<super::server_series::ReplicaSeries>,
+    /// What the server's counters say per cell (acceptance, energy per token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_derived: Option<super::server_series::ServerDerived>,
 }
 
 /// The GPU sampler's summary over the cell (`anvil_proc::GpuSampler`), or

@@ -11,6 +11,7 @@ pub(crate) mod interval;
 pub(crate) mod offered;
 pub(crate) mod record_log;
 pub mod series;
+pub mod server_series;
 pub(crate) mod stats;
 pub(crate) mod steady_state;
 pub(crate) mod student_t;

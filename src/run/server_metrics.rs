@@ -1,0 +1,83 @@
+//! A cell's view of its server's Prometheus metrics: one scrape before
+//! and one after (their deltas), and a series sampled in between at
+//! [`SAMPLE_INTERVAL`], so the report can draw the server's KV-cache use,
+//! queue and acceptance next to the client's per-second series.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anvil_loadgen::{ReplicaMetrics, ReplicaSeries};
+
+use super::servers::ServerInfo;
+
+/// How often the series is sampled. One scrape a second costs the cell
+/// less than its run-to-run noise (docs/metrics.md "Server metrics").
+/// `ANVIL_METRICS_INTERVAL_MS=0` turns sampling off.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
+
+type Scrape = Result<BTreeMap<String, f64>, String>;
+
+/// Each replica's metrics (an error where `/metrics` is not served).
+pub async fn scrape_all(server: &ServerInfo) -> Vec<Scrape> {
+    let mut out = Vec::new();
+    for target in &server.targets {
+        let scraped = anvil_proc::scrape_metrics_with_tls(&target.base_url, &target.tls).await;
+        out.push(scraped.map_err(|e| e.to_string()));
+    }
+    out
+}
+
+/// Each replica's counters, after minus before.
+pub fn deltas(server: &ServerInfo, before: &[Scrape], after: &[Scrape]) -> Vec<ReplicaMetrics> {
+    server
+        .targets
+        .iter()
+        .zip(before.iter().zip(after))
+        .map(|(target, pair)| match pair {
+            (Ok(b), Ok(a)) => ReplicaMetrics {
+                replica: target.label.clone(),
+                delta: Some(anvil_proc::metric_deltas(b, a)),
+                unavailable: None,
+            },
+            (Err(e), _) | (_, Err(e)) => {
+                ReplicaMetrics { replica: target.label.clone(), delta: None, unavailable: Some(e.clone()) }
+            }
+        })
+        .collect()
+}
+
+/// The samplers of a cell's replicas, while it runs.
+pub struct SeriesSampling(Vec<(String, anvil_proc::MetricsSampler)>);
+
+impl SeriesSampling {
+    pub fn start(server: &ServerInfo) -> Self {
+        let interval = match std::env::var("ANVIL_METRICS_INTERVAL_MS").ok().and_then(|v| v.parse().ok()) {
+            Some(0) => return Self(Vec::new()),
+            Some(ms) => Duration::from_millis(ms),
+            None => SAMPLE_INTERVAL,
+        };
+        Self(
+            server
+                .targets
+                .iter()
+                .map(|t| (t.label.clone(), anvil_proc::MetricsSampler::start(&t.base_url, &t.tls, interval)))
+                .collect(),
+        )
+    }
+
+    /// Stops sampling; a replica that served no metrics at all is left out.
+    pub async fn stop(self) -> Vec<ReplicaSeries> {
+        let mut out = Vec::new();
+        for (replica, sampler) in self.0 {
+            let sampled = sampler.stop().await;
+            if sampled.samples.is_empty() {
+                continue;
+            }
+            let mut series: ReplicaSeries =
+                serde_json::to_value(&sampled).and_then(serde_json::from_value).unwrap_or_default();
+            series.replica = replica;
+            out.push(series);
+        }
+        out
+    }
+}

@@ -1,0 +1,79 @@
+//! A server's `tokenizer` through the anvil binary: the cells on it replay
+//! a trace token-exact (the artifact's `tokens` says so, request by
+//! request), the server's metrics are sampled during the cell and its
+//! speculative counters give the acceptance, the tokenizer's content is in
+//! the fingerprint, and a bad `tokenizer` is a recipe error at its line.
+
+use serde_json::Value;
+
+use crate::common::Scratch;
+
+const FIXTURE: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tokenizers/smollm2-135m/tokenizer.json");
+const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/traces/mooncake-small.jsonl");
+
+fn recipe(scratch: &Scratch, tokenizer: &str) -> std::path::PathBuf {
+    scratch.write(
+        "tokens.kdl",
+        &format!(
+            r#"
+server "sim" {{
+    model "m"
+    tokenizer "{tokenizer}"
+    sim {{ prefill-tok-s 100000; decode-step-ms 2; prefix-cache-block-tokens 16; spec-draft-tokens 4; spec-acceptance 0.6; }}
+}}
+cell "replay" server="sim" {{
+    trace "trace.jsonl" format="mooncake" block-tokens=16 time-scale=4.0
+}}
+"#
+        ),
+    )
+}
+
+#[test]
+fn a_servers_tokenizer_makes_its_cells_token_exact_and_enters_the_fingerprint() {
+    let scratch = Scratch::new();
+    scratch.write("trace.jsonl", &std::fs::read_to_string(TRACE).unwrap());
+    scratch.write("tok/tokenizer.json", &std::fs::read_to_string(FIXTURE).unwrap());
+    let path = recipe(&scratch, "tok");
+    scratch.run(&path, &[], 0);
+    let a: Value = scratch.stored_json(&path, "replay", "benchmark.json");
+    let tokens = &a["tokens"];
+    assert!(tokens["tokenizer"]["source"].as_str().unwrap().ends_with("/tok"), "the folder given: {tokens}");
+    assert!(tokens["tokenizer"]["location"].as_str().unwrap().ends_with("tok/tokenizer.json"));
+    assert_eq!(a["resolved_cell"]["tokenizer"]["kind"], "file", "{}", a["resolved_cell"]);
+    let lengths = &tokens["prompt_length"];
+    assert_eq!((lengths["difference_min"].as_i64(), lengths["difference_max"].as_i64()), (Some(0), Some(0)));
+    assert_eq!(lengths["met"], 19, "every line built from tokens: {lengths}");
+    for r in a["request_timings"].as_array().unwrap() {
+        assert!(r["request_id"].as_str().is_some_and(|id| id.starts_with("anvil-")), "{r}");
+    }
+    // The sim's metrics were sampled during the cell; its draft counters give the acceptance.
+    let telemetry = &a["telemetry"];
+    let series = telemetry["server_metrics_series"].as_array().expect("sampled series");
+    assert!(!series[0]["samples"].as_array().unwrap().is_empty(), "{telemetry}");
+    let rate = telemetry["server_derived"]["spec_acceptance_rate"].as_f64().expect("acceptance");
+    assert!(rate > 0.2 && rate < 0.9, "sim acceptance 0.6 per token, until the first rejection: {rate}");
+    let report = scratch.anvil(&["report", path.to_str().unwrap(), "-o", "r.html"]).expect_code(0);
+    let html = scratch.read("r.html");
+    assert!(html.contains("gauges during the cell"), "{}", report.transcript());
+    assert!(html.contains("speculative decoding accepted"), "the acceptance line");
+
+    // The tokenizer's content is the fingerprint's, not only its name.
+    let before = scratch.plan(&path, &[]).fingerprint("replay");
+    let mut changed = std::fs::read_to_string(FIXTURE).unwrap();
+    changed.push('\n');
+    scratch.write("tok/tokenizer.json", &changed);
+    let after = scratch.plan(&path, &[]);
+    assert_ne!(after.fingerprint("replay"), before, "a changed tokenizer.json moves the cell");
+    assert!(after.pending().contains(&"replay".to_string()));
+}
+
+#[test]
+fn a_bad_tokenizer_is_a_recipe_error_at_its_line() {
+    let scratch = Scratch::new();
+    let path = recipe(&scratch, "hf:no-org");
+    let out = scratch.anvil(&["plan", path.to_str().unwrap()]).expect_code(2);
+    let text = out.transcript();
+    assert!(text.contains("hf:ORG/NAME") && text.contains("tokens.kdl:4"), "{text}");
+}
