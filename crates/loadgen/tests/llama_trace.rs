@@ -69,10 +69,14 @@ async fn wait_ready(port: u16, server: &mut Server) {
     }
 }
 
-/// Starts llama-server (with `extra` flags) and waits until it is ready.
+fn log_path(log_name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("anvil-{log_name}-{}.log", std::process::id()))
+}
+
+/// Starts llama-server (with `extra` flags, its log at [`log_path`]) and waits until it is ready.
 async fn start(program: &str, model: &str, extra: &[&str], log_name: &str) -> (Server, String) {
     let port = free_port();
-    let log = std::env::temp_dir().join(format!("anvil-{log_name}-{}.log", std::process::id()));
+    let log = log_path(log_name);
     let child = Command::new(program)
         .args(["-m", model, "--alias", "smollm2-135m", "--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["-c", "8192", "--parallel", "4", "-t", "2"])
@@ -251,4 +255,82 @@ async fn llama_server_replays_the_trace_token_exact_with_either_tokenizer() {
         alphabets[0], alphabets[1],
         "the server's tokenizer and the tokenizer.json find the same words and ids"
     );
+}
+
+/// The server's Prometheus counters whose name starts with `prefix`.
+async fn counters(base_url: &str, prefix: &str) -> std::collections::BTreeMap<String, f64> {
+    anvil_net::install_crypto_provider();
+    let text = reqwest::get(format!("{base_url}/metrics")).await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.split_once(' ').map(|(k, v)| (k.to_string(), v.trim().parse().unwrap_or(f64::NAN))))
+        .collect()
+}
+
+/// llama.cpp with SmolLM2 as its own draft model: every request's drafted
+/// and accepted tokens (its `timings`) sum to what `/metrics` counted and
+/// to what the server's log printed per task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llama_server_draft_acceptance_per_request_matches_its_metrics_and_log() {
+    let Some((program, model)) = real_engine() else {
+        return;
+    };
+    let flags =
+        ["--jinja", "--metrics", "-md", &model, "--spec-type", "draft-simple", "--spec-draft-n-max", "8"];
+    let (_server, base_url) = start(&program, &model, &flags, "llama-draft").await;
+    let before = counters(&base_url, "llamacpp:spec_decode").await;
+    let trace = TraceSpec {
+        path: example_trace(),
+        format: TraceFormat::Mooncake,
+        block_tokens: 16,
+        time_scale: 1.0,
+        start_ms: 0,
+        duration_ms: None,
+        max_requests: Some(6),
+        looped: false,
+        ignore_eos: true,
+    };
+    let spec = CellSpec {
+        name: "llama-draft".into(),
+        model: "smollm2-135m".into(),
+        concurrency: 1,
+        seed: 3,
+        request_timeout_ms: 120_000,
+        traffic: Traffic::Trace(trace),
+        ..CellSpec::default()
+    };
+    let target = [Target {
+        base_url: base_url.clone(),
+        api_key: None,
+        label: "llama".into(),
+        tls: Default::default(),
+    }];
+    let ctx = CellContext { engine: "llama.cpp".into(), ..CellContext::default() };
+    let report = run_cell(&spec, &target, &ctx, &|_: &Progress| {}).await.expect("the cell runs");
+    assert_eq!(report.artifact["failed"], 0, "{}", report.artifact["failures"]);
+    let after = counters(&base_url, "llamacpp:spec_decode").await;
+    let delta =
+        |name: &str| after.get(name).copied().unwrap_or(0.0) - before.get(name).copied().unwrap_or(0.0);
+    let drafted: u64 = report.records.iter().map(|r| r.draft_tokens.expect("timings.draft_n")).sum();
+    let accepted: u64 =
+        report.records.iter().map(|r| r.draft_accepted_tokens.expect("draft_n_accepted")).sum();
+    let speculative = &report.artifact["tokens"]["speculative"];
+    eprintln!("records: {drafted} drafted, {accepted} accepted; artifact {speculative}; metrics {after:?}");
+    assert_eq!(speculative["draft_tokens"], drafted);
+    assert_eq!(delta("llamacpp:spec_decode_num_draft_tokens_total") as u64, drafted, "{after:?}");
+    assert_eq!(delta("llamacpp:spec_decode_num_accepted_tokens_total") as u64, accepted, "{after:?}");
+    // The log's per-task line: `draft acceptance = 0.19672 (48 accepted / 244 generated)`.
+    let log = std::fs::read_to_string(log_path("llama-draft")).unwrap();
+    let (mut log_accepted, mut log_generated) = (0u64, 0u64);
+    for line in log.lines().filter(|l| l.contains("draft acceptance")) {
+        let inner = line.split('(').nth(1).unwrap_or("");
+        let numbers: Vec<u64> =
+            inner.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+        if let [a, g, ..] = numbers[..] {
+            log_accepted += a;
+            log_generated += g;
+        }
+    }
+    eprintln!("log: {log_accepted} accepted / {log_generated} generated");
+    assert_eq!((log_accepted, log_generated), (accepted, drafted), "the server's own log agrees");
 }

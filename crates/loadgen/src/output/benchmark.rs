@@ -10,6 +10,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+pub use super::server_series::ReplicaMetrics;
 use serde_json::{Map, Value};
 
 use crate::output::offered::{CapHolds, OfferedLoad};
@@ -274,17 +276,6 @@ pub struct FieldSummary {
     pub mean: f64,
     pub min: f64,
     pub max: f64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ReplicaMetrics {
-    pub replica: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub delta: Option<BTreeMap<String, f64>>,
-    /// Why the replica's `/metrics` could not be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unavailable: Option<String>,
 }
 
 /// A target as the artifact names it: its label only.

@@ -8,7 +8,17 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::output::benchmark::ReplicaMetrics;
+/// One replica's Prometheus counters over the cell, after minus before.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReplicaMetrics {
+    pub replica: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta: Option<BTreeMap<String, f64>>,
+    /// Why the replica's `/metrics` could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
 
 /// One replica's sampled series (anvil-proc's `SampledMetrics`, read into the artifact's type).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -114,6 +114,11 @@ pub async fn run<S: TurnSender>(
                     history.push(Message { role: "user", text: user });
                 }
                 planned.content = Content::Messages(history.clone());
+                // A later turn resends the history, whose tokens (replies, each
+                // message's template) no plan counted: only a first turn is exact.
+                if turn > 0 {
+                    planned.exact_tokens = None;
+                }
                 planned.origin.session = Some(number as u64);
                 planned.origin.turn = Some(turn as u32);
                 // A recorded turn is due at its time; it still waits for the previous reply.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anvil_tokens::TokenAlphabet;
 
-use crate::workload::prompt::{SplitMix64, push_exact_words};
+use crate::workload::split_mix::SplitMix64;
 
 #[derive(Debug, Clone, Default)]
 pub enum Filler {
@@ -37,9 +37,30 @@ impl Filler {
     }
 }
 
+/// Words of exactly four letters, so the sim counts one token per word
+/// (`crates/sim/src/tokenizer.rs`) and a block of N words is N tokens.
+pub fn push_exact_words(out: &mut String, rng: &mut SplitMix64, count: u64) {
+    const LETTERS: &[u8; 20] = b"abdefghiklmnoprstuvz";
+    for _ in 0..count {
+        let r = rng.next_u64();
+        for s in 0..4 {
+            out.push(LETTERS[((r >> (16 * s)) % LETTERS.len() as u64) as usize] as char);
+        }
+        out.push(' ');
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_words_are_one_sim_token_each() {
+        let mut text = String::new();
+        push_exact_words(&mut text, &mut SplitMix64::new(1, 2), 100);
+        assert_eq!(text.split_whitespace().count(), 100);
+        assert!(text.split_whitespace().all(|w| w.len() == 4));
+    }
 
     #[test]
     fn token_words_are_the_alphabets() {

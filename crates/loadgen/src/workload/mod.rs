@@ -12,6 +12,7 @@ pub(crate) mod request;
 pub(crate) mod session;
 pub(crate) mod source;
 pub(crate) mod spec;
+pub(crate) mod split_mix;
 pub(crate) mod stages;
 pub(crate) mod stopping;
 pub(crate) mod token_exact;

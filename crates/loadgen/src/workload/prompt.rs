@@ -14,32 +14,7 @@ pub fn marker(seed: u64, index: u64) -> String {
     format!("ANVIL_REQ_{seed}_{index:05}")
 }
 
-/// SplitMix64: a tiny, well-known deterministic generator. Quality is ample
-/// for picking filler words and arrival gaps; it is not used for anything secret.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator for one purpose (`stream`) under one seed.
-    pub fn new(seed: u64, stream: u64) -> Self {
-        let mut g = Self(seed ^ stream.wrapping_mul(0xD6E8_FEB8_6659_FD93));
-        g.next_u64();
-        g
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+pub use crate::workload::split_mix::SplitMix64;
 
 /// Generator streams, so prompts, prefixes and arrivals never share draws.
 pub mod streams {
@@ -177,19 +152,6 @@ impl PromptBuilder {
     }
 }
 
-/// Words of exactly four letters, so the sim counts one token per word
-/// (`crates/sim/src/tokenizer.rs`) and a block of N words is N tokens.
-pub fn push_exact_words(out: &mut String, rng: &mut SplitMix64, count: u64) {
-    const LETTERS: &[u8; 20] = b"abdefghiklmnoprstuvz";
-    for _ in 0..count {
-        let r = rng.next_u64();
-        for s in 0..4 {
-            out.push(LETTERS[((r >> (16 * s)) % LETTERS.len() as u64) as usize] as char);
-        }
-        out.push(' ');
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,13 +223,5 @@ mod tests {
     fn marker_is_zero_padded() {
         assert_eq!(marker(17, 3), "ANVIL_REQ_17_00003");
         assert_eq!(marker(1, 123456), "ANVIL_REQ_1_123456");
-    }
-
-    #[test]
-    fn exact_words_are_one_sim_token_each() {
-        let mut text = String::new();
-        push_exact_words(&mut text, &mut SplitMix64::new(1, 2), 100);
-        assert_eq!(text.split_whitespace().count(), 100);
-        assert!(text.split_whitespace().all(|w| w.len() == 4));
     }
 }

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::workload::prompt::{SplitMix64, push_exact_words};
+use crate::workload::filler::push_exact_words;
 use crate::workload::request::{Content, Origin, Planned};
+use crate::workload::split_mix::SplitMix64;
 use crate::workload::traffic::SessionSpec;
 
 /// The stream of session `s` turn `t`'s generated text.

@@ -87,7 +87,7 @@ impl Endpoint {
         })
     }
 
-    pub(super) fn request(&self, payload: super::Payload<'_>) -> Vec<u8> {
+    pub(super) fn request(&self, payload: super::payload::Payload<'_>) -> Vec<u8> {
         let body = payload.body;
         let mut request = Vec::with_capacity(self.head_prefix.len() + 80 + body.len());
         request.extend_from_slice(self.head_prefix.as_bytes());
@@ -163,7 +163,8 @@ mod tests {
 
     fn head(url: &str, key: Option<&str>) -> String {
         let endpoint = Endpoint::with_tls(url, key, &TlsSettings::default()).expect("a valid endpoint");
-        String::from_utf8(endpoint.request(super::super::Payload::body(b"{}"))).expect("ASCII request")
+        String::from_utf8(endpoint.request(super::super::payload::Payload::body(b"{}")))
+            .expect("ASCII request")
     }
 
     #[test]
@@ -176,7 +177,7 @@ mod tests {
         );
         let endpoint =
             Endpoint::with_tls("http://a/v1/chat/completions", None, &TlsSettings::default()).unwrap();
-        let payload = super::super::Payload { body: b"{}", request_id: Some("anvil-1f-7") };
+        let payload = super::super::payload::Payload { body: b"{}", request_id: Some("anvil-1f-7") };
         let h = String::from_utf8(endpoint.request(payload)).unwrap();
         assert!(h.contains("\r\nX-Request-Id: anvil-1f-7\r\nContent-Length: 2\r\n"), "{h}");
         let h = head("http://[::1]:9/x/v1/completions?a=b", None);

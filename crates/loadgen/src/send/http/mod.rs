@@ -13,6 +13,7 @@
 
 mod chunked;
 mod endpoint;
+mod payload;
 #[cfg(test)]
 mod proptests;
 mod response;
@@ -28,6 +29,7 @@ use crate::observe::stream::StreamObservation;
 use crate::send::sender::{SendJob, Sent};
 use crate::workload::spec::Api;
 pub use endpoint::Endpoint;
+pub use payload::Payload;
 use response::{Body, parse_head};
 use socket::StampedSocket;
 
@@ -46,20 +48,6 @@ enum Ending {
     /// A pooled connection failed before a byte of response came back: the
     /// server had closed it while idle, and the request never reached it.
     Stale,
-}
-
-/// What one request sends: its JSON body and the id its `X-Request-Id`
-/// header gives it (so the server's log and the record can be joined).
-#[derive(Debug, Clone, Copy)]
-pub struct Payload<'a> {
-    pub body: &'a [u8],
-    pub request_id: Option<&'a str>,
-}
-
-impl<'a> Payload<'a> {
-    pub fn body(body: &'a [u8]) -> Self {
-        Self { body, request_id: None }
-    }
 }
 
 /// Sends one streaming request and observes it until the stream ends, an
