@@ -97,20 +97,7 @@ async fn llama_server_replays_a_short_mooncake_trace_on_schedule() {
     };
     let (_server, base_url) = start(&program, &model, &[], "llama-trace").await;
 
-    let trace = TraceSpec {
-        path: PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../examples/traces/mooncake-small.jsonl"
-        )),
-        format: TraceFormat::Mooncake,
-        block_tokens: 16,
-        time_scale: 1.0,
-        start_ms: 0,
-        duration_ms: None,
-        max_requests: Some(6),
-        looped: false,
-        ignore_eos: true,
-    };
+    let trace = example_trace_spec(Some(6));
     let spec = CellSpec {
         name: "llama-trace".into(),
         model: "smollm2-135m".into(),
@@ -151,6 +138,22 @@ fn example_trace() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/traces/mooncake-small.jsonl"))
 }
 
+/// The example Mooncake trace at its recorded times, 16-token blocks,
+/// output lengths held by `ignore_eos`.
+fn example_trace_spec(max_requests: Option<u64>) -> TraceSpec {
+    TraceSpec {
+        path: example_trace(),
+        format: TraceFormat::Mooncake,
+        block_tokens: 16,
+        time_scale: 1.0,
+        start_ms: 0,
+        duration_ms: None,
+        max_requests,
+        looped: false,
+        ignore_eos: true,
+    }
+}
+
 /// Each line's `input_length` (0 for a line sent as its own text), from the file.
 fn input_lengths() -> Vec<u64> {
     std::fs::read_to_string(example_trace())
@@ -162,17 +165,7 @@ fn input_lengths() -> Vec<u64> {
 }
 
 async fn replay_token_exact(base_url: &str, tokenizer: TokenizerSpec) -> CellReport {
-    let trace = TraceSpec {
-        path: example_trace(),
-        format: TraceFormat::Mooncake,
-        block_tokens: 16,
-        time_scale: 1.0,
-        start_ms: 0,
-        duration_ms: None,
-        max_requests: None,
-        looped: false,
-        ignore_eos: true,
-    };
+    let trace = example_trace_spec(None);
     let spec = CellSpec {
         name: "llama-exact".into(),
         model: "smollm2-135m".into(),
@@ -279,17 +272,7 @@ async fn llama_server_draft_acceptance_per_request_matches_its_metrics_and_log()
         ["--jinja", "--metrics", "-md", &model, "--spec-type", "draft-simple", "--spec-draft-n-max", "8"];
     let (_server, base_url) = start(&program, &model, &flags, "llama-draft").await;
     let before = counters(&base_url, "llamacpp:spec_decode").await;
-    let trace = TraceSpec {
-        path: example_trace(),
-        format: TraceFormat::Mooncake,
-        block_tokens: 16,
-        time_scale: 1.0,
-        start_ms: 0,
-        duration_ms: None,
-        max_requests: Some(6),
-        looped: false,
-        ignore_eos: true,
-    };
+    let trace = example_trace_spec(Some(6));
     let spec = CellSpec {
         name: "llama-draft".into(),
         model: "smollm2-135m".into(),

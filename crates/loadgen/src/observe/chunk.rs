@@ -74,17 +74,19 @@ fn parse_openai_chunk(data: &[u8]) -> Result<ChunkView<'_>, ScanError> {
             }
             Ok(Some(end))
         }
+        // Neither is part of what the measurement needs: a value of another
+        // shape is ignored, never a malformed stream.
         b"id" => {
             let (raw, end) = value_at(data, at)?;
             if view.id.is_none() {
-                view.id = string_value(raw)?;
+                view.id = string_value(raw).ok().flatten();
             }
             Ok(Some(end))
         }
         b"timings" => {
             let (raw, end) = value_at(data, at)?;
             if !is_null(raw) {
-                view.draft = parse_draft(raw)?;
+                view.draft = parse_draft(raw).ok().flatten();
             }
             Ok(Some(end))
         }
@@ -232,6 +234,9 @@ mod tests {
         let v = parse_event(Api::Chat, b"", u).unwrap();
         assert_eq!(v.usage, Some(Usage { prompt_tokens: 10, completion_tokens: 5, cached_tokens: Some(4) }));
         assert_eq!((v.id.as_deref(), v.draft), (Some("x"), Some(Draft { drafted: 8, accepted: 3 })));
+        let odd = br#"{"id":false,"choices":[],"timings":7}"#;
+        let v = parse_event(Api::Chat, b"", odd).expect("an odd id or timings is ignored");
+        assert_eq!((v.id, v.draft), (None, None));
 
         assert!(parse_event(Api::Chat, b"", b"[DONE]").unwrap().done);
     }
