@@ -59,6 +59,16 @@ fn a_servers_tokenizer_makes_its_cells_token_exact_and_enters_the_fingerprint() 
     assert!(html.contains("gauges during the cell"), "{}", report.transcript());
     assert!(html.contains("speculative decoding accepted"), "the acceptance line");
 
+    // `anvil verify` re-derives the tallies from the records, and an edited one fails.
+    scratch.write("artifact.json", &serde_json::to_string(&a).unwrap());
+    let verified = scratch.anvil(&["verify", "artifact.json"]).expect_code(0);
+    assert!(verified.stdout.contains("verified: clean"), "{}", verified.transcript());
+    let mut edited = a.clone();
+    edited["tokens"]["prompt_length"]["met"] = serde_json::json!(18);
+    scratch.write("edited.json", &serde_json::to_string(&edited).unwrap());
+    let refused = scratch.anvil(&["verify", "edited.json"]).expect_code(1);
+    assert!(refused.stdout.contains("tokens.prompt_length.met"), "{}", refused.transcript());
+
     // The tokenizer's content is the fingerprint's, not only its name.
     let before = scratch.plan(&path, &[]).fingerprint("replay");
     let mut changed = std::fs::read_to_string(FIXTURE).unwrap();

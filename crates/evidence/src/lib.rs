@@ -26,6 +26,7 @@ pub mod series;
 pub mod stages;
 pub mod stats;
 pub mod tdist;
+pub mod tokens;
 
 pub use bootstrap::Statistic;
 pub use compare::{CompareOptions, Comparison, Verdict, compare_repeats, compare_samples};

@@ -136,6 +136,7 @@ impl Default for Options {
 const DERIVED: &[&str] = &[
     "metrics",
     "client_error",
+    "tokens",
     "metric_population",
     "repeats",
     "per_target",
@@ -214,11 +215,16 @@ pub fn rederive_with(artifact: &Value, opts: &Options) -> Result<Report, Rederiv
     crate::stages::check_stages(&mut c, artifact, &reqs, opts.ci_z);
     crate::series::check_series(&mut c, artifact, &reqs);
     crate::client_error::check(&mut c, artifact, &reqs);
+    crate::tokens::check(&mut c, artifact, &reqs);
 
     c.sweep("metrics", "not a metric benchmark/v1 defines");
     c.sweep("metric_population", "not a population field benchmark/v1 defines");
     c.sweep("repeats", "not a repeat field anvil defines");
     c.sweep("per_target", "not a per-target field anvil defines");
+    c.sweep(
+        "tokens",
+        "measured before the clock (the tokenizer, its words, the template probes), not in the records",
+    );
     for key in obj.keys() {
         if !INPUTS.contains(&key.as_str()) && !DERIVED.contains(&key.as_str()) {
             c.uncheck(key, "not defined by benchmark/v1 (added by the caller); not re-derived");

@@ -864,12 +864,22 @@ async fn probe_prompt_tokens(
     prompt: &str,
     index: u64,
 ) -> anyhow::Result<u64> {
+    Ok(probe_usage(endpoint, spec, prompt, index).await?.prompt_tokens)
+}
+
+/// The server's `usage` for `prompt` (sent as request `index`, one token asked for).
+async fn probe_usage(
+    endpoint: &Endpoint,
+    spec: &CellSpec,
+    prompt: &str,
+    index: u64,
+) -> anyhow::Result<crate::observe::chunk::Usage> {
     let marker = marker(spec.seed, index);
     let body = serde_json::to_vec(&request_body(spec, prompt, index, &marker, 1))?;
     let timeout = Duration::from_millis(spec.request_timeout_ms);
     let (obs, _) = execute(endpoint, spec.api, Payload::body(&body), timeout).await;
     match (obs.usage, obs.failure) {
-        (Some(usage), _) => Ok(usage.prompt_tokens),
+        (Some(usage), _) => Ok(usage),
         (None, Some((class, detail))) => bail!("probe request failed ({}): {detail}", class.as_str()),
         (None, None) => bail!("probe request returned no usage.prompt_tokens"),
     }
@@ -947,7 +957,7 @@ pub async fn measure(
             &targets[0],
             &prompts,
             &source,
-            async |text| probe_prompt_tokens(&endpoints[0], &spec, text, probe_index).await,
+            async |text| probe_usage(&endpoints[0], &spec, text, probe_index).await,
         )
         .await
         .with_context(|| format!("preparing token-exact prompts for {}", targets[0].label))?;

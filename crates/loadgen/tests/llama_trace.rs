@@ -196,8 +196,11 @@ async fn llama_server_replays_the_trace_token_exact_with_either_tokenizer() {
     let file =
         concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json");
     let lengths = input_lengths();
+    let template_prefix = template_prefix_tokens(&base_url).await;
     let mut alphabets = Vec::new();
-    for tokenizer in [TokenizerSpec::File { path: file.into() }, TokenizerSpec::Server] {
+    for (run, tokenizer) in
+        [TokenizerSpec::File { path: file.into() }, TokenizerSpec::Server].into_iter().enumerate()
+    {
         let report = replay_token_exact(&base_url, tokenizer.clone()).await;
         let a = &report.artifact;
         assert_eq!(a["failed"], 0, "failures: {}", a["failures"]);
@@ -248,6 +251,36 @@ async fn llama_server_replays_the_trace_token_exact_with_either_tokenizer() {
         alphabets[0], alphabets[1],
         "the server's tokenizer and the tokenizer.json find the same words and ids"
     );
+}
+
+/// The tokens of llama.cpp's chat template before a user message's content,
+/// by the server's own `/apply-template` and `/tokenize`.
+async fn template_prefix_tokens(base_url: &str) -> u64 {
+    anvil_net::install_crypto_provider();
+    let client = reqwest::Client::new();
+    let marker = "QQQMARKERQQQ";
+    let body = serde_json::json!({"messages": [{"role": "user", "content": marker}]});
+    let applied: serde_json::Value = client
+        .post(format!("{base_url}/apply-template"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let prompt = applied["prompt"].as_str().unwrap();
+    let before = &prompt[..prompt.find(marker).unwrap()];
+    let tokens: serde_json::Value = client
+        .post(format!("{base_url}/tokenize"))
+        .json(&serde_json::json!({"content": before, "add_special": false, "parse_special": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    tokens["tokens"].as_array().unwrap().len() as u64
 }
 
 /// The server's Prometheus counters whose name starts with `prefix`.

@@ -24,6 +24,11 @@ pub struct TokenAccount {
     pub template_overhead_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overhead_probes: Vec<OverheadProbe>,
+    /// Of the template, the tokens the server's cache held for the second
+    /// probe, which shares nothing else with the first: the shared system
+    /// prompt as this server caches it (whole blocks on a paged cache).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template_cached_tokens: Option<u64>,
     /// The tokens of the closing instructions of a synthetic prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction_tokens: Option<u64>,
@@ -44,6 +49,8 @@ pub struct TokenAccount {
 pub struct OverheadProbe {
     pub content_tokens: u64,
     pub prompt_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +93,13 @@ pub struct PrefixCache {
     /// Of the server's, the tokens on requests the trace says share nothing
     /// (a chat template's shared system prompt is cached this way).
     pub server_cached_where_ideal_is_zero: u64,
+    /// With the template's cached part (`template_cached_tokens`) on every
+    /// request but the first added to the ideal: like for like with what a
+    /// chat server counts, and `server_cached_tokens` over it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ideal_with_template_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_with_template: Option<f64>,
 }
 
 /// Speculative decoding's counts over the requests that reported them.
@@ -165,7 +179,16 @@ impl TokenTally {
                 server_cached_tokens: s.cached,
                 ratio: (s.ideal > 0).then(|| s.cached as f64 / s.ideal as f64),
                 server_cached_where_ideal_is_zero: s.cached_where_none,
+                ideal_with_template_tokens: None,
+                ratio_with_template: None,
             });
+            if let (Some(cache), Some(template)) = (&mut account.prefix_cache, account.template_cached_tokens)
+            {
+                let ideal = cache.ideal_cached_tokens + template * cache.requests.saturating_sub(1);
+                cache.ideal_with_template_tokens = Some(ideal);
+                cache.ratio_with_template =
+                    (ideal > 0).then(|| cache.server_cached_tokens as f64 / ideal as f64);
+            }
         }
         if s.draft_requests > 0 {
             account.speculative = Some(Speculative {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anvil_tokens::{ServerAddress, TokenAlphabet, Tokenizer, TokenizerSpec};
 use anyhow::Context as _;
 
+use crate::observe::chunk::Usage;
 use crate::output::tokens::{OverheadProbe, PromptCheck, PromptMiss, TokenAccount};
 use crate::workload::filler::Filler;
 use crate::workload::prompt::{PromptBuilder, SplitMix64};
@@ -35,14 +36,14 @@ pub struct TokenExact {
 }
 
 /// Prepares `spec`'s tokenizer; `probe(text)` sends one request with
-/// `text` as its prompt and answers the server's `prompt_tokens`.
+/// `text` as its prompt and answers the server's `usage`.
 pub async fn prepare(
     spec: &CellSpec,
     tokenizer: &TokenizerSpec,
     target: &Target,
     prompts: &PromptBuilder,
     source: &Source,
-    mut probe: impl AsyncFnMut(&str) -> anyhow::Result<u64>,
+    mut probe: impl AsyncFnMut(&str) -> anyhow::Result<Usage>,
 ) -> anyhow::Result<TokenExact> {
     let address = ServerAddress {
         base_url: &target.base_url,
@@ -82,8 +83,12 @@ pub async fn prepare(
     for (k, tokens) in PROBE_TOKENS.into_iter().enumerate() {
         let mut text = String::new();
         filler.push(&mut text, &mut SplitMix64::new(spec.seed, PROBE_STREAM + k as u64), tokens);
-        let prompt_tokens = probe(&text).await.context("measuring the chat template's tokens")?;
-        account.overhead_probes.push(OverheadProbe { content_tokens: tokens, prompt_tokens });
+        let usage = probe(&text).await.context("measuring the chat template's tokens")?;
+        account.overhead_probes.push(OverheadProbe {
+            content_tokens: tokens,
+            prompt_tokens: usage.prompt_tokens,
+            cached_tokens: usage.cached_tokens,
+        });
     }
     let overheads: Vec<u64> =
         account.overhead_probes.iter().map(|p| p.prompt_tokens.saturating_sub(p.content_tokens)).collect();
@@ -95,6 +100,9 @@ pub async fn prepare(
         account.overhead_probes.iter().map(|p| p.prompt_tokens).collect::<Vec<_>>()
     );
     account.template_overhead_tokens = Some(template_overhead);
+    // The probes share nothing but the template: what the server cached of
+    // the second is the template's leading part as its cache holds it.
+    account.template_cached_tokens = account.overhead_probes.last().and_then(|p| p.cached_tokens);
 
     let exact_prompts = PromptBuilder { filler: filler.clone(), instruction_tokens, ..prompts.clone() };
     let planned_total = source.requests().unwrap_or(u64::from(spec.requests));
