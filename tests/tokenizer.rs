@@ -87,3 +87,22 @@ fn a_bad_tokenizer_is_a_recipe_error_at_its_line() {
     let text = out.transcript();
     assert!(text.contains("hf:ORG/NAME") && text.contains("tokens.kdl:4"), "{text}");
 }
+
+#[test]
+fn dataset_token_bounds_that_cannot_hold_are_recipe_errors() {
+    let scratch = Scratch::new();
+    scratch.write("d.jsonl", "{\"prompt\": \"hello there\"}\n");
+    for (props, says) in [
+        ("truncate=#true", "cuts prompts to `max-prompt-tokens=`"),
+        ("min-prompt-tokens=9 max-prompt-tokens=3", "is above `max-prompt-tokens=3`"),
+    ] {
+        let path = scratch.write(
+            "bounds.kdl",
+            &format!(
+                "server \"sim\" {{ model \"m\"; tokenizer \"server\"; }}\ncell \"c\" server=\"sim\" {{\n    dataset \"d.jsonl\" format=\"jsonl\" {props}\n}}\n"
+            ),
+        );
+        let text = scratch.anvil(&["plan", path.to_str().unwrap()]).expect_code(2).transcript();
+        assert!(text.contains(says) && text.contains("bounds.kdl:3"), "{text}");
+    }
+}

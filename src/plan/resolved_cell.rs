@@ -206,6 +206,9 @@ fn traffic(decl: &TrafficDecl) -> Traffic {
         TrafficDecl::Dataset(d) => Traffic::Dataset(DatasetSpec {
             path: d.file.clone().into(),
             format: if d.format == "jsonl" { DatasetFormat::Jsonl } else { DatasetFormat::Sharegpt },
+            min_prompt_tokens: d.min_prompt_tokens,
+            max_prompt_tokens: d.max_prompt_tokens,
+            truncate: d.truncate,
         }),
         TrafficDecl::Sessions(s) => Traffic::Sessions(SessionSpec {
             sessions: s.sessions.min(u64::from(u32::MAX)) as u32,

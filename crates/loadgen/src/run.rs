@@ -116,6 +116,21 @@ pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
     if !(spec.extra_body.is_null() || spec.extra_body.is_object()) {
         bail!("cell `{}`: extra_body must be a JSON object", spec.name);
     }
+    if let crate::workload::traffic::Traffic::Dataset(d) = &spec.traffic
+        && d.bounds_tokens()
+        && spec.tokenizer.is_none()
+    {
+        bail!(
+            "cell `{}`: `min-prompt-tokens` and `max-prompt-tokens` count the model's own tokens: give its server a `tokenizer`",
+            spec.name
+        );
+    }
+    if let crate::workload::traffic::Traffic::Dataset(d) = &spec.traffic
+        && d.truncate
+        && d.max_prompt_tokens.is_none()
+    {
+        bail!("cell `{}`: `truncate` cuts prompts to `max-prompt-tokens`: set it", spec.name);
+    }
     if let Err(problem) = stages::check(spec) {
         bail!("cell `{}`: {problem}", spec.name);
     }
@@ -896,7 +911,7 @@ fn request_tag() -> String {
 #[allow(clippy::too_many_arguments)]
 pub async fn measure(
     spec: CellSpec,
-    source: Source,
+    mut source: Source,
     targets: Vec<Target>,
     ctx: CellContext,
     progress_tx: mpsc::UnboundedSender<Progress>,
@@ -961,6 +976,9 @@ pub async fn measure(
         )
         .await
         .with_context(|| format!("preparing token-exact prompts for {}", targets[0].label))?;
+        if let Some(counted) = exact.source {
+            source = counted;
+        }
         prompts.filler = exact.filler;
         prompts.instruction_tokens = exact.instruction_tokens;
         template_overhead = Some(exact.template_overhead);

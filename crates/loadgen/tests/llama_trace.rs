@@ -245,6 +245,14 @@ async fn llama_server_replays_the_trace_token_exact_with_either_tokenizer() {
             tokens["prefix_cache"]["ideal_cached_tokens"].as_u64().unwrap() > 0,
             "the trace shares blocks"
         );
+        // The template's cached part is its leading tokens, as llama.cpp's own
+        // /apply-template and /tokenize count them.
+        assert_eq!(tokens["template_cached_tokens"], template_prefix, "{tokens}");
+        if run == 0 {
+            // A cold server cannot hold more than an unbounded cache would.
+            let ratio = tokens["prefix_cache"]["ratio_with_template"].as_f64().unwrap();
+            assert!(ratio <= 1.0, "{ratio}");
+        }
         alphabets.push(tokens["alphabet"]["blake3"].as_str().unwrap().to_string());
     }
     assert_eq!(

@@ -148,3 +148,83 @@ async fn a_tokenizer_that_is_not_the_servers_shows_in_every_record() {
     assert_eq!((lengths["met"].as_u64(), lengths["missed"].as_u64()), (Some(0), Some(12)), "{lengths}");
     assert!(lengths["difference_min"].as_i64().unwrap() != 0, "{lengths}");
 }
+
+fn dataset_cell(tokenizer: TokenizerSpec, min: Option<u64>, max: Option<u64>, truncate: bool) -> CellSpec {
+    let dataset = anvil_loadgen::DatasetSpec {
+        path: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/datasets/prompts.jsonl")),
+        format: anvil_loadgen::DatasetFormat::Jsonl,
+        min_prompt_tokens: min,
+        max_prompt_tokens: max,
+        truncate,
+    };
+    CellSpec {
+        name: "exact-dataset".into(),
+        model: "sim-model".into(),
+        concurrency: 4,
+        requests: 20,
+        max_tokens: 8,
+        seed: 5,
+        request_timeout_ms: 30_000,
+        traffic: Traffic::Dataset(dataset),
+        tokenizer: Some(tokenizer),
+        ..CellSpec::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dataset_is_counted_in_tokens_and_held_to_its_bounds() {
+    // The server's tokenizer: every prompt's length is known, so every record is checked.
+    let report = run(dataset_cell(TokenizerSpec::Server, Some(3), Some(9), false)).await;
+    let a = &report.artifact;
+    assert_eq!(a["failed"], 0, "{}", a["failures"]);
+    let bounds = &a["traffic"]["token_bounds"];
+    // The sim counts ceil(chars / 4) per word: "Say hello." is 3, the planets line 10.
+    assert!(bounds["dropped_too_long"].as_u64().unwrap() >= 1, "{bounds}");
+    assert_eq!(
+        a["traffic"]["entries"].as_u64().unwrap()
+            + bounds["dropped_too_long"].as_u64().unwrap()
+            + bounds["dropped_too_short"].as_u64().unwrap(),
+        11
+    );
+    for r in &report.records {
+        let expected = r.prompt_tokens_expected.expect("a counted prompt's expected length");
+        assert_eq!(r.prompt_tokens, Some(expected), "record {}", r.request_index);
+        let content = expected - a["tokens"]["template_overhead_tokens"].as_u64().unwrap();
+        assert!((3..=9).contains(&content), "within the bounds: {content}");
+    }
+    // SmolLM2's tokenizer.json cuts the long prompts to their first 6 tokens.
+    let report = run(dataset_cell(smollm2_tokenizer(), None, Some(6), true)).await;
+    let bounds = &report.artifact["traffic"]["token_bounds"];
+    assert!(
+        bounds["truncated"].as_u64().unwrap() >= 5,
+        "most lines are longer than 6 SmolLM2 tokens: {bounds}"
+    );
+    assert_eq!(bounds["dropped_too_long"], 0);
+    // Each record expects its prompt's SmolLM2 count (the sim counts otherwise:
+    // only the expectation is checked here), at most the 6 kept.
+    let overhead = report.artifact["tokens"]["template_overhead_tokens"].as_u64().unwrap();
+    let contents: Vec<u64> =
+        report.records.iter().map(|r| r.prompt_tokens_expected.expect("counted") - overhead).collect();
+    assert!(contents.iter().all(|&c| (1..=6).contains(&c)), "{contents:?}");
+    assert!(
+        contents.iter().filter(|&&c| c == 6).count() >= 5,
+        "the cut ones are 6 tokens again: {contents:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_bounds_without_a_tokenizer_are_refused() {
+    let mut cell = dataset_cell(TokenizerSpec::Server, Some(3), None, false);
+    cell.tokenizer = None;
+    let target = [Target {
+        base_url: "http://127.0.0.1:9".into(),
+        api_key: None,
+        label: "x".into(),
+        tls: Default::default(),
+    }];
+    let err = match run_cell(&cell, &target, &CellContext::default(), &|_: &Progress| {}).await {
+        Ok(_) => panic!("bounds without a tokenizer ran"),
+        Err(err) => err,
+    };
+    assert!(format!("{err:#}").contains("give its server a `tokenizer`"), "{err:#}");
+}

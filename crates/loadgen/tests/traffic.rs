@@ -185,7 +185,15 @@ async fn a_sessions_trace_keeps_turn_order_and_the_shared_prefix() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dataset_samples_reproducibly_from_the_seed() {
-    let dataset = |format, file: &str| Traffic::Dataset(DatasetSpec { path: example(file), format });
+    let dataset = |format, file: &str| {
+        Traffic::Dataset(DatasetSpec {
+            path: example(file),
+            format,
+            min_prompt_tokens: None,
+            max_prompt_tokens: None,
+            truncate: false,
+        })
+    };
     let entries = |r: &CellReport| r.records.iter().map(|r| r.dataset_entry.unwrap()).collect::<Vec<_>>();
     let mut cell = spec(dataset(DatasetFormat::Sharegpt, "datasets/chat.sharegpt.json"));
     cell.requests = 12;

@@ -78,6 +78,28 @@ impl Tokenizer {
         }
     }
 
+    /// How many tokens `text` is, and with a local tokenizer, where (in
+    /// bytes, on a character boundary) a text longer than `keep` tokens
+    /// would end to keep its first `keep` (a server's endpoint gives no offsets).
+    pub async fn count_and_cut(&self, text: &str, keep: Option<u64>) -> anyhow::Result<(u64, Option<usize>)> {
+        match self {
+            Self::Local { tokenizer, .. } => {
+                let encoding =
+                    tokenizer.encode(text, false).map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?;
+                let count = encoding.len() as u64;
+                let cut = keep.filter(|&k| k > 0 && count > k).and_then(|k| {
+                    let mut end = encoding.get_offsets().get(k as usize - 1)?.1.min(text.len());
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    Some(end)
+                });
+                Ok((count, cut))
+            }
+            Self::Server { endpoint, .. } => Ok((endpoint.encode(text).await?.len() as u64, None)),
+        }
+    }
+
     /// The ids of each text; a server is asked several at a time.
     pub async fn encode_many(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<u32>>> {
         match self {

@@ -28,6 +28,27 @@ struct Entry {
     at: usize,
     len: usize,
     output_tokens: u32,
+    /// Its length in the model's tokens, when a tokenizer counted it.
+    tokens: Option<u32>,
+}
+
+/// One entry as the tokenizer counted it: its tokens, and where a prompt
+/// cut to `max-prompt-tokens` ends (bytes), when it was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    pub tokens: u64,
+    /// Where the prompt cut to `max-prompt-tokens` ends, and its tokens
+    /// counted again (a cut can change how the last word tokenizes).
+    pub cut: Option<(usize, u64)>,
+}
+
+/// What the token bounds did to the file's prompts, for the artifact.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Bounded {
+    counted: bool,
+    too_short: u64,
+    too_long: u64,
+    truncated: u64,
 }
 
 #[derive(Debug)]
@@ -41,6 +62,10 @@ pub struct Dataset {
     skipped: u64,
     /// Request indices below this are measured (above: warmup, calibration).
     measured_below: u64,
+    /// Requests of one run (what `order` was sampled for).
+    requests: u32,
+    seed: u64,
+    bounded: Bounded,
 }
 
 #[derive(Deserialize)]
@@ -75,7 +100,7 @@ impl Dataset {
         let mut entries = Vec::new();
         let mut skipped = 0;
         let mut push = |text: &str, output_tokens: u32| {
-            entries.push(Entry { at: texts.len(), len: text.len(), output_tokens });
+            entries.push(Entry { at: texts.len(), len: text.len(), output_tokens, tokens: None });
             texts.push_str(text);
         };
         match spec.format {
@@ -106,7 +131,66 @@ impl Dataset {
         let order = sample(entries.len(), requests as usize, seed);
         // Staged requests are numbered up to the stages' end; they cycle through the sample.
         let measured_below = staged_below.unwrap_or(u64::from(requests) * u64::from(repeats.max(1)));
-        Ok(Self { spec: spec.clone(), texts, entries, order, skipped, measured_below })
+        Ok(Self {
+            spec: spec.clone(),
+            texts,
+            entries,
+            order,
+            skipped,
+            measured_below,
+            requests,
+            seed,
+            bounded: Bounded::default(),
+        })
+    }
+
+    pub fn spec(&self) -> &DatasetSpec {
+        &self.spec
+    }
+
+    /// Every entry's prompt, in file order (for a tokenizer to count).
+    pub fn prompts(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| &self.texts[e.at..e.at + e.len])
+    }
+
+    /// The dataset with each entry's token count (`counted`, in file order)
+    /// and the spec's token bounds applied: too short or too long prompts
+    /// dropped (or cut, with `truncate`), then sampled again from what is left.
+    pub fn counted(&self, counted: &[Counted]) -> anyhow::Result<Self> {
+        let (min, max) =
+            (self.spec.min_prompt_tokens.unwrap_or(0), self.spec.max_prompt_tokens.unwrap_or(u64::MAX));
+        let mut bounded = Bounded { counted: true, ..Bounded::default() };
+        let mut entries = Vec::with_capacity(self.entries.len());
+        for (entry, c) in self.entries.iter().zip(counted) {
+            let mut entry = Entry { tokens: u32::try_from(c.tokens).ok(), ..*entry };
+            if c.tokens < min {
+                bounded.too_short += 1;
+                continue;
+            }
+            if c.tokens > max {
+                match (self.spec.truncate, c.cut) {
+                    (true, Some((cut, tokens))) => {
+                        entry.len = cut;
+                        entry.tokens = u32::try_from(tokens).ok();
+                        bounded.truncated += 1;
+                    }
+                    _ => {
+                        bounded.too_long += 1;
+                        continue;
+                    }
+                }
+            }
+            entries.push(entry);
+        }
+        if entries.is_empty() {
+            bail!(
+                "no prompt of the dataset is within the token bounds ({} shorter than {min}, {} longer than {max})",
+                bounded.too_short,
+                bounded.too_long
+            );
+        }
+        let order = sample(entries.len(), self.requests as usize, self.seed);
+        Ok(Self { texts: self.texts.clone(), entries, order, bounded, spec: self.spec.clone(), ..*self })
     }
 
     /// Request `index`'s prompt, `None` past the measured requests' slots.
@@ -126,19 +210,31 @@ impl Dataset {
                 requested_output_tokens: (asked > 0).then_some(u64::from(asked)),
                 ..Origin::default()
             },
-            exact_tokens: None,
+            // Sent as written: its length is exact when a tokenizer counted it.
+            exact_tokens: entry.tokens.map(u64::from),
         })
     }
 
     pub fn describe(&self) -> Value {
-        json!({
+        let mut d = json!({
             "kind": "dataset",
             "file": self.spec.path.display().to_string(),
             "format": self.spec.format.as_str(),
             "entries": self.entries.len(),
             "skipped_conversations": self.skipped,
             "sampling": "seeded shuffle without replacement; a new shuffle when the file runs out",
-        })
+        });
+        if self.bounded.counted {
+            d["token_bounds"] = json!({
+                "min_prompt_tokens": self.spec.min_prompt_tokens,
+                "max_prompt_tokens": self.spec.max_prompt_tokens,
+                "truncate": self.spec.truncate,
+                "dropped_too_short": self.bounded.too_short,
+                "dropped_too_long": self.bounded.too_long,
+                "truncated": self.bounded.truncated,
+            });
+        }
+        d
     }
 }
 
@@ -181,12 +277,61 @@ mod tests {
                 {"conversations": [{"from": "gpt", "value": "no prompt"}]}]"#,
         )
         .unwrap();
-        let spec = DatasetSpec { path: path.clone(), format: DatasetFormat::Sharegpt };
+        let spec = DatasetSpec {
+            path: path.clone(),
+            format: DatasetFormat::Sharegpt,
+            min_prompt_tokens: None,
+            max_prompt_tokens: None,
+            truncate: false,
+        };
         let d = Dataset::load(&spec, 3, 4, 1, None).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(d.skipped, 1);
         let p = d.plan(2, 64).unwrap();
         assert_eq!(p.content, Content::Prompt("What is rust?".into()));
         assert_eq!((p.max_tokens, p.origin.dataset_entry), (64, Some(0)));
+    }
+
+    #[test]
+    fn token_bounds_drop_and_cut_prompts() {
+        let path = std::env::temp_dir().join(format!("anvil-dataset-bounds-{}.jsonl", std::process::id()));
+        std::fs::write(
+            &path,
+            "{\"prompt\": \"a\"}\n{\"prompt\": \"b b b\"}\n{\"prompt\": \"c c c c c c\"}\n",
+        )
+        .unwrap();
+        let mut spec = DatasetSpec {
+            path: path.clone(),
+            format: DatasetFormat::Jsonl,
+            min_prompt_tokens: Some(2),
+            max_prompt_tokens: Some(4),
+            truncate: false,
+        };
+        let d = Dataset::load(&spec, 3, 6, 1, None).unwrap();
+        let counts = [
+            Counted { tokens: 1, cut: None },
+            Counted { tokens: 3, cut: None },
+            Counted { tokens: 6, cut: Some((7, 4)) },
+        ];
+        let kept = d.counted(&counts).unwrap();
+        assert_eq!(kept.entries.len(), 1, "too short and too long dropped");
+        let p = kept.plan(0, 8).unwrap();
+        assert_eq!((p.content, p.exact_tokens), (Content::Prompt("b b b".into()), Some(3)));
+        assert_eq!(kept.describe()["token_bounds"]["dropped_too_long"], 1);
+        spec.truncate = true;
+        let d = Dataset::load(&spec, 3, 6, 1, None).unwrap();
+        let cut = d.counted(&counts).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(cut.entries.len(), 2);
+        let texts: Vec<_> = (0..6)
+            .filter_map(|i| match cut.plan(i, 8).unwrap().content {
+                Content::Prompt(p) => Some(p),
+                Content::Messages(_) => None,
+            })
+            .collect();
+        assert!(texts.contains(&"c c c c".to_string()), "cut to its first 4 tokens: {texts:?}");
+        assert!(
+            d.counted(&[Counted { tokens: 1, cut: None }; 3]).unwrap_err().to_string().contains("no prompt")
+        );
     }
 }

@@ -11,6 +11,7 @@ use anyhow::Context as _;
 
 use crate::observe::chunk::Usage;
 use crate::output::tokens::{OverheadProbe, PromptCheck, PromptMiss, TokenAccount};
+use crate::workload::dataset::{Counted, Dataset};
 use crate::workload::filler::Filler;
 use crate::workload::prompt::{PromptBuilder, SplitMix64};
 use crate::workload::request::Content;
@@ -29,6 +30,8 @@ const CHECKED_REMOTE: u64 = 8;
 
 /// What the run uses: the words, and the overhead every record is checked against.
 pub struct TokenExact {
+    /// The traffic again where counting changed it (a dataset's prompts counted and bounded).
+    pub source: Option<Source>,
     pub filler: Filler,
     pub instruction_tokens: u64,
     pub template_overhead: u64,
@@ -104,6 +107,12 @@ pub async fn prepare(
     // the second is the template's leading part as its cache holds it.
     account.template_cached_tokens = account.overhead_probes.last().and_then(|p| p.cached_tokens);
 
+    let counted = match source {
+        Source::Dataset(d) => Some(Source::Dataset(Arc::new(count_dataset(d, &tokenizer).await?))),
+        _ => None,
+    };
+    let source = counted.as_ref().unwrap_or(source);
+
     let exact_prompts = PromptBuilder { filler: filler.clone(), instruction_tokens, ..prompts.clone() };
     let planned_total = source.requests().unwrap_or(u64::from(spec.requests));
     let limit = if tokenizer.is_remote() { CHECKED_REMOTE } else { CHECKED_LOCAL };
@@ -122,5 +131,26 @@ pub async fn prepare(
         }
     }
     account.checked_prompts = (check.checked > 0).then_some(check);
-    Ok(TokenExact { filler, instruction_tokens, template_overhead, account })
+    Ok(TokenExact { source: counted, filler, instruction_tokens, template_overhead, account })
+}
+
+/// A dataset's prompts counted in the model's tokens (so each record knows
+/// its expected length) and held to the spec's token bounds.
+async fn count_dataset(dataset: &Dataset, tokenizer: &Tokenizer) -> anyhow::Result<Dataset> {
+    let spec = dataset.spec();
+    anyhow::ensure!(
+        !(spec.truncate && tokenizer.is_remote()),
+        "`truncate` cuts prompts at a token's offset, which only a tokenizer.json gives: the server's \
+         tokenize endpoint does not"
+    );
+    let mut counted = Vec::new();
+    for text in dataset.prompts() {
+        let (tokens, cut_at) = tokenizer.count_and_cut(text, spec.max_prompt_tokens).await?;
+        let cut = match cut_at {
+            Some(end) => Some((end, tokenizer.count_and_cut(&text[..end], None).await?.0)),
+            None => None,
+        };
+        counted.push(Counted { tokens, cut });
+    }
+    dataset.counted(&counted)
 }

@@ -67,6 +67,22 @@ impl TraceFormat {
 pub struct DatasetSpec {
     pub path: PathBuf,
     pub format: DatasetFormat,
+    /// Keep only prompts of at least this many of the model's tokens (needs a tokenizer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_prompt_tokens: Option<u64>,
+    /// Keep only prompts of at most this many tokens, or with `truncate`
+    /// cut longer ones to it (needs a tokenizer; cutting, a `tokenizer.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncate: bool,
+}
+
+impl DatasetSpec {
+    /// Whether the spec bounds its prompts by token length.
+    pub fn bounds_tokens(&self) -> bool {
+        self.min_prompt_tokens.is_some() || self.max_prompt_tokens.is_some()
+    }
 }
 
 /// Which dataset layout a file has.

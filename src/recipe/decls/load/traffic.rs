@@ -27,7 +27,7 @@ const TRACE_KEYS: &[&str] = &[
     "loop",
     "ignore-eos",
 ];
-const DATASET_KEYS: &[&str] = &["value", "format"];
+const DATASET_KEYS: &[&str] = &["value", "format", "min-prompt-tokens", "max-prompt-tokens", "truncate"];
 const SESSION_KEYS: &[&str] = &["value", "turns", "think-time", "turn"];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +56,11 @@ pub struct TraceDecl {
 pub struct DatasetDecl {
     pub file: String,
     pub format: String,
+    /// Token bounds on the prompts (the model's tokens: its server needs a `tokenizer`).
+    pub min_prompt_tokens: Option<u64>,
+    pub max_prompt_tokens: Option<u64>,
+    /// Cut longer prompts to `max-prompt-tokens` instead of dropping them.
+    pub truncate: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -224,7 +229,25 @@ pub(super) fn build(draft: &Draft, keys: &Keys, problems: &mut Problems) -> (Tra
             p.check_keys(DATASET_KEYS);
             let file = p.file();
             let format = p.word("format", DATASET_FORMATS);
-            (TrafficDecl::Dataset(DatasetDecl { file: file.clone(), format }), vec![file])
+            let decl = DatasetDecl {
+                file: file.clone(),
+                format,
+                min_prompt_tokens: p.int("min-prompt-tokens"),
+                max_prompt_tokens: p.int("max-prompt-tokens"),
+                truncate: p.flag("truncate").unwrap_or(false),
+            };
+            if decl.truncate && decl.max_prompt_tokens.is_none() {
+                p.bad(
+                    "`truncate=#true` cuts prompts to `max-prompt-tokens=`: set it".into(),
+                    "e.g. dataset \"d.json\" format=\"sharegpt\" max-prompt-tokens=1024 truncate=#true",
+                );
+            }
+            if let (Some(min), Some(max)) = (decl.min_prompt_tokens, decl.max_prompt_tokens)
+                && min > max
+            {
+                p.bad(format!("`min-prompt-tokens={min}` is above `max-prompt-tokens={max}`"), "");
+            }
+            (TrafficDecl::Dataset(decl), vec![file])
         }
         _ => {
             p.check_keys(SESSION_KEYS);
