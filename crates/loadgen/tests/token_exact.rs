@@ -13,25 +13,12 @@ use anvil_loadgen::{
     run_cell,
 };
 
+use crate::traffic::run;
+
 fn smollm2_tokenizer() -> TokenizerSpec {
     let path =
         concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/tokenizers/smollm2-135m/tokenizer.json");
     TokenizerSpec::File { path: PathBuf::from(path) }
-}
-
-async fn run(spec: CellSpec) -> CellReport {
-    let mut profile = anvil_sim::SimProfile::default();
-    profile.set("decode-step-ms", "1").unwrap();
-    profile.set("prefill-tok-s", "100000").unwrap();
-    profile.set("prefix-cache-block-tokens", "16").unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let sim = anvil_sim::spawn(profile, listener).await.unwrap();
-    let target =
-        [Target { base_url: sim.base_url(), api_key: None, label: "sim".into(), tls: Default::default() }];
-    let ctx = CellContext { engine: "sim".into(), simulated: true, ..CellContext::default() };
-    let report = run_cell(&spec, &target, &ctx, &|_: &Progress| {}).await.expect("cell runs");
-    sim.shutdown().await.unwrap();
-    report
 }
 
 fn trace_cell(tokenizer: TokenizerSpec) -> CellSpec {

@@ -17,7 +17,7 @@ fn example(path: &str) -> PathBuf {
 }
 
 /// Runs `spec` against a fresh sim (16-token prefix-cache blocks, fast steps).
-async fn run(spec: CellSpec) -> CellReport {
+pub(crate) async fn run(spec: CellSpec) -> CellReport {
     let mut profile = anvil_sim::SimProfile::default();
     profile.set("decode-step-ms", "1").unwrap();
     profile.set("prefill-tok-s", "100000").unwrap();
