@@ -106,3 +106,31 @@ fn dataset_token_bounds_that_cannot_hold_are_recipe_errors() {
         assert!(text.contains(says) && text.contains("bounds.kdl:3"), "{text}");
     }
 }
+
+#[test]
+fn a_draft_depth_screen_shows_acceptance_next_to_throughput() {
+    let scratch = Scratch::new();
+    let path = scratch.write(
+        "depth.kdl",
+        r#"
+server "k2" { model "m"; sim { decode-step-ms 2; spec-draft-tokens 2; spec-acceptance 0.7; } }
+server "k8" { model "m"; sim { decode-step-ms 4; spec-draft-tokens 8; spec-acceptance 0.7; } }
+workload "w" { context-tokens 64; max-tokens 32; requests 8; concurrency 4; canaries #false; }
+cell "depth-k2" server="k2" workload="w"
+cell "depth-k8" server="k8" workload="w"
+screen "draft-depth" { over "cell.depth-*"; metric "aggregate_tok_s"; }
+"#,
+    );
+    let run = scratch.run(&path, &[], 0);
+    assert!(run.transcript().contains("draft acceptance"), "{}", run.transcript());
+    let rate = |cell: &str| {
+        let a: Value = scratch.stored_json(&path, cell, "benchmark.json");
+        a["telemetry"]["server_derived"]["spec_acceptance_rate"].as_f64().expect("acceptance")
+    };
+    // Each draft token is accepted with 0.7 until the first rejection: a deeper
+    // draft has its later tokens accepted less often.
+    assert!(rate("depth-k2") > rate("depth-k8"), "{} vs {}", rate("depth-k2"), rate("depth-k8"));
+    scratch.anvil(&["report", path.to_str().unwrap(), "-o", "depth.html"]).expect_code(0);
+    let html = scratch.read("depth.html");
+    assert!(html.contains("draft acceptance"), "the screen's table has the acceptance column");
+}

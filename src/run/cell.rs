@@ -97,7 +97,9 @@ pub async fn run_cell(
         targets: artifact.targets.iter().map(|t| t.label.clone()).collect(),
     });
     let result = CellResult { load, ..cell_result(server, summary, &artifact) };
-    let line = run_line(summary, &result, server.simulated);
+    let acceptance =
+        artifact.telemetry.as_ref().and_then(|t| t.server_derived.as_ref()?.spec_acceptance_rate);
+    let line = run_line(summary, &result, server.simulated, acceptance);
     let path = scratch.path().join("benchmark.json");
     report
         .write_artifact_file(&artifact, &path)
@@ -117,7 +119,12 @@ pub async fn run_cell(
 
 /// The cell's line in the run's output: its figures, the load it offered,
 /// and whether an in-flight cap held open-loop requests back.
-fn run_line(summary: &anvil_loadgen::CellSummary, result: &CellResult, simulated: bool) -> String {
+fn run_line(
+    summary: &anvil_loadgen::CellSummary,
+    result: &CellResult,
+    simulated: bool,
+    acceptance: Option<f64>,
+) -> String {
     let load = result.load.as_ref();
     let mut line = format!(
         "{} ok / {} failed, {:.1} tok/s aggregate, ttft p50 {:.1} ms",
@@ -144,6 +151,9 @@ fn run_line(summary: &anvil_loadgen::CellSummary, result: &CellResult, simulated
             line.push_str(&format!("; stopped by its rule ({} unsent): {}", ending.unsent, ending.detail))
         }
         None => {}
+    }
+    if let Some(rate) = acceptance {
+        line.push_str(&format!(", draft acceptance {:.1}%", rate * 100.0));
     }
     if simulated {
         line.push_str(" (simulated)");

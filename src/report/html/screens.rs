@@ -60,6 +60,12 @@ pub(super) fn screens(page: &mut Page, report: &Report) {
         let _ = write!(page.out, "<p>{verdict} — {}</p>", escape(&screen.selection_reason));
         let mut bars = Vec::new();
         let mut rows = Vec::new();
+        // Speculative acceptance from the server's own counters, where its cells have it.
+        let acceptance = |name: &str| {
+            let cell = report.cells().find(|(s, _)| s.name == name).map(|(_, c)| c)?;
+            cell.artifact.telemetry.as_ref()?.server_derived.as_ref()?.spec_acceptance_rate
+        };
+        let with_acceptance = screen.values.iter().any(|(name, _)| acceptance(name).is_some());
         for (name, value) in screen.values.iter() {
             let cell = report.cells().find(|(s, _)| s.name == name).map(|(_, c)| c);
             let across = cell
@@ -75,7 +81,7 @@ pub(super) fn screens(page: &mut Page, report: &Report) {
                 interval: ci,
                 highlight: winner,
             });
-            rows.push(vec![
+            let mut row = vec![
                 escape(name),
                 num_td(&format!("{}.{}", name, screen.metric), *value),
                 num_td("ci95_low", ci.map(|c| c.0)),
@@ -83,7 +89,11 @@ pub(super) fn screens(page: &mut Page, report: &Report) {
                 samples.to_string(),
                 rank.map_or_else(|| "—".into(), |r| r.to_string()),
                 if winner { "winner".into() } else { String::new() },
-            ]);
+            ];
+            if with_acceptance {
+                row.push(num_td("spec_acceptance_rate", acceptance(name)));
+            }
+            rows.push(row);
         }
         let title = format!("{} by {} ({})", step.name, screen.metric, screen.goal.as_str());
         let svg = plot::bars(&title, &screen.metric, &bars);
@@ -94,12 +104,11 @@ pub(super) fn screens(page: &mut Page, report: &Report) {
         } else {
             "No meaningful difference: no bar is marked as the winner. Whiskers are 95% intervals across repeats where there are repeats.".into()
         };
-        page.figure(
-            &svg,
-            &caption,
-            &["variant", &screen.metric, "ci95 low", "ci95 high", "repeats", "rank", ""],
-            &rows,
-        );
+        let mut header = vec!["variant", &screen.metric, "ci95 low", "ci95 high", "repeats", "rank", ""];
+        if with_acceptance {
+            header.push("draft acceptance");
+        }
+        page.figure(&svg, &caption, &header, &rows);
     }
     page.end();
 }
