@@ -134,3 +134,53 @@ screen "draft-depth" { over "cell.depth-*"; metric "aggregate_tok_s"; }
     let html = scratch.read("depth.html");
     assert!(html.contains("draft acceptance"), "the screen's table has the acceptance column");
 }
+
+#[test]
+fn an_hf_tokenizer_is_read_from_the_local_cache_and_never_fetched() {
+    let scratch = Scratch::new();
+    let hub = scratch.path().join("hub");
+    let snapshot = hub.join("models--HuggingFaceTB--SmolLM2-135M-Instruct/snapshots/0123abc");
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::create_dir_all(hub.join("models--HuggingFaceTB--SmolLM2-135M-Instruct/refs")).unwrap();
+    std::fs::write(hub.join("models--HuggingFaceTB--SmolLM2-135M-Instruct/refs/main"), "0123abc").unwrap();
+    std::fs::copy(FIXTURE, snapshot.join("tokenizer.json")).unwrap();
+    let path = scratch.write(
+        "hf.kdl",
+        r#"
+server "sim" { model "m"; tokenizer "hf:HuggingFaceTB/SmolLM2-135M-Instruct"; sim { decode-step-ms 1; } }
+cell "c" server="sim" { context-tokens 40; max-tokens 4; requests 3; canaries #false; }
+"#,
+    );
+    let mut command = scratch.command();
+    command.env("HF_HUB_CACHE", &hub).args(["run", path.to_str().unwrap()]);
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The store's one cell entry (a plan here, without the cache in its
+    // environment, would fingerprint the cell otherwise).
+    let a = only_benchmark(&scratch.store());
+    let tokens = &a["tokens"];
+    assert_eq!(tokens["tokenizer"]["source"], "hf:HuggingFaceTB/SmolLM2-135M-Instruct");
+    assert!(tokens["tokenizer"]["location"].as_str().unwrap().ends_with("snapshots/0123abc/tokenizer.json"));
+    assert_eq!(tokens["alphabet"]["words"], 603, "SmolLM2's one-token words: {tokens}");
+    // Not in the cache: the run fails with what to do, and nothing is downloaded.
+    let mut command = scratch.command();
+    command.env("HF_HUB_CACHE", scratch.path().join("empty")).args(["run", path.to_str().unwrap()]);
+    let out = command.output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success() && text.contains("never downloads"), "{text}");
+}
+
+/// The one `benchmark.json` in `store`'s entries.
+fn only_benchmark(store: &std::path::Path) -> Value {
+    let mut found = Vec::new();
+    for shard in std::fs::read_dir(store.join("entries")).unwrap().flatten() {
+        for entry in std::fs::read_dir(shard.path()).unwrap().flatten() {
+            let file = entry.path().join("benchmark.json");
+            if file.is_file() {
+                found.push(file);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    serde_json::from_str(&std::fs::read_to_string(&found[0]).unwrap()).unwrap()
+}
