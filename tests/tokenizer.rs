@@ -58,6 +58,10 @@ fn a_servers_tokenizer_makes_its_cells_token_exact_and_enters_the_fingerprint() 
     let html = scratch.read("r.html");
     assert!(html.contains("gauges during the cell"), "{}", report.transcript());
     assert!(html.contains("speculative decoding accepted"), "the acceptance line");
+    assert!(html.contains("prompt lengths: 19 of 19 as planned"), "the report's tokens section");
+    let shown = scratch.anvil(&["show", &format!("{}:replay", path.to_str().unwrap())]).expect_code(0);
+    assert!(shown.stdout.contains("prompt lengths: 19 of 19 as planned"), "{}", shown.transcript());
+    assert!(shown.stdout.contains("prefix cache: the server cached"), "{}", shown.transcript());
 
     // `anvil verify` re-derives the tallies from the records, and an edited one fails.
     scratch.write("artifact.json", &serde_json::to_string(&a).unwrap());

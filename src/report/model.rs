@@ -86,6 +86,8 @@ pub struct Artifact {
     pub failure_counts: BTreeMap<String, u64>,
     pub repeats: Value,
     pub telemetry: Option<anvil_loadgen::Telemetry>,
+    /// The tokenizer and the server's account of the prompts' tokens.
+    pub tokens: Option<anvil_loadgen::TokenAccount>,
     pub targets: Vec<anvil_loadgen::TargetLabel>,
     pub wall_clock_ms: Option<f64>,
     pub simulated: Option<bool>,

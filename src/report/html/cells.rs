@@ -9,7 +9,7 @@ use super::link::anchor;
 use super::page::{Page, escape};
 use super::stats::{CDF_POINTS, bin_rows, cdf, histogram_bins, quantile, rate_over_time, sorted};
 use super::table::num_td;
-use super::telemetry::telemetry;
+use super::telemetry::{telemetry, tokens};
 use crate::report::model::{Body, Cell, Report, Step, Timing};
 use crate::report::plot::{self, Series, Span};
 
@@ -255,6 +255,7 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         );
     }
     page.push("</div></div>");
+    tokens(page, step, cell);
     telemetry(page, step, cell);
     page.push("</details>\n");
 }

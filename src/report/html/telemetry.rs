@@ -13,6 +13,20 @@ use crate::report::plot::{self, Series};
 /// Lines drawn at most in the server-series chart (one per gauge and replica).
 const MAX_SERIES_LINES: usize = 6;
 
+/// What the cell's prompts were built with and the server's account of their tokens.
+pub(super) fn tokens(page: &mut Page, step: &Step, cell: &Cell) {
+    let Some(tokens) = &cell.artifact.tokens else { return };
+    let lines = tokens.summary_lines();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = write!(page.out, "<h4>Tokens ({})</h4><ul>", escape(&step.name));
+    for line in lines {
+        let _ = write!(page.out, "<li>{}</li>", escape(&line));
+    }
+    page.push("</ul>");
+}
+
 pub(super) fn telemetry(page: &mut Page, step: &Step, cell: &Cell) {
     let Some(t) = &cell.artifact.telemetry else { return };
     let mut rows = Vec::new();

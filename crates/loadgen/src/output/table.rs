@@ -155,6 +155,13 @@ pub fn render_table(artifact: &Value) -> String {
             ms(e.read_delay_p99_ms)
         );
     }
+    if let Ok(tokens) =
+        serde_json::from_value::<crate::output::tokens::TokenAccount>(artifact["tokens"].clone())
+    {
+        for line in tokens.summary_lines() {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     if let Some(stages) = artifact["stages"].as_array().filter(|s| !s.is_empty()) {
         let _ = writeln!(
             out,

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::observe::record::RequestRecord;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TokenAccount {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<TokenizerIdentity>,
@@ -205,5 +206,54 @@ impl TokenAccount {
     /// Whether there is anything to say (the artifact then omits `tokens`).
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
+    }
+
+    /// What `anvil show` and the report say of it, one line per part.
+    pub fn summary_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(t) = &self.tokenizer {
+            let words = self.alphabet.as_ref().map_or(0, |a| a.words);
+            let overhead = self.template_overhead_tokens.map_or("unknown".into(), |o| o.to_string());
+            lines.push(format!(
+                "tokens: prompts built with the tokenizer {} ({words} one-token words); the chat template adds {overhead}",
+                t.source
+            ));
+        }
+        if let Some(p) = &self.prompt_length {
+            lines.push(format!(
+                "prompt lengths: {} of {} as planned (server's count minus the plan: {} to {}){}",
+                p.met,
+                p.met + p.missed + p.unreported,
+                p.difference_min,
+                p.difference_max,
+                if p.unreported > 0 { format!(", {} unreported", p.unreported) } else { String::new() }
+            ));
+        }
+        if let Some(c) = &self.prefix_cache {
+            let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}"));
+            let mut line = format!(
+                "prefix cache: the server cached {} tokens where the trace implies {} (ratio {})",
+                c.server_cached_tokens,
+                c.ideal_cached_tokens,
+                ratio(c.ratio)
+            );
+            if let (Some(with), Some(t)) = (c.ideal_with_template_tokens, self.template_cached_tokens) {
+                line.push_str(&format!(
+                    "; {with} with the template's {t} cached tokens on each request after the first (ratio {})",
+                    ratio(c.ratio_with_template)
+                ));
+            }
+            lines.push(line);
+        }
+        if let Some(s) = &self.speculative {
+            lines.push(format!(
+                "speculative decoding: {} of {} draft tokens accepted ({}) over {} requests",
+                s.accepted_tokens,
+                s.draft_tokens,
+                s.acceptance_rate.map_or("-".into(), |r| format!("{:.1}%", r * 100.0)),
+                s.requests
+            ));
+        }
+        lines
     }
 }
