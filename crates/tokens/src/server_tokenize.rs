@@ -31,7 +31,11 @@ impl ServerTokenizer {
         let root = root.trim_end_matches('/');
         let root = root.strip_suffix("/v1").unwrap_or(root);
         Ok(Self {
-            client: anvil_net::http_client(tls)?,
+            // Idle connections are dropped before a server's own keep-alive
+            // timeout (llama-server's is 5 s) can close one under a request.
+            client: anvil_net::http_client_builder(tls)?
+                .pool_idle_timeout(std::time::Duration::from_secs(2))
+                .build()?,
             url: format!("{root}/tokenize"),
             model: model.to_string(),
             api_key: api_key.map(str::to_owned),
@@ -48,11 +52,7 @@ impl ServerTokenizer {
             "content": text, "add_special": false,
             "model": self.model, "prompt": text, "add_special_tokens": false,
         });
-        let mut request = self.client.post(&self.url).json(&body);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
-        let reply = request.send().await.with_context(|| format!("POST {}", self.url))?;
+        let reply = self.send(&body).await?;
         let status = reply.status();
         let text = reply.text().await.with_context(|| format!("reading the reply of {}", self.url))?;
         if !status.is_success() {
@@ -62,6 +62,31 @@ impl ServerTokenizer {
             format!("{} did not answer JSON: {}", self.url, text.chars().take(200).collect::<String>())
         })?;
         ids_of(&value).with_context(|| format!("the reply of {}", self.url))
+    }
+}
+
+/// Sends attempts before a transport error stands: tokenizing is
+/// idempotent, and a server may close a kept-alive connection just as the
+/// client reuses it (llama-server's HTTP library does, under 16 at once).
+const ATTEMPTS: u32 = 4;
+
+impl ServerTokenizer {
+    async fn send(&self, body: &Value) -> anyhow::Result<reqwest::Response> {
+        let mut attempt = 1;
+        loop {
+            let mut request = self.client.post(&self.url).json(body);
+            if let Some(key) = &self.api_key {
+                request = request.bearer_auth(key);
+            }
+            match request.send().await {
+                Ok(reply) => return Ok(reply),
+                Err(e) if attempt < ATTEMPTS && !e.is_timeout() => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50 * u64::from(attempt))).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e).with_context(|| format!("POST {} ({attempt} attempts)", self.url)),
+            }
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use crate::server_tokenize::ServerTokenizer;
 use crate::spec::TokenizerSpec;
 
 /// Tokenize requests in flight at once when a server is asked many things.
-const SERVER_REQUESTS_AT_ONCE: usize = 16;
+const SERVER_REQUESTS_AT_ONCE: usize = 8;
 
 pub enum Tokenizer {
     Local { tokenizer: Box<tokenizers::Tokenizer>, identity: TokenizerIdentity },
