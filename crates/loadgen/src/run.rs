@@ -116,20 +116,16 @@ pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
     if !(spec.extra_body.is_null() || spec.extra_body.is_object()) {
         bail!("cell `{}`: extra_body must be a JSON object", spec.name);
     }
-    if let crate::workload::traffic::Traffic::Dataset(d) = &spec.traffic
-        && d.bounds_tokens()
-        && spec.tokenizer.is_none()
-    {
-        bail!(
-            "cell `{}`: `min-prompt-tokens` and `max-prompt-tokens` count the model's own tokens: give its server a `tokenizer`",
-            spec.name
-        );
-    }
-    if let crate::workload::traffic::Traffic::Dataset(d) = &spec.traffic
-        && d.truncate
-        && d.max_prompt_tokens.is_none()
-    {
-        bail!("cell `{}`: `truncate` cuts prompts to `max-prompt-tokens`: set it", spec.name);
+    if let crate::workload::traffic::Traffic::Dataset(d) = &spec.traffic {
+        if d.bounds_tokens() && spec.tokenizer.is_none() {
+            bail!(
+                "cell `{}`: `min-prompt-tokens` and `max-prompt-tokens` count the model's own tokens: give its server a `tokenizer`",
+                spec.name
+            );
+        }
+        if d.truncate && d.max_prompt_tokens.is_none() {
+            bail!("cell `{}`: `truncate` cuts prompts to `max-prompt-tokens`: set it", spec.name);
+        }
     }
     if let Err(problem) = stages::check(spec) {
         bail!("cell `{}`: {problem}", spec.name);

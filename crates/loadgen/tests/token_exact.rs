@@ -75,8 +75,11 @@ fn assert_every_prompt_exact(report: &CellReport) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trace_replays_token_exact_with_the_servers_tokenizer_and_a_tokenizer_json() {
-    for tokenizer in [TokenizerSpec::Server, smollm2_tokenizer()] {
+    // SmolLM2's file twice: the second cell reuses the alphabet the first found (checked to hold).
+    let mut alphabets = Vec::new();
+    for tokenizer in [TokenizerSpec::Server, smollm2_tokenizer(), smollm2_tokenizer()] {
         let report = run(trace_cell(tokenizer.clone())).await;
+        alphabets.push(report.artifact["tokens"]["alphabet"].clone());
         assert_every_prompt_exact(&report);
         let tokens = &report.artifact["tokens"];
         assert_eq!(tokens["tokenizer"]["source"], tokenizer.as_written().as_str());
@@ -89,6 +92,7 @@ async fn a_trace_replays_token_exact_with_the_servers_tokenizer_and_a_tokenizer_
         assert!(cache["ideal_cached_tokens"].as_u64().unwrap() >= 8 * 16, "{cache}");
         assert_eq!(cache["ratio"], 1.0, "{cache}");
     }
+    assert_eq!(alphabets[1], alphabets[2], "the same words, whether found again or reused");
 }
 
 fn synthetic_cell(tokenizer: TokenizerSpec, instructions: bool) -> CellSpec {

@@ -111,16 +111,7 @@ impl TokenAlphabet {
                     self.candidates
                 );
             }
-            let mut state = 0x9E37_79B9_7F4A_7C15 ^ round as u64;
-            let picks: Vec<usize> =
-                (0..CHECK_RUN_WORDS).map(|_| (next(&mut state) % self.words.len() as u64) as usize).collect();
-            let text: String = picks.iter().map(|&k| self.words[k].as_str()).collect();
-            let got = tokenizer.encode(&text).await?;
-            let first_difference = picks
-                .iter()
-                .zip(&got)
-                .position(|(&k, &id)| self.ids[k] != id)
-                .or_else(|| (got.len() != picks.len()).then(|| picks.len().min(got.len())));
+            let (picks, first_difference) = self.check_run(tokenizer, round).await?;
             let Some(at) = first_difference else { return Ok(()) };
             // The word where the tokens part, and the one before it: one of them merged.
             let mut culprits: Vec<usize> = [at.checked_sub(1), Some(at)]
@@ -139,6 +130,33 @@ impl TokenAlphabet {
             "the tokenizer still merged its one-token words after {MAX_ROUNDS} rounds of dropping them: \
              token-exact prompts cannot be built from it"
         )
+    }
+
+    /// Round `round`'s seeded run of the words, tokenized: the words picked,
+    /// and where (if anywhere) the tokens stop being theirs.
+    async fn check_run(
+        &self,
+        tokenizer: &Tokenizer,
+        round: usize,
+    ) -> anyhow::Result<(Vec<usize>, Option<usize>)> {
+        let mut state = 0x9E37_79B9_7F4A_7C15 ^ round as u64;
+        let picks: Vec<usize> =
+            (0..CHECK_RUN_WORDS).map(|_| (next(&mut state) % self.words.len() as u64) as usize).collect();
+        let text: String = picks.iter().map(|&k| self.words[k].as_str()).collect();
+        let got = tokenizer.encode(&text).await?;
+        let first_difference = picks
+            .iter()
+            .zip(&got)
+            .position(|(&k, &id)| self.ids[k] != id)
+            .or_else(|| (got.len() != picks.len()).then(|| picks.len().min(got.len())));
+        Ok((picks, first_difference))
+    }
+
+    /// Whether an alphabet found before still holds for `tokenizer`: one
+    /// seeded run of its words tokenizes to their ids, token for token (one
+    /// request to a server, where finding the alphabet again takes ~1,600).
+    pub async fn holds_for(&self, tokenizer: &Tokenizer) -> anyhow::Result<bool> {
+        Ok(self.check_run(tokenizer, 0).await?.1.is_none())
     }
 
     fn compute_digest(&self) -> String {

@@ -78,26 +78,24 @@ impl Tokenizer {
         }
     }
 
-    /// How many tokens `text` is, and with a local tokenizer, where (in
-    /// bytes, on a character boundary) a text longer than `keep` tokens
-    /// would end to keep its first `keep` (a server's endpoint gives no offsets).
-    pub async fn count_and_cut(&self, text: &str, keep: Option<u64>) -> anyhow::Result<(u64, Option<usize>)> {
-        match self {
-            Self::Local { tokenizer, .. } => {
-                let encoding =
-                    tokenizer.encode(text, false).map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?;
-                let count = encoding.len() as u64;
-                let cut = keep.filter(|&k| k > 0 && count > k).and_then(|k| {
-                    let mut end = encoding.get_offsets().get(k as usize - 1)?.1.min(text.len());
-                    while !text.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    Some(end)
-                });
-                Ok((count, cut))
+    /// A local tokenizer's count of `text`, and where (in bytes, on a
+    /// character boundary) a text longer than `keep` tokens would end to
+    /// keep its first `keep`. A server's endpoint gives no offsets: for it
+    /// this is an error (count with [`Self::encode_many`]).
+    pub fn count_and_cut(&self, text: &str, keep: Option<u64>) -> anyhow::Result<(u64, Option<usize>)> {
+        let Self::Local { tokenizer, .. } = self else {
+            anyhow::bail!("a server's tokenize endpoint gives no token offsets to cut at");
+        };
+        let encoding = tokenizer.encode(text, false).map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?;
+        let count = encoding.len() as u64;
+        let cut = keep.filter(|&k| k > 0 && count > k).and_then(|k| {
+            let mut end = encoding.get_offsets().get(k as usize - 1)?.1.min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
             }
-            Self::Server { endpoint, .. } => Ok((endpoint.encode(text).await?.len() as u64, None)),
-        }
+            Some(end)
+        });
+        Ok((count, cut))
     }
 
     /// The ids of each text; a server is asked several at a time.

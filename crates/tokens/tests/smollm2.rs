@@ -36,4 +36,16 @@ async fn smollm2_words_are_one_token_each_and_keep_their_tokens_side_by_side() {
     assert_eq!(tokenizer.encode(&text).await.unwrap(), expected);
     let again = TokenAlphabet::discover(&tokenizer).await.unwrap();
     assert_eq!(again.digest(), alphabet.digest(), "the same tokenizer gives the same alphabet");
+    assert!(alphabet.holds_for(&tokenizer).await.unwrap(), "a found alphabet holds for its tokenizer");
+    // The same words under other ids (another model's tokenizer) do not.
+    let mut state = 1u64;
+    let shifted: Vec<(String, u32)> = (0..alphabet.len())
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let (word, id) = alphabet.pick(state >> 20);
+            (word.to_string(), id + 1)
+        })
+        .collect();
+    let other = TokenAlphabet::from_words(shifted);
+    assert!(!other.holds_for(&tokenizer).await.unwrap(), "ids that are not the tokenizer's do not hold");
 }

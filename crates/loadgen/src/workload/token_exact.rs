@@ -56,9 +56,7 @@ pub async fn prepare(
     };
     let tokenizer = Tokenizer::load(tokenizer, &address)?;
     let identity = tokenizer.identity().clone();
-    let alphabet = TokenAlphabet::discover(&tokenizer)
-        .await
-        .with_context(|| format!("finding one-token words with the tokenizer {}", identity.location))?;
+    let alphabet = alphabet_of(&tokenizer, &spec.model).await?;
     let mut account = TokenAccount {
         tokenizer: Some(identity),
         alphabet: Some(alphabet.summary()),
@@ -66,7 +64,7 @@ pub async fn prepare(
     };
     let (first_word, first_id) = alphabet.pick(0);
     let (first_word, first_id) = (first_word.to_string(), first_id);
-    let filler = Filler::Tokens(Arc::new(alphabet));
+    let filler = Filler::Tokens(alphabet);
 
     // The closing instructions' tokens where they stand: after a word.
     let closing = prompts.closing(0);
@@ -134,6 +132,38 @@ pub async fn prepare(
     Ok(TokenExact { source: counted, filler, instruction_tokens, template_overhead, account })
 }
 
+/// The alphabets found in this process, by tokenizer (its file's blake3, or
+/// the endpoint and the model asked): every cell on one server would
+/// otherwise find the same words again.
+static FOUND: std::sync::Mutex<Vec<(String, Arc<TokenAlphabet>)>> = std::sync::Mutex::new(Vec::new());
+
+/// `tokenizer`'s alphabet: one found before for the same tokenizer if it
+/// still holds for it (checked, not assumed: a server at the same address
+/// may now serve another model), else found now.
+async fn alphabet_of(tokenizer: &Tokenizer, model: &str) -> anyhow::Result<Arc<TokenAlphabet>> {
+    let identity = tokenizer.identity();
+    let key = match &identity.blake3 {
+        Some(digest) => digest.clone(),
+        None => format!("{} {model}", identity.location),
+    };
+    let known = FOUND.lock().ok().and_then(|f| f.iter().find(|(k, _)| *k == key).map(|(_, a)| a.clone()));
+    if let Some(alphabet) = known
+        && alphabet.holds_for(tokenizer).await?
+    {
+        return Ok(alphabet);
+    }
+    let alphabet = Arc::new(
+        TokenAlphabet::discover(tokenizer)
+            .await
+            .with_context(|| format!("finding one-token words with the tokenizer {}", identity.location))?,
+    );
+    if let Ok(mut found) = FOUND.lock() {
+        found.retain(|(k, _)| *k != key);
+        found.push((key, alphabet.clone()));
+    }
+    Ok(alphabet)
+}
+
 /// A dataset's prompts counted in the model's tokens (so each record knows
 /// its expected length) and held to the spec's token bounds.
 async fn count_dataset(dataset: &Dataset, tokenizer: &Tokenizer) -> anyhow::Result<Dataset> {
@@ -143,11 +173,22 @@ async fn count_dataset(dataset: &Dataset, tokenizer: &Tokenizer) -> anyhow::Resu
         "`truncate` cuts prompts at a token's offset, which only a tokenizer.json gives: the server's \
          tokenize endpoint does not"
     );
+    if tokenizer.is_remote() {
+        // No cuts here: only counts, asked several at a time.
+        let texts: Vec<String> = dataset.prompts().map(str::to_owned).collect();
+        let counted: Vec<Counted> = tokenizer
+            .encode_many(&texts)
+            .await?
+            .iter()
+            .map(|ids| Counted { tokens: ids.len() as u64, cut: None })
+            .collect();
+        return dataset.counted(&counted);
+    }
     let mut counted = Vec::new();
     for text in dataset.prompts() {
-        let (tokens, cut_at) = tokenizer.count_and_cut(text, spec.max_prompt_tokens).await?;
+        let (tokens, cut_at) = tokenizer.count_and_cut(text, spec.max_prompt_tokens)?;
         let cut = match cut_at {
-            Some(end) => Some((end, tokenizer.count_and_cut(&text[..end], None).await?.0)),
+            Some(end) => Some((end, tokenizer.count_and_cut(&text[..end], None)?.0)),
             None => None,
         };
         counted.push(Counted { tokens, cut });
