@@ -29,13 +29,22 @@ fn real_engine() -> Option<(String, String)> {
     }
 }
 
-/// The server process, killed when the test ends however it ends.
-struct Server(Child);
+/// One llama-server at a time in this binary: on a 2-core machine three
+/// servers whose ggml threads spin at their barriers starve each other (a
+/// 32-token reply once took over 120 s in CI), so each test waits its turn.
+static ONE_SERVER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The server process, killed when the test ends however it ends; it holds
+/// the turn until then.
+struct Server {
+    child: Child,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -58,7 +67,7 @@ fn healthy(port: u16) -> bool {
 async fn wait_ready(port: u16, server: &mut Server) {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        if let Ok(Some(status)) = server.0.try_wait() {
+        if let Ok(Some(status)) = server.child.try_wait() {
             panic!("llama-server exited before it was ready: {status}");
         }
         if healthy(port) {
@@ -75,6 +84,7 @@ fn log_path(log_name: &str) -> PathBuf {
 
 /// Starts llama-server (with `extra` flags, its log at [`log_path`]) and waits until it is ready.
 async fn start(program: &str, model: &str, extra: &[&str], log_name: &str) -> (Server, String) {
+    let turn = ONE_SERVER_AT_A_TIME.lock().await;
     let port = free_port();
     let log = log_path(log_name);
     let child = Command::new(program)
@@ -85,7 +95,7 @@ async fn start(program: &str, model: &str, extra: &[&str], log_name: &str) -> (S
         .stderr(std::fs::File::create(&log).map(Stdio::from).unwrap_or(Stdio::null()))
         .spawn()
         .expect("llama-server starts");
-    let mut server = Server(child);
+    let mut server = Server { child, _turn: turn };
     wait_ready(port, &mut server).await;
     (server, format!("http://127.0.0.1:{port}"))
 }
