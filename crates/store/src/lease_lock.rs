@@ -14,13 +14,20 @@
 //!   lock was lost (the lease ran out while this process was stalled) and
 //!   [`LeaseLock::is_lost`] says so.
 //! - **Break**: a lock whose lease has expired (or whose holder ran on this
-//!   host and has exited) is broken by renaming it to a private name, which
-//!   only one breaker can do. The breaker then reads what it moved: if it is
-//!   the expired lock it saw, it is deleted and the breaker retries the
-//!   exclusive create; if a new holder had taken the lock in between, the
-//!   file is put back with `link` (which never replaces a file).
-//! - **Release**: the holder stops renewing and removes the file the same
-//!   way (rename, check it is still ours, delete).
+//!   host and has exited) is deleted, and the breaker retries the exclusive
+//!   create.
+//! - **Release**: the holder stops renewing and deletes the file if it still
+//!   names this holder.
+//! - **Removal turn**: POSIX has no compare-and-delete, so every deletion
+//!   (break or release) holds `locks/<fp>.lease.break`, a second `O_EXCL`
+//!   file held for the few microseconds of "read, check, delete". With the
+//!   turn held nobody else can delete the lease file, and nobody can create
+//!   one while it exists, so what the remover read is what it deletes.
+//!   (Moving the file aside and putting back what was not ours leaves a gap
+//!   in which a third process creates the lock, and the put-back then
+//!   fails: two holders. CI hit that with eight racing breakers.) A turn
+//!   whose holder died is deleted once its holder is gone from this host or
+//!   the turn is a lease old.
 //!
 //! Assumptions: the hosts' clocks agree to well within a lease (NTP), and a
 //! holder that cannot renew for a whole lease is dead. A process stalled for
@@ -129,9 +136,7 @@ impl LeaseLock {
             match observe(path)? {
                 Observed::Gone => continue,
                 Observed::Live => return Ok(None),
-                Observed::Stale(text) => {
-                    break_stale(path, &text)?;
-                }
+                Observed::Stale => break_stale(path)?,
             }
         }
         Ok(None)
@@ -257,8 +262,7 @@ fn renew(path: &Path, holder: &str, lease: Duration) -> io::Result<bool> {
 enum Observed {
     Gone,
     Live,
-    /// The exact bytes of a stale lock.
-    Stale(String),
+    Stale,
 }
 
 fn observe(path: &Path) -> io::Result<Observed> {
@@ -268,7 +272,7 @@ fn observe(path: &Path) -> io::Result<Observed> {
         Err(err) => return Err(err),
     };
     match LeaseInfo::parse(&text) {
-        Some(info) if info.is_stale() => Ok(Observed::Stale(text)),
+        Some(info) if info.is_stale() => Ok(Observed::Stale),
         Some(_) => Ok(Observed::Live),
         // Half-written by a creator right now, or garbage: stale only once old.
         None => {
@@ -277,42 +281,98 @@ fn observe(path: &Path) -> io::Result<Observed> {
                 .ok()
                 .and_then(|m| SystemTime::now().duration_since(m).ok())
                 .unwrap_or_default();
-            Ok(if age > lease_duration() * 2 { Observed::Stale(text) } else { Observed::Live })
+            Ok(if age > lease_duration() * 2 { Observed::Stale } else { Observed::Live })
         }
     }
 }
 
-/// Move the stale lock aside; delete it if it is what we judged stale,
-/// otherwise put back what a new holder created in between.
-fn break_stale(path: &Path, observed: &str) -> io::Result<()> {
-    let aside = aside_name(path);
-    match fs::rename(path, &aside) {
-        Ok(()) => {}
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()), // another breaker won
-        Err(err) => return Err(err),
+/// Delete the lock at `path` if, with the removal turn held, it is stale.
+fn break_stale(path: &Path) -> io::Result<()> {
+    // Another remover holds the turn: it is deleting this lock right now.
+    let Some(_turn) = RemovalTurn::take(path, Duration::from_millis(50))? else {
+        return Ok(());
+    };
+    // Read again under the turn: an earlier breaker may have deleted the
+    // stale lock and a live holder created a new one since we looked.
+    match observe(path)? {
+        Observed::Stale => remove_absent_ok(path),
+        Observed::Gone | Observed::Live => Ok(()),
     }
-    let moved = fs::read_to_string(&aside).unwrap_or_default();
-    if moved != observed {
-        // Someone took the lock between our read and our rename: restore it
-        // (link never replaces a lock a third process created meanwhile).
-        let _ = fs::hard_link(&aside, path);
-    }
-    fs::remove_file(&aside)
 }
 
 fn remove_if_ours(path: &Path, holder: &str) -> io::Result<()> {
-    let aside = aside_name(path);
-    fs::rename(path, &aside)?;
-    let ours = read_lease(&aside).is_some_and(|info| info.holder == holder);
-    if !ours {
-        let _ = fs::hard_link(&aside, path);
+    // Not worth waiting long for: a lock left behind runs out with its lease.
+    let Some(_turn) = RemovalTurn::take(path, Duration::from_secs(5))? else {
+        return Ok(());
+    };
+    if read_lease(path).is_some_and(|info| info.holder == holder) {
+        remove_absent_ok(path)?;
     }
-    fs::remove_file(&aside)
+    Ok(())
 }
 
-fn aside_name(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.broken.{}", unique()))
+fn remove_absent_ok(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
+}
+
+/// The right to delete one lease file (`<lease>.break`), held while a
+/// remover reads, checks and deletes it.
+struct RemovalTurn {
+    path: PathBuf,
+}
+
+impl RemovalTurn {
+    /// Take the turn, waiting up to `patience` for another remover.
+    fn take(lease_path: &Path, patience: Duration) -> io::Result<Option<RemovalTurn>> {
+        let name = lease_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let path = lease_path.with_file_name(format!("{name}.break"));
+        let deadline = std::time::Instant::now() + patience;
+        let mut pause = Duration::from_micros(200);
+        loop {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    file.write_all(new_holder().as_bytes())?;
+                    return Ok(Some(RemovalTurn { path }));
+                }
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                    if turn_is_abandoned(&path) {
+                        let _ = fs::remove_file(&path);
+                        continue;
+                    }
+                }
+                Err(err) => return Err(err),
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for RemovalTurn {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// A turn whose remover exited on this host, or that is a whole lease old
+/// (a remover holds it for microseconds).
+fn turn_is_abandoned(path: &Path) -> bool {
+    let holder = fs::read_to_string(path).unwrap_or_default();
+    if !holder.is_empty() && holder_is_dead_here(holder.trim()) {
+        return true;
+    }
+    let age = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
+        .unwrap_or_default();
+    age > lease_duration()
 }
 
 fn new_holder() -> String {
@@ -446,11 +506,14 @@ mod tests {
         assert_eq!(read_lease(&path).unwrap().holder, "other-node:1:x", "a lost lock is not removed");
     }
 
+    /// Eight threads break one expired lock at once, 200 times. (Moving a
+    /// lock aside to check it, then putting back what was not ours, let a
+    /// third thread in: two winners in about one run in four of 20 rounds.)
     #[test]
     fn racing_breakers_leave_exactly_one_holder() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.lease");
-        for _ in 0..20 {
+        for _ in 0..200 {
             let dead = LeaseInfo { holder: "gone:1:x".into(), expires_ms: now_ms() - 1 };
             fs::write(&path, dead.line()).unwrap();
             let barrier = Arc::new(std::sync::Barrier::new(8));
