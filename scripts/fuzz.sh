@@ -7,6 +7,7 @@
 # with a huge PROPTEST_CASES and stop after SECONDS (ANVIL_FUZZ_SECONDS, see
 # fuzz/harness.rs), under a hard `timeout` of SECONDS + 120 that catches
 # hangs. Targets: chunked http_head sse json_scan chat_chunk expr recipe
+# inputs
 # (default: all). Each run uses fresh seeds (printed); a failure prints the
 # shrunk input and a PROPTEST_RNG_SEED that replays it.
 #
@@ -34,8 +35,9 @@ declare -A where=(
   [chat_chunk]="-p anvil-loadgen --lib|fuzz_chat_chunk_ corpus_chat_chunk_"
   [expr]="-p anvil-expr --test main|fuzz_expr_ corpus_expr_"
   [recipe]="-p anvil --test main|fuzz_recipe_ corpus_recipe_"
+  [inputs]="-p anvil-loadgen --lib|fuzz_inputs_ corpus_inputs_"
 )
-all=(chunked http_head sse json_scan chat_chunk expr recipe)
+all=(chunked http_head sse json_scan chat_chunk expr recipe inputs)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 for t in "${targets[@]}"; do

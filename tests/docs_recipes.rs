@@ -108,9 +108,42 @@ fn normalized(text: &str) -> String {
     text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n").trim_matches('\n').to_string()
 }
 
+/// The files the examples name (`reads`, a CA bundle, tokenizers): the plan
+/// reads every input before it runs, so each example gets them next to it,
+/// and a Hugging Face cache that holds `hf:Qwen/Qwen3-8B` (SmolLM2's
+/// tokenizer standing in: only its being there and loading is checked).
+fn write_named_inputs(dir: &Path) -> std::path::PathBuf {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    copy_tree(&fixtures.join("docs-inputs"), dir);
+    copy_tree(&fixtures.join("tokenizers"), &dir.join("tokenizers"));
+    let hub = dir.join("hf-hub");
+    let model = hub.join("models--Qwen--Qwen3-8B");
+    let snapshot = model.join("snapshots/0000000");
+    std::fs::create_dir_all(&snapshot).expect("hub snapshot");
+    std::fs::create_dir_all(model.join("refs")).expect("hub refs");
+    std::fs::write(model.join("refs/main"), "0000000").expect("hub ref");
+    std::fs::copy(fixtures.join("tokenizers/smollm2-135m/tokenizer.json"), snapshot.join("tokenizer.json"))
+        .expect("hub tokenizer");
+    hub
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create a fixture folder");
+    for entry in std::fs::read_dir(from).expect("read a fixture folder") {
+        let path = entry.expect("a fixture").path();
+        let target = to.join(path.file_name().expect("a name"));
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy a fixture");
+        }
+    }
+}
+
 /// Plan one example; `None` when it behaves as the document says.
 fn check(example: &Example, files: &[IncludedFile]) -> Option<String> {
     let dir = tempfile::tempdir().expect("temporary directory");
+    let hub = write_named_inputs(dir.path());
     for file in files {
         write(dir.path(), &file.name, &file.text);
     }
@@ -119,6 +152,7 @@ fn check(example: &Example, files: &[IncludedFile]) -> Option<String> {
         .expect("the anvil binary is built")
         .current_dir(dir.path())
         .env("NO_COLOR", "1")
+        .env("HF_HUB_CACHE", &hub)
         .env_remove("ANVIL_STORE")
         .args(["plan", "recipe.kdl", "--store"])
         .arg(dir.path().join("store"))

@@ -92,7 +92,7 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 
 #[test]
 fn plan_shows_the_dependent_steps_as_provisional_with_their_input() {
-    let (scratch, path) = setup("1", "3");
+    let (scratch, path) = setup("4", "12");
     let plan = scratch.plan(&path, &[]);
     for name in ["finalist", "headline", "again"] {
         let node = plan.nodes().iter().find(|n| n["name"] == name).expect("in the plan");
@@ -114,7 +114,7 @@ fn plan_shows_the_dependent_steps_as_provisional_with_their_input() {
 
 #[test]
 fn a_new_winner_reruns_exactly_what_reads_it() {
-    let (scratch, path) = setup("1", "3");
+    let (scratch, path) = setup("4", "12");
     scratch.run(&path, &[], 0);
     let all = set(&["try-quick", "try-steady", "speed", "headline", "again", "headline-ok", "bystander"]);
     assert_eq!(executed(&scratch), all, "a first run executes everything");
@@ -123,7 +123,7 @@ fn a_new_winner_reruns_exactly_what_reads_it() {
     assert_eq!(executed(&scratch), set(&[]), "an unchanged recipe reruns nothing");
 
     // The steady twin becomes the faster one: the screen picks it.
-    scratch.write("recipe.kdl", &recipe("1", "0.25"));
+    scratch.write("recipe.kdl", &recipe("4", "1"));
     let out = scratch.run(&path, &[], 0);
     assert_eq!(
         executed(&scratch),
@@ -133,7 +133,7 @@ fn a_new_winner_reruns_exactly_what_reads_it() {
     );
     assert!(out.stderr.contains("winner try-steady"), "{}", out.transcript());
     // What ran is the steady twin's finalist: the same recipe written by hand finds it stored.
-    let by_hand = recipe("1", "0.25")
+    let by_hand = recipe("4", "1")
         .replace("extends=\"{screen.speed.winner_server}\"", "extends=\"steady\"")
         .replace("server=\"{screen.speed.winner_server}\"", "server=\"steady\"");
     let by_hand_path = scratch.write("by-hand.kdl", &by_hand);
@@ -142,20 +142,20 @@ fn a_new_winner_reruns_exactly_what_reads_it() {
 
 #[test]
 fn an_unchanged_winner_reruns_nothing_downstream() {
-    let (scratch, path) = setup("1", "3");
+    let (scratch, path) = setup("4", "12");
     scratch.run(&path, &[], 0);
     // The loser gets slower still: the screen is re-evaluated, its winner stays.
-    scratch.write("recipe.kdl", &recipe("1", "4"));
+    scratch.write("recipe.kdl", &recipe("4", "16"));
     scratch.run(&path, &[], 0);
     assert_eq!(executed(&scratch), set(&["try-steady", "speed"]));
 }
 
 #[test]
 fn a_settled_step_has_the_fingerprint_of_the_same_step_written_by_hand() {
-    let (scratch, path) = setup("1", "3");
+    let (scratch, path) = setup("4", "12");
     scratch.run(&path, &[], 0);
     let settled = scratch.plan(&path, &[]);
-    let by_hand = recipe("1", "3")
+    let by_hand = recipe("4", "12")
         .replace("extends=\"{screen.speed.winner_server}\"", "extends=\"quick\"")
         .replace("server=\"{screen.speed.winner_server}\"", "server=\"quick\"");
     let by_hand_path = scratch.write("by-hand.kdl", &by_hand);
@@ -178,7 +178,7 @@ fn assert_refused(text: &str, line: usize, says: &str) {
 
 #[test]
 fn the_loader_refuses_unknown_steps_fields_and_cycles() {
-    let base = recipe("1", "3");
+    let base = recipe("4", "12");
     assert_refused(
         &base.replace(
             "{screen.speed.winner_server}\" {\n    identity",
@@ -213,7 +213,7 @@ fn the_loader_refuses_unknown_steps_fields_and_cycles() {
 
 #[test]
 fn slurm_refuses_steps_that_wait_for_results() {
-    let (scratch, path) = setup("1", "3");
+    let (scratch, path) = setup("4", "12");
     let out = scratch.run(&path, &["--executor", "slurm"], 1);
     assert!(out.stderr.contains("not supported under --executor slurm"), "{}", out.transcript());
 }
@@ -271,11 +271,11 @@ fn a_search_answer_sets_a_rate() {
 #[test]
 fn when_the_screen_cannot_choose_what_reads_it_is_skipped_and_the_rest_runs() {
     // The steady variant's server cannot start: its cell fails, so the screen never chooses.
-    let broken = recipe("1", "3").replace(
-        "server \"steady\" extends=\"base\" {\n    sim { decode-step-ms 3; }\n}",
+    let broken = recipe("4", "12").replace(
+        "server \"steady\" extends=\"base\" {\n    sim { decode-step-ms 12; }\n}",
         "server \"steady\" {\n    command \"sh\" \"-c\" \"exit 3\"\n    model \"flow-model\"\n}",
     );
-    assert_ne!(broken, recipe("1", "3"), "the fixture still has the steady server");
+    assert_ne!(broken, recipe("4", "12"), "the fixture still has the steady server");
     let scratch = Scratch::new();
     let path = scratch.write("recipe.kdl", &broken);
     let out = scratch.run(&path, &["--keep-going"], 1);

@@ -7,6 +7,7 @@
 mod common;
 mod support_servers;
 
+mod broken_inputs;
 mod bundles;
 mod cache;
 mod cells;
@@ -16,8 +17,10 @@ mod crash;
 mod diff;
 mod docs_fields;
 mod docs_recipes;
+mod error_storms;
 mod errors;
 mod flow;
+mod full_disk;
 mod gates;
 mod golden_fingerprints;
 mod https;

@@ -11,10 +11,12 @@
 //! the test's `ANVIL_SERVER_REGISTRY` path marks every process it started.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::common;
+use crate::common::Outcome;
 use crate::support_servers;
-use crate::support_servers::{Bench, alive, finish, processes_marked, wait_until};
+use crate::support_servers::{Bench, alive, finish, http_get, processes_marked, signal, wait_until};
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
@@ -805,9 +807,10 @@ fn llama_server_cells_complete_every_request_and_pass_the_gate() {
 fn check_engine_template(name: &str) {
     let bench = Bench::new();
     let recipe = repo_path(&format!("recipes/engines/{name}.kdl"));
-    let real = bench.plan(&recipe, &[]);
-    assert!(real.nodes().iter().any(|n| n["kind"] == "server"), "{name}: the template has a server");
+    // Planned as twins: as declared, a template names weights this machine
+    // lacks, and the plan refuses a missing file (tests/broken_inputs.rs).
     let plan = bench.plan(&recipe, &["--sim"]);
+    assert!(plan.nodes().iter().any(|n| n["kind"] == "server"), "{name}: the template has a server");
     let cells: Vec<String> =
         plan.nodes().iter().filter(|n| n["kind"] == "cell").map(|n| str_of(n, "name").to_string()).collect();
     assert!(!cells.is_empty(), "{name}: the template has a cell");
@@ -843,4 +846,101 @@ fn the_vllm_template_plans_and_runs_on_its_twin() {
 #[test]
 fn the_llama_cpp_template_plans_and_runs_on_its_twin() {
     check_engine_template("llama-cpp");
+}
+
+// ---------------------------------------------------------------------------
+// A server that goes silent mid-cell (`stall-timeout`)
+// ---------------------------------------------------------------------------
+
+/// Once the server whose command line holds `marker` answers `/health`,
+/// wait `serving` more (the cell is under way), then freeze it (SIGSTOP).
+fn freeze_once_serving(marker: &str, serving: Duration) -> u32 {
+    let mut found = None;
+    let port_of = |cmdline: &str| -> Option<u16> {
+        let words: Vec<&str> = cmdline.split_whitespace().collect();
+        words.iter().position(|w| *w == "--port").and_then(|i| words.get(i + 1)?.parse().ok())
+    };
+    let started = wait_until(|| {
+        found = processes_marked(marker).into_iter().find_map(|p| Some((p.pid, port_of(&p.cmdline)?)));
+        found.is_some()
+    });
+    let (pid, port) = found.filter(|_| started).expect("the server started");
+    assert!(wait_until(|| http_get(port, "/health").is_some_and(|(status, _)| status == 200)), "it serves");
+    std::thread::sleep(serving);
+    signal(pid, Signal::SIGSTOP);
+    pid
+}
+
+/// The stall test on one server (`command`: its launch line, holding
+/// `marker`): the first cell fails as stalled once the server is frozen,
+/// the frozen process is killed, and the second cell runs on a fresh one.
+fn stall_and_restart(bench: &Bench, server: &str, marker: &str, serving: Duration) -> Outcome {
+    let recipe = bench.recipe(
+        "recipe.kdl",
+        &format!(
+            r#"
+{server}
+cell "frozen" server="s" {{
+    context-tokens 32
+    requests 5000
+    concurrency 2
+    max-tokens 16
+    canaries #false
+    stall-timeout "3s"
+}}
+cell "after-restart" server="s" {{
+    context-tokens 32
+    requests 4
+    max-tokens 16
+    canaries #false
+}}
+"#
+        ),
+    );
+    let run = bench.spawn_run(&recipe, &["-j", "1", "--keep-going", "--json"]);
+    let frozen = freeze_once_serving(marker, serving);
+    let outcome = finish(run, "run").expect_code(1);
+    let transcript = outcome.transcript();
+    let statuses = bench.scratch.last_run_statuses();
+    assert_eq!(statuses["frozen"], "failed", "{transcript}");
+    assert!(transcript.contains("server `s` stalled: a request got no byte for 3000 ms"), "{transcript}");
+    assert_eq!(crate::broken_inputs::fault_of(&outcome.json(), "frozen"), "server-stalled", "{transcript}");
+    assert_eq!(statuses["after-restart"], "ran", "the next cell runs on a restarted server:\n{transcript}");
+    assert!(!alive(frozen), "the frozen server was killed");
+    bench.assert_no_server_left("after the stall");
+    eprintln!("{}", outcome.stderr); // the timings, with --nocapture
+    outcome
+}
+
+#[test]
+fn a_sim_frozen_mid_cell_fails_it_as_stalled_and_restarts_for_the_next() {
+    let bench = Bench::new();
+    let marker =
+        format!("stall-sim-{}", bench.store().display().to_string().len() + std::process::id() as usize);
+    let server = format!(
+        r#"server "s" {{
+    engine "command"
+    model "{marker}"
+    command "ANVIL_BIN" "sim" "--port" "{{port}}" "--set" "model={marker}" "--set" "decode-step-ms=5"
+    ready http="/health" timeout="30s"
+}}"#
+    );
+    stall_and_restart(&bench, &server, &marker, Duration::from_secs(1));
+}
+
+/// The same on the real llama.cpp server (the test suite's SmolLM2).
+#[test]
+fn llama_cpp_frozen_mid_cell_fails_it_as_stalled_and_restarts_for_the_next() {
+    let Some((llama, gguf)) = llama_env() else { return };
+    let bench = Bench::new();
+    let marker = format!("stall-llama-{}", std::process::id());
+    let server = format!(
+        r#"server "s" {{
+    engine "command"
+    model "{marker}"
+    command "{llama}" "-m" "{gguf}" "--alias" "{marker}" "--host" "{{host}}" "--port" "{{port}}" "-c" "2048" "--parallel" "2" "-t" "2"
+    ready http="/health" status=200 timeout="2m"
+}}"#
+    );
+    stall_and_restart(&bench, &server, &marker, Duration::from_secs(6));
 }

@@ -192,13 +192,18 @@ fn bad_traffic_settings_are_clear_errors_at_their_line() {
             outcome.transcript()
         );
     }
-    // A trace file that is not there fails the cell with its path, not a panic.
+    // A trace file that is not there stops the run before it starts, with
+    // its path at the recipe's line (tests/broken_inputs.rs has the rest).
     let recipe = scratch.write(
         "recipe.kdl",
         "server \"sim\" { model \"m\"; }\ncell \"c\" server=\"sim\" {\n    trace \"missing.jsonl\" format=\"mooncake\"\n}\n",
     );
-    let outcome = scratch.run(&recipe, &[], 1);
-    assert!(outcome.transcript().contains("missing.jsonl"), "{}", outcome.transcript());
+    let outcome = scratch.run(&recipe, &[], 2);
+    assert!(
+        outcome.stderr.contains("missing.jsonl") && outcome.stderr.contains("recipe.kdl:3:5"),
+        "{}",
+        outcome.transcript()
+    );
 }
 
 /// Every recipe in docs/workloads.md plans (next to copies of the example

@@ -63,5 +63,7 @@ pub fn load_plan(args: &RecipeArgs, store: Option<&Store>) -> Result<Plan, Exit>
     let recipe = crate::recipe::load_cached(&args.recipe, &args.set, cache.as_ref())
         .map_err(|e| Exit::Input(miette::Report::new(e)))?;
     let mode = if args.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
+    // Before any server starts: a broken trace found hours into a campaign held its GPUs for nothing.
+    crate::plan::inputs::check_inputs(&recipe, mode).map_err(|e| Exit::Input(miette::Report::new(e)))?;
     Plan::build(recipe, store, mode).map_err(|e| Exit::Input(miette::Report::new(e)))
 }

@@ -98,6 +98,7 @@ fn print_json(summary: &RunSummary, outputs: &[PathBuf], report: &Report) {
                 "status": s.ending.as_str(),
                 "duration_ms": s.duration.as_millis() as u64,
                 "detail": s.detail,
+                "fault": s.fault.map(|f| f.as_str()),
             })
         })
         .collect();

@@ -113,6 +113,31 @@ pub struct StepOutcome {
     pub duration: Duration,
     /// False for a result taken from the store.
     pub executed: bool,
+    /// What from outside failed it, when it was one of the faults a user
+    /// acts on (`run --json`'s `fault`).
+    pub fault: Option<Fault>,
+}
+
+/// A failure that came from outside the recipe, classified for
+/// `anvil run --json` (the step's `detail` says what to do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// A file it reads changed after the plan fingerprinted it.
+    InputChanged,
+    /// Its server went silent (`stall-timeout`); it is restarted.
+    ServerStalled,
+    /// Its result did not fit on the store's disk (or the disk failed).
+    DiskFull,
+}
+
+impl Fault {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fault::InputChanged => "input-changed",
+            Fault::ServerStalled => "server-stalled",
+            Fault::DiskFull => "disk-full",
+        }
+    }
 }
 
 /// How a step ended in this run.

@@ -92,8 +92,14 @@ impl StoredPreimage {
 /// blake3 of a file's content, or a marker saying why it could not be read
 /// (a missing input is a change worth seeing in `diff`, not a crash).
 pub fn file_digest(path: &Path) -> Value {
-    match std::fs::read(path) {
-        Ok(bytes) => Value::String(format!("blake3:{}", blake3::hash(&bytes).to_hex())),
+    // Streamed: a multi-gigabyte trace is hashed through a buffer, not read whole.
+    let hashed = std::fs::File::open(path).and_then(|file| {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update_reader(file)?;
+        Ok(hasher.finalize())
+    });
+    match hashed {
+        Ok(hash) => Value::String(format!("blake3:{}", hash.to_hex())),
         Err(err) => Value::String(format!("unreadable: {}", err.kind())),
     }
 }

@@ -7,6 +7,7 @@ pub mod changes;
 mod dependencies;
 mod fingerprint;
 mod graph;
+pub mod inputs;
 mod planned;
 mod preimage;
 mod preimage_text;
@@ -24,7 +25,9 @@ use anvil_store::{Fingerprint, Store};
 pub use cache::recipe_cache;
 pub use canonical::{canonical, canonical_bytes};
 
-pub use fingerprint::{FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, StoredPreimage, fingerprint_of};
+pub use fingerprint::{
+    FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, StoredPreimage, file_digest, fingerprint_of,
+};
 pub use planned::{Plan, PlannedNode, Status};
 pub use preimage::{EngineMode, reads_results};
 pub use preimage_text::PreimageText;

@@ -144,6 +144,12 @@ pub fn resolve(name: &str, cell: &CellDecl, served: &Served<'_>, seed: u64) -> C
             max_duration_ms: load.max_duration.map(|d| d.as_millis() as u64),
         }),
         tokenizer: served.tokenizer.cloned(),
+        idle_timeout_ms: load.idle_timeout.map(|d| d.as_millis() as u64),
+        stall_timeout_ms: load.stall_timeout.map(|d| d.as_millis() as u64),
+        abort_on_errors: load.abort_on_errors.map(|declared| anvil_loadgen::ErrorBudget {
+            share: declared.share,
+            after: count(declared.after, anvil_loadgen::DEFAULT_ERROR_BUDGET_AFTER),
+        }),
     };
     spec.stages = load.stages.iter().enumerate().map(|(i, s)| stage(s, i as u32, load, &spec)).collect();
     spec

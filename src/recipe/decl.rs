@@ -60,6 +60,15 @@ impl Decl {
         Problem::new(&self.source, self.name_span, message)
     }
 
+    /// A problem pointing at a setting where it was written (in a workload,
+    /// for a setting the cell took from one), or at the name when unset.
+    pub fn problem_at(&self, key: &str, message: impl Into<String>) -> Problem {
+        match self.settings.setting(key) {
+            Some(setting) => Problem::new(&setting.source, setting.span, message),
+            None => self.problem(message),
+        }
+    }
+
     /// The settings that can change a result, as JSON by setting name: the
     /// part of the preimage the recipe writes. `as_twin` keeps only what a
     /// server's simulated twin uses.

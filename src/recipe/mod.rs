@@ -32,7 +32,7 @@ pub use decls::Spec;
 pub use expression::Expression;
 pub use kind::Kind;
 pub use parse_cache::ParseCache;
-pub use problem::{Problem, RecipeError, SourceText, did_you_mean};
+pub use problem::{Problem, Problems, RecipeError, SourceText, did_you_mean};
 pub use result_refs::ResultValues;
 pub use schema::parse_duration;
 pub use settings::Setting;
@@ -41,7 +41,6 @@ use checks::{check_properties, check_references, check_unique};
 use defaults::{default_engine, take_in_workload};
 pub use params::kdl_to_json;
 use params::resolve_params;
-use problem::Problems;
 use settings::Draft;
 
 #[derive(Debug, Clone)]

@@ -371,7 +371,7 @@ mod tests {
         for main in files {
             let mut problems = Problems::default();
             let loaded = load_files(&main, &mut problems);
-            if problems.len() > 0 {
+            if !problems.is_empty() {
                 continue; // fixtures of errors: never kept
             }
             cache.save(&main, &loaded).expect("kept");
@@ -447,7 +447,7 @@ mod tests {
         let cache = cache_in(dir.path());
         let mut problems = Problems::default();
         cache.load(&main, &mut problems);
-        assert!(problems.len() > 0);
+        assert!(!problems.is_empty());
         assert!(!dir.path().join("cache").exists(), "nothing kept for a broken recipe");
 
         std::fs::write(&main, "task \"t\" { run \"echo\"; }\n").unwrap();

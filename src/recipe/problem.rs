@@ -119,6 +119,10 @@ impl Problems {
         self.list.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// Forget the problems after the first `len`.
     pub fn truncate(&mut self, len: usize) {
         self.list.truncate(len);

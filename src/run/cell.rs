@@ -56,6 +56,22 @@ pub async fn run_cell(
         .map_err(|e| Failure::new(format!("a scratch folder for the cell: {e}")))?;
     let report =
         anvil_loadgen::run_cell_streamed(&spec, &server.targets, &context, &progress, scratch.path()).await;
+    if let Ok(report) = &report
+        && let Some(ending) =
+            report.artifact.ending.as_ref().filter(|e| e.reason == anvil_loadgen::EndReason::Stalled)
+    {
+        // Its /metrics would hold every scrape to its timeout: nothing more is asked of it.
+        series.abort();
+        if let Some(sampler) = sampler {
+            sampler.stop().await;
+        }
+        let summary = &report.summary;
+        return Err(Failure::new(format!(
+            "server `{}` stalled: {} ({} ok, {} failed, {} unsent); it is restarted before its next step",
+            server.name, ending.detail, summary.completed, summary.failed, ending.unsent
+        ))
+        .with_fault(crate::executor::interface::Fault::ServerStalled));
+    }
     let gpu = match sampler {
         // anvil-proc's summary, read into the artifact's type.
         Some(s) => serde_json::from_value(s.stop().await).unwrap_or_default(),

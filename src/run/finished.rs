@@ -12,17 +12,26 @@ pub(super) struct Finished {
     pub(super) duration: Duration,
     /// False for a result taken from the store.
     pub(super) executed: bool,
+    pub(super) fault: Option<crate::executor::interface::Fault>,
 }
 
 impl Finished {
     pub(super) fn of(index: usize, outcome: StepOutcome) -> Finished {
-        let StepOutcome { ending, detail, evidence, duration, executed } = outcome;
-        Finished { index, ending, detail, evidence, duration, executed }
+        let StepOutcome { ending, detail, evidence, duration, executed, fault } = outcome;
+        Finished { index, ending, detail, evidence, duration, executed, fault }
     }
 
     /// A step that ended without executing (skipped, or a server, which
     /// starts when its steps ask for it).
     pub(super) fn without_work(index: usize, ending: Ending, detail: String) -> Finished {
-        Finished { index, ending, detail, evidence: None, duration: Duration::ZERO, executed: false }
+        Finished {
+            index,
+            ending,
+            detail,
+            evidence: None,
+            duration: Duration::ZERO,
+            executed: false,
+            fault: None,
+        }
     }
 }

@@ -34,6 +34,15 @@ pub(super) async fn measure_cell(
         Some(crash) => {
             Err(Failure::new(format!("server `{}` died during {during}", info.name)).with_detail(crash))
         }
-        None => result.map(|produced| Produced { began: Some(began), ..produced }).map_err(relabel),
+        None => {
+            if result
+                .as_ref()
+                .is_err_and(|f| f.fault == Some(crate::executor::interface::Fault::ServerStalled))
+            {
+                // A frozen server would stall every later step too: start it afresh.
+                ctx.servers.restart(server).await;
+            }
+            result.map(|produced| Produced { began: Some(began), ..produced }).map_err(relabel)
+        }
     }
 }

@@ -24,8 +24,10 @@ mod server_info;
 mod server_metrics;
 mod servers;
 mod step;
+mod store_full;
 mod summary;
 mod task;
+mod unchanged_inputs;
 mod warmup;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -176,6 +178,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
                 ending: finished.ending,
                 detail: finished.detail,
                 duration: finished.duration,
+                fault: finished.fault,
             };
             (report, finished.evidence)
         })

@@ -45,11 +45,19 @@ pub struct Failure {
     pub reason: String,
     /// Evidence worth keeping in the run record (a log tail, an exit code).
     pub detail: Option<String>,
+    /// What from outside caused it, when classified (a stalled server is
+    /// restarted before its next step).
+    pub fault: Option<crate::executor::interface::Fault>,
 }
 
 impl Failure {
     pub fn new(reason: impl Into<String>) -> Failure {
-        Failure { reason: reason.into(), detail: None }
+        Failure { reason: reason.into(), detail: None, fault: None }
+    }
+
+    pub fn with_fault(mut self, fault: crate::executor::interface::Fault) -> Failure {
+        self.fault = Some(fault);
+        self
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Failure {

@@ -67,7 +67,7 @@ async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) 
     ctx.progress.started(name, Kind::Cell);
     let what = format!("probe {}={}", site.search.variable, format_value(probe.value));
     let produced = measure::measure_cell(ctx, server, name, cell_decl, &probe.fingerprint, &what, |f| {
-        Failure { reason: format!("{what}: {}", f.reason), detail: f.detail }
+        Failure { reason: format!("{what}: {}", f.reason), ..f }
     })
     .await;
     let ending = if produced.is_ok() { Ending::Ran } else { Ending::Failed };
@@ -79,8 +79,10 @@ async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) 
     let began = produced.as_ref().ok().and_then(|p| p.began).unwrap_or(started);
     ctx.progress.finished(name, Kind::Cell, ending, &line, began.elapsed(), false);
     let produced = produced?;
-    commit::commit_entry(&ctx.store, &probe.fingerprint, &probe.preimage, &produced)
-        .map_err(|e| Failure::new(format!("storing probe {name}: {e}")))?;
+    commit::commit_entry(&ctx.store, &probe.fingerprint, &probe.preimage, &produced).map_err(|e| {
+        let failure = super::store_full::commit_failure(ctx.store.root(), &produced, &e);
+        Failure { reason: format!("probe {name}: {}", failure.reason), ..failure }
+    })?;
     Ok(())
 }
 

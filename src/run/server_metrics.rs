@@ -65,6 +65,14 @@ impl SeriesSampling {
         )
     }
 
+    /// Stops sampling at once, keeping nothing (a stalled server's scrapes
+    /// would each wait out their timeout).
+    pub fn abort(self) {
+        for (_, sampler) in self.0 {
+            sampler.abort();
+        }
+    }
+
     /// Stops sampling; a replica that served no metrics at all is left out.
     pub async fn stop(self) -> Vec<ReplicaSeries> {
         let mut out = Vec::new();

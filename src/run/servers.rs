@@ -121,6 +121,18 @@ impl ServerPool {
         }
     }
 
+    /// Stop a server that went silent (`stall-timeout`); the next step that
+    /// needs it starts it again.
+    pub async fn restart(&self, index: usize) {
+        let Some(slot) = self.slots.get(&index) else { return };
+        let mut slot = slot.lock().await;
+        if let Slot::Running { processes, .. } = std::mem::replace(&mut *slot, Slot::Idle) {
+            // Killed at once: a frozen process holds SIGTERM until it runs
+            // again, so a graceful stop would only wait out its grace.
+            drop(processes);
+        }
+    }
+
     pub async fn stop(&self, index: usize) {
         let Some(slot) = self.slots.get(&index) else { return };
         let mut slot = slot.lock().await;

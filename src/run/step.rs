@@ -27,8 +27,8 @@ pub(super) async fn run_job(ctx: Arc<Context>, job: ReadyStep) -> StepOutcome {
     }
     // A cell's duration is its own, not its wait for its server's turn and start.
     let duration = end.began.unwrap_or(started).elapsed();
-    let StepEnd { ending, detail, evidence, executed, .. } = end;
-    StepOutcome { ending, detail, evidence, duration, executed }
+    let StepEnd { ending, detail, evidence, executed, fault, .. } = end;
+    StepOutcome { ending, detail, evidence, duration, executed, fault }
 }
 
 /// How a step ended.
@@ -40,11 +40,19 @@ struct StepEnd {
     executed: bool,
     /// When its own work began, if it first waited for its server.
     began: Option<Instant>,
+    fault: Option<crate::executor::interface::Fault>,
 }
 
 impl From<(Ending, String, Option<String>, bool)> for StepEnd {
     fn from((ending, detail, evidence, executed): (Ending, String, Option<String>, bool)) -> Self {
-        StepEnd { ending, detail, evidence, executed, began: None }
+        StepEnd { ending, detail, evidence, executed, began: None, fault: None }
+    }
+}
+
+impl From<Failure> for StepEnd {
+    fn from(failure: Failure) -> Self {
+        let Failure { reason, detail, fault } = failure;
+        StepEnd { fault, ..(Ending::Failed, reason, detail, true).into() }
     }
 }
 
@@ -86,11 +94,11 @@ async fn run_step(ctx: &Context, job: &ReadyStep) -> StepEnd {
             }
             let end: StepEnd = match commit(&ctx.store, job, &produced) {
                 Ok(note) => (ending, format!("{}{note}", produced.summary), None, true).into(),
-                Err(err) => (Ending::Failed, format!("storing the result: {err}"), None, true).into(),
+                Err(err) => super::store_full::commit_failure(ctx.store.root(), &produced, &err).into(),
             };
             StepEnd { began: produced.began, ..end }
         }
-        Err(failure) => (Ending::Failed, failure.reason, failure.detail, true).into(),
+        Err(failure) => failure.into(),
     }
 }
 
@@ -117,6 +125,9 @@ pub(super) fn stored_ending(
 async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
     let inputs = job.inputs.as_ref().unwrap_or(&Value::Null);
     let name = job.decl.name.as_str();
+    if matches!(job.decl.spec, Spec::Cell(_) | Spec::Check(_) | Spec::Search(_) | Spec::Task(_)) {
+        super::unchanged_inputs::check(job, &ctx.recipe_dir)?;
+    }
     match &job.decl.spec {
         Spec::Task(task) | Spec::Finally(FinallyDecl { task, .. }) => {
             task::run_task(task, &ctx.recipe_dir).await

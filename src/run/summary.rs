@@ -17,6 +17,8 @@ pub struct StepReport {
     pub ending: Ending,
     pub detail: String,
     pub duration: Duration,
+    /// What from outside failed it, when classified.
+    pub fault: Option<crate::executor::interface::Fault>,
 }
 
 #[derive(Debug, Clone)]

@@ -44,6 +44,8 @@ pub use output::tokens::TokenAccount;
 pub use run::LoadMargins;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;
+pub use workload::error_budget::{DEFAULT_AFTER as DEFAULT_ERROR_BUDGET_AFTER, ErrorBudget};
+pub use workload::input_check::{FileProblem, InputSummary, check_dataset, check_trace};
 pub use workload::options::{OptionKind, REQUEST_OPTIONS, RequestOption, RequestOptions, option_setting};
 pub use workload::prompt::marker;
 pub use workload::spec::{

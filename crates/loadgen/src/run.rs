@@ -10,19 +10,22 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use crate::observe::failure::FailureClass;
 use crate::observe::precision::{PrecisionWatch, StoppingRecord};
 use crate::observe::record::{RecordInputs, RequestRecord, derive};
 use crate::observe::saturation::SaturationWatch;
 use crate::output::ending::{EndReason, Ending};
-use crate::output::record_log::{RecordLog, Stored};
+use crate::output::record_log::{FAILURE_CLASSES, RecordLog, Stored};
 use crate::output::tokens::{TokenAccount, TokenTally};
 use crate::send::client::{endpoint, planned_body, request_body};
 use crate::send::conversation as session;
 use crate::send::http::{Endpoint, Payload, execute, execute_at};
+use crate::send::liveness::Liveness;
 use crate::send::pacer;
 use crate::send::prepare::presize_fd_table;
 use crate::send::sender::{self, SendJob};
 use crate::workload::calibrate::{Calibration, calibrate};
+use crate::workload::error_budget::ErrorBudget;
 use crate::workload::prompt::{PromptBuilder, SplitMix64, marker, streams};
 use crate::workload::request::Planned;
 use crate::workload::source::Source;
@@ -390,18 +393,33 @@ struct Sink {
     halt: std::sync::atomic::AtomicBool,
     /// The server's account of the records' tokens, summed.
     tokens: TokenTally,
+    /// `abort-on-errors`: the share of failed requests that ends the run.
+    error_budget: Option<ErrorBudget>,
+    /// Failed records by class (`FAILURE_CLASSES` order), for the budget's reason.
+    failures_by_class: [AtomicU32; FAILURE_CLASSES.len()],
+    /// `stall-timeout`: the cell's last-byte clock, read when a request stalls.
+    liveness: Option<Arc<Liveness>>,
+}
+
+/// The rules that may end a measured phase from its records.
+#[derive(Default)]
+struct SinkRules {
+    precision: Option<PrecisionWatch>,
+    error_budget: Option<ErrorBudget>,
+    liveness: Option<Arc<Liveness>>,
 }
 
 impl Sink {
     fn new(log: Option<Arc<RecordLog>>, progress: Option<Arc<ProgressCounter>>) -> Arc<Self> {
-        Self::watching(log, progress, None)
+        Self::watching(log, progress, SinkRules::default())
     }
 
     fn watching(
         log: Option<Arc<RecordLog>>,
         progress: Option<Arc<ProgressCounter>>,
-        precision: Option<PrecisionWatch>,
+        rules: SinkRules,
     ) -> Arc<Self> {
+        let SinkRules { precision, error_budget, liveness } = rules;
         Arc::new(Self {
             log,
             progress,
@@ -411,6 +429,9 @@ impl Sink {
             halted: std::sync::Mutex::new(None),
             halt: Default::default(),
             tokens: TokenTally::default(),
+            error_budget,
+            liveness,
+            failures_by_class: Default::default(),
         })
     }
 
@@ -450,9 +471,66 @@ impl Sink {
         if let Some(detail) = precise {
             self.stop(Ending { reason: EndReason::Precise, detail, ..Ending::completed() });
         }
+        if let Some(failure) = &rec.failure
+            && let Some(code) = FAILURE_CLASSES.iter().position(|c| *c == failure.class)
+        {
+            self.failures_by_class[code].fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(budget) = &self.error_budget
+            && !self.halted()
+        {
+            self.judge_errors(budget);
+        }
+        if rec.failure.as_ref().is_some_and(|f| f.class == FailureClass::Stalled)
+            && let Some(liveness) = self.liveness.as_ref().filter(|l| l.server_stalled())
+        {
+            let detail = format!(
+                "a request got no byte for {} ms, and no request of the cell received one for {} ms",
+                liveness.idle.unwrap_or_default().as_millis(),
+                liveness.silence().as_millis()
+            );
+            self.stop(Ending { reason: EndReason::Stalled, detail, ..Ending::completed() });
+        }
         if let Some(log) = &self.log {
             log.push(rec);
         }
+    }
+}
+
+impl Sink {
+    /// Stop the run once its failed requests spend the error budget.
+    fn judge_errors(&self, budget: &ErrorBudget) {
+        let counts: Vec<(&str, u64)> = FAILURE_CLASSES
+            .iter()
+            .zip(&self.failures_by_class)
+            .map(|(class, n)| (class.as_str(), u64::from(n.load(Ordering::Relaxed))))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let failed: u64 = counts.iter().map(|(_, n)| n).sum();
+        let ended = self.ended();
+        if !budget.spent(failed, ended) {
+            return;
+        }
+        let classes: Vec<String> = counts.iter().map(|(class, n)| format!("{class} {n}")).collect();
+        let detail = format!(
+            "error storm: {failed} of {ended} measured requests failed ({:.0}%; `abort-on-errors` allows under {:.0}% after {}): {}",
+            failed as f64 / ended as f64 * 100.0,
+            budget.share * 100.0,
+            budget.after,
+            classes.join(", ")
+        );
+        self.stop(Ending { reason: EndReason::ErrorStorm, detail, ..Ending::completed() });
+    }
+
+    /// The ending the sink's own rules (error budget, stall) gave, when no
+    /// stopping rule's record takes it.
+    fn rule_ending(&self, planned: u64, repeat: u32) -> Option<Ending> {
+        let halted = self.halted.lock().ok()?.clone()?;
+        matches!(halted.reason, EndReason::ErrorStorm | EndReason::Stalled).then(|| Ending {
+            unsent: planned.saturating_sub(self.ended()),
+            repeat: Some(repeat),
+            ..halted
+        })
     }
 }
 
@@ -923,10 +1001,17 @@ pub async fn measure(
         true => stages::widest(&spec).0 as usize,
     };
     let fd_table_slots = presize_fd_table(at_once.saturating_mul(targets.len()).saturating_mul(2) + 256);
+    let liveness = (spec.idle_timeout_ms.is_some() || spec.stall_timeout_ms.is_some()).then(|| {
+        Arc::new(Liveness::new(
+            spec.idle_timeout_ms.map(Duration::from_millis),
+            spec.stall_timeout_ms.map(Duration::from_millis),
+        ))
+    });
     let endpoints = targets
         .iter()
         .map(|t| {
             Endpoint::with_tls(&endpoint(&t.base_url, spec.api), t.api_key.as_deref(), &t.tls)
+                .map(|e| e.with_liveness(liveness.clone()))
                 .with_context(|| format!("target {}", t.label))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -1035,7 +1120,9 @@ pub async fn measure(
         since: Instant::now(),
     });
     let precision = runner.spec.stopping.as_ref().and_then(PrecisionWatch::new);
-    let measured = Sink::watching(Some(log.clone()), Some(counter), precision);
+    let rules =
+        SinkRules { precision, error_budget: runner.spec.abort_on_errors, liveness: liveness.clone() };
+    let measured = Sink::watching(Some(log.clone()), Some(counter), rules);
     let mut preparation = Preparation { fd_table_slots, ahead: Vec::new() };
     let next_staged_index = Arc::new(AtomicU64::new(0));
     let sessions = runner.source.sessions();
@@ -1069,6 +1156,16 @@ pub async fn measure(
         preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
         run_phase(&runner, first, runner.spec.requests, repeat, arrival, &measured).await?;
         if runner.stopped.lock().is_ok_and(|s| s.is_some()) {
+            break;
+        }
+        // An error storm or a stalled server ends every repeat: the later ones are not sent.
+        if measured.halted() && runner.spec.stopping.is_none() {
+            let planned = u64::from(runner.spec.requests) * u64::from(runner.spec.repeat);
+            if let (Some(ending), Ok(mut stopped)) =
+                (measured.rule_ending(planned, repeat), runner.stopped.lock())
+            {
+                *stopped = Some(ending);
+            }
             break;
         }
     }

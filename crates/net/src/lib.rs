@@ -16,4 +16,4 @@ pub mod test_proxy;
 mod tls;
 
 pub use http_client::{http_client, http_client_builder};
-pub use tls::{TlsSettings, certificate_problem, install_crypto_provider, tls_config};
+pub use tls::{TlsSettings, certificate_problem, check_ca_bundle, install_crypto_provider, tls_config};

@@ -76,6 +76,20 @@ pub fn tls_config(settings: &TlsSettings) -> anyhow::Result<Arc<rustls::ClientCo
     Ok(Arc::new(config))
 }
 
+/// Read a CA bundle as a server's client will: a PEM file of certificates
+/// that a root store accepts. Returns how many it holds.
+pub fn check_ca_bundle(path: &std::path::Path) -> anyhow::Result<usize> {
+    let mut roots = rustls::RootCertStore::empty();
+    let certificates = read_bundle(path)?;
+    let count = certificates.len();
+    for certificate in certificates {
+        roots
+            .add(certificate)
+            .with_context(|| format!("ca-bundle {}: a certificate is invalid", path.display()))?;
+    }
+    Ok(count)
+}
+
 fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
     let shown = path.display();
     std::fs::metadata(path).with_context(|| format!("cannot read ca-bundle {shown}"))?;

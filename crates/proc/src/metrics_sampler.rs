@@ -115,6 +115,11 @@ impl MetricsSampler {
         Self { stop, task }
     }
 
+    /// Stops sampling now, mid-scrape if need be, and keeps nothing.
+    pub fn abort(self) {
+        self.task.abort();
+    }
+
     /// Stops sampling and returns what was sampled.
     pub async fn stop(self) -> SampledMetrics {
         self.stop.notify_one();

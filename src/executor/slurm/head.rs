@@ -225,6 +225,8 @@ impl Head {
             evidence,
             executed,
             duration: started.elapsed(),
+            // The worker's classification is in its detail; not carried across jobs.
+            fault: None,
         };
         if !forced && self.store.contains(&fp) {
             let (ending, detail) = self.stored_ending(index, "stored".into());
@@ -278,6 +280,8 @@ impl Head {
             evidence,
             executed,
             duration: started.elapsed(),
+            // The worker's classification is in its detail; not carried across jobs.
+            fault: None,
         };
         let worker_said = reported.as_ref().map(|r| r.state.as_str());
         if self.store.contains(&fp) && (!forced || matches!(worker_said, Some("ran" | "rejected" | "cached")))

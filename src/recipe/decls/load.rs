@@ -11,7 +11,9 @@ use super::super::schema::{FieldSpec, Shape};
 use super::super::settings::{Draft, settings};
 mod stage;
 pub use stage::{SloFrom, StageDecl};
+mod abort_on_errors;
 mod until;
+pub use abort_on_errors::AbortOnErrorsDecl;
 pub use until::UntilDecl;
 pub mod traffic;
 pub use super::super::words::ConnectWord;
@@ -41,6 +43,11 @@ settings! {
         pub prompt_salt: Option<u64> = "prompt-salt" as Int,
         pub output_policy: OutputPolicy = "output-policy" as Word(OutputPolicy) or OutputPolicy::Observe,
         pub timeout: Option<Duration> = "timeout" as Duration,
+        /// A request with no byte from the server for this long ends `stalled`.
+        pub idle_timeout: Option<Duration> = "idle-timeout" as Duration,
+        /// A request stalled and no connection of the cell got a byte for
+        /// this long: the server is stalled, the cell fails, the server restarts.
+        pub stall_timeout: Option<Duration> = "stall-timeout" as Duration,
         /// Closed loop, or the kind of gaps between open-loop sends.
         key arrival = "arrival" as Word(ArrivalWord),
         /// Requests per second of an open loop.
@@ -56,6 +63,9 @@ settings! {
         pub max_requests: Option<u64> = "max-requests" as Int,
         /// A stopping rule's time bound on the measured run.
         pub max_duration: Option<Duration> = "max-duration" as Duration,
+        /// Stop once this share of the measured requests has failed.
+        key abort_on_errors = "abort-on-errors" as StringsWithProps,
+        pub abort_on_errors: Option<AbortOnErrorsDecl>,
         /// Per-request latency limits (goodput).
         key slo = "slo" as Props,
         pub slo: Option<SloDecl>,
@@ -180,5 +190,9 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         sessions: key::sessions,
     };
     let until = until::build(draft, &keys, problems);
-    LoadDecl::from_settings(s, LoadRest { arrival, slo, stages, traffic, reads, options, until })
+    let abort_on_errors = abort_on_errors::build(draft, key::abort_on_errors, problems);
+    LoadDecl::from_settings(
+        s,
+        LoadRest { arrival, slo, stages, traffic, reads, options, until, abort_on_errors },
+    )
 }

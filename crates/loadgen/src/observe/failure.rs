@@ -27,6 +27,12 @@ pub enum FailureClass {
     TruncatedCapture,
     /// Strict controlled output: word count not exact, or reply truncated.
     ControlledOutput,
+    /// The server refused the request for load (HTTP 429 or 503): not a
+    /// server error, and never retried (a retry changes the offered load).
+    Rejected,
+    /// No byte from the server for the cell's `idle-timeout`, before the
+    /// response head or mid-stream.
+    Stalled,
 }
 
 impl FailureClass {
@@ -51,6 +57,8 @@ impl FailureClass {
             Self::CanaryFailure => "canary_failure",
             Self::TruncatedCapture => "truncated_capture",
             Self::ControlledOutput => "controlled_output",
+            Self::Rejected => "rejected",
+            Self::Stalled => "stalled",
         }
     }
 }

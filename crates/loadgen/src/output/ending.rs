@@ -19,6 +19,11 @@ pub enum EndReason {
     MaxRequests,
     /// The stopping rule's `max-duration` ran out before its precision.
     MaxDuration,
+    /// `abort-on-errors`: the share of failed requests reached its budget.
+    ErrorStorm,
+    /// `stall-timeout`: a request stalled and no connection of the cell had
+    /// received a byte for that long: the server went silent as a whole.
+    Stalled,
 }
 
 /// The artifact's `ending`.
@@ -64,6 +69,6 @@ impl Ending {
     /// Whether the rule that ended it found the server past capacity: its
     /// numbers are not those of a load it sustained.
     pub fn lost(&self) -> bool {
-        self.reason == EndReason::OverSaturated
+        matches!(self.reason, EndReason::OverSaturated | EndReason::ErrorStorm | EndReason::Stalled)
     }
 }

@@ -84,7 +84,7 @@ pub type Row = [f64; col::COUNT];
 const ROW_BYTES: usize = col::COUNT * 8;
 
 /// Failure classes in the order of their `FAILURE_CLASS` code.
-pub const FAILURE_CLASSES: [crate::observe::failure::FailureClass; 10] = {
+pub const FAILURE_CLASSES: [crate::observe::failure::FailureClass; 12] = {
     use crate::observe::failure::FailureClass::*;
     [
         HttpStatus,
@@ -97,6 +97,9 @@ pub const FAILURE_CLASSES: [crate::observe::failure::FailureClass; 10] = {
         CanaryFailure,
         TruncatedCapture,
         ControlledOutput,
+        // Appended: a stored log's codes keep their meaning.
+        Rejected,
+        Stalled,
     ]
 };
 

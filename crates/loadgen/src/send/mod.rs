@@ -4,6 +4,7 @@
 pub(crate) mod client;
 pub(crate) mod conversation;
 pub(crate) mod http;
+pub(crate) mod liveness;
 pub(crate) mod pacer;
 pub(crate) mod prepare;
 pub(crate) mod sender;

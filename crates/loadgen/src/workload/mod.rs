@@ -5,7 +5,11 @@
 pub(crate) mod calibrate;
 pub(crate) mod canary;
 pub(crate) mod dataset;
+pub(crate) mod error_budget;
 pub(crate) mod filler;
+pub(crate) mod input_check;
+#[cfg(test)]
+mod input_proptests;
 pub(crate) mod options;
 pub(crate) mod prompt;
 pub(crate) mod request;
@@ -17,4 +21,5 @@ pub(crate) mod stages;
 pub(crate) mod stopping;
 pub(crate) mod token_exact;
 pub(crate) mod trace;
+pub(crate) mod trace_line;
 pub(crate) mod traffic;

@@ -58,6 +58,20 @@ pub struct CellSpec {
     /// [`crate::workload::stopping`]); `requests` is then its maximum.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopping: Option<crate::workload::stopping::StoppingRule>,
+    /// Stop sending once this share of the measured requests has failed
+    /// (see [`crate::workload::error_budget`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_on_errors: Option<crate::workload::error_budget::ErrorBudget>,
+    /// A request with no byte from the server for this long ends `stalled`
+    /// (apart from `request_timeout_ms`, the whole request's bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_ms: Option<u64>,
+    /// The server is stalled when a request stalls and none of the cell's
+    /// connections received a byte for this long: the cell stops, and
+    /// fails (see [`crate::send::liveness`]). Sets `idle_timeout_ms` too
+    /// when that is unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_timeout_ms: Option<u64>,
     /// The served model's own tokenizer (the server's `tokenizer`): with
     /// it, prompts are built token-exact (see [`crate::workload::filler`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,6 +106,9 @@ impl Default for CellSpec {
             stages: Vec::new(),
             traffic: crate::workload::traffic::Traffic::Synthetic,
             stopping: None,
+            abort_on_errors: None,
+            idle_timeout_ms: None,
+            stall_timeout_ms: None,
             tokenizer: None,
         }
     }

@@ -20,14 +20,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::workload::filler::Filler;
 use crate::workload::prompt::SplitMix64;
 use crate::workload::request::{Content, Origin, Planned};
 use crate::workload::session::SessionPlan;
-use crate::workload::traffic::{TraceFormat, TraceSpec};
+use crate::workload::trace_line::{self, LineProblem, Prompt};
+use crate::workload::traffic::TraceSpec;
 
 /// Generator streams of trace prompts, apart from the synthetic ones.
 mod streams {
@@ -86,35 +86,6 @@ pub struct Trace {
 /// Loop guard: a looping window stops here even without a limit hit.
 const MAX_REQUESTS: u64 = 50_000_000;
 
-#[derive(Deserialize)]
-struct MooncakeLine<'a> {
-    timestamp: f64,
-    #[serde(default)]
-    input_length: Option<u64>,
-    #[serde(default)]
-    output_length: Option<u64>,
-    #[serde(default)]
-    hash_ids: Vec<u64>,
-    #[serde(default, borrow)]
-    text_input: Option<std::borrow::Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct JsonlLine<'a> {
-    timestamp_ms: f64,
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default, borrow)]
-    prompt: Option<std::borrow::Cow<'a, str>>,
-    output_tokens: u64,
-    #[serde(default)]
-    session: Option<Value>,
-    #[serde(default)]
-    prefix: Option<Value>,
-    #[serde(default)]
-    prefix_tokens: Option<u64>,
-}
-
 /// Dense numbers for string or integer ids, in order of first use.
 #[derive(Default)]
 struct Ids(HashMap<String, u32>);
@@ -151,6 +122,7 @@ impl Trace {
         let (mut lines, mut hashes, mut texts) = (Vec::new(), Vec::new(), String::new());
         let (mut sessions, mut prefixes) = (Ids::default(), Ids::default());
         let mut first_ms: Option<f64> = None;
+        let mut previous: Option<(u64, f64)> = None;
         let mut lines_in_file = 0u64;
         for (n, text) in reader.lines().enumerate() {
             let text = text?;
@@ -172,50 +144,29 @@ impl Trace {
                 prefix: NONE,
                 prefix_tokens: 0,
             };
-            let mut given_text = None;
-            let at_ms = match spec.format {
-                TraceFormat::Mooncake => {
-                    let l: MooncakeLine =
-                        serde_json::from_str(&text).with_context(|| format!("line {number}"))?;
-                    line.output_tokens = small(l.output_length.unwrap_or(0), "output_length")?;
-                    line.hash_len = small(l.hash_ids.len() as u64, "hash_ids length")?;
-                    hashes.extend_from_slice(&l.hash_ids);
-                    match (l.input_length, l.text_input) {
-                        (_, Some(t)) => given_text = Some(t),
-                        (Some(n), None) => line.input_tokens = small(n, "input_length")?,
-                        (None, None) => bail!("line {number}: needs `input_length` or `text_input`"),
-                    }
-                    l.timestamp
-                }
-                TraceFormat::Jsonl => {
-                    let l: JsonlLine =
-                        serde_json::from_str(&text).with_context(|| format!("line {number}"))?;
-                    line.output_tokens = small(l.output_tokens, "output_tokens")?;
-                    match (l.input_tokens, l.prompt) {
-                        (_, Some(t)) => given_text = Some(t),
-                        (Some(n), None) => line.input_tokens = small(n, "input_tokens")?,
-                        (None, None) => bail!("line {number}: needs `input_tokens` or `prompt`"),
-                    }
-                    if let Some(s) = &l.session {
-                        line.session = sessions.of(s).with_context(|| format!("line {number}: session"))?;
-                    }
-                    if let Some(p) = &l.prefix {
-                        line.prefix = prefixes.of(p).with_context(|| format!("line {number}: prefix"))?;
-                        line.prefix_tokens =
-                            small(l.prefix_tokens.unwrap_or(u64::from(spec.block_tokens)), "prefix_tokens")?;
-                    }
-                    l.timestamp_ms
+            let at = |problem: LineProblem| anyhow::anyhow!("line {number}: {}", problem.message);
+            let read = trace_line::parse(spec.format, &text).map_err(at)?;
+            trace_line::check_order(read.at_ms, previous).map_err(at)?;
+            previous = Some((u64::from(number), read.at_ms));
+            let at_ms = read.at_ms;
+            line.output_tokens = small(read.output_tokens, "output_tokens")?;
+            line.hash_len = small(read.hash_ids.len() as u64, "hash_ids length")?;
+            hashes.extend_from_slice(&read.hash_ids);
+            let given_text = match read.prompt {
+                Prompt::Text(t) => Some(t),
+                Prompt::Tokens(n) => {
+                    line.input_tokens = small(n, "input tokens")?;
+                    None
                 }
             };
-            if !(at_ms.is_finite() && at_ms >= 0.0) {
-                bail!("line {number}: the timestamp must be a non-negative number of milliseconds");
+            if let Some(s) = &read.session {
+                line.session = sessions.of(s).with_context(|| format!("line {number}: session"))?;
+            }
+            if let Some((p, tokens)) = &read.prefix {
+                line.prefix = prefixes.of(p).with_context(|| format!("line {number}: prefix"))?;
+                line.prefix_tokens = small(tokens.unwrap_or(u64::from(spec.block_tokens)), "prefix_tokens")?;
             }
             let first = *first_ms.get_or_insert(at_ms);
-            if at_ms < first {
-                bail!(
-                    "line {number}: timestamp {at_ms} is before the first line's ({first}); sort the trace"
-                );
-            }
             line.at_us = ((at_ms - first) * 1000.0).round() as u64;
             if let Some(t) = given_text {
                 line.text_at = small(texts.len() as u64, "text pool size")?;
@@ -461,6 +412,7 @@ impl Trace {
 mod tests {
     use super::*;
     use crate::workload::request::Content;
+    use crate::workload::traffic::TraceFormat;
 
     fn spec(path: &std::path::Path, format: TraceFormat) -> TraceSpec {
         TraceSpec {

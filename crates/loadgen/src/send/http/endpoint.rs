@@ -28,6 +28,8 @@ pub struct Endpoint {
     opened: AtomicU64,
     /// `Some` for https: every connection completes a TLS handshake.
     tls: Option<TlsConnect>,
+    /// The cell's idle timeout and last-byte clock, given to every connection.
+    liveness: Option<std::sync::Arc<crate::send::liveness::Liveness>>,
 }
 
 impl Endpoint {
@@ -84,6 +86,7 @@ impl Endpoint {
             addrs: Mutex::new(Vec::new()),
             opened: AtomicU64::new(0),
             tls,
+            liveness: None,
         })
     }
 
@@ -129,7 +132,18 @@ impl Endpoint {
             addrs = self.addrs.lock().unwrap_or_else(|e| e.into_inner()).clone();
         }
         let id = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
-        StampedSocket::connect(&addrs, id, self.tls.as_ref()).await
+        let mut socket = StampedSocket::connect(&addrs, id, self.tls.as_ref()).await?;
+        socket.liveness = self.liveness.clone();
+        Ok(socket)
+    }
+
+    /// Every connection opened from now on reads under `liveness`.
+    pub fn with_liveness(
+        mut self,
+        liveness: Option<std::sync::Arc<crate::send::liveness::Liveness>>,
+    ) -> Self {
+        self.liveness = liveness;
+        self
     }
 
     /// Closes every idle connection.

@@ -260,6 +260,12 @@ async fn converse(
                 obs.note_read(times);
                 (n, times.arrived)
             }
+            // The server took the request and went quiet: not a stale
+            // connection to retry on (that would send it twice).
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                obs.fail(FailureClass::Stalled, format!("waiting for the response: {e}"));
+                return Ending::Closed;
+            }
             Err(e) if filled == 0 => {
                 obs.fail(FailureClass::Disconnect, format!("reading the response: {e}"));
                 return broken_before_response;
@@ -288,7 +294,10 @@ async fn converse(
     if !(200..300).contains(&head.status) {
         let text = error_body(&mut socket, &mut body, head_len..filled).await;
         let shown: String = text.chars().take(300).collect();
-        obs.fail(FailureClass::HttpStatus, format!("HTTP {}: {shown}", head.status));
+        // 429 and 503 are the server refusing load, not failing at it.
+        let class =
+            if matches!(head.status, 429 | 503) { FailureClass::Rejected } else { FailureClass::HttpStatus };
+        obs.fail(class, format!("HTTP {}: {shown}", head.status));
         return Ending::Closed;
     }
 
@@ -330,6 +339,10 @@ async fn converse(
             }
             Err(e) if obs.done => {
                 let _ = e;
+                return Ending::Closed;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                obs.fail(FailureClass::Stalled, format!("mid-stream: {e}"));
                 return Ending::Closed;
             }
             Err(e) => {

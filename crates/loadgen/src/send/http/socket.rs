@@ -49,6 +49,8 @@ pub struct StampedSocket {
     /// count `read` returned.
     pub buffer: Vec<u8>,
     tls: Option<Box<TlsSession>>,
+    /// The cell's idle timeout and last-byte clock, when it has one.
+    pub(crate) liveness: Option<std::sync::Arc<crate::send::liveness::Liveness>>,
 }
 
 impl StampedSocket {
@@ -85,6 +87,7 @@ impl StampedSocket {
             control: nix::cmsg_space!(TimeSpec),
             buffer,
             tls: None,
+            liveness: None,
         };
         if let Some(tls) = tls {
             let handshake_began = Instant::now();
@@ -182,6 +185,20 @@ impl StampedSocket {
     /// Reads what has arrived into `buffer[from..]`: the count (0 at end of
     /// stream) and when the bytes arrived and were read.
     pub async fn read(&mut self, from: usize) -> io::Result<(usize, ReadTimes)> {
+        let Some(liveness) = self.liveness.clone() else { return self.read_any(from).await };
+        let read = match liveness.idle {
+            Some(idle) => tokio::time::timeout(idle, self.read_any(from))
+                .await
+                .unwrap_or_else(|_| Err(crate::send::liveness::idle_error(idle))),
+            None => self.read_any(from).await,
+        };
+        if matches!(read, Ok((n, _)) if n > 0) {
+            liveness.touch();
+        }
+        read
+    }
+
+    async fn read_any(&mut self, from: usize) -> io::Result<(usize, ReadTimes)> {
         let Self { fd, control, buffer, tls, .. } = self;
         let Some(session) = tls.as_mut() else { return read_stamped(fd, control, &mut buffer[from..]).await };
         loop {
