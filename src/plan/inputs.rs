@@ -40,29 +40,19 @@ pub fn check_inputs(recipe: &Recipe, mode: EngineMode) -> Result<(), RecipeError
                 TrafficDecl::Trace(trace) => {
                     let path = dir.join(&trace.file);
                     first_time(&path, "reads"); // read through here: not again as a bare read
-                    if first_time(&path, "trace") {
-                        let format = if trace.format == "jsonl" {
-                            anvil_loadgen::TraceFormat::Jsonl
-                        } else {
-                            anvil_loadgen::TraceFormat::Mooncake
-                        };
-                        if let Err(problem) = anvil_loadgen::check_trace(&path, format) {
-                            problems.push(file_problem(step, "trace", &trace.file, &problem));
-                        }
+                    if first_time(&path, "trace")
+                        && let Err(problem) = anvil_loadgen::check_trace(&path, trace.format())
+                    {
+                        problems.push(file_problem(step, "trace", &trace.file, &problem));
                     }
                 }
                 TrafficDecl::Dataset(dataset) => {
                     let path = dir.join(&dataset.file);
                     first_time(&path, "reads");
-                    if first_time(&path, "dataset") {
-                        let format = if dataset.format == "jsonl" {
-                            anvil_loadgen::DatasetFormat::Jsonl
-                        } else {
-                            anvil_loadgen::DatasetFormat::Sharegpt
-                        };
-                        if let Err(problem) = anvil_loadgen::check_dataset(&path, format) {
-                            problems.push(file_problem(step, "dataset", &dataset.file, &problem));
-                        }
+                    if first_time(&path, "dataset")
+                        && let Err(problem) = anvil_loadgen::check_dataset(&path, dataset.format())
+                    {
+                        problems.push(file_problem(step, "dataset", &dataset.file, &problem));
                     }
                 }
                 TrafficDecl::Synthetic | TrafficDecl::Sessions(_) => {}

@@ -14,8 +14,8 @@
 use std::time::Duration;
 
 use anvil_loadgen::{
-    Api, Arrival, CellSpec, DEFAULT_MIN_REQUESTS, DatasetFormat, DatasetSpec, OutputPolicy, PromptCacheMode,
-    SessionSpec, Slo, StoppingRule, ThinkingMode, TraceFormat, TraceSpec, Traffic,
+    Api, Arrival, CellSpec, DEFAULT_MIN_REQUESTS, DatasetSpec, OutputPolicy, PromptCacheMode, SessionSpec,
+    Slo, StoppingRule, ThinkingMode, TraceSpec, Traffic,
 };
 use serde_json::{Map, Value, json};
 
@@ -200,7 +200,7 @@ fn traffic(decl: &TrafficDecl) -> Traffic {
         TrafficDecl::Synthetic => Traffic::Synthetic,
         TrafficDecl::Trace(t) => Traffic::Trace(TraceSpec {
             path: t.file.clone().into(),
-            format: if t.format == "jsonl" { TraceFormat::Jsonl } else { TraceFormat::Mooncake },
+            format: t.format(),
             block_tokens: t.block_tokens.min(u64::from(u32::MAX)) as u32,
             time_scale: t.time_scale,
             start_ms: t.start.as_millis() as u64,
@@ -211,7 +211,7 @@ fn traffic(decl: &TrafficDecl) -> Traffic {
         }),
         TrafficDecl::Dataset(d) => Traffic::Dataset(DatasetSpec {
             path: d.file.clone().into(),
-            format: if d.format == "jsonl" { DatasetFormat::Jsonl } else { DatasetFormat::Sharegpt },
+            format: d.format(),
             min_prompt_tokens: d.min_prompt_tokens,
             max_prompt_tokens: d.max_prompt_tokens,
             truncate: d.truncate,

@@ -47,17 +47,7 @@ fn spec(traffic: Traffic) -> CellSpec {
 }
 
 fn trace(path: &str, format: TraceFormat) -> TraceSpec {
-    TraceSpec {
-        path: example(path),
-        format,
-        block_tokens: 16,
-        time_scale: 1.0,
-        start_ms: 0,
-        duration_ms: None,
-        max_requests: None,
-        looped: false,
-        ignore_eos: true,
-    }
+    TraceSpec::whole_file(example(path), format, 16)
 }
 
 /// The example trace's lines, parsed independently of the load generator.

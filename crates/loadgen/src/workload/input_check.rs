@@ -77,22 +77,31 @@ pub fn check_trace(path: &Path, format: TraceFormat) -> Result<InputSummary, Fil
     check_trace_from(open(path)?, format)
 }
 
+/// The file's non-blank lines with their 1-based numbers; a line that is
+/// not UTF-8 text ends it with a problem at that line.
+fn non_blank_lines(reader: impl BufRead) -> impl Iterator<Item = Result<(u64, String), FileProblem>> {
+    reader
+        .lines()
+        .enumerate()
+        .map(|(n, text)| {
+            let number = n as u64 + 1;
+            text.map(|text| (number, text)).map_err(|e| FileProblem {
+                line: Some(number),
+                column: None,
+                message: format!("cannot be read as text: {e}"),
+            })
+        })
+        .filter(|line| line.as_ref().map_or(true, |(_, text)| !text.trim().is_empty()))
+}
+
 pub(crate) fn check_trace_from(
     reader: impl BufRead,
     format: TraceFormat,
 ) -> Result<InputSummary, FileProblem> {
     let mut previous: Option<(u64, f64)> = None;
     let mut usable = 0u64;
-    for (n, text) in reader.lines().enumerate() {
-        let number = n as u64 + 1;
-        let text = text.map_err(|e| FileProblem {
-            line: Some(number),
-            column: None,
-            message: format!("cannot be read as text: {e}"),
-        })?;
-        if text.trim().is_empty() {
-            continue;
-        }
+    for line in non_blank_lines(reader) {
+        let (number, text) = line?;
         let line = trace_line::parse(format, &text).map_err(|p| FileProblem::at(number, p))?;
         trace_line::check_order(line.at_ms, previous).map_err(|p| FileProblem::at(number, p))?;
         previous = Some((number, line.at_ms));
@@ -137,16 +146,8 @@ struct JsonlItem {
 
 fn check_jsonl_dataset(reader: impl BufRead) -> Result<InputSummary, FileProblem> {
     let mut usable = 0;
-    for (n, text) in reader.lines().enumerate() {
-        let number = n as u64 + 1;
-        let text = text.map_err(|e| FileProblem {
-            line: Some(number),
-            column: None,
-            message: format!("cannot be read as text: {e}"),
-        })?;
-        if text.trim().is_empty() {
-            continue;
-        }
+    for line in non_blank_lines(reader) {
+        let (number, text) = line?;
         serde_json::from_str::<JsonlItem>(&text)
             .map_err(|e| FileProblem::at(number, LineProblem::from_json(&e)))?;
         usable += 1;

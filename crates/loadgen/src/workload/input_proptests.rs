@@ -24,17 +24,7 @@ fn file_with(bytes: &[u8]) -> tempfile::NamedTempFile {
 }
 
 fn trace_spec(path: &std::path::Path, format: TraceFormat) -> TraceSpec {
-    TraceSpec {
-        path: path.to_path_buf(),
-        format,
-        block_tokens: 16,
-        time_scale: 1.0,
-        start_ms: 0,
-        duration_ms: None,
-        max_requests: None,
-        looped: false,
-        ignore_eos: true,
-    }
+    TraceSpec::whole_file(path, format, 16)
 }
 
 /// The check and the loader on the same bytes, in every format.

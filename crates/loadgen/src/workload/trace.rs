@@ -415,17 +415,7 @@ mod tests {
     use crate::workload::traffic::TraceFormat;
 
     fn spec(path: &std::path::Path, format: TraceFormat) -> TraceSpec {
-        TraceSpec {
-            path: path.to_path_buf(),
-            format,
-            block_tokens: 4,
-            time_scale: 1.0,
-            start_ms: 0,
-            duration_ms: None,
-            max_requests: None,
-            looped: false,
-            ignore_eos: true,
-        }
+        TraceSpec::whole_file(path, format, 4)
     }
 
     fn write(lines: &str) -> tempfile_path::Temp {

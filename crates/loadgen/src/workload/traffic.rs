@@ -45,6 +45,23 @@ pub struct TraceSpec {
     pub ignore_eos: bool,
 }
 
+impl TraceSpec {
+    /// The whole file, once, at its recorded times.
+    pub fn whole_file(path: impl Into<PathBuf>, format: TraceFormat, block_tokens: u32) -> TraceSpec {
+        TraceSpec {
+            path: path.into(),
+            format,
+            block_tokens,
+            time_scale: 1.0,
+            start_ms: 0,
+            duration_ms: None,
+            max_requests: None,
+            looped: false,
+            ignore_eos: true,
+        }
+    }
+}
+
 /// Which trace layout a file has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

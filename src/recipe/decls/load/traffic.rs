@@ -52,6 +52,28 @@ pub struct TraceDecl {
     pub ignore_eos: bool,
 }
 
+impl TraceDecl {
+    /// `format` (a checked word) as the load generator names it.
+    pub fn format(&self) -> anvil_loadgen::TraceFormat {
+        if self.format == "jsonl" {
+            anvil_loadgen::TraceFormat::Jsonl
+        } else {
+            anvil_loadgen::TraceFormat::Mooncake
+        }
+    }
+}
+
+impl DatasetDecl {
+    /// `format` (a checked word) as the load generator names it.
+    pub fn format(&self) -> anvil_loadgen::DatasetFormat {
+        if self.format == "jsonl" {
+            anvil_loadgen::DatasetFormat::Jsonl
+        } else {
+            anvil_loadgen::DatasetFormat::Sharegpt
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct DatasetDecl {
     pub file: String,
