@@ -40,9 +40,10 @@ fn with_prompts() -> Scratch {
 fn half_the_requests_refused_stops_the_cell_and_counts_the_rejections() {
     let scratch = with_prompts();
     let path = scratch.write("recipe.kdl", &recipe(400, "abort-on-errors \"20%\" after=50"));
-    let outcome = scratch.run(&path, &[], 0);
+    let outcome = scratch.run(&path, &["--json"], 0);
     let transcript = outcome.transcript();
     assert!(transcript.contains("error storm"), "{transcript}");
+    assert_eq!(crate::broken_inputs::fault_of(&outcome.json(), "storm"), "error-storm", "{transcript}");
     let artifact = scratch.stored_json(&path, "storm", "benchmark.json");
     let ending = &artifact["ending"];
     assert_eq!(ending["reason"], "error-storm", "{ending}");

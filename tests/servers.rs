@@ -852,9 +852,10 @@ fn the_llama_cpp_template_plans_and_runs_on_its_twin() {
 // A server that goes silent mid-cell (`stall-timeout`)
 // ---------------------------------------------------------------------------
 
-/// Once the server whose command line holds `marker` answers `/health`,
-/// wait `serving` more (the cell is under way), then freeze it (SIGSTOP).
-fn freeze_once_serving(marker: &str, serving: Duration) -> u32 {
+/// Once the server whose command line holds `marker` has generated
+/// `tokens` (its own counter `metric` on `/metrics` says so: the measured
+/// requests are under way), freeze it (SIGSTOP).
+fn freeze_once_serving(marker: &str, metric: &str, tokens: f64) -> u32 {
     let mut found = None;
     let port_of = |cmdline: &str| -> Option<u16> {
         let words: Vec<&str> = cmdline.split_whitespace().collect();
@@ -865,8 +866,15 @@ fn freeze_once_serving(marker: &str, serving: Duration) -> u32 {
         found.is_some()
     });
     let (pid, port) = found.filter(|_| started).expect("the server started");
-    assert!(wait_until(|| http_get(port, "/health").is_some_and(|(status, _)| status == 200)), "it serves");
-    std::thread::sleep(serving);
+    let generated =
+        || http_get(port, "/metrics").and_then(|(_, page)| support_servers::prometheus_value(&page, metric));
+    // Polled for as long as the server needs to start and warm up (on 2
+    // busy cores a CPU llama.cpp can take a second or more per reply).
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    while generated().is_none_or(|n| n < tokens) {
+        assert!(std::time::Instant::now() < deadline, "{marker} generated {tokens} tokens within 3 minutes");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     signal(pid, Signal::SIGSTOP);
     pid
 }
@@ -874,7 +882,7 @@ fn freeze_once_serving(marker: &str, serving: Duration) -> u32 {
 /// The stall test on one server (`command`: its launch line, holding
 /// `marker`): the first cell fails as stalled once the server is frozen,
 /// the frozen process is killed, and the second cell runs on a fresh one.
-fn stall_and_restart(bench: &Bench, server: &str, marker: &str, serving: Duration) -> Outcome {
+fn stall_and_restart(bench: &Bench, server: &str, marker: &str, metric: &str, stall_s: u64) -> Outcome {
     let recipe = bench.recipe(
         "recipe.kdl",
         &format!(
@@ -886,7 +894,7 @@ cell "frozen" server="s" {{
     concurrency 2
     max-tokens 16
     canaries #false
-    stall-timeout "3s"
+    stall-timeout "{stall_s}s"
 }}
 cell "after-restart" server="s" {{
     context-tokens 32
@@ -898,12 +906,15 @@ cell "after-restart" server="s" {{
         ),
     );
     let run = bench.spawn_run(&recipe, &["-j", "1", "--keep-going", "--json"]);
-    let frozen = freeze_once_serving(marker, serving);
+    // Replies are 16 tokens: 64 is the length probe's and a few measured
+    // requests' (a server counts a reply's tokens when it ends).
+    let frozen = freeze_once_serving(marker, metric, 64.0);
     let outcome = finish(run, "run").expect_code(1);
     let transcript = outcome.transcript();
     let statuses = bench.scratch.last_run_statuses();
     assert_eq!(statuses["frozen"], "failed", "{transcript}");
-    assert!(transcript.contains("server `s` stalled: a request got no byte for 3000 ms"), "{transcript}");
+    let said = format!("server `s` stalled: a request got no byte for {} ms", stall_s * 1000);
+    assert!(transcript.contains(&said), "{transcript}");
     assert_eq!(crate::broken_inputs::fault_of(&outcome.json(), "frozen"), "server-stalled", "{transcript}");
     assert_eq!(statuses["after-restart"], "ran", "the next cell runs on a restarted server:\n{transcript}");
     assert!(!alive(frozen), "the frozen server was killed");
@@ -925,7 +936,7 @@ fn a_sim_frozen_mid_cell_fails_it_as_stalled_and_restarts_for_the_next() {
     ready http="/health" timeout="30s"
 }}"#
     );
-    stall_and_restart(&bench, &server, &marker, Duration::from_secs(1));
+    stall_and_restart(&bench, &server, &marker, "vllm:generation_tokens_total", 3);
 }
 
 /// The same on the real llama.cpp server (the test suite's SmolLM2).
@@ -938,9 +949,11 @@ fn llama_cpp_frozen_mid_cell_fails_it_as_stalled_and_restarts_for_the_next() {
         r#"server "s" {{
     engine "command"
     model "{marker}"
-    command "{llama}" "-m" "{gguf}" "--alias" "{marker}" "--host" "{{host}}" "--port" "{{port}}" "-c" "2048" "--parallel" "2" "-t" "2"
+    command "{llama}" "-m" "{gguf}" "--alias" "{marker}" "--host" "{{host}}" "--port" "{{port}}" "-c" "2048" "--parallel" "2" "-t" "2" "--metrics"
     ready http="/health" status=200 timeout="2m"
 }}"#
     );
-    stall_and_restart(&bench, &server, &marker, Duration::from_secs(6));
+    // A CPU llama.cpp on 2 busy cores can go 3 s without a byte while
+    // alive (a prefill it was starved for): 15 s is silence only a frozen one keeps.
+    stall_and_restart(&bench, &server, &marker, "llamacpp:tokens_predicted_total", 15);
 }

@@ -128,6 +128,8 @@ pub enum Fault {
     ServerStalled,
     /// Its result did not fit on the store's disk (or the disk failed).
     DiskFull,
+    /// Its requests failed past `abort-on-errors`: stored, not eligible.
+    ErrorStorm,
 }
 
 impl Fault {
@@ -136,6 +138,7 @@ impl Fault {
             Fault::InputChanged => "input-changed",
             Fault::ServerStalled => "server-stalled",
             Fault::DiskFull => "disk-full",
+            Fault::ErrorStorm => "error-storm",
         }
     }
 }

@@ -130,7 +130,9 @@ pub async fn run_cell(
             files.push(ProducedFile::Copy { name: format!("server-{i}.log"), from: log.clone() });
         }
     }
-    Ok(Produced { result: results::to_value(&result), files, summary: line, ..Produced::default() })
+    let storm = artifact.ending.as_ref().is_some_and(|e| e.reason == anvil_loadgen::EndReason::ErrorStorm);
+    let fault = storm.then_some(crate::executor::interface::Fault::ErrorStorm);
+    Ok(Produced { result: results::to_value(&result), files, summary: line, fault, ..Produced::default() })
 }
 
 /// The cell's line in the run's output: its figures, the load it offered,

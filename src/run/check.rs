@@ -82,6 +82,6 @@ pub async fn run_check(
         }],
         // A failed check is a verdict, stored like a rejected gate.
         rejected: !passed,
-        began: None,
+        ..Produced::default()
     })
 }

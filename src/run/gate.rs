@@ -58,8 +58,7 @@ pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failur
         summary: format!("{}: {}", result.status, result.detail),
         rejected: !result.passed,
         result: results::to_value(&result),
-        files: Vec::new(),
-        began: None,
+        ..Produced::default()
     })
 }
 

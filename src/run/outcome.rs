@@ -18,6 +18,9 @@ pub struct Produced {
     /// When the step's own work began, when it first waited (for its
     /// server's turn and start): its duration counts from here.
     pub began: Option<std::time::Instant>,
+    /// A stored result whose measurement a fault from outside ended
+    /// early (an error storm).
+    pub fault: Option<crate::executor::interface::Fault>,
 }
 
 #[derive(Debug)]

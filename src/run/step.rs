@@ -96,7 +96,7 @@ async fn run_step(ctx: &Context, job: &ReadyStep) -> StepEnd {
                 Ok(note) => (ending, format!("{}{note}", produced.summary), None, true).into(),
                 Err(err) => super::store_full::commit_failure(ctx.store.root(), &produced, &err).into(),
             };
-            StepEnd { began: produced.began, ..end }
+            StepEnd { began: produced.began, fault: end.fault.or(produced.fault), ..end }
         }
         Err(failure) => failure.into(),
     }

@@ -97,7 +97,7 @@ pub async fn run_task(task: &TaskDecl, recipe_dir: &Path) -> Result<Produced, Fa
         files,
         rejected: false,
         summary: format!("exit 0 in {:.1}s", duration.as_secs_f64()),
-        began: None,
+        ..Produced::default()
     })
 }
 
