@@ -11,7 +11,7 @@ use anvil_loadgen::{ReplicaMetrics, ReplicaSeries};
 use super::servers::ServerInfo;
 
 /// How often the series is sampled. One scrape a second costs the cell
-/// less than its run-to-run noise (docs/metrics.md "Server metrics").
+/// less than its run-to-run noise (docs/servers.md "Engine identity and metrics").
 /// `ANVIL_METRICS_INTERVAL_MS=0` turns sampling off.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 
