@@ -132,3 +132,112 @@ fn a_level_other_than_the_intervals_is_refused_with_its_place() {
     assert!(outcome.stderr.contains("[recipe.kdl:"), "{}", outcome.stderr);
     assert!(outcome.stderr.contains("`confidence` is 0.95"), "{}", outcome.stderr);
 }
+
+/// `extra-repeats`: an undecided verdict measures its deciding cells again,
+/// judges over their pooled requests, and stores every extra repeat.
+/// Throughput measured once has no interval (undecided); across 2+ repeats it
+/// has one. `pair-` is 2× apart, so a round or two decides it; the `twin-`
+/// cells are one engine twice (with run-to-run noise; `max-running-seqs`
+/// differs above the concurrency only to give them fingerprints of their
+/// own) and stay undecided.
+const MORE: &str = r#"
+server "sim-a" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 2; max-running-seqs 16; step-jitter-pct 3; } }
+server "sim-b" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 2; max-running-seqs 17; step-jitter-pct 3; } }
+server "sim-c" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 2; max-running-seqs 18; } }
+server "sim-slow" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 4; max-running-seqs 16; } }
+workload "w" { context-tokens 64; max-tokens 16; concurrency 4; requests 40; canaries #false; }
+cell "twin-a" server="sim-a" workload="w"
+cell "twin-b" server="sim-b" workload="w"
+cell "pair-fast" server="sim-c" workload="w"
+cell "pair-slow" server="sim-slow" workload="w"
+screen "twins" { over "cell.twin-*"; metric "aggregate_tok_s"; confidence 0.95; extra-repeats 2; }
+decision "d" { rule label="a-is-faster" when="gate.faster.passed"; }
+"#;
+
+fn more_recipe(threshold: &str) -> String {
+    format!(
+        "{MORE}gate \"faster\" {{\n    confidence 0.95\n    extra-repeats 4\n    require \"cell.pair-fast.aggregate_tok_s > cell.pair-slow.aggregate_tok_s{threshold}\"\n}}\n"
+    )
+}
+
+#[test]
+fn an_undecided_verdict_measures_its_cells_again_and_a_rerun_reuses_them() {
+    let scratch = Scratch::new();
+    let recipe = scratch.write("more.kdl", &more_recipe(""));
+    let first = scratch.run(&recipe, &[], 0);
+
+    let faster = stored(&scratch, &recipe, "faster");
+    assert_eq!(faster["status"], "passed", "{faster}");
+    let more = &faster["measured_more"];
+    let rounds = more["rounds"].as_u64().expect("rounds");
+    assert!((1..=4).contains(&rounds), "{more}");
+    assert_eq!(more["stopped"], "decided", "{more}");
+    assert_eq!(more["looks"], rounds + 1);
+    let cells = more["cells"].as_array().unwrap();
+    let names: Vec<&str> = cells.iter().map(|c| c["cell"].as_str().unwrap()).collect();
+    assert_eq!(names, ["pair-fast", "pair-slow"], "{more}");
+    for cell in cells {
+        assert_eq!(cell["extra_repeats"].as_array().unwrap().len() as u64, rounds, "{cell}");
+        // 40 requests of its own and 40 per extra repeat, pooled.
+        assert_eq!(cell["pooled_requests"], 40 * (rounds + 1), "{cell}");
+    }
+    let at_least = more["confidence_at_least"].as_f64().unwrap();
+    assert!((at_least - (1.0 - 0.05 * (rounds + 1) as f64)).abs() < 1e-9, "{more}");
+    // The decision's label carries the lower bound, not 0.95.
+    let decision = stored(&scratch, &recipe, "d");
+    assert_eq!(decision["label_confidence"]["a-is-faster"], at_least, "{decision}");
+
+    // The twins overlap however often they are measured: no winner after the budget.
+    let twins = stored(&scratch, &recipe, "twins");
+    assert!(twins.get("winner").is_none(), "{twins}");
+    assert_eq!(twins["measured_more"]["rounds"], 2, "{twins}");
+    assert_eq!(twins["measured_more"]["stopped"], "budget spent: still undecided", "{twins}");
+    let transcript = first.transcript();
+    assert!(transcript.contains("measured in this run"), "{transcript}");
+
+    // The run record lists every extra repeat as a cell it ran.
+    let records: String = std::fs::read_dir(scratch.path().join("store/runs"))
+        .expect("run records")
+        .flatten()
+        .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default())
+        .collect();
+    assert!(records.contains("\"pair-fast#extra-1\""), "{records}");
+
+    // A changed threshold evaluates the gate again over the stored extra repeats.
+    std::fs::write(&recipe, more_recipe(" * 1.01")).unwrap();
+    let second = scratch.run(&recipe, &[], 0);
+    let again = stored(&scratch, &recipe, "faster");
+    assert_eq!(again["status"], "passed", "{again}");
+    assert_eq!(again["measured_more"]["cells"], faster["measured_more"]["cells"], "{again}");
+    let transcript = second.transcript();
+    assert!(!transcript.contains("measured in this run"), "nothing measured again: {transcript}");
+
+    // A bundle carries the extra repeats, and verify pools them again.
+    scratch.anvil(&["export", "more.kdl", "-o", "more.anvil"]).expect_code(0);
+    let verified = scratch.anvil(&["verify", "more.anvil"]).expect_code(0);
+    assert!(verified.stdout.contains("verified: clean"), "{}", verified.transcript());
+    assert!(
+        verified.stdout.contains("3 gates, screens and decisions evaluated again"),
+        "{}",
+        verified.transcript()
+    );
+}
+
+#[test]
+fn extra_repeats_without_a_confidence_or_out_of_range_are_refused_with_their_place() {
+    let scratch = Scratch::new();
+    for (name, settings, message) in [
+        ("no-level.kdl", "extra-repeats 3", "measures more only when a verdict"),
+        ("too-many.kdl", "confidence 0.95; extra-repeats 17", "`extra-repeats` is 1 to 16; found 17"),
+    ] {
+        scratch.write(
+            name,
+            &format!(
+                "{SERVERS}\ngate \"g\" {{\n    {settings}\n    require \"cell.twin-a.completed > 1\"\n}}\n"
+            ),
+        );
+        let outcome = scratch.anvil(&["plan", name]).expect_code(2);
+        assert!(outcome.stderr.contains(&format!("[{name}:12:")), "{}", outcome.stderr);
+        assert!(outcome.stderr.contains(message), "{}", outcome.stderr);
+    }
+}

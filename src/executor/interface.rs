@@ -100,6 +100,8 @@ pub struct ReadyStep {
     pub counted: bool,
     /// A search's probes: how to name, fingerprint and judge them.
     pub probe_site: Option<ProbeSite>,
+    /// A gate's or screen's cells that `extra-repeats` may measure again.
+    pub extra_sites: Vec<crate::plan::extra_repeats::CellSite>,
 }
 
 /// How a step ended, for the scheduler.

@@ -5,6 +5,7 @@ mod cache;
 mod canonical;
 pub mod changes;
 mod dependencies;
+pub mod extra_repeats;
 mod fingerprint;
 mod graph;
 pub mod inputs;

@@ -10,11 +10,15 @@ pub struct GateResult {
     /// `status` is passed (kept for readers of the stored file).
     pub passed: bool,
     pub requirements: Vec<Requirement>,
-    /// The requirements' details, joined with `; `.
+    /// The requirements' details, joined with `; ` (and what it measured
+    /// more, when it did: `measured_more`).
     pub detail: String,
     /// Set when the gate judged over intervals (`confidence 0.95`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
+    /// The extra repeats it pooled because its first verdict was undecided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_more: Option<super::measured_more::MeasuredMore>,
 }
 
 /// One `require` expression. A stored gate's are passed or rejected (a
@@ -38,7 +42,14 @@ impl GateResult {
             (false, false) => Verdict::Passed,
         };
         let detail = requirements.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
-        GateResult { status, passed: status.passed(), requirements, detail, confidence: None }
+        GateResult {
+            status,
+            passed: status.passed(),
+            requirements,
+            detail,
+            confidence: None,
+            measured_more: None,
+        }
     }
 
     pub fn with_confidence(self, confidence: Option<f64>) -> GateResult {

@@ -27,6 +27,9 @@ pub struct ScreenResult {
     /// Set when the screen judged at a confidence (`confidence 0.95`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
+    /// The extra repeats it pooled because its first verdict was undecided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_more: Option<super::measured_more::MeasuredMore>,
 }
 
 impl ScreenResult {
@@ -66,6 +69,7 @@ mod tests {
             meaningful,
             selection_reason: reason.into(),
             confidence: None,
+            measured_more: None,
         })
     }
 

@@ -17,4 +17,7 @@ pub(super) struct Context {
     pub(super) seed: u64,
     pub(super) run_id: String,
     pub(super) progress: Arc<Progress>,
+    /// The run's cells are measured elsewhere (a cluster executor takes
+    /// them): a gate here measures no extra repeats.
+    pub(super) cells_elsewhere: bool,
 }

@@ -10,7 +10,8 @@ use crate::recipe::decls::DecisionDecl;
 use crate::results::{self, DecisionResult, NamedMap, Promotion, RuleResult};
 
 /// The `confidence` of each gate and screen `when` reads (`None` for one
-/// that judged point values); empty when it reads none.
+/// that judged point values; `measured_more.confidence_at_least` for one
+/// that measured more); empty when it reads none.
 fn confidences_read(when: &anvil_expr::Expr, inputs: &Value) -> Vec<Option<f64>> {
     let mut read: Vec<(String, String)> = when
         .references()
@@ -20,7 +21,15 @@ fn confidences_read(when: &anvil_expr::Expr, inputs: &Value) -> Vec<Option<f64>>
         .collect();
     read.sort();
     read.dedup();
-    read.iter().map(|(kind, name)| inputs.get(kind)?.get(name)?.get("confidence")?.as_f64()).collect()
+    read.iter()
+        .map(|(kind, name)| {
+            let result = inputs.get(kind)?.get(name)?;
+            // One that measured more looked several times: its confidence is
+            // the lower bound over those looks.
+            let after_more = result.get("measured_more").and_then(|m| m.get("confidence_at_least"));
+            after_more.or(result.get("confidence"))?.as_f64()
+        })
+        .collect()
 }
 
 pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced, Failure> {

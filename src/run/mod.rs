@@ -13,6 +13,7 @@ pub(crate) mod interval_verdict;
 mod launch;
 mod local;
 mod measure;
+mod measure_more;
 mod outcome;
 mod progress;
 mod record;
@@ -94,6 +95,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         None => None,
     };
 
+    let cells_elsewhere = executor.as_ref().is_some_and(|e| e.takes(Kind::Cell));
     let executes = will_execute(&plan, &selected, &forced);
     let environment = if executes { None } else { record::carried_environment(&store, &plan) };
     let mut record = record::started(&plan, &run_id, &started_at, environment);
@@ -120,7 +122,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         // Held and finished steps start no server in this wave.
         let this_wave: Vec<bool> =
             (0..plan.nodes.len()).map(|i| selected[i] && !held[i] && done[i].is_none()).collect();
-        let ctx = wave_context(&plan, &this_wave, &forced, &options, &store, &run_id)?;
+        let ctx = wave_context(&plan, &this_wave, &forced, &options, &store, &run_id, cells_elsewhere)?;
         let setup = scheduler::Setup {
             selected: selected.clone(),
             forced: forced.clone(),
@@ -198,6 +200,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     };
     record::finish(&mut record, &summary.plan, &steps, status, &summary.finished_at);
     record.nodes.extend(search::probe_nodes(&summary, &store));
+    record.nodes.extend(measure_more::extra_nodes(&summary, &store));
     if let Some(executor) = &executor
         && let Some(jobs) = executor.jobs().await
     {
@@ -223,6 +226,7 @@ fn wave_context(
     options: &RunOptions,
     store: &Store,
     run_id: &str,
+    cells_elsewhere: bool,
 ) -> Result<Arc<Context>, RunError> {
     let users = server_users(plan, this_wave, forced);
     // No server to start: no log folder and no GPU detection (nvidia-smi),
@@ -248,6 +252,7 @@ fn wave_context(
         seed: plan.recipe.campaign.seed,
         run_id: run_id.to_string(),
         progress: Arc::new(Progress::new(0)),
+        cells_elsewhere,
     }))
 }
 
@@ -281,6 +286,14 @@ fn server_users(plan: &Plan, selected: &[bool], forced: &BTreeSet<usize>) -> BTr
         let due = selected[i] && (node.status == Status::Pending || forced.contains(&i));
         if let Some(server) = plan.server_of(i).filter(|_| due) {
             *users.entry(server).or_default() += 1;
+        }
+        // A gate's or screen's extra repeats borrow their cells' servers
+        // (`ServerPool::borrow`): known here, so their wave has a log
+        // folder and its GPUs.
+        if due {
+            for site in plan.extra_repeat_sites(i) {
+                users.entry(site.server).or_default();
+            }
         }
     }
     users
@@ -333,7 +346,21 @@ pub fn now_rfc3339() -> String {
 /// nothing stored. None for other kinds.
 pub(crate) fn reevaluate(plan: &Plan, index: usize, store: &Store) -> Option<Result<Value, String>> {
     let inputs = results::inputs_of(plan, index, store);
-    let produced = match &plan.recipe.steps[index].spec {
+    let step = &plan.recipe.steps[index];
+    let budget = crate::plan::extra_repeats::budget_of(step);
+    let produced = match &step.spec {
+        // The rounds it pooled, replayed over the stored extra repeats.
+        Spec::Gate(_) | Spec::Screen(_) if budget > 0 => {
+            let judge = measure_more::Judge::of(&step.spec)?;
+            let sites = plan.extra_repeat_sites(index);
+            match measure_more::replay(judge, budget, &sites, &inputs, store, measure_more::Unstored::Fail) {
+                Ok(measure_more::Replay::Done(produced)) => Ok(produced),
+                Ok(measure_more::Replay::Measure(_)) => {
+                    Err(outcome::Failure::new("an extra repeat is not stored"))
+                }
+                Err(failure) => Err(failure),
+            }
+        }
         Spec::Gate(gate) => gate::evaluate_gate(gate, &inputs),
         Spec::Screen(screen) => screen::run_screen(screen, &inputs),
         Spec::Decision(decision) => decision::run_decision(decision, &inputs),

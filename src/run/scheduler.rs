@@ -257,6 +257,7 @@ impl Scheduler {
             server: self.plan.server_of(i),
             counted: self.due(i),
             probe_site: self.plan.probe_site(i),
+            extra_sites: self.plan.extra_repeat_sites(i),
         };
         self.progress.started(&node.name, node.kind);
         let executor = match &self.executor {

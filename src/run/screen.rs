@@ -59,6 +59,7 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
             meaningful,
             selection_reason: reason,
             confidence: screen.confidence,
+            measured_more: None,
         };
         return Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() });
     }
@@ -118,6 +119,7 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
         meaningful,
         selection_reason: reason,
         confidence: None,
+        measured_more: None,
     };
     Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() })
 }
@@ -169,7 +171,7 @@ fn at_confidence(
         return (Some(leader.clone()), true, reason);
     }
     let reason = format!(
-        "undecided at 95% confidence: {leader} ({}, 95% interval {a}) and {second} ({}, {b}) overlap, so either may be the better; measure more (`repeat`, more requests) to separate them",
+        "undecided at 95% confidence: {leader} ({}, 95% interval {a}) and {second} ({}, {b}) overlap, so either may be the better; measure more (`repeat`, more requests, `extra-repeats`) to separate them",
         fmt(*best),
         fmt(*value)
     );

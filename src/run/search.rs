@@ -5,19 +5,16 @@
 //! interrupted search resumes where it stopped; a search whose probes are
 //! all stored sends no request and never starts its server.
 
-use std::collections::HashMap;
-use std::time::Instant;
-
 use super::context::Context;
+use super::measure;
 use super::outcome::{Failure, Produced};
-use super::{commit, measure};
-use crate::executor::interface::Ending;
 use crate::plan::search::{Next, Probe, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};
 use crate::recipe::Kind;
 use crate::recipe::Spec;
 use crate::recipe::decls::search::format_value;
 use crate::recipe::words::SearchVariable;
 use crate::results::{self, ProbePoint, SEARCH_RESULT_SCHEMA, SearchResult, boundary_of};
+use std::collections::HashMap;
 
 pub(super) async fn run_search(
     ctx: &Context,
@@ -51,39 +48,16 @@ pub(super) async fn run_search(
 
 /// Measure one probe as a cell and store it under its fingerprint.
 async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) -> Result<(), Failure> {
-    let Spec::Cell(cell_decl) = &probe.decl.spec else { return Err(Failure::new("a probe is a cell")) };
-    let name = probe.decl.name.as_str();
-    let store = ctx.store.clone();
-    let fp = probe.fingerprint;
-    // One producer per fingerprint across concurrent runs, as for any cell.
-    let _lock = tokio::task::spawn_blocking(move || store.lock(&fp))
-        .await
-        .map_err(|e| Failure::new(format!("store lock: {e}")))?
-        .map_err(|e| Failure::new(format!("store lock: {e}")))?;
-    if ctx.store.contains(&probe.fingerprint) {
-        return Ok(());
-    }
-    let started = Instant::now();
-    ctx.progress.started(name, Kind::Cell);
-    let what = format!("probe {}={}", site.search.variable, format_value(probe.value));
-    let produced = measure::measure_cell(ctx, server, name, cell_decl, &probe.fingerprint, &what, |f| {
-        Failure { reason: format!("{what}: {}", f.reason), ..f }
-    })
-    .await;
-    let ending = if produced.is_ok() { Ending::Ran } else { Ending::Failed };
-    let line = match &produced {
-        Ok(p) => p.summary.clone(),
-        Err(f) => f.reason.clone(),
+    let Spec::Cell(cell) = &probe.decl.spec else { return Err(Failure::new("a probe is a cell")) };
+    let inner = measure::Inner {
+        name: &probe.decl.name,
+        cell,
+        fingerprint: probe.fingerprint,
+        preimage: &probe.preimage,
+        seed: ctx.seed,
+        what: format!("probe {}={}", site.search.variable, format_value(probe.value)),
     };
-    // The probe's own duration, not its wait for the server.
-    let began = produced.as_ref().ok().and_then(|p| p.began).unwrap_or(started);
-    ctx.progress.finished(name, Kind::Cell, ending, &line, began.elapsed(), false);
-    let produced = produced?;
-    commit::commit_entry(&ctx.store, &probe.fingerprint, &probe.preimage, &produced).map_err(|e| {
-        let failure = super::store_full::commit_failure(ctx.store.root(), &produced, &e);
-        Failure { reason: format!("probe {name}: {}", failure.reason), ..failure }
-    })?;
-    Ok(())
+    measure::measure_and_store(ctx, server, &inner).await
 }
 
 /// The result from the judged probes.
@@ -187,29 +161,40 @@ pub(super) fn probe_nodes(
         let Some(site) = summary.plan.probe_site(i).filter(|_| step.kind == Kind::Search) else { continue };
         let Ok(walked) = walk(&site.search, |value| site.stored(store, value).or(Ok(None))) else { continue };
         for probe in walked.probes {
-            let measured_now = store
-                .read(&probe.fingerprint)
-                .ok()
-                .flatten()
-                .and_then(|entry| std::fs::File::open(entry.path_of("benchmark.json")).ok())
-                .and_then(|file| serde_json::from_reader::<_, RunOf>(std::io::BufReader::new(file)).ok())
-                .is_some_and(|artifact| artifact.run_id == summary.run_id);
-            nodes.push(anvil_store::RunNode {
-                name: site.search.probe(probe.value).name,
-                kind: Kind::Cell.as_str().to_string(),
-                fingerprint: probe.fingerprint,
-                status: if measured_now {
-                    anvil_store::NodeStatus::Ran
-                } else {
-                    anvil_store::NodeStatus::Cached
-                },
-                started_at: None,
-                duration_ms: None,
-                detail: Some(format!("probe of search {}", step.name)),
-            });
+            let name = site.search.probe(probe.value).name;
+            let detail = format!("probe of search {}", step.name);
+            nodes.push(inner_cell_node(store, &summary.run_id, name, probe.fingerprint, detail));
         }
     }
     nodes
+}
+
+/// A cell measured inside another step (a probe, an extra repeat) as a
+/// run-record node: `ran` when this run measured it (its artifact says so),
+/// `cached` when it was reused.
+pub(super) fn inner_cell_node(
+    store: &anvil_store::Store,
+    run_id: &str,
+    name: String,
+    fingerprint: anvil_store::Fingerprint,
+    detail: String,
+) -> anvil_store::RunNode {
+    let measured_now = store
+        .read(&fingerprint)
+        .ok()
+        .flatten()
+        .and_then(|entry| std::fs::File::open(entry.path_of("benchmark.json")).ok())
+        .and_then(|file| serde_json::from_reader::<_, RunOf>(std::io::BufReader::new(file)).ok())
+        .is_some_and(|artifact| artifact.run_id == run_id);
+    anvil_store::RunNode {
+        name,
+        kind: Kind::Cell.as_str().to_string(),
+        fingerprint,
+        status: if measured_now { anvil_store::NodeStatus::Ran } else { anvil_store::NodeStatus::Cached },
+        started_at: None,
+        duration_ms: None,
+        detail: Some(detail),
+    }
 }
 
 /// The run that measured a cell, from its artifact.

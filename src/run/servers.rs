@@ -121,6 +121,18 @@ impl ServerPool {
         }
     }
 
+    /// One more user, past the ones the plan counted: a gate's or screen's
+    /// extra repeats. A server its cells already stopped starts again on
+    /// the next `acquire`; [`release`](Self::release) ends the borrow.
+    pub async fn borrow(&self, index: usize) {
+        *self.users.lock().unwrap_or_else(|e| e.into_inner()).entry(index).or_default() += 1;
+        let Some(slot) = self.slots.get(&index) else { return };
+        let mut slot = slot.lock().await;
+        if matches!(*slot, Slot::Stopped) {
+            *slot = Slot::Idle;
+        }
+    }
+
     /// Stop a server that went silent (`stall-timeout`); the next step that
     /// needs it starts it again.
     pub async fn restart(&self, index: usize) {

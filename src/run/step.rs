@@ -9,10 +9,12 @@ use serde_json::Value;
 
 use super::commit::commit_entry;
 use super::context::Context;
-use super::measure::measure_cell;
+use super::measure::{Target, measure_cell};
+use super::measure_more::{self, Judge};
 use super::outcome::{Failure, Produced};
 use super::{check, decision, gate, screen, search, task};
 use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
+use crate::plan::extra_repeats::budget_of;
 use crate::recipe::Spec;
 use crate::recipe::decls::FinallyDecl;
 use crate::recipe::{Decl, Kind};
@@ -132,12 +134,17 @@ async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
         Spec::Task(task) | Spec::Finally(FinallyDecl { task, .. }) => {
             task::run_task(task, &ctx.recipe_dir).await
         }
+        Spec::Gate(_) | Spec::Screen(_) if budget_of(&job.decl) > 0 => {
+            let judge = Judge::of(&job.decl.spec).ok_or_else(|| Failure::new("not a gate or screen"))?;
+            measure_more::judge_in_run(ctx, judge, budget_of(&job.decl), &job.extra_sites, inputs).await
+        }
         Spec::Gate(gate) => gate::evaluate_gate(gate, inputs),
         Spec::Screen(screen) => screen::run_screen(screen, inputs),
         Spec::Decision(decision) => decision::run_decision(decision, inputs),
         Spec::Cell(cell) => {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
-            measure_cell(ctx, server, name, cell, &job.fingerprint, "the cell", |f| f).await
+            let target = Target { name, cell, fingerprint: &job.fingerprint, seed: ctx.seed };
+            measure_cell(ctx, server, target, "the cell", |f| f).await
         }
         Spec::Check(check) => {
             let server = job.server.ok_or_else(|| Failure::new("check has no server"))?;

@@ -17,6 +17,7 @@ pub mod compare;
 pub mod headline;
 pub mod metrics;
 pub mod per_request;
+pub mod pool;
 pub mod quantile_interval;
 pub mod records;
 pub mod rederive;

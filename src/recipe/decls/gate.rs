@@ -20,6 +20,10 @@ settings! {
         /// `passed`/`rejected` only when they agree, else `undecided`.
         key confidence = "confidence" as Number,
         pub confidence: Option<f64>,
+        /// With `confidence`: when a requirement is undecided, measure each
+        /// cell it reads again, up to this many extra repeats, and judge over
+        /// the pooled requests (`src/run/measure_more.rs`).
+        pub extra_repeats: u64 = "extra-repeats" as Int or 0,
     }
     /// The parsed expressions.
     struct GateRest;
@@ -37,7 +41,38 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> GateDecl {
         }
     }
     let confidence = confidence(draft, key::confidence, problems);
-    GateDecl::from_settings(s, GateRest { require, confidence })
+    let gate = GateDecl::from_settings(s, GateRest { require, confidence });
+    check_extra_repeats(draft, key::extra_repeats, gate.extra_repeats, problems);
+    gate
+}
+
+/// Most extra repeats a gate or screen may ask for: each is a full
+/// measurement of every cell that decides it.
+pub const MOST_EXTRA_REPEATS: u64 = 16;
+
+/// `extra-repeats N`: only where a verdict is judged at a confidence (the
+/// only verdict that can be undecided), and within [`MOST_EXTRA_REPEATS`].
+pub(super) fn check_extra_repeats(draft: &Draft, key: &str, extra: u64, problems: &mut Problems) {
+    if !draft.settings.contains(key) {
+        return;
+    }
+    if !draft.settings.contains("confidence") {
+        problems.push(
+            draft
+                .problem_at(
+                    key,
+                    "`extra-repeats` measures more only when a verdict at a confidence is undecided",
+                )
+                .label("needs `confidence`")
+                .help("add `confidence 0.95`"),
+        );
+    } else if extra == 0 || extra > MOST_EXTRA_REPEATS {
+        problems.push(
+            draft
+                .problem_at(key, format!("`extra-repeats` is 1 to {MOST_EXTRA_REPEATS}; found {extra}"))
+                .label("out of range"),
+        );
+    }
 }
 
 /// `confidence 0.95`: the level the stored intervals hold (the only one

@@ -22,6 +22,10 @@ settings! {
         /// runner-up's; otherwise the screen is undecided and names none.
         key confidence = "confidence" as Number,
         pub confidence: Option<f64>,
+        /// With `confidence`: when the leader and the runner-up overlap,
+        /// measure both again, up to this many extra repeats, and judge over
+        /// the pooled requests (`src/run/measure_more.rs`).
+        pub extra_repeats: u64 = "extra-repeats" as Int or 0,
         /// `over.metric`, parsed (absent only in a recipe that is refused).
         pub expression: Option<Expression>,
     }
@@ -33,6 +37,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ScreenDecl {
     let s = &draft.settings;
     let confidence = super::gate::confidence(draft, key::confidence, problems);
     let mut screen = ScreenDecl::from_settings(s, ScreenRest { expression: None, confidence });
+    super::gate::check_extra_repeats(draft, key::extra_repeats, screen.extra_repeats, problems);
     screen.expression = match s.setting(key::over) {
         Some(setting) if s.contains(key::metric) => {
             let text = format!("{}.{}", screen.over, screen.metric);
