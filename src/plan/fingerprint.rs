@@ -21,6 +21,14 @@ pub const FINGERPRINT_CONTEXT: &str = "anvil 2026-11 node configuration fingerpr
 /// The measurement protocol a cell's numbers follow.
 pub const MEASUREMENT_PROTOCOL: &str = "capacity-v4-reasoning";
 
+/// The rules gates, screens and decisions judge by, in their preimages: a
+/// stored verdict is reused only while the rules that reached it are the
+/// ones anvil applies now. Bump it with any change to how a verdict is
+/// reached from the same inputs (interval verdicts, a screen's ranking and
+/// separation, extra repeats and their pooling, a decision's rules).
+/// v2: `confidence` judges over intervals; `extra-repeats` pools.
+pub const JUDGING_RULES: &str = "anvil-judging-v2";
+
 pub fn fingerprint_of(preimage: &Value) -> Fingerprint {
     let mut hasher = blake3::Hasher::new_derive_key(FINGERPRINT_CONTEXT);
     hasher.update(&canonical_bytes(preimage));

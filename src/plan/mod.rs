@@ -27,7 +27,7 @@ pub use cache::recipe_cache;
 pub use canonical::{canonical, canonical_bytes};
 
 pub use fingerprint::{
-    FINGERPRINT_CONTEXT, MEASUREMENT_PROTOCOL, StoredPreimage, file_digest, fingerprint_of,
+    FINGERPRINT_CONTEXT, JUDGING_RULES, MEASUREMENT_PROTOCOL, StoredPreimage, file_digest, fingerprint_of,
 };
 pub use planned::{Plan, PlannedNode, Status};
 pub use preimage::{EngineMode, reads_results};

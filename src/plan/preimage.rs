@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::fingerprint::{MEASUREMENT_PROTOCOL, PreimageParts, file_digest, fingerprint_of};
+use super::fingerprint::{JUDGING_RULES, MEASUREMENT_PROTOCOL, PreimageParts, file_digest, fingerprint_of};
 use crate::recipe::decls::Engine;
 use crate::recipe::{Decl, Kind, Recipe, Spec};
 
@@ -116,6 +116,8 @@ pub fn preimage_of(
         parts.files.insert(file.clone(), file_digest(&base_dir.join(file)));
     }
     if reads_results(step.kind) {
+        // A verdict reached by other rules is not this one.
+        parts.environment.insert("judging".into(), json!(JUDGING_RULES));
         // Params an expression reads are inputs like any result it reads.
         let mut params = Map::new();
         for name in step.expressions().into_iter().flat_map(|e| e.params()) {
