@@ -145,7 +145,7 @@ server "sim-a" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 2; max-ru
 server "sim-b" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 2; max-running-seqs 17; step-jitter-pct 3; } }
 server "sim-c" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 2; max-running-seqs 18; } }
 server "sim-slow" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 4; max-running-seqs 16; } }
-workload "w" { context-tokens 64; max-tokens 16; concurrency 4; requests 40; canaries #false; }
+workload "w" { context-tokens 64; max-tokens 16; concurrency 4; requests 40; }
 cell "twin-a" server="sim-a" workload="w"
 cell "twin-b" server="sim-b" workload="w"
 cell "pair-fast" server="sim-c" workload="w"
@@ -156,7 +156,9 @@ decision "d" { rule label="a-is-faster" when="gate.faster.passed"; }
 
 fn more_recipe(threshold: &str) -> String {
     format!(
-        "{MORE}gate \"faster\" {{\n    confidence 0.95\n    extra-repeats 4\n    require \"cell.pair-fast.aggregate_tok_s > cell.pair-slow.aggregate_tok_s{threshold}\"\n}}\n"
+        "{MORE}gate \"faster\" {{\n    confidence 0.95\n    extra-repeats 4\n    require \"cell.pair-fast.aggregate_tok_s > cell.pair-slow.aggregate_tok_s{threshold}\"\n}}\n\
+         // An exact count next to a sampled one: it must read the pooled cell's counts.\n\
+         gate \"counted\" {{\n    confidence 0.95\n    extra-repeats 4\n    require \"cell.pair-slow.canaries_passed == cell.pair-slow.requests\"\n    require \"cell.pair-fast.aggregate_tok_s > cell.pair-slow.aggregate_tok_s\"\n}}\n"
     )
 }
 
@@ -181,6 +183,9 @@ fn an_undecided_verdict_measures_its_cells_again_and_a_rerun_reuses_them() {
         // 40 requests of its own and 40 per extra repeat, pooled.
         assert_eq!(cell["pooled_requests"], 40 * (rounds + 1), "{cell}");
     }
+    // Counts read the pooled cell too: every pooled request's canary passed.
+    let counted = stored(&scratch, &recipe, "counted");
+    assert_eq!(counted["status"], "passed", "{counted}");
     let at_least = more["confidence_at_least"].as_f64().unwrap();
     assert!((at_least - (1.0 - 0.05 * (rounds + 1) as f64)).abs() < 1e-9, "{more}");
     // The decision's label carries the lower bound, not 0.95.
@@ -217,7 +222,7 @@ fn an_undecided_verdict_measures_its_cells_again_and_a_rerun_reuses_them() {
     let verified = scratch.anvil(&["verify", "more.anvil"]).expect_code(0);
     assert!(verified.stdout.contains("verified: clean"), "{}", verified.transcript());
     assert!(
-        verified.stdout.contains("3 gates, screens and decisions evaluated again"),
+        verified.stdout.contains("4 gates, screens and decisions evaluated again"),
         "{}",
         verified.transcript()
     );

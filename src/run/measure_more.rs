@@ -255,6 +255,12 @@ fn pooled_cell(
     ] {
         cell.insert(field.into(), metric(key));
     }
+    // Counts are the pooled ones too, so `canaries_passed == requests` reads alike.
+    cell.insert("canaries_passed".into(), metric("request_canary_passed"));
+    cell.insert(
+        "performance_eligible".into(),
+        (pooled.completed > 0 && pooled.completed == pooled.attempted).into(),
+    );
     cell.insert("completed".into(), pooled.completed.into());
     cell.insert("failed".into(), (pooled.attempted - pooled.completed).into());
     cell.insert("requests".into(), pooled.attempted.into());
