@@ -132,6 +132,7 @@ pub(crate) fn replay(
     sites: &[CellSite],
     inputs: &Value,
     store: &Store,
+    read: &mut Artifacts,
     unstored: Unstored,
 ) -> Result<Replay, Failure> {
     let mut inputs = inputs.clone();
@@ -191,7 +192,7 @@ pub(crate) fn replay(
         round = next;
         for site in deciding {
             let extras: Vec<ExtraRepeat> = (1..=round).map(|r| site.extra(r)).collect();
-            let value = pooled_cell(store, site, &extras, &inputs)?;
+            let value = pooled_cell(store, read, site, &extras, &inputs)?;
             let requests = value.get("requests").and_then(Value::as_u64).unwrap_or(0);
             if let Some(cells) = inputs.get_mut("cell").and_then(Value::as_object_mut) {
                 cells.insert(site.name().to_string(), value);
@@ -222,24 +223,21 @@ fn measured_more(
 /// it: every metric re-derived from all their request records.
 fn pooled_cell(
     store: &Store,
+    read: &mut Artifacts,
     site: &CellSite,
     extras: &[ExtraRepeat],
     inputs: &Value,
 ) -> Result<Value, Failure> {
-    let read = |fingerprint: &anvil_store::Fingerprint, what: &str| -> Result<Value, Failure> {
-        let entry = store
-            .read(fingerprint)
-            .map_err(|e| Failure::new(format!("reading {what}: {e}")))?
-            .ok_or_else(|| Failure::new(format!("{what} is not stored")))?;
-        let file = std::fs::File::open(entry.path_of("benchmark.json"))
-            .map_err(|e| Failure::new(format!("reading {what}'s benchmark.json: {e}")))?;
-        serde_json::from_reader(std::io::BufReader::new(file))
-            .map_err(|e| Failure::new(format!("reading {what}'s benchmark.json: {e}")))
-    };
-    let mut artifacts = vec![read(&site.fingerprint, &format!("cell {}", site.name()))?];
-    for extra in extras {
-        artifacts.push(read(&extra.fingerprint, &extra.name)?);
+    let wanted: Vec<(anvil_store::Fingerprint, String)> =
+        std::iter::once((site.fingerprint, format!("cell {}", site.name())))
+            .chain(extras.iter().map(|e| (e.fingerprint, e.name.clone())))
+            .collect();
+    for (fingerprint, what) in &wanted {
+        if !read.contains_key(fingerprint) {
+            read.insert(*fingerprint, read_artifact(store, fingerprint, what)?);
+        }
     }
+    let artifacts: Vec<&Value> = wanted.iter().filter_map(|(fp, _)| read.get(fp)).collect();
     let pooled = anvil_evidence::pool::pool(&artifacts)
         .map_err(|e| Failure::new(format!("pooling cell {}: {e}", site.name())))?;
     let mut value = inputs.get("cell").and_then(|c| c.get(site.name())).cloned().unwrap_or(Value::Null);
@@ -270,6 +268,26 @@ fn pooled_cell(
     Ok(value)
 }
 
+/// Artifacts read so far, by fingerprint: each round pools every earlier
+/// one again, and each replay starts over, so each is read from disk once.
+pub(crate) type Artifacts = std::collections::HashMap<anvil_store::Fingerprint, Value>;
+
+/// A stored cell's `benchmark.json`.
+fn read_artifact(
+    store: &Store,
+    fingerprint: &anvil_store::Fingerprint,
+    what: &str,
+) -> Result<Value, Failure> {
+    let entry = store
+        .read(fingerprint)
+        .map_err(|e| Failure::new(format!("reading {what}: {e}")))?
+        .ok_or_else(|| Failure::new(format!("{what} is not stored")))?;
+    let file = std::fs::File::open(entry.path_of("benchmark.json"))
+        .map_err(|e| Failure::new(format!("reading {what}'s benchmark.json: {e}")))?;
+    serde_json::from_reader(std::io::BufReader::new(file))
+        .map_err(|e| Failure::new(format!("reading {what}'s benchmark.json: {e}")))
+}
+
 /// A gate or screen in a run: replay, measuring what a round needs, on the
 /// cells' own servers (started again if they were stopped).
 pub(super) async fn judge_in_run(
@@ -288,8 +306,9 @@ pub(super) async fn judge_in_run(
     };
     let mut borrowed: BTreeSet<usize> = BTreeSet::new();
     let mut measured = 0usize;
+    let mut read = Artifacts::new();
     let outcome = loop {
-        match replay(judge, budget, sites, inputs, &ctx.store, unstored) {
+        match replay(judge, budget, sites, inputs, &ctx.store, &mut read, unstored) {
             Ok(Replay::Done(produced)) => break Ok(produced),
             Err(failure) => break Err(failure),
             Ok(Replay::Measure(needed)) => {

@@ -353,7 +353,16 @@ pub(crate) fn reevaluate(plan: &Plan, index: usize, store: &Store) -> Option<Res
         Spec::Gate(_) | Spec::Screen(_) if budget > 0 => {
             let judge = measure_more::Judge::of(&step.spec)?;
             let sites = plan.extra_repeat_sites(index);
-            match measure_more::replay(judge, budget, &sites, &inputs, store, measure_more::Unstored::Fail) {
+            let mut read = measure_more::Artifacts::new();
+            match measure_more::replay(
+                judge,
+                budget,
+                &sites,
+                &inputs,
+                store,
+                &mut read,
+                measure_more::Unstored::Fail,
+            ) {
                 Ok(measure_more::Replay::Done(produced)) => Ok(produced),
                 Ok(measure_more::Replay::Measure(_)) => {
                     Err(outcome::Failure::new("an extra repeat is not stored"))

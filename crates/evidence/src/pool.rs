@@ -38,7 +38,7 @@ pub struct Pooled {
 /// Pool `artifacts` (each an `anvil-serving.benchmark/v1` document with its
 /// `request_timings`). Fails when one lacks records or their send and
 /// finish times, without which no throughput can be derived.
-pub fn pool(artifacts: &[Value]) -> Result<Pooled, String> {
+pub fn pool(artifacts: &[&Value]) -> Result<Pooled, String> {
     let mut all: Vec<Req<'_>> = Vec::new();
     // Each (artifact, repeat) apart: two artifacts' repeat 0 are two repeats.
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -123,7 +123,7 @@ mod tests {
     fn two_artifacts_pool_as_two_repeats_of_one_sample() {
         let a = artifact(&[10.0, 20.0, 30.0], 0.0);
         let b = artifact(&[40.0, 50.0, 60.0], 1000.0);
-        let pooled = pool(&[a.clone(), b.clone()]).unwrap();
+        let pooled = pool(&[&a, &b]).unwrap();
         assert_eq!((pooled.attempted, pooled.completed, pooled.repeats), (6, 6, 2));
         assert_eq!(pooled.metrics["ttft_max_ms"], 60.0);
         assert_eq!(pooled.metrics["ttft_samples"], 6);
@@ -133,13 +133,13 @@ mod tests {
         assert_eq!(pooled.metrics["output_tokens"], 60);
         assert_eq!(pooled.across_repeats["throughput_tok_s"]["samples"], 2);
         // One artifact pools to its own figures.
-        let alone = pool(&[a]).unwrap();
+        let alone = pool(&[&a]).unwrap();
         assert_eq!(alone.repeats, 1);
         assert_eq!(alone.metrics["ttft_p50_ms"], 20.0);
     }
 
     #[test]
     fn an_artifact_without_records_is_refused() {
-        assert!(pool(&[json!({})]).unwrap_err().contains("no request_timings"));
+        assert!(pool(&[&json!({})]).unwrap_err().contains("no request_timings"));
     }
 }
