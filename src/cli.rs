@@ -154,6 +154,18 @@ pub enum Command {
         #[arg(long, value_name = "VAR", requires = "sign")]
         sign_password_env: Option<String>,
     },
+    /// Write every measured cell's per-request records and per-second
+    /// series as Parquet tables (`requests.parquet`, `series.parquet`):
+    /// TARGET is a run id, a recipe (its latest run), a stored cell's
+    /// fingerprint prefix, a bundle (.anvil) or a benchmark/v1 file (.json).
+    ExportData {
+        target: String,
+        #[arg(long, value_enum, default_value_t = DataFormat::Parquet)]
+        format: DataFormat,
+        /// The folder the tables go to (created if missing).
+        #[arg(long, short = 'o', default_value = "anvil-data")]
+        out: PathBuf,
+    },
     /// Make an unencrypted minisign key pair for signing bundles (KEY and KEY.pub).
     Keygen {
         #[arg(default_value = "anvil-signing.key")]
@@ -292,6 +304,13 @@ pub enum ReportFormat {
 }
 
 pub use crate::terminal::{ColorChoice, color_enabled, set_color};
+
+/// How `export-data` writes its tables.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataFormat {
+    /// Apache Parquet, one file per table.
+    Parquet,
+}
 
 #[derive(ValueEnum, Debug, Clone, Copy)]
 pub enum GraphFormat {

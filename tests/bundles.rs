@@ -287,3 +287,24 @@ fn a_signed_bundle_names_its_signer_and_a_wrong_key_fails() {
     let wrong = scratch.anvil(&["verify", "signed.anvil", "--pubkey", "someone-else.key.pub"]).expect_code(1);
     assert!(wrong.stdout.contains("SIGNATURE"), "{}", wrong.transcript());
 }
+
+#[test]
+fn comparing_unlike_workloads_says_so_before_any_verdict() {
+    // The published reference cell (C1, 24,576-token contexts, 12 requests)
+    // against a quick-start cell here: not one measurement twice.
+    let here = Scratch::new();
+    let ours = here.write("recipes/quickstart.kdl", QUICKSTART);
+    here.run(&ours, &[], 0);
+    let reference =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reference/benchmark-v1.example.json");
+    let fp = here.plan(&ours, &[]).fingerprint("headline");
+    let outcome = here.anvil(&["compare", reference, &fp[..12]]).expect_code(0);
+    let text = &outcome.stdout;
+    let unlike = text.find("NOT ALIKE").unwrap_or_else(|| panic!("{}", outcome.transcript()));
+    assert!(text.contains("context tokens 24576 vs"), "{}", outcome.transcript());
+    assert!(text.contains("engine ninfer vs"), "{}", outcome.transcript());
+    let verdicts = text.find("\ncells (").expect("a cells table");
+    assert!(unlike < verdicts, "the workloads come before the verdicts: {text}");
+    let json = here.anvil(&["compare", reference, &fp[..12], "--json"]).expect_code(0).json();
+    assert_eq!(json["cells"][0]["workload"]["alike"], false, "{json}");
+}

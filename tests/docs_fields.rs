@@ -47,3 +47,23 @@ fn every_field_of_every_kind_is_documented_in_its_section() {
     }
     assert!(missing.is_empty(), "undocumented settings:\n  {}", missing.join("\n  "));
 }
+
+/// Every column of the Parquet tables is named, in backticks, in the
+/// section of docs/metrics.md that documents them.
+#[test]
+fn every_parquet_column_is_documented() {
+    let metrics = include_str!("../docs/metrics.md");
+    let start =
+        metrics.find("\n## Parquet tables").expect("a `## Parquet tables` section in docs/metrics.md");
+    let body = &metrics[start + 1..];
+    let text = &body[..body[3..].find("\n## ").map_or(body.len(), |e| e + 3)];
+    let mut missing = Vec::new();
+    for schema in [anvil_tables::request_schema(), anvil_tables::series_schema()] {
+        for field in schema.fields() {
+            if !text.contains(&format!("`{}`", field.name())) {
+                missing.push(field.name().clone());
+            }
+        }
+    }
+    assert!(missing.is_empty(), "columns docs/metrics.md's Parquet section does not name: {missing:?}");
+}

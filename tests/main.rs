@@ -19,6 +19,7 @@ mod docs_fields;
 mod docs_recipes;
 mod error_storms;
 mod errors;
+mod export_data;
 mod flow;
 mod full_disk;
 mod gates;

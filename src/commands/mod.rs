@@ -5,6 +5,7 @@ mod bundle;
 mod common;
 mod compare;
 mod diff;
+mod export_data;
 mod graph;
 mod plan;
 mod report;
@@ -76,6 +77,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         Command::Export { recipe, run, out, sign, sign_password_env } => {
             let signing = sign.map(|key| bundle::Signing { key, password_env: sign_password_env });
             bundle::export(&cli.store, recipe.as_deref(), run.as_deref(), out, signing)
+        }
+        Command::ExportData { target, format, out } => {
+            export_data::export_data(&cli.store, &target, format, &out)
         }
         Command::Keygen { key } => bundle::keygen(&key),
         Command::Import { bundle, into } => bundle::import(&cli.store, &bundle, into),

@@ -6,6 +6,7 @@
 //! A side is anything that holds results: a bundle, a recorded run, a
 //! recipe's latest run, a stored cell, or a lone benchmark/v1 JSON file.
 
+mod alike;
 mod render;
 mod report;
 mod side;
@@ -25,6 +26,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
         let Some(reproduced) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
         let metrics = anvil_evidence::compare_artifacts(&published.artifact, &reproduced.artifact, options);
         let (verdict, settle_n) = cell_verdict(&metrics);
+        let workload = alike::check(&published.artifact, &reproduced.artifact);
         let mut configuration = Vec::new();
         for (left, right) in
             [(&published.preimage, &reproduced.preimage), (&published.server, &reproduced.server)]
@@ -39,7 +41,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
                 );
             }
         }
-        cells.push(CellReport { name: name.clone(), metrics, verdict, settle_n, configuration });
+        cells.push(CellReport { name: name.clone(), workload, metrics, verdict, settle_n, configuration });
     }
     let agree = |left: &std::collections::BTreeMap<String, Value>,
                  right: &std::collections::BTreeMap<String, Value>| {

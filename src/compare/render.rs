@@ -18,6 +18,7 @@ pub fn render(report: &Report, all: bool) -> String {
         "verdicts: a 95% interval of B/A inside ±{:.0}% reproduces, wholly outside differs, else inconclusive",
         report.threshold * 100.0
     );
+    workloads(&mut out, report);
     if !report.cells.is_empty() {
         let _ = writeln!(
             out,
@@ -63,6 +64,9 @@ pub fn render(report: &Report, all: bool) -> String {
     }
     for cell in report.cells.iter().filter(|c| all || c.verdict == Verdict::Differs) {
         let _ = writeln!(out, "\ncell {}: {}", cell.name, word(cell.verdict).to_uppercase());
+        if !cell.workload.alike {
+            let _ = writeln!(out, "  not the same workload: {}", cell.workload.differences_words());
+        }
         let _ = writeln!(
             out,
             "  {:<24} {:>12} {:>12} {:>8}  {:<16} verdict",
@@ -101,6 +105,35 @@ pub fn render(report: &Report, all: bool) -> String {
         section(&mut out, "decision", std::slice::from_ref(labels));
     }
     out
+}
+
+/// Before any verdict: whether each pair of cells measured the same thing.
+fn workloads(out: &mut String, report: &Report) {
+    if report.cells.is_empty() {
+        return;
+    }
+    let unlike: Vec<_> = report.cells.iter().filter(|c| !c.workload.alike).collect();
+    if unlike.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nworkloads: each cell alike on both sides (engine, model, serve flags, context, output length, load, request count, prompt cache, sampling)"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\nworkloads (from each side's artifact): verdicts below compare different measurements where they differ"
+        );
+        for cell in unlike {
+            let _ = writeln!(out, "  {:<28} NOT ALIKE: {}", cell.name, cell.workload.differences_words());
+        }
+    }
+    let mut unrecorded: Vec<&str> =
+        report.cells.iter().flat_map(|c| c.workload.unrecorded.iter().map(String::as_str)).collect();
+    unrecorded.sort_unstable();
+    unrecorded.dedup();
+    if !unrecorded.is_empty() {
+        let _ = writeln!(out, "  recorded on one side only (not compared): {}", unrecorded.join(", "));
+    }
 }
 
 fn section(out: &mut String, title: &str, rows: &[Agreement]) {

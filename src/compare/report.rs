@@ -19,6 +19,9 @@ pub struct Report {
 #[derive(Debug, Serialize)]
 pub struct CellReport {
     pub name: String,
+    /// Whether the two sides measured the same thing (engine, model, serve
+    /// flags, workload), from their artifacts: read before any verdict.
+    pub workload: super::alike::WorkloadCheck,
     pub metrics: Vec<Comparison>,
     /// The cell's overall verdict: `differs` if any metric differs, else
     /// `reproduced` if every metric with samples on both sides reproduced,

@@ -247,11 +247,16 @@ impl Scratch {
     /// A stored step's JSON file (`benchmark.json`, `result.json`), found by
     /// planning `recipe` for its fingerprint.
     pub fn stored_json(&self, recipe: &Path, step: &str, file: &str) -> serde_json::Value {
-        let fp = self.plan(recipe, &[]).fingerprint(step);
-        let path = entry_dir(&self.store(), &fp).join(file);
+        let path = self.stored_path(recipe, step, file);
         let bytes =
             std::fs::read(&path).unwrap_or_else(|e| panic!("{step} has no {file} ({}): {e}", path.display()));
         serde_json::from_slice(&bytes).unwrap()
+    }
+
+    /// Where a step of the recipe's plan keeps one of its stored files.
+    pub fn stored_path(&self, recipe: &Path, step: &str, file: &str) -> PathBuf {
+        let fp = self.plan(recipe, &[]).fingerprint(step);
+        entry_dir(&self.store(), &fp).join(file)
     }
 }
 

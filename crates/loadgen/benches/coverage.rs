@@ -259,43 +259,63 @@ fn main() {
     let reference_n = env("COVERAGE_REFERENCE", 20_000) as u32;
     let rate = env("COVERAGE_RATE", 200) as f64;
     let url = start_sim();
-    eprintln!("reference: {reference_n} requests at {rate} req/s ...");
-    let reference_run = measure(&url, rate, reference_n, 1);
-    let reference_e2e: Vec<f64> = reference_run.latencies.iter().map(|l| l.1).collect();
-    let reference = reference_run.artifact;
-    let truth: Vec<f64> = rows().iter().map(|r| f(&reference, &r.point).unwrap_or(f64::NAN)).collect();
-    println!(
-        "coverage of the artifact's 95% intervals against a {reference_n}-request reference run ({} failed), simulated engine",
-        reference.failed
-    );
-    println!(
-        "artifact: batch-means intervals (docs/metrics.md); independent: order statistics / 1.96 sd/sqrt(n), as if requests were independent"
-    );
-    println!(
-        "an unbounded side (too few samples to bound it) holds everything; 'bounded' counts runs with both sides"
-    );
-    // COVERAGE_ONLY=plain|steady|stop runs one part (after the reference).
+    // COVERAGE_ONLY=plain|steady|stop runs one part.
     let only = std::env::var("COVERAGE_ONLY").unwrap_or_default();
     let part = |name: &str| only.is_empty() || only == name;
-    if part("plain") {
-        coverage(&url, rate, short, runs, false, &truth);
-    }
-    if part("steady") {
-        coverage(&url, rate, short, runs, true, &truth);
+    if part("plain") || part("steady") {
+        eprintln!("reference: {reference_n} requests at {rate} req/s ...");
+        let reference = measure(&url, rate, reference_n, 1).artifact;
+        let truth: Vec<f64> = rows().iter().map(|r| f(&reference, &r.point).unwrap_or(f64::NAN)).collect();
+        println!(
+            "coverage of the artifact's 95% intervals against a {reference_n}-request reference run ({} failed), simulated engine",
+            reference.failed
+        );
+        println!(
+            "artifact: batch-means intervals (docs/metrics.md); independent: order statistics / 1.96 sd/sqrt(n), as if requests were independent"
+        );
+        println!(
+            "an unbounded side (too few samples to bound it) holds everything; 'bounded' counts runs with both sides"
+        );
+        if part("plain") {
+            coverage(&url, rate, short, runs, false, &truth);
+        }
+        if part("steady") {
+            coverage(&url, rate, short, runs, true, &truth);
+        }
     }
     if part("stop") {
-        stopping_rule(&url, rate, &reference_e2e, f(&reference, "e2e_mean_ms").unwrap_or(f64::NAN));
+        stopping_campaign(&url, reference_n);
     }
 }
 
-/// A stopping rule against fixed counts at the same precision: E2E's mean
-/// within ±`STOP_WITHIN` of itself. The rule's runs stop at planned looks
-/// (Bonferroni over them); the fixed count is the smallest multiple of 100
-/// whose 95% interval reaches the precision in 95% of consecutive blocks of
-/// the reference run (steady state throughout, so if anything it flatters
-/// the fixed count).
-fn stopping_rule(url: &str, rate: f64, reference_e2e: &[f64], truth: f64) {
-    let runs = env("COVERAGE_STOP_RUNS", 30);
+/// What one cell of the stopping campaign measured: the rule's runs, its
+/// long run's mean, and the fixed count that reaches the rule's precision.
+struct StopCell {
+    rate: f64,
+    truth: f64,
+    used: Vec<f64>,
+    held: u64,
+    precise: u64,
+    /// The count, the windows that reached the precision, the windows.
+    fixed: Option<(u32, usize, usize)>,
+}
+
+/// A stopping rule against fixed counts at the same precision, over a
+/// campaign of cells whose noise differs (one engine under several Poisson
+/// rates): E2E's mean within ±`within` of itself. Each cell has a long
+/// steady-load reference run (its truth, and the windows that say which
+/// fixed count reaches the precision) and `runs` runs of the rule. A
+/// campaign that fixes `requests` must pick one count before it knows each
+/// cell's noise, so the count that reaches the precision in every cell is
+/// the largest of the cells' counts; the table prints that, and each cell's
+/// own count, which only a reference of that very cell tells.
+fn stopping_campaign(url: &str, reference_n: u32) {
+    let rates: Vec<f64> = std::env::var("COVERAGE_STOP_RATES")
+        .unwrap_or_else(|_| "100,200,250".into())
+        .split(',')
+        .filter_map(|r| r.trim().parse().ok())
+        .collect();
+    let runs = env("COVERAGE_STOP_RUNS", 34);
     let within = env("COVERAGE_STOP_WITHIN_PCT", 5) as f64 / 100.0;
     let rule = StoppingRule {
         until: vec!["e2e_mean_ms".into()],
@@ -304,62 +324,115 @@ fn stopping_rule(url: &str, rate: f64, reference_e2e: &[f64], truth: f64) {
         max_requests: 6400,
         max_duration_ms: None,
     };
-    let (mut used, mut held, mut precise) = (Vec::new(), 0u64, 0u64);
-    for i in 0..runs {
-        let options = Options { stopping: Some(rule.clone()), steady: true };
-        let run = measure_with(url, rate, rule.max_requests, 5000 + i, options);
-        let stopping = run.artifact.stopping.as_ref().expect("a stopping record");
-        used.push(run.latencies.len() as f64);
-        let at_end = &stopping.final_intervals["e2e_mean_ms"];
-        held += u64::from(holds((at_end.low, at_end.high), truth));
-        precise += u64::from(stopping.looks.last().is_some_and(|l| l.precise));
-        if (i + 1) % 10 == 0 {
-            eprintln!("{} of {runs} stopping-rule runs", i + 1);
+    let mut cells = Vec::new();
+    for (c, &rate) in rates.iter().enumerate() {
+        let c = c as u64;
+        eprintln!("stopping campaign: reference of {reference_n} requests at {rate} req/s ...");
+        let steady = || Options { stopping: None, steady: true };
+        let reference = measure_with(url, rate, reference_n, 10 + c, steady());
+        let reference_e2e: Vec<f64> = reference.latencies.iter().map(|l| l.1).collect();
+        let truth = f(&reference.artifact, "e2e_mean_ms").unwrap_or(f64::NAN);
+        let mut cell = StopCell { rate, truth, used: Vec::new(), held: 0, precise: 0, fixed: None };
+        for i in 0..runs {
+            let options = Options { stopping: Some(rule.clone()), steady: true };
+            // Seeds of their own per cell: the sim's prefix cache outlives a run.
+            let run = measure_with(url, rate, rule.max_requests, 5000 + 1000 * c + i, options);
+            let stopping = run.artifact.stopping.as_ref().expect("a stopping record");
+            cell.used.push(run.latencies.len() as f64);
+            let at_end = &stopping.final_intervals["e2e_mean_ms"];
+            cell.held += u64::from(holds((at_end.low, at_end.high), truth));
+            cell.precise += u64::from(stopping.looks.last().is_some_and(|l| l.precise));
         }
+        cell.fixed = fixed_count(&reference_e2e, within, rule.max_requests);
+        eprintln!("{rate} req/s: rule used {:.0} on average; fixed count {:?}", mean(&cell.used), cell.fixed);
+        cells.push(cell);
     }
-    let mut fixed = None;
-    for n in (100..=6400).step_by(100) {
-        let blocks: Vec<&[f64]> = reference_e2e.chunks_exact(n).collect();
-        if blocks.len() < 3 {
-            break;
+    print_stopping_campaign(&rule, runs, &cells);
+}
+
+/// The smallest multiple of 100 (up to `most`) whose 95% interval of the
+/// mean is within `within` in 95% of the windows of `series` of that length
+/// (a window starts every quarter of its length: overlapping, so a 20,000-
+/// request reference gives more than a handful of them at a few thousand).
+fn fixed_count(series: &[f64], within: f64, most: u32) -> Option<(u32, usize, usize)> {
+    for n in (100..=most as usize).step_by(100) {
+        let step = n / 4;
+        let windows: Vec<&[f64]> = (0..)
+            .map(|k| k * step)
+            .take_while(|s| s + n <= series.len())
+            .map(|s| &series[s..s + n])
+            .collect();
+        if windows.len() < 4 {
+            return None;
         }
-        let reached = blocks
+        let reached = windows
             .iter()
-            .filter(|b| {
-                estimate(b, Statistic::Mean, Level::NINETY_FIVE)
+            .filter(|w| {
+                estimate(w, Statistic::Mean, Level::NINETY_FIVE)
                     .and_then(|e| e.relative_half_width())
-                    .is_some_and(|w| w <= within)
+                    .is_some_and(|h| h <= within)
             })
             .count();
-        if reached as f64 >= 0.95 * blocks.len() as f64 {
-            fixed = Some((n, reached, blocks.len()));
-            break;
+        if reached as f64 >= 0.95 * windows.len() as f64 {
+            return Some((n as u32, reached, windows.len()));
         }
     }
-    let mut sorted = used.clone();
-    sorted.sort_by(f64::total_cmp);
+    None
+}
+
+fn print_stopping_campaign(rule: &StoppingRule, runs: u64, cells: &[StopCell]) {
     println!();
     println!(
-        "stopping rule `until \"e2e_mean_ms\" within=\"{}%\"` (looks at 100, 200, …, 6400; each at {:.2}%), {runs} runs, Poisson {rate} req/s",
-        within * 100.0,
+        "stopping rule `until \"e2e_mean_ms\" within=\"{}%\"` (looks at {:?}, each at {:.2}%), {runs} runs a cell, steady-load, simulated engine",
+        rule.within * 100.0,
+        rule.looks(),
         rule.level().confidence * 100.0
     );
     println!(
-        "| | requests: mean | median | max | reached precision | final interval held the reference mean |"
+        "| Poisson rate | reference e2e mean (ms) | rule: requests mean | median | max | reached precision | final interval held the reference mean | fixed count reaching it in 95% of the reference's windows |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for cell in cells {
+        let mut sorted = cell.used.clone();
+        sorted.sort_by(f64::total_cmp);
+        let fixed = match cell.fixed {
+            Some((n, reached, windows)) => format!("{n} ({reached}/{windows} windows)"),
+            None => format!("none up to {}", rule.max_requests),
+        };
+        println!(
+            "| {} req/s | {:.2} | {:.0} | {:.0} | {:.0} | {}/{runs} | {}/{runs} | {fixed} |",
+            cell.rate,
+            cell.truth,
+            mean(&cell.used),
+            sorted[sorted.len() / 2],
+            sorted[sorted.len() - 1],
+            cell.precise,
+            cell.held
+        );
+    }
+    let rule_total: f64 = cells.iter().map(|c| mean(&c.used)).sum();
+    let total_runs = runs * cells.len() as u64;
+    let held: u64 = cells.iter().map(|c| c.held).sum();
+    let precise: u64 = cells.iter().map(|c| c.precise).sum();
+    println!();
+    println!("| the campaign ({} cells) | requests | reached precision | held |", cells.len());
+    println!("|---|---:|---:|---:|");
     println!(
-        "| stopping rule | {:.0} | {:.0} | {:.0} | {precise}/{runs} | {held}/{runs} |",
-        mean(&used),
-        sorted[sorted.len() / 2],
-        sorted[sorted.len() - 1]
+        "| stopping rule, mean over runs | {rule_total:.0} | {precise}/{total_runs} | {held}/{total_runs} |"
     );
+    let fixed: Option<Vec<u32>> = cells.iter().map(|c| c.fixed.map(|f| f.0)).collect();
     match fixed {
-        Some((n, reached, blocks)) => println!(
-            "| fixed count reaching it in 95% of reference blocks | {n} | {n} | {n} | {reached}/{blocks} blocks | (95% interval) |"
-        ),
-        None => println!(
-            "| fixed count | none up to the reference's length reached it in 95% of blocks | | | | |"
-        ),
+        Some(counts) => {
+            let largest = counts.iter().copied().max().unwrap_or(0);
+            println!(
+                "| one fixed count for every cell ({largest}) | {} | | (95% intervals) |",
+                u64::from(largest) * cells.len() as u64
+            );
+            println!(
+                "| each cell's own fixed count, known only from its reference | {} | | |",
+                counts.iter().map(|&n| u64::from(n)).sum::<u64>()
+            );
+        }
+        None => println!("| one fixed count for every cell | more than {} a cell | | |", rule.max_requests),
     }
 }

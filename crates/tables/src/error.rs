@@ -1,0 +1,11 @@
+//! Why a table could not be written.
+
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("cannot write {path}: {source}")]
+    Io { path: std::path::PathBuf, source: std::io::Error },
+    #[error("cell `{cell}`: {message}")]
+    Cell { cell: String, message: String },
+    #[error("Parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+}

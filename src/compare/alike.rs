@@ -1,0 +1,161 @@
+//! Whether two cells measured the same thing at all, read from their
+//! artifacts (what the load generator did, not the recipes): the engine,
+//! model and serve flags, and the workload (context, output length, load,
+//! request count, prompt-cache mode, sampling, replayed traffic). A metric
+//! verdict between cells that differ here compares two measurements, not
+//! one measurement twice; `compare` says so before any verdict.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The settings compared, by their benchmark/v1 key, with the word a user reads.
+const SETTINGS: &[(&str, &str)] = &[
+    ("engine", "engine"),
+    ("model", "model"),
+    ("gpu", "GPU"),
+    ("serve_flags", "serve flags"),
+    ("context_tokens", "context tokens"),
+    ("max_tokens", "max output tokens"),
+    ("response_words", "requested reply words"),
+    ("prompt_cache_mode", "prompt-cache mode"),
+    ("shared_prefix_tokens", "shared prefix tokens"),
+    ("concurrency", "concurrency"),
+    ("arrival", "arrival"),
+    ("requests", "request count"),
+    ("sampling", "sampling"),
+    ("traffic", "replayed traffic"),
+];
+
+/// One setting whose value differs between the two sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SettingDifference {
+    /// The artifact's key.
+    pub setting: String,
+    pub a: Value,
+    pub b: Value,
+}
+
+/// What the two artifacts say about what they measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WorkloadCheck {
+    /// No recorded setting differs.
+    pub alike: bool,
+    pub differences: Vec<SettingDifference>,
+    /// Settings one side does not record (an older or a foreign artifact):
+    /// neither the same nor different, and named so.
+    pub unrecorded: Vec<String>,
+}
+
+impl WorkloadCheck {
+    /// "context tokens 24576 vs 4096; concurrency 1 vs 8".
+    pub fn differences_words(&self) -> String {
+        self.differences
+            .iter()
+            .map(|d| match (&d.a, &d.b) {
+                (Value::Object(a), Value::Object(b)) => {
+                    format!("{} ({})", word_of(&d.setting), members(a, b))
+                }
+                _ => format!("{} {} vs {}", word_of(&d.setting), show(&d.a), show(&d.b)),
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Compares the settings of two benchmark/v1 artifacts.
+pub fn check(a: &Value, b: &Value) -> WorkloadCheck {
+    let mut result = WorkloadCheck::default();
+    for &(key, _) in SETTINGS {
+        match (recorded(a, key), recorded(b, key)) {
+            (Some(left), Some(right)) if left != right => result.differences.push(SettingDifference {
+                setting: key.to_string(),
+                a: left.clone(),
+                b: right.clone(),
+            }),
+            (Some(_), Some(_)) | (None, None) => {}
+            _ => result.unrecorded.push(key.to_string()),
+        }
+    }
+    result.alike = result.differences.is_empty();
+    result
+}
+
+/// A setting as the artifact recorded it; `null` and absence both mean
+/// "not recorded" only where absence is the artifact's way to say none:
+/// `traffic` is absent for synthetic prompts, so absent reads as `null`.
+fn recorded<'a>(artifact: &'a Value, key: &str) -> Option<&'a Value> {
+    match artifact.get(key) {
+        None if key == "traffic" && artifact.get("arrival").is_some() => Some(&Value::Null),
+        other => other,
+    }
+}
+
+fn word_of(key: &str) -> &'static str {
+    SETTINGS.iter().find(|(k, _)| *k == key).map_or("setting", |(_, w)| w)
+}
+
+/// The members of two objects that differ: "thinking_mode default vs off;
+/// on one side only: engine, replicas".
+fn members(a: &serde_json::Map<String, Value>, b: &serde_json::Map<String, Value>) -> String {
+    let mut parts: Vec<String> = a
+        .iter()
+        .filter_map(|(key, left)| {
+            let right = b.get(key)?;
+            (left != right).then(|| format!("{key} {} vs {}", show(left), show(right)))
+        })
+        .collect();
+    let one_sided: Vec<&str> = a
+        .keys()
+        .filter(|k| !b.contains_key(*k))
+        .chain(b.keys().filter(|k| !a.contains_key(*k)))
+        .map(String::as_str)
+        .collect();
+    if !one_sided.is_empty() {
+        parts.push(format!("on one side only: {}", one_sided.join(", ")));
+    }
+    parts.join("; ")
+}
+
+fn show(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn names_each_setting_that_differs_and_each_one_side_lacks() {
+        let a =
+            json!({"engine": "e", "model": "m", "context_tokens": 24576, "concurrency": 1, "requests": 12});
+        let b = json!({"engine": "e", "model": "m", "context_tokens": 4096, "concurrency": 8, "requests": 100,
+                       "arrival": {"kind": "closed_loop"}});
+        let check = check(&a, &b);
+        assert!(!check.alike);
+        let keys: Vec<&str> = check.differences.iter().map(|d| d.setting.as_str()).collect();
+        assert_eq!(keys, ["context_tokens", "concurrency", "requests"]);
+        assert_eq!(
+            check.unrecorded,
+            ["arrival", "traffic"],
+            "absent on one side is named, not called a difference"
+        );
+        assert_eq!(
+            check.differences_words(),
+            "context tokens 24576 vs 4096; concurrency 1 vs 8; request count 12 vs 100"
+        );
+        assert!(super::check(&a, &a).alike);
+        let flags =
+            |thinking: &str| json!({"serve_flags": {"thinking_mode": thinking, "no_thinking": false}});
+        let mut b = flags("off");
+        b["serve_flags"]["engine"] = json!("sim");
+        assert_eq!(
+            super::check(&flags("default"), &b).differences_words(),
+            "serve flags (thinking_mode default vs off; on one side only: engine)"
+        );
+    }
+}
