@@ -6,8 +6,8 @@ use anvil_loadgen::Benchmark;
 
 use crate::cell_columns::cell_values;
 use crate::error::TableError;
-use crate::parquet_file::ParquetFile;
 pub use crate::parquet_file::Written;
+use crate::parquet_file::{BATCH_ROWS, ParquetFile};
 use crate::requests::{REQUESTS_FILE, request_row, request_schema};
 use crate::series::{SERIES_FILE, series_rows, series_schema};
 
@@ -31,17 +31,22 @@ impl Tables {
     pub fn add_cell(&mut self, cell: &str, mut doc: Benchmark) -> Result<(), TableError> {
         let values = cell_values(cell, &doc);
         let timings = std::mem::take(&mut doc.request_timings);
-        let rows = timings
-            .into_iter()
-            .enumerate()
-            .map(|(i, record)| {
-                request_row(&values, record).map_err(|message| TableError::Cell {
-                    cell: cell.to_string(),
-                    message: format!("request_timings[{i}]: {message}"),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        self.requests.append(cell, &rows)?;
+        // Rows are built a batch at a time: each carries the cell's columns
+        // (its resolved cell as text), so all of them at once would hold
+        // that text once per request.
+        let mut batch = Vec::with_capacity(BATCH_ROWS.min(timings.len()));
+        for (i, record) in timings.into_iter().enumerate() {
+            let row = request_row(&values, record).map_err(|message| TableError::Cell {
+                cell: cell.to_string(),
+                message: format!("request_timings[{i}]: {message}"),
+            })?;
+            batch.push(row);
+            if batch.len() == BATCH_ROWS {
+                self.requests.append(cell, &batch)?;
+                batch.clear();
+            }
+        }
+        self.requests.append(cell, &batch)?;
         self.series.append(cell, &series_rows(&values, &doc.series))
     }
 
