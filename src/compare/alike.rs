@@ -8,6 +8,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::plan::changes::{describe, diff_values};
+
 /// The settings compared, by their benchmark/v1 key, with the word a user reads.
 const SETTINGS: &[(&str, &str)] = &[
     ("engine", "engine"),
@@ -52,8 +54,10 @@ impl WorkloadCheck {
         self.differences
             .iter()
             .map(|d| match (&d.a, &d.b) {
-                (Value::Object(a), Value::Object(b)) => {
-                    format!("{} ({})", word_of(&d.setting), members(a, b))
+                // Objects (serve flags, sampling): only the members that differ.
+                (Value::Object(_), Value::Object(_)) => {
+                    let members: Vec<String> = diff_values(&d.a, &d.b).iter().map(describe).collect();
+                    format!("{} ({})", word_of(&d.setting), members.join("; "))
                 }
                 _ => format!("{} {} vs {}", word_of(&d.setting), show(&d.a), show(&d.b)),
             })
@@ -80,9 +84,9 @@ pub fn check(a: &Value, b: &Value) -> WorkloadCheck {
     result
 }
 
-/// A setting as the artifact recorded it; `null` and absence both mean
-/// "not recorded" only where absence is the artifact's way to say none:
-/// `traffic` is absent for synthetic prompts, so absent reads as `null`.
+/// A setting as the artifact recorded it (`None`: not recorded). An anvil
+/// artifact (one with `arrival`) leaves `traffic` out for synthetic
+/// prompts, so there its absence reads as `null`, not as unrecorded.
 fn recorded<'a>(artifact: &'a Value, key: &str) -> Option<&'a Value> {
     match artifact.get(key) {
         None if key == "traffic" && artifact.get("arrival").is_some() => Some(&Value::Null),
@@ -90,30 +94,13 @@ fn recorded<'a>(artifact: &'a Value, key: &str) -> Option<&'a Value> {
     }
 }
 
-fn word_of(key: &str) -> &'static str {
-    SETTINGS.iter().find(|(k, _)| *k == key).map_or("setting", |(_, w)| w)
+/// The settings compared, in words: "engine, model, GPU, …".
+pub fn compared_settings() -> String {
+    SETTINGS.iter().map(|(_, word)| *word).collect::<Vec<_>>().join(", ")
 }
 
-/// The members of two objects that differ: "thinking_mode default vs off;
-/// on one side only: engine, replicas".
-fn members(a: &serde_json::Map<String, Value>, b: &serde_json::Map<String, Value>) -> String {
-    let mut parts: Vec<String> = a
-        .iter()
-        .filter_map(|(key, left)| {
-            let right = b.get(key)?;
-            (left != right).then(|| format!("{key} {} vs {}", show(left), show(right)))
-        })
-        .collect();
-    let one_sided: Vec<&str> = a
-        .keys()
-        .filter(|k| !b.contains_key(*k))
-        .chain(b.keys().filter(|k| !a.contains_key(*k)))
-        .map(String::as_str)
-        .collect();
-    if !one_sided.is_empty() {
-        parts.push(format!("on one side only: {}", one_sided.join(", ")));
-    }
-    parts.join("; ")
+fn word_of(key: &str) -> &'static str {
+    SETTINGS.iter().find(|(k, _)| *k == key).map_or("setting", |(_, w)| w)
 }
 
 fn show(value: &Value) -> String {
@@ -155,7 +142,7 @@ mod tests {
         b["serve_flags"]["engine"] = json!("sim");
         assert_eq!(
             super::check(&flags("default"), &b).differences_words(),
-            "serve flags (thinking_mode default vs off; on one side only: engine)"
+            "serve flags (engine: (absent) → \"sim\"; thinking_mode: \"default\" → \"off\")"
         );
     }
 }

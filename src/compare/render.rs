@@ -116,7 +116,8 @@ fn workloads(out: &mut String, report: &Report) {
     if unlike.is_empty() {
         let _ = writeln!(
             out,
-            "\nworkloads: each cell alike on both sides (engine, model, serve flags, context, output length, load, request count, prompt cache, sampling)"
+            "\nworkloads: each cell alike on both sides ({})",
+            super::alike::compared_settings()
         );
     } else {
         let _ = writeln!(

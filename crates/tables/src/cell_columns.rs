@@ -3,12 +3,12 @@
 //! did), never from a second reading of the recipe.
 
 use anvil_loadgen::Benchmark;
-use arrow_schema::{DataType, Field};
+use arrow_schema::{DataType, Field, Schema};
 use serde_json::{Map, Value};
 
 /// The cell columns, first in every table.
 pub fn cell_fields() -> Vec<Field> {
-    [
+    nullable(&[
         ("cell", DataType::Utf8),
         ("configuration_fingerprint", DataType::Utf8),
         ("run_id", DataType::Utf8),
@@ -24,10 +24,22 @@ pub fn cell_fields() -> Vec<Field> {
         ("loadgen_version", DataType::Utf8),
         ("resolved_cell", DataType::Utf8),
         ("serve_flags", DataType::Utf8),
-    ]
-    .into_iter()
-    .map(|(name, kind)| Field::new(name, kind, true))
-    .collect()
+    ])
+}
+
+/// Columns of these names and types, every one nullable: a value a record
+/// lacks is null, never zero.
+pub fn nullable(columns: &[(&str, DataType)]) -> Vec<Field> {
+    columns.iter().map(|(name, kind)| Field::new(*name, kind.clone(), true)).collect()
+}
+
+/// A table's schema: the cell columns, then its own, named `table` in the
+/// file's schema metadata (`anvil.table`).
+pub fn table_schema(table: &str, columns: Vec<Field>) -> Schema {
+    let mut fields = cell_fields();
+    fields.extend(columns);
+    Schema::new(fields)
+        .with_metadata(std::collections::HashMap::from([("anvil.table".to_string(), table.to_string())]))
 }
 
 /// One cell's values of [`cell_fields`], by name. `resolved_cell` and

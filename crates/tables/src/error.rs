@@ -6,6 +6,8 @@ pub enum TableError {
     Io { path: std::path::PathBuf, source: std::io::Error },
     #[error("cell `{cell}`: {message}")]
     Cell { cell: String, message: String },
+    #[error("Arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
     #[error("Parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),
 }

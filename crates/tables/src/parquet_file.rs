@@ -48,10 +48,7 @@ impl ParquetFile {
         let temp = tempfile::Builder::new().prefix(".anvil-table-").tempfile_in(dir).map_err(io)?;
         let schema = Arc::new(schema);
         // Strict: a row field the schema lacks is an error, not a dropped column.
-        let decoder = ReaderBuilder::new(schema.clone())
-            .with_strict_mode(true)
-            .build_decoder()
-            .map_err(|e| TableError::Cell { cell: String::new(), message: e.to_string() })?;
+        let decoder = ReaderBuilder::new(schema.clone()).with_strict_mode(true).build_decoder()?;
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_created_by(format!("anvil {}", env!("CARGO_PKG_VERSION")))

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Schema};
 use serde_json::{Map, Value};
 
-use crate::cell_columns::cell_fields;
+use crate::cell_columns::{nullable, table_schema};
 
 pub const REQUESTS_FILE: &str = "requests.parquet";
 /// The table's name and version, in the file's schema metadata (`anvil.table`).
@@ -119,12 +119,9 @@ impl Kind {
 /// Every column is nullable: a field an older artifact lacks, or a request
 /// has no value for (a failed request's `ttft_ms`), is null, never zero.
 pub fn request_schema() -> Schema {
-    let mut fields = cell_fields();
-    fields.extend(REQUEST_COLUMNS.iter().map(|&(name, kind)| Field::new(name, kind.data_type(), true)));
-    Schema::new(fields).with_metadata(std::collections::HashMap::from([(
-        "anvil.table".to_string(),
-        REQUESTS_TABLE.to_string(),
-    )]))
+    let columns: Vec<(&str, DataType)> =
+        REQUEST_COLUMNS.iter().map(|&(name, kind)| (name, kind.data_type())).collect();
+    table_schema(REQUESTS_TABLE, nullable(&columns))
 }
 
 /// One row: the cell's values and the record's fields, nested members

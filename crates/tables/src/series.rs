@@ -2,10 +2,10 @@
 //! per interval and repeat, as the load generator binned it.
 
 use anvil_loadgen::Series;
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{DataType, Schema};
 use serde_json::{Map, Value};
 
-use crate::cell_columns::cell_fields;
+use crate::cell_columns::{nullable, table_schema};
 
 pub const SERIES_FILE: &str = "series.parquet";
 /// The table's name and version, in the file's schema metadata (`anvil.table`).
@@ -13,27 +13,19 @@ pub const SERIES_TABLE: &str = "anvil-serving.series/v1";
 
 /// The series table's schema: the cell columns, then the interval's figures.
 pub fn series_schema() -> Schema {
-    let mut fields = cell_fields();
-    fields.extend(
-        [
-            ("interval_s", DataType::Float64),
-            ("repeat", DataType::UInt32),
-            ("t_s", DataType::Float64),
-            ("in_flight", DataType::Float64),
-            ("sent", DataType::UInt64),
-            ("completed", DataType::UInt64),
-            ("failed", DataType::UInt64),
-            ("output_tok_s", DataType::Float64),
-            ("ttft_p50_ms", DataType::Float64),
-            ("ttft_p99_ms", DataType::Float64),
-        ]
-        .into_iter()
-        .map(|(name, kind)| Field::new(name, kind, true)),
-    );
-    Schema::new(fields).with_metadata(std::collections::HashMap::from([(
-        "anvil.table".to_string(),
-        SERIES_TABLE.to_string(),
-    )]))
+    let columns = nullable(&[
+        ("interval_s", DataType::Float64),
+        ("repeat", DataType::UInt32),
+        ("t_s", DataType::Float64),
+        ("in_flight", DataType::Float64),
+        ("sent", DataType::UInt64),
+        ("completed", DataType::UInt64),
+        ("failed", DataType::UInt64),
+        ("output_tok_s", DataType::Float64),
+        ("ttft_p50_ms", DataType::Float64),
+        ("ttft_p99_ms", DataType::Float64),
+    ]);
+    table_schema(SERIES_TABLE, columns)
 }
 
 /// The series' rows, in its order. Its columns are parallel vectors; one
