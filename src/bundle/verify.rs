@@ -80,7 +80,8 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
             continue;
         }
         let member = format!("entries/{fp}/benchmark.json");
-        let artifact: Value = read_json(&unpacked.join(&member));
+        // A member that is not JSON compares as null and is reported.
+        let artifact = anvil_loadgen::artifact_file::whole(&unpacked.join(&member)).unwrap_or(Value::Null);
         let derived = match anvil_evidence::rederive(&artifact) {
             Ok(derived) => derived,
             Err(err) => {

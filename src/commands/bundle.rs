@@ -189,9 +189,7 @@ pub fn verify(target: &Path, as_json: bool, pubkey: Option<&Path>) -> Result<i32
 }
 
 fn verify_artifact(path: &Path, as_json: bool) -> Result<i32, Exit> {
-    let bytes = std::fs::read(path).map_err(|e| input(format!("cannot read {}: {e}", path.display())))?;
-    let artifact: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| input(format!("{} is not JSON: {e}", path.display())))?;
+    let artifact = anvil_loadgen::artifact_file::whole(path).map_err(|e| input(e.to_string()))?;
     let report =
         anvil_evidence::rederive(&artifact).map_err(|e| input(format!("{}: {e}", path.display())))?;
     if as_json {

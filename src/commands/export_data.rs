@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use anvil_loadgen::Benchmark;
 use anvil_tables::Tables;
 
 use super::common::{Exit, failed, input, open_store};
@@ -14,16 +13,15 @@ use crate::cli::DataFormat;
 pub fn export_data(store_root: &Path, target: &str, format: DataFormat, out: &Path) -> Result<i32, Exit> {
     let DataFormat::Parquet = format;
     let store = open_store(store_root)?;
-    let side = crate::compare::resolve(&store, target).map_err(input)?;
+    // Located, not read: each cell's records are streamed from its file.
+    let side = crate::compare::resolve_files(&store, target).map_err(input)?;
     if side.cells.is_empty() {
         return Err(input(format!("{} has no measured cell to export", side.label)));
     }
     let mut tables = Tables::create(out).map_err(failed)?;
     let cells = side.cells.len();
-    for (name, cell) in side.cells {
-        let doc: Benchmark = serde_json::from_value(cell.artifact)
-            .map_err(|e| input(format!("cell `{name}` is not a benchmark/v1 artifact: {e}")))?;
-        tables.add_cell(&name, doc).map_err(failed)?;
+    for (name, cell) in &side.cells {
+        tables.add_cell_file(name, &cell.artifact_file).map_err(failed)?;
     }
     let written = tables.finish().map_err(failed)?;
     println!("{}: {cells} cell{}", side.label, if cells == 1 { "" } else { "s" });

@@ -34,9 +34,11 @@ pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit>
         entry.dir.display()
     );
     let benchmark = entry.path_of("benchmark.json");
-    if let Ok(text) = std::fs::read_to_string(&benchmark) {
-        if let Ok(artifact) = serde_json::from_str::<serde_json::Value>(&text) {
-            println!("\n{}", anvil_loadgen::render_table(&artifact));
+    if benchmark.exists() {
+        // The table needs the figures, not the per-request lists: a large
+        // cell is shown without reading those into memory.
+        if let Ok(head) = anvil_loadgen::artifact_file::head(&benchmark) {
+            println!("\n{}", anvil_loadgen::render_table(&serde_json::Value::Object(head)));
         }
     } else {
         println!("\nresult:\n{}", serde_json::to_string_pretty(&entry.result).unwrap_or_default());

@@ -13,7 +13,7 @@ mod side;
 
 pub use render::render;
 pub use report::{Agreement, CellReport, Report};
-pub use side::{Side, resolve};
+pub use side::{Side, resolve, resolve_files};
 
 use anvil_evidence::{CompareOptions, Comparison, Verdict};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! One side of a comparison, read from wherever results are.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anvil_store::{RunRecord, Store};
 use serde_json::Value;
@@ -11,9 +11,19 @@ use crate::results::{self, DecisionResult, ScreenResult};
 /// A measured cell: its artifact, and the preimages of it and its server.
 #[derive(Debug, Clone)]
 pub struct Cell {
+    /// The whole document; `Null` when the side was read with [`resolve_files`].
     pub artifact: Value,
+    /// The artifact's file, for readers that stream it.
+    pub artifact_file: PathBuf,
     pub preimage: Option<Value>,
     pub server: Option<Value>,
+}
+
+/// Whether a side's artifacts are read whole or only located.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    Whole,
+    Located,
 }
 
 #[derive(Debug, Default)]
@@ -25,20 +35,34 @@ pub struct Side {
     /// Gate and check name → status.
     pub gates: BTreeMap<String, Value>,
     pub labels: Option<Value>,
+    /// A bundle's unpacked store, kept while the side's artifact files are read.
+    pub scratch: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
 /// Read a side: a bundle (`.anvil`), a lone artifact (`.json`), a recipe
 /// (`.kdl`: its latest run), a run id, or a stored cell's fingerprint prefix.
 pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
+    resolve_reading(store, text, Reading::Whole)
+}
+
+/// [`resolve`], but each cell's artifact is only located (`artifact` is
+/// `Null`, `artifact_file` says where it is), for readers that stream it.
+pub fn resolve_files(store: &Store, text: &str) -> Result<Side, String> {
+    resolve_reading(store, text, Reading::Located)
+}
+
+fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, String> {
     let path = Path::new(text);
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => {
-            let bytes = std::fs::read(path).map_err(|e| format!("cannot read {text}: {e}"))?;
-            let artifact: Value =
-                serde_json::from_slice(&bytes).map_err(|e| format!("{text} is not JSON: {e}"))?;
+            let artifact = match reading {
+                Reading::Whole => anvil_loadgen::artifact_file::whole(path).map_err(|e| e.to_string())?,
+                Reading::Located if path.is_file() => Value::Null,
+                Reading::Located => return Err(format!("cannot read {text}: no such file")),
+            };
             let name =
                 path.file_stem().map_or_else(|| text.to_string(), |s| s.to_string_lossy().into_owned());
-            let cell = Cell { artifact, preimage: None, server: None };
+            let cell = Cell { artifact, artifact_file: path.to_path_buf(), preimage: None, server: None };
             Ok(Side { label: text.to_string(), cells: BTreeMap::from([(name, cell)]), ..Side::default() })
         }
         Some("anvil") => {
@@ -46,21 +70,22 @@ pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
             let imported = crate::bundle::unpack(path, scratch.path()).map_err(|e| e.to_string())?;
             let temp_store = Store::open(&scratch.path().join("store")).map_err(|e| e.to_string())?;
             crate::bundle::add_entries(&imported, &temp_store).map_err(|e| e.to_string())?;
-            let mut side = from_run(&temp_store, &imported.run);
+            let mut side = from_run(&temp_store, &imported.run, reading);
             side.label = format!("{text} ({})", imported.verified.digest);
+            side.scratch = Some(std::sync::Arc::new(scratch));
             Ok(side)
         }
         Some("kdl") => {
             let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();
             let run = store.last_run_of(&key).map_err(|e| e.to_string())?;
             let run = run.ok_or_else(|| format!("{text} has no recorded run in this store"))?;
-            let mut side = from_run(store, &run);
+            let mut side = from_run(store, &run, reading);
             side.label = format!("{text} (run {})", run.run_id);
             Ok(side)
         }
         _ => {
             if let Ok(Some(run)) = store.run(text) {
-                let mut side = from_run(store, &run);
+                let mut side = from_run(store, &run, reading);
                 side.label = format!("run {text}");
                 return Ok(side);
             }
@@ -69,9 +94,10 @@ pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
                 .map_err(|e| format!("`{text}` is no bundle, JSON file, recipe, run or stored step: {e}"))?;
             let entry =
                 store.read(&fp).map_err(|e| e.to_string())?.ok_or_else(|| format!("{text}: not stored"))?;
+            let artifact_file = entry.path_of("benchmark.json");
             let artifact =
-                read_json(&entry.path_of("benchmark.json")).ok_or_else(|| format!("{text} is not a cell"))?;
-            let cell = Cell { artifact, preimage: Some(entry.preimage), server: None };
+                read_artifact(&artifact_file, reading).ok_or_else(|| format!("{text} is not a cell"))?;
+            let cell = Cell { artifact, artifact_file, preimage: Some(entry.preimage), server: None };
             Ok(Side {
                 label: format!("cell {}", fp.short()),
                 cells: BTreeMap::from([(fp.short(), cell)]),
@@ -82,7 +108,7 @@ pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
 }
 
 /// What a run stored, step by step.
-fn from_run(store: &Store, run: &RunRecord) -> Side {
+fn from_run(store: &Store, run: &RunRecord, reading: Reading) -> Side {
     let extra = crate::run_extra::RunExtra::of(run);
     let preimage_of = |fp: &anvil_store::Fingerprint| extra.preimage(fp).cloned();
     let mut side = Side::default();
@@ -91,12 +117,13 @@ fn from_run(store: &Store, run: &RunRecord) -> Side {
         let result = &entry.result;
         match node.kind.as_str() {
             "cell" => {
-                let Some(artifact) = read_json(&entry.path_of("benchmark.json")) else { continue };
+                let artifact_file = entry.path_of("benchmark.json");
+                let Some(artifact) = read_artifact(&artifact_file, reading) else { continue };
                 // The server it ran on: the upstream fingerprint its preimage names.
                 let stored = crate::plan::StoredPreimage::of(&entry.preimage);
                 let server = stored.server().and_then(|fp| extra.preimages.get(fp).cloned());
                 let preimage = preimage_of(&node.fingerprint).or(Some(entry.preimage.clone()));
-                side.cells.insert(node.name.clone(), Cell { artifact, preimage, server });
+                side.cells.insert(node.name.clone(), Cell { artifact, artifact_file, preimage, server });
             }
             "screen" => {
                 let Ok(screen) = results::from_value::<ScreenResult>(result.clone()) else { continue };
@@ -122,6 +149,11 @@ fn from_run(store: &Store, run: &RunRecord) -> Side {
     side
 }
 
-fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+/// A cell's artifact as `reading` asks: the whole document, or `Null`
+/// once the file is known to be there. `None`: no readable artifact.
+fn read_artifact(path: &Path, reading: Reading) -> Option<Value> {
+    match reading {
+        Reading::Whole => anvil_loadgen::artifact_file::whole(path).ok(),
+        Reading::Located => path.is_file().then_some(Value::Null),
+    }
 }

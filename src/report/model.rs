@@ -277,10 +277,7 @@ fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
                 Ok(r) => r,
                 Err(e) => return unreadable(e),
             };
-            let artifact = std::fs::read(entry.path_of("benchmark.json"))
-                .ok()
-                .and_then(|bytes| serde_json::from_slice::<Artifact>(&bytes).ok())
-                .unwrap_or_default();
+            let artifact = read_artifact(&entry.path_of("benchmark.json")).unwrap_or_default();
             Body::Cell(Box::new(Cell { result, artifact }))
         }
         "screen" => results::from_value(result).map_or_else(unreadable, Body::Screen),
@@ -294,4 +291,19 @@ fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
         },
         _ => Body::Other(result),
     }
+}
+
+/// The parts of a stored artifact the page draws, streamed from its file:
+/// each record is parsed straight into a [`Timing`] (the fields the plots
+/// use), so neither the file's bytes nor a JSON tree of every record is held.
+fn read_artifact(path: &std::path::Path) -> Option<Artifact> {
+    let mut timings = Vec::new();
+    let head = anvil_loadgen::artifact_file::for_each_record(path, |timing: Timing| {
+        timings.push(timing);
+        Ok(())
+    })
+    .ok()?;
+    let mut artifact: Artifact = serde_json::from_value(Value::Object(head)).ok()?;
+    artifact.request_timings = timings;
+    Some(artifact)
 }

@@ -27,31 +27,88 @@ impl Tables {
         })
     }
 
-    /// Adds one cell's requests and series, named `cell`.
+    /// Adds one cell's requests and series, named `cell`, from a document in memory.
     pub fn add_cell(&mut self, cell: &str, mut doc: Benchmark) -> Result<(), TableError> {
-        let values = cell_values(cell, &doc);
         let timings = std::mem::take(&mut doc.request_timings);
-        // Rows are built a batch at a time: each carries the cell's columns
-        // (its resolved cell as text), so all of them at once would hold
-        // that text once per request.
-        let mut batch = Vec::with_capacity(BATCH_ROWS.min(timings.len()));
-        for (i, record) in timings.into_iter().enumerate() {
-            let row = request_row(&values, record).map_err(|message| TableError::Cell {
-                cell: cell.to_string(),
-                message: format!("request_timings[{i}]: {message}"),
-            })?;
-            batch.push(row);
-            if batch.len() == BATCH_ROWS {
-                self.requests.append(cell, &batch)?;
-                batch.clear();
-            }
+        let mut rows = self.cell_rows(cell, &doc);
+        for record in timings {
+            rows.push(record)?;
         }
-        self.requests.append(cell, &batch)?;
-        self.series.append(cell, &series_rows(&values, &doc.series))
+        rows.finish()
+    }
+
+    /// Adds one cell's requests and series, named `cell`, from its artifact
+    /// file: the records are streamed from it one at a time, so a cell of
+    /// any size is exported in the memory of one batch of rows.
+    pub fn add_cell_file(&mut self, cell: &str, artifact: &Path) -> Result<(), TableError> {
+        let unreadable = |e: anvil_loadgen::ArtifactFileError| TableError::Cell {
+            cell: cell.to_string(),
+            message: e.to_string(),
+        };
+        let head = anvil_loadgen::artifact_file::head(artifact).map_err(unreadable)?;
+        let doc: Benchmark = serde_json::from_value(serde_json::Value::Object(head)).map_err(|e| {
+            TableError::Cell { cell: cell.to_string(), message: format!("not a benchmark/v1 artifact: {e}") }
+        })?;
+        let mut rows = self.cell_rows(cell, &doc);
+        // The callback speaks in strings; the table's own error is kept aside.
+        let mut failed = None;
+        let streamed =
+            anvil_loadgen::artifact_file::for_each_record(artifact, |record: serde_json::Value| {
+                rows.push(record).map_err(|e| {
+                    let message = e.to_string();
+                    failed = Some(e);
+                    message
+                })
+            });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        streamed.map_err(unreadable)?;
+        rows.finish()
+    }
+
+    fn cell_rows<'t>(&'t mut self, cell: &str, doc: &Benchmark) -> CellRows<'t> {
+        let values = cell_values(cell, doc);
+        let series = series_rows(&values, &doc.series);
+        CellRows { tables: self, cell: cell.to_string(), values, series, batch: Vec::new(), index: 0 }
     }
 
     /// Closes both files: the requests', then the series'.
     pub fn finish(self) -> Result<[Written; 2], TableError> {
         Ok([self.requests.finish()?, self.series.finish()?])
+    }
+}
+
+/// One cell's rows on their way into the tables. Rows are built a batch at
+/// a time: each carries the cell's columns (its resolved cell as text), so
+/// all of them at once would hold that text once per request.
+struct CellRows<'t> {
+    tables: &'t mut Tables,
+    cell: String,
+    values: serde_json::Map<String, serde_json::Value>,
+    series: Vec<serde_json::Map<String, serde_json::Value>>,
+    batch: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// The next record's position in `request_timings`.
+    index: usize,
+}
+
+impl CellRows<'_> {
+    fn push(&mut self, record: serde_json::Value) -> Result<(), TableError> {
+        let row = request_row(&self.values, record).map_err(|message| TableError::Cell {
+            cell: self.cell.clone(),
+            message: format!("request_timings[{}]: {message}", self.index),
+        })?;
+        self.index += 1;
+        self.batch.push(row);
+        if self.batch.len() == BATCH_ROWS {
+            self.tables.requests.append(&self.cell, &self.batch)?;
+            self.batch.clear();
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(), TableError> {
+        self.tables.requests.append(&self.cell, &self.batch)?;
+        self.tables.series.append(&self.cell, &self.series)
     }
 }
