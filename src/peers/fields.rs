@@ -29,14 +29,6 @@ impl<'a> Doc<'a> {
         v.get(field).ok_or_else(|| self.err(field, "is missing"))
     }
 
-    pub fn f64(&self, v: &Value, field: &str) -> Result<f64, FieldError> {
-        self.get(v, field)?.as_f64().ok_or_else(|| self.err(field, "is not a number"))
-    }
-
-    pub fn u64(&self, v: &Value, field: &str) -> Result<u64, FieldError> {
-        self.get(v, field)?.as_u64().ok_or_else(|| self.err(field, "is not a whole number"))
-    }
-
     pub fn str<'v>(&self, v: &'v Value, field: &str) -> Result<&'v str, FieldError> {
         self.get(v, field)?.as_str().ok_or_else(|| self.err(field, "is not a string"))
     }

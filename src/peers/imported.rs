@@ -89,7 +89,7 @@ pub struct Imported {
     pub version: Option<String>,
     /// Why there is no version, when there is none.
     pub version_note: Option<String>,
-    /// The file the user named (or the summary of a folder), then any other file read.
+    /// The files read, the main one first (AIPerf: its summary, then its records).
     pub files: Vec<SourceFile>,
     /// Which result of a file that holds several (a guidellm sweep, vLLM's
     /// `--append-result` lines); `None` for a file of one.

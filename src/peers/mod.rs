@@ -94,7 +94,7 @@ pub fn read(path: &Path, from: Option<Tool>) -> Result<Vec<Imported>, String> {
         if from.is_some_and(|t| t != Tool::Aiperf) {
             return Err(format!("{} is a folder: only AIPerf exports are read as a folder", path.display()));
         }
-        return read_aiperf(&path.join(aiperf::SUMMARY), &path.join(aiperf::RECORDS), false);
+        return read_aiperf(&path.join(aiperf::SUMMARY), &path.join(aiperf::RECORDS));
     }
     let (bytes, content) = parse(path)?;
     let found = candidates(&content);
@@ -139,8 +139,8 @@ pub fn read(path: &Path, from: Option<Tool>) -> Result<Vec<Imported>, String> {
             })
             .collect(),
         (Tool::Guidellm, Content::One(v)) => guidellm::read(doc, &v, &[file]).map_err(err),
-        (Tool::Aiperf, Content::One(_)) => read_aiperf(path, &sibling(path, aiperf::RECORDS), false),
-        (Tool::Aiperf, Content::Lines(_)) => read_aiperf(&sibling(path, aiperf::SUMMARY), path, true),
+        (Tool::Aiperf, Content::One(_)) => read_aiperf(path, &sibling(path, aiperf::RECORDS)),
+        (Tool::Aiperf, Content::Lines(_)) => read_aiperf(&sibling(path, aiperf::SUMMARY), path),
         (Tool::Guidellm, Content::Lines(_)) => {
             Err(format!("{} holds JSON lines; a guidellm report is one JSON document", path.display()))
         }
@@ -155,9 +155,8 @@ fn sibling(path: &Path, name: &str) -> PathBuf {
     path.parent().unwrap_or(Path::new(".")).join(name)
 }
 
-/// AIPerf: the summary and the records; the file the user named is listed
-/// first (a folder names its summary).
-fn read_aiperf(summary: &Path, records: &Path, records_named: bool) -> Result<Vec<Imported>, String> {
+/// AIPerf: the summary and the records next to it.
+fn read_aiperf(summary: &Path, records: &Path) -> Result<Vec<Imported>, String> {
     for (path, what) in [(summary, "summary"), (records, "per-request records")] {
         if !path.is_file() {
             return Err(format!(
@@ -175,8 +174,8 @@ fn read_aiperf(summary: &Path, records: &Path, records_named: bool) -> Result<Ve
     let (summary_doc, records_doc) = (Doc { file: &summary_name }, Doc { file: &records_name });
     let lines = aiperf::parse_lines(records_doc, &String::from_utf8_lossy(&records_bytes))
         .map_err(|e| e.to_string())?;
-    let (s, r) = (source(summary, &summary_bytes), source(records, &records_bytes));
-    let files = if records_named { vec![r, s] } else { vec![s, r] };
+    // Summary first whichever file was named: the same export is the same entry.
+    let files = vec![source(summary, &summary_bytes), source(records, &records_bytes)];
     let one =
         aiperf::read(summary_doc, &summary_value, records_doc, &lines, files).map_err(|e| e.to_string())?;
     Ok(vec![one])

@@ -124,6 +124,8 @@ pub fn read(doc: Doc<'_>, v: &Value, files: Vec<SourceFile>) -> Result<Imported,
     for (field, why) in UNFILLED {
         out.unfilled(field, *why);
     }
+    out.notes
+        .push("chunk_gaps_us: vLLM's itls, one gap per SSE event (as anvil's), rounded to whole µs".into());
     Ok(out)
 }
 
@@ -148,10 +150,6 @@ const UNFILLED: &[(&str, &str)] = &[
     ),
     ("request_timings[*].http_status", "not recorded"),
     ("request_timings[*].request_id", "not recorded"),
-    (
-        "request_timings[*].chunk_gaps_us",
-        "recorded per SSE event, not per token: each gap is one event's, as anvil's are",
-    ),
 ];
 
 fn workload(doc: Doc<'_>, v: &Value, a: &Arrays, out: &mut Imported) -> Result<(), FieldError> {
