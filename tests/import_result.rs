@@ -196,6 +196,8 @@ fn a_guidellm_report_imports_and_its_weighted_percentiles_rederive() {
     let run = scratch.runs()[0]["run_id"].as_str().unwrap().to_string();
     let out = scratch.anvil(&["export-data", &run, "-o", "data"]).expect_code(0);
     assert!(out.stdout.contains("(50 rows)"), "{}", out.stdout);
+    let md = scratch.anvil(&["report", "--run", &run, "--format", "md"]).expect_code(0);
+    assert!(md.stdout.contains("guidellm-benchmarks"), "{}", md.stdout);
     scratch.anvil(&["show", &result["fingerprint"].as_str().unwrap()[..12]]).expect_code(0);
 }
 

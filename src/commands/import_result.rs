@@ -112,7 +112,7 @@ fn describe(
         "  the file's printed summaries, re-derived from its per-request data with {}'s own definitions:",
         one.tool.title()
     );
-    let _ = writeln!(out, "    {:<6} {:<7} {:>20} {:>20}  {}", "metric", "stat", "printed", "re-derived", "");
+    let _ = writeln!(out, "    {:<6} {:<7} {:>20} {:>20}", "metric", "stat", "printed", "re-derived");
     let shown = ["mean", "p50", "p90", "p95", "p99"];
     let mut hidden = 0;
     for c in &one.checks {
