@@ -166,6 +166,20 @@ pub enum Command {
         #[arg(long, short = 'o', default_value = "anvil-data")]
         out: PathBuf,
     },
+    /// Turn a peer tool's result file into a benchmark/v1 cell in the
+    /// store, built from the file's per-request data with anvil's
+    /// definitions: `vllm bench serve --save-detailed` JSON, an AIPerf
+    /// export (`profile_export.jsonl`, `profile_export_aiperf.json` or
+    /// their folder) or a guidellm JSON report (docs/peers.md).
+    ImportResult {
+        file: PathBuf,
+        /// The tool that wrote FILE (default: detected from its keys).
+        #[arg(long, value_enum)]
+        from: Option<PeerTool>,
+        /// Print what was imported as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make an unencrypted minisign key pair for signing bundles (KEY and KEY.pub).
     Keygen {
         #[arg(default_value = "anvil-signing.key")]
@@ -306,6 +320,17 @@ pub enum ReportFormat {
 pub use crate::terminal::{ColorChoice, color_enabled, set_color};
 
 /// How `export-data` writes its tables.
+/// The peer tools `anvil import-result` reads.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerTool {
+    /// `vllm bench serve --save-result --save-detailed`
+    VllmBench,
+    /// AIPerf's profile export
+    Aiperf,
+    /// guidellm's JSON report
+    Guidellm,
+}
+
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataFormat {
     /// Apache Parquet, one file per table.

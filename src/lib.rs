@@ -9,6 +9,7 @@
 //! - `run`: the scheduler, one executor per step kind, run records, the local executor;
 //! - `executor::slurm`, the executor registry (`executor`): the same steps as Slurm jobs;
 //! - `report`: campaign outputs and the HTML report;
+//! - `peers`: peer tools' results (vLLM, AIPerf, guidellm) read into anvil's terms;
 //! - `bundle`, `compare`: evidence that travels, and noise-aware comparison;
 //! - `cli`, `commands`: the command line.
 //!
@@ -31,6 +32,8 @@ pub(crate) mod executor;
 pub(crate) mod run;
 
 pub(crate) mod report;
+
+pub(crate) mod peers;
 
 pub(crate) mod bundle;
 pub(crate) mod compare;

@@ -25,6 +25,7 @@ mod full_disk;
 mod gates;
 mod golden_fingerprints;
 mod https;
+mod import_result;
 mod module_cycles;
 mod recipe_properties;
 mod report;

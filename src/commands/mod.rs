@@ -7,6 +7,7 @@ mod compare;
 mod diff;
 mod export_data;
 mod graph;
+mod import_result;
 mod plan;
 mod report;
 mod run;
@@ -80,6 +81,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::ExportData { target, format, out } => {
             export_data::export_data(&cli.store, &target, format, &out)
+        }
+        Command::ImportResult { file, from, json } => {
+            import_result::import_result(&cli.store, &file, from, json)
         }
         Command::Keygen { key } => bundle::keygen(&key),
         Command::Import { bundle, into } => bundle::import(&cli.store, &bundle, into),

@@ -1,7 +1,8 @@
 //! Whether two cells measured the same thing at all, read from their
 //! artifacts (what the load generator did, not the recipes): the engine,
 //! model and serve flags, and the workload (context, output length, load,
-//! request count, prompt-cache mode, sampling, replayed traffic). A metric
+//! request count, prompt-cache mode, sampling, replayed traffic, API,
+//! streaming). A metric
 //! verdict between cells that differ here compares two measurements, not
 //! one measurement twice; `compare` says so before any verdict.
 
@@ -26,6 +27,8 @@ const SETTINGS: &[(&str, &str)] = &[
     ("requests", "request count"),
     ("sampling", "sampling"),
     ("traffic", "replayed traffic"),
+    ("api", "API"),
+    ("stream", "streaming"),
 ];
 
 /// One setting whose value differs between the two sides.
@@ -85,11 +88,14 @@ pub fn check(a: &Value, b: &Value) -> WorkloadCheck {
 }
 
 /// A setting as the artifact recorded it (`None`: not recorded). An anvil
-/// artifact (one with `arrival`) leaves `traffic` out for synthetic
-/// prompts, so there its absence reads as `null`, not as unrecorded.
+/// artifact (one with `arrival`, not imported) leaves `traffic` out for
+/// synthetic prompts, so there its absence reads as `null`, not as
+/// unrecorded; and it always streams.
 fn recorded<'a>(artifact: &'a Value, key: &str) -> Option<&'a Value> {
+    let measured_by_anvil = artifact.get("arrival").is_some() && artifact.get("imported_from").is_none();
     match artifact.get(key) {
-        None if key == "traffic" && artifact.get("arrival").is_some() => Some(&Value::Null),
+        None if key == "traffic" && measured_by_anvil => Some(&Value::Null),
+        None if key == "stream" && measured_by_anvil => Some(&Value::Bool(true)),
         other => other,
     }
 }
@@ -128,7 +134,7 @@ mod tests {
         assert_eq!(keys, ["context_tokens", "concurrency", "requests"]);
         assert_eq!(
             check.unrecorded,
-            ["arrival", "traffic"],
+            ["arrival", "traffic", "stream"],
             "absent on one side is named, not called a difference"
         );
         assert_eq!(

@@ -1,7 +1,9 @@
 //! Comparing two results, noise-aware: cells by their headline metrics
 //! (from the raw per-request samples of both sides, by `anvil-evidence`),
 //! screens by their winners, gates by their statuses, decisions by their
-//! labels, and what differs in configuration as the likely cause.
+//! labels, and what differs in configuration as the likely cause. Against
+//! a result imported from a peer tool, a metric the two define differently
+//! gets no verdict: it is named as such (`crate::peers::definitions`).
 //!
 //! A side is anything that holds results: a bundle, a recorded run, a
 //! recipe's latest run, a stored cell, or a lone benchmark/v1 JSON file.
@@ -18,6 +20,7 @@ pub use side::{Side, resolve, resolve_files};
 use anvil_evidence::{CompareOptions, Comparison, Verdict};
 use serde_json::Value;
 
+use crate::peers::definitions::{self, Alike};
 use crate::plan::changes::{describe, diff_values};
 
 pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
@@ -25,11 +28,28 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
     for (name, published) in &a.cells {
         let Some(reproduced) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
         let metrics = anvil_evidence::compare_artifacts(&published.artifact, &reproduced.artifact, options);
-        let (verdict, settle_n) = cell_verdict(&metrics);
+        let definitions = definitions::between(&published.artifact, &reproduced.artifact);
+        let by_definition: Vec<String> = metrics
+            .iter()
+            .filter(|m| {
+                definitions
+                    .iter()
+                    .any(|d| d.alike == Alike::Differs && d.metric == definitions::family(&m.metric))
+            })
+            .map(|m| m.metric.clone())
+            .collect();
+        let judged: Vec<Comparison> =
+            metrics.iter().filter(|m| !by_definition.contains(&m.metric)).cloned().collect();
+        let (verdict, settle_n) = cell_verdict(&judged);
         let workload = alike::check(&published.artifact, &reproduced.artifact);
         let mut configuration = Vec::new();
+        // An imported result's preimage names files, not settings: nothing to set against a cell's.
+        let imported = definitions::tool_of(&published.artifact).is_some()
+            || definitions::tool_of(&reproduced.artifact).is_some();
         for (left, right) in
             [(&published.preimage, &reproduced.preimage), (&published.server, &reproduced.server)]
+                .into_iter()
+                .filter(|_| !imported)
         {
             if let (Some(left), Some(right)) = (left, right) {
                 configuration.extend(
@@ -41,7 +61,16 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
                 );
             }
         }
-        cells.push(CellReport { name: name.clone(), workload, metrics, verdict, settle_n, configuration });
+        cells.push(CellReport {
+            name: name.clone(),
+            workload,
+            metrics,
+            definitions,
+            by_definition,
+            verdict,
+            settle_n,
+            configuration,
+        });
     }
     let agree = |left: &std::collections::BTreeMap<String, Value>,
                  right: &std::collections::BTreeMap<String, Value>| {

@@ -19,6 +19,7 @@ pub fn render(report: &Report, all: bool) -> String {
         report.threshold * 100.0
     );
     workloads(&mut out, report);
+    definitions(&mut out, report);
     if !report.cells.is_empty() {
         let _ = writeln!(
             out,
@@ -33,8 +34,10 @@ pub fn render(report: &Report, all: bool) -> String {
             let cols: Vec<String> =
                 ["throughput_tok_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms", "decode_tok_s_mean"]
                     .iter()
-                    .map(|metric| {
-                        cell.metrics.iter().find(|m| m.metric == *metric).map_or_else(|| "—".into(), short)
+                    .map(|metric| match cell.metrics.iter().find(|m| m.metric == *metric) {
+                        Some(m) if cell.by_definition.contains(&m.metric) => "definition".into(),
+                        Some(m) => short(m),
+                        None => "—".into(),
                     })
                     .collect();
             let _ = writeln!(
@@ -62,7 +65,10 @@ pub fn render(report: &Report, all: bool) -> String {
     if !unsettled.is_empty() {
         let _ = writeln!(out, "  inconclusive: {}", unsettled.join(", "));
     }
-    for cell in report.cells.iter().filter(|c| all || c.verdict == Verdict::Differs) {
+    // A cell against an imported result always shows its metrics: which are judged, which not.
+    for cell in
+        report.cells.iter().filter(|c| all || c.verdict == Verdict::Differs || !c.by_definition.is_empty())
+    {
         let _ = writeln!(out, "\ncell {}: {}", cell.name, word(cell.verdict).to_uppercase());
         if !cell.workload.alike {
             let _ = writeln!(out, "  not the same workload: {}", cell.workload.differences_words());
@@ -85,7 +91,11 @@ pub fn render(report: &Report, all: bool) -> String {
                 number(m.b),
                 m.relative_delta.map_or_else(|| "—".into(), |d| format!("{:+.1}%", d * 100.0)),
                 ci,
-                verdict_with_settle(m.verdict, m.settle_n)
+                if cell.by_definition.contains(&m.metric) {
+                    format!("not judged: definitions differ (would be {})", word(m.verdict))
+                } else {
+                    verdict_with_settle(m.verdict, m.settle_n)
+                }
             );
         }
         if !cell.configuration.is_empty() {
@@ -134,6 +144,36 @@ fn workloads(out: &mut String, report: &Report) {
     unrecorded.dedup();
     if !unrecorded.is_empty() {
         let _ = writeln!(out, "  recorded on one side only (not compared): {}", unrecorded.join(", "));
+    }
+}
+
+/// Before any verdict, where a side is imported from a peer tool: how each
+/// side defines each metric, and which metrics get no verdict for it.
+fn definitions(out: &mut String, report: &Report) {
+    use crate::peers::definitions::Alike;
+    for cell in report.cells.iter().filter(|c| !c.definitions.is_empty()) {
+        let _ =
+            writeln!(out, "\ndefinitions ({}: one side imported from a peer tool, docs/peers.md)", cell.name);
+        for d in &cell.definitions {
+            let mark = match d.alike {
+                Alike::Same => "same",
+                Alike::Close => "close",
+                Alike::Differs => "DIFFER",
+            };
+            let _ = writeln!(out, "  {:<17} {:<7} A {}", d.metric, mark, d.a);
+            let _ = writeln!(out, "  {:<17} {:<7} B {}", "", "", d.b);
+        }
+        if !cell.by_definition.is_empty() {
+            let _ = writeln!(
+                out,
+                "  not judged, the difference may come from the definitions: {}",
+                cell.by_definition.join(", ")
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  close: a bounded difference (the stream's tail after its last content), verdict kept"
+        );
     }
 }
 

@@ -23,9 +23,17 @@ pub struct CellReport {
     /// flags, workload), from their artifacts: read before any verdict.
     pub workload: super::alike::WorkloadCheck,
     pub metrics: Vec<Comparison>,
+    /// Where one side is imported from a peer tool: each metric whose
+    /// definition differs between the sides (src/peers/definitions.rs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub definitions: Vec<crate::peers::definitions::Between>,
+    /// Metrics whose difference may come from definitions: no verdict of
+    /// theirs enters the cell's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by_definition: Vec<String>,
     /// The cell's overall verdict: `differs` if any metric differs, else
     /// `reproduced` if every metric with samples on both sides reproduced,
-    /// else `inconclusive`.
+    /// else `inconclusive` (metrics in `by_definition` left out).
     pub verdict: Verdict,
     /// For an inconclusive cell: the most samples per side that one of its
     /// inconclusive metrics would need to settle (requests, or repeats).

@@ -37,7 +37,7 @@ pub use output::series::Series;
 pub use output::server_series::{
     ReplicaSeries, SeriesSample, ServerDerived, derive as derive_server_figures,
 };
-pub use output::stats::{Distribution, nearest_rank, quantile_interval_ranks};
+pub use output::stats::{Distribution, KeyStyle, nearest_rank, quantile_interval_ranks, write_distribution};
 pub use output::steady_state::SteadyState;
 pub use output::student_t::Level;
 pub use output::table::render_table;
