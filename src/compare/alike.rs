@@ -2,7 +2,7 @@
 //! artifacts (what the load generator did, not the recipes): the engine,
 //! model and serve flags, and the workload (context, output length, load,
 //! request count, prompt-cache mode, sampling, replayed traffic, API,
-//! streaming). A metric
+//! streaming) and the tokens the server counted per request. A metric
 //! verdict between cells that differ here compares two measurements, not
 //! one measurement twice; `compare` says so before any verdict.
 
@@ -30,6 +30,17 @@ const SETTINGS: &[(&str, &str)] = &[
     ("api", "API"),
     ("stream", "streaming"),
 ];
+
+/// Measured facts of the workload, compared where both sides have them: a
+/// setting can be unrecorded (a peer's file) or count in other tokens (a
+/// client's tokenizer), but what the server counted per request is the
+/// same kind of number on both sides. They differ beyond
+/// [`MEASURED_TOLERANCE`] of the larger, not at all.
+const MEASURED: &[(&str, &str)] = &[
+    ("prompt_tokens_mean", "prompt tokens per request (measured mean)"),
+    ("completion_tokens_mean", "output tokens per request (measured mean)"),
+];
+const MEASURED_TOLERANCE: f64 = 0.10;
 
 /// One setting whose value differs between the two sides.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,6 +94,19 @@ pub fn check(a: &Value, b: &Value) -> WorkloadCheck {
             _ => result.unrecorded.push(key.to_string()),
         }
     }
+    for &(key, _) in MEASURED {
+        let mean = |side: &Value| side.get("metrics")?.get(key)?.as_f64();
+        if let (Some(left), Some(right)) = (mean(a), mean(b))
+            && (left - right).abs() > MEASURED_TOLERANCE * left.abs().max(right.abs())
+        {
+            let rounded = |v: f64| Value::from((v * 10.0).round() / 10.0);
+            result.differences.push(SettingDifference {
+                setting: key.to_string(),
+                a: rounded(left),
+                b: rounded(right),
+            });
+        }
+    }
     result.alike = result.differences.is_empty();
     result
 }
@@ -102,11 +126,11 @@ fn recorded<'a>(artifact: &'a Value, key: &str) -> Option<&'a Value> {
 
 /// The settings compared, in words: "engine, model, GPU, …".
 pub fn compared_settings() -> String {
-    SETTINGS.iter().map(|(_, word)| *word).collect::<Vec<_>>().join(", ")
+    SETTINGS.iter().chain(MEASURED).map(|(_, word)| *word).collect::<Vec<_>>().join(", ")
 }
 
 fn word_of(key: &str) -> &'static str {
-    SETTINGS.iter().find(|(k, _)| *k == key).map_or("setting", |(_, w)| w)
+    SETTINGS.iter().chain(MEASURED).find(|(k, _)| *k == key).map_or("setting", |(_, w)| w)
 }
 
 fn show(value: &Value) -> String {
@@ -142,6 +166,13 @@ mod tests {
             "context tokens 24576 vs 4096; concurrency 1 vs 8; request count 12 vs 100"
         );
         assert!(super::check(&a, &a).alike);
+        let measured =
+            |prompt: f64| json!({"metrics": {"prompt_tokens_mean": prompt, "completion_tokens_mean": 32.0}});
+        assert!(super::check(&measured(150.0), &measured(160.0)).alike, "within 10%: the same workload");
+        assert_eq!(
+            super::check(&measured(215.26), &measured(150.0)).differences_words(),
+            "prompt tokens per request (measured mean) 215.3 vs 150.0"
+        );
         let flags =
             |thinking: &str| json!({"serve_flags": {"thinking_mode": thinking, "no_thinking": false}});
         let mut b = flags("off");

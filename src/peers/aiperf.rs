@@ -202,21 +202,17 @@ fn workload(doc: Doc<'_>, summary: &Value, out: &mut Imported) -> Result<(), Fie
             .flatten()
             .map(|m| m.round() as u64)
     };
-    match fixed("isl") {
-        Some(isl) => put(w, "context_tokens", Some(isl)),
-        None => out.unfilled.push(Unfilled {
-            field: "context_tokens".into(),
-            why: "input_config has no fixed input length (isl with stddev 0)".into(),
-        }),
-    }
-    match fixed("osl") {
-        // AIPerf sends its output length as the request's max_tokens.
-        Some(osl) => put(w, "max_tokens", Some(osl)),
-        None => out.unfilled.push(Unfilled {
-            field: "max_tokens".into(),
-            why: "input_config has no fixed output length (osl with stddev 0)".into(),
-        }),
-    }
+    out.workload_or_unfilled(
+        "context_tokens",
+        fixed("isl"),
+        "input_config has no fixed input length (isl with stddev 0)",
+    );
+    // AIPerf sends its output length as the request's max_tokens.
+    out.workload_or_unfilled(
+        "max_tokens",
+        fixed("osl"),
+        "input_config has no fixed output length (osl with stddev 0)",
+    );
     Ok(())
 }
 

@@ -186,20 +186,16 @@ fn workload(report: &Value, b: &Value, out: &mut Imported) {
             .then(|| d.get(key).and_then(Value::as_u64))
             .flatten()
     };
-    match fixed("prompt_tokens") {
-        Some(n) => put(w, "context_tokens", Some(n)),
-        None => out.unfilled.push(Unfilled {
-            field: "context_tokens".into(),
-            why: "the report's data spec has no fixed prompt_tokens".into(),
-        }),
-    }
-    match fixed("output_tokens") {
-        Some(n) => put(w, "max_tokens", Some(n)),
-        None => out.unfilled.push(Unfilled {
-            field: "max_tokens".into(),
-            why: "the report's data spec has no fixed output_tokens".into(),
-        }),
-    }
+    out.workload_or_unfilled(
+        "context_tokens",
+        fixed("prompt_tokens"),
+        "the report's data spec has no fixed prompt_tokens",
+    );
+    out.workload_or_unfilled(
+        "max_tokens",
+        fixed("output_tokens"),
+        "the report's data spec has no fixed output_tokens",
+    );
 }
 
 /// guidellm's summaries re-computed from its successful requests with its

@@ -127,6 +127,16 @@ impl Imported {
         self.unfilled.push(Unfilled { field: field.to_string(), why: why.into() });
     }
 
+    /// Sets workload fact `field` when the file has it; else says why not.
+    pub fn workload_or_unfilled(&mut self, field: &str, value: Option<impl Into<Value>>, why: &str) {
+        match value {
+            Some(value) => {
+                self.workload.insert(field.to_string(), value.into());
+            }
+            None => self.unfilled(field, why),
+        }
+    }
+
     /// Failed requests: those whose record says they are not eligible.
     pub fn failed(&self) -> usize {
         self.records.iter().filter(|r| r.get("performance_eligible") == Some(&Value::Bool(false))).count()
