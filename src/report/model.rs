@@ -64,10 +64,13 @@ pub enum Body {
     Missing(String),
 }
 
-/// A measured cell: its typed result and the parts of its artifact the page draws.
+/// A measured cell: its typed result, the parts of its artifact the page
+/// shows, and where the artifact is (its per-request records are streamed
+/// from there when the cell's plots are drawn, one cell at a time).
 pub struct Cell {
     pub result: CellResult,
     pub artifact: Artifact,
+    pub artifact_file: std::path::PathBuf,
 }
 
 /// The fields of an `anvil-serving.benchmark/v1` artifact the report uses.
@@ -91,13 +94,14 @@ pub struct Artifact {
     pub targets: Vec<anvil_loadgen::TargetLabel>,
     pub wall_clock_ms: Option<f64>,
     pub simulated: Option<bool>,
-    pub request_timings: Vec<Timing>,
     /// Load stages (staged cells only) and the per-second series.
     pub stages: Vec<anvil_loadgen::StageFigures>,
     pub series: anvil_loadgen::Series,
 }
 
-/// One request, as the plots need it (ms after the run started, or durations in ms).
+/// One request as the plots need it (ms after the run started, or
+/// durations in ms): each record of `request_timings` is parsed straight
+/// into one, never the whole list at once.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub struct Timing {
@@ -277,8 +281,9 @@ fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
                 Ok(r) => r,
                 Err(e) => return unreadable(e),
             };
-            let artifact = read_artifact(&entry.path_of("benchmark.json")).unwrap_or_default();
-            Body::Cell(Box::new(Cell { result, artifact }))
+            let artifact_file = entry.path_of("benchmark.json");
+            let artifact = read_artifact(&artifact_file).unwrap_or_default();
+            Body::Cell(Box::new(Cell { result, artifact, artifact_file }))
         }
         "screen" => results::from_value(result).map_or_else(unreadable, Body::Screen),
         "gate" => results::from_value(result).map_or_else(unreadable, Body::Gate),
@@ -293,17 +298,9 @@ fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
     }
 }
 
-/// The parts of a stored artifact the page draws, streamed from its file:
-/// each record is parsed straight into a [`Timing`] (the fields the plots
-/// use), so neither the file's bytes nor a JSON tree of every record is held.
+/// The parts of a stored artifact the page shows: its head, read without
+/// its per-request lists.
 fn read_artifact(path: &std::path::Path) -> Option<Artifact> {
-    let mut timings = Vec::new();
-    let head = anvil_loadgen::artifact_file::for_each_record(path, |timing: Timing| {
-        timings.push(timing);
-        Ok(())
-    })
-    .ok()?;
-    let mut artifact: Artifact = serde_json::from_value(Value::Object(head)).ok()?;
-    artifact.request_timings = timings;
-    Some(artifact)
+    let head = anvil_loadgen::artifact_file::head(path).ok()?;
+    serde_json::from_value(Value::Object(head)).ok()
 }

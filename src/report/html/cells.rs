@@ -4,13 +4,16 @@
 
 use std::fmt::Write;
 
+use super::cell_plots::{CellPlots, Row, col, get};
 use super::format::{code, count, num};
 use super::link::anchor;
 use super::page::{Page, escape};
-use super::stats::{CDF_POINTS, bin_rows, cdf, histogram_bins, quantile, rate_over_time, sorted};
+use super::stats::{
+    CDF_POINTS, bin_rows, cdf, histogram_bins, histogram_bins_counted, quantile, rate_over_time,
+};
 use super::table::num_td;
 use super::telemetry::{telemetry, tokens};
-use crate::report::model::{Body, Cell, Report, Step, Timing};
+use crate::report::model::{Body, Cell, Report, Step};
 use crate::report::plot::{self, Series, Span};
 
 /// At most this many requests drawn on one cell's timeline (fewer when
@@ -94,19 +97,16 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         ],
     ];
     page.table("kv facts", &["", "", "", ""], &facts);
-    let timings = &a.request_timings;
-    if timings.is_empty() {
+    let Some(plots) = CellPlots::read(&cell.artifact_file).filter(|p| p.requests > 0) else {
         page.push("<p class=\"note\">The artifact holds no per-request timings.</p></details>\n");
         return;
-    }
-    let eligible: Vec<&Timing> = timings.iter().filter(|t| t.performance_eligible).collect();
+    };
     page.push("<div class=\"grid\">");
 
     // TTFT and E2E distributions.
-    let ttft = sorted(eligible.iter().filter_map(|t| t.ttft_ms));
-    let e2e = sorted(eligible.iter().filter_map(|t| t.e2e_ms));
-    for (label, values) in [("TTFT", &ttft), ("E2E", &e2e)] {
-        let (points, thinned) = cdf(values);
+    for (label, column) in [("TTFT", col::TTFT), ("E2E", col::E2E)] {
+        let values = plots.eligible_sorted(column);
+        let (points, thinned) = cdf(&values);
         let note = thinned.then(|| format!("CDF drawn through {CDF_POINTS} of {} points", values.len()));
         let svg = plot::lines(
             &format!("{}: {label} (CDF)", step.name),
@@ -118,7 +118,7 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         let rows: Vec<Vec<String>> = (0..=20)
             .map(|k| {
                 let q = k as f64 * 5.0;
-                vec![format!("p{q:.0}"), num(quantile(values, q))]
+                vec![format!("p{q:.0}"), num(quantile(&values, q))]
             })
             .collect();
         let caption = match label {
@@ -131,8 +131,7 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
     }
 
     // TPOT and decode rate.
-    let tpot = sorted(eligible.iter().filter_map(|t| t.tpot_ms));
-    let (bins, note) = histogram_bins(&tpot);
+    let (bins, note) = histogram_bins(&plots.eligible_sorted(col::TPOT));
     let svg = plot::histogram(&format!("{}: TPOT", step.name), "ms per output token", &bins, note.as_deref());
     page.figure(
         &svg,
@@ -140,15 +139,14 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         &["from ms", "to ms", "requests"],
         &bin_rows(&bins),
     );
-    let decode = sorted(eligible.iter().filter_map(|t| t.decode_tok_s));
-    let (bins, note) = histogram_bins(&decode);
+    let (bins, note) = histogram_bins(&plots.eligible_sorted(col::DECODE));
     let svg =
         plot::histogram(&format!("{}: decode tok/s", step.name), "tokens per second", &bins, note.as_deref());
     page.figure(&svg, "Per-request decode rate.", &["from tok/s", "to tok/s", "requests"], &bin_rows(&bins));
 
-    // Chunk gaps, pooled over requests.
-    let gaps = sorted(eligible.iter().flat_map(|t| t.chunk_gaps_us.iter().map(|&g| g as f64 / 1000.0)));
-    let (bins, note) = histogram_bins(&gaps);
+    // Chunk gaps, pooled over requests (counted per distinct µs value).
+    let gaps: Vec<(f64, u64)> = plots.gaps_us.iter().map(|(&us, &n)| (f64::from(us) / 1000.0, n)).collect();
+    let (bins, note) = histogram_bins_counted(&gaps);
     let svg = plot::histogram(
         &format!("{}: chunk gaps", step.name),
         "ms between streamed chunks",
@@ -159,40 +157,50 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         &svg,
         &format!(
             "Raw gaps between consecutive output-bearing chunks, {} gaps over every eligible request.",
-            gaps.len()
+            gaps.iter().map(|(_, n)| n).sum::<u64>()
         ),
         &["from ms", "to ms", "gaps"],
         &bin_rows(&bins),
     );
 
-    // The timeline.
-    let mut by_send: Vec<&Timing> = timings.iter().collect();
-    by_send.sort_by(|a, b| a.actual_send_ms.total_cmp(&b.actual_send_ms));
+    // The timeline: every step_by-th request in send order.
+    let mut by_send: Vec<(f64, usize)> = Vec::with_capacity(plots.requests);
+    let mut i = 0;
+    plots.scan(|row| {
+        by_send.push((row[col::ACTUAL_SEND], i));
+        i += 1;
+    });
+    by_send.sort_by(|a, b| a.0.total_cmp(&b.0));
     let step_by = by_send.len().div_ceil(timeline_max).max(1);
-    let shown: Vec<&Timing> = by_send.iter().copied().step_by(step_by).collect();
+    let shown: Vec<Row> = by_send.iter().step_by(step_by).filter_map(|&(_, i)| plots.row(i)).collect();
+    let total = by_send.len();
+    drop(by_send);
     let spans: Vec<Span> = shown
         .iter()
-        .map(|t| Span {
-            send: t.actual_send_ms,
-            first: t.time_to_first_output_ms.map(|f| t.actual_send_ms + f),
-            end: t.finished_ms.max(t.actual_send_ms),
-            failed: t.failure.is_some(),
+        .map(|r| {
+            let send = r[col::ACTUAL_SEND];
+            Span {
+                send,
+                first: get(r, col::TIME_TO_FIRST_OUTPUT).map(|f| send + f),
+                end: r[col::FINISHED].max(send),
+                failed: get(r, col::FAILURE).is_some(),
+            }
         })
         .collect();
     let note = (step_by > 1)
-        .then(|| format!("downsampled: {} of {} requests (every {step_by}th)", shown.len(), by_send.len()));
+        .then(|| format!("downsampled: {} of {total} requests (every {step_by}th)", shown.len()));
     let svg = plot::timeline(&format!("{}: request timeline", step.name), &spans, note.as_deref());
     let rows: Vec<Vec<String>> = shown
         .iter()
         .zip(&spans)
-        .map(|(t, s)| {
+        .map(|(r, s)| {
             vec![
-                t.request_index.to_string(),
-                t.repeat.to_string(),
+                (r[col::REQUEST_INDEX] as u64).to_string(),
+                (r[col::REPEAT] as u32).to_string(),
                 num(Some(s.send)),
                 num(s.first),
                 num(Some(s.end)),
-                t.failure.as_ref().map(|f| escape(&f.class)).unwrap_or_default(),
+                plots.failure_of(r).map(escape).unwrap_or_default(),
             ]
         })
         .collect();
@@ -204,7 +212,7 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
     );
 
     // Output rate over the run (client side).
-    let (series, width) = rate_over_time(timings);
+    let (series, width) = rate_over_time(&plots);
     let svg = plot::lines(
         &format!("{}: output tokens per second over the run", step.name),
         "s after the run started",
@@ -226,13 +234,7 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
     let mut failures: Vec<Vec<String>> =
         a.failure_counts.iter().map(|(class, n)| vec![code(class), n.to_string()]).collect();
     if failures.is_empty() {
-        let mut counted: std::collections::BTreeMap<&str, u64> = Default::default();
-        for t in timings {
-            if let Some(f) = &t.failure {
-                *counted.entry(f.class.as_str()).or_default() += 1;
-            }
-        }
-        failures = counted.into_iter().map(|(c, n)| vec![code(c), n.to_string()]).collect();
+        failures = plots.failures.iter().map(|(c, n)| vec![code(c), n.to_string()]).collect();
     }
     page.push("<div class=\"cols\"><div><h4>Failures by class</h4>");
     if failures.is_empty() {
@@ -240,9 +242,7 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
     } else {
         page.table("failures", &["class", "requests"], &failures);
     }
-    let canaries_checked = timings.iter().filter(|t| t.request_canary.is_some()).count();
-    let canaries_passed =
-        timings.iter().filter(|t| t.request_canary.as_ref().is_some_and(|c| c.passed)).count();
+    let (canaries_checked, canaries_passed) = (plots.canaries_checked, plots.canaries_passed);
     page.push("</div><div><h4>Canaries</h4>");
     if canaries_checked == 0 {
         page.push("<p class=\"note\">Canaries were off for this cell.</p>");

@@ -20,6 +20,7 @@ use page::Page;
 
 mod across_cells;
 mod campaign;
+mod cell_plots;
 mod cells;
 mod decision;
 mod format;

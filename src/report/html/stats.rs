@@ -1,18 +1,12 @@
 //! The numbers behind a cell's plots: percentiles, thinned CDFs, histogram
 //! bins and output rate over time, each bounded so a big cell stays light.
 
+use super::cell_plots::{CellPlots, col, get};
 use super::format::num;
-use crate::report::model::Timing;
 
 /// Points drawn per cumulative distribution.
 pub(super) const CDF_POINTS: usize = 200;
 const BINS: usize = 40;
-
-pub(super) fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
-    let mut v: Vec<f64> = values.filter(|v| v.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    v
-}
 
 /// Nearest-rank percentile of sorted values.
 pub(super) fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
@@ -41,18 +35,41 @@ pub(super) fn cdf(sorted: &[f64]) -> (Vec<(f64, f64)>, bool) {
 /// Equal-width bins from the minimum to the p99.5; values above fold into
 /// the last bin, and the note says so.
 pub(super) fn histogram_bins(sorted: &[f64]) -> (Vec<(f64, f64, u64)>, Option<String>) {
-    let Some(&lo) = sorted.first() else { return (Vec::new(), None) };
-    let top = quantile(sorted, 99.5).unwrap_or(lo);
-    let max = *sorted.last().unwrap_or(&lo);
+    // Equal values counted once each, so both kinds of input share one rule.
+    let mut counted: Vec<(f64, u64)> = Vec::new();
+    for &v in sorted {
+        match counted.last_mut() {
+            Some((last, n)) if *last == v => *n += 1,
+            _ => counted.push((v, 1)),
+        }
+    }
+    histogram_bins_counted(&counted)
+}
+
+/// [`histogram_bins`] of sorted distinct values, each with how many times it occurs.
+pub(super) fn histogram_bins_counted(counted: &[(f64, u64)]) -> (Vec<(f64, f64, u64)>, Option<String>) {
+    let Some(&(lo, _)) = counted.first() else { return (Vec::new(), None) };
+    let total: u64 = counted.iter().map(|(_, n)| n).sum();
+    // Nearest rank of the p99.5 over the counts.
+    let rank = ((0.995 * total as f64).ceil() as u64).clamp(1, total);
+    let mut seen = 0;
+    let top = counted
+        .iter()
+        .find(|(_, n)| {
+            seen += n;
+            seen >= rank
+        })
+        .map_or(lo, |(v, _)| *v);
+    let max = counted.last().map_or(lo, |(v, _)| *v);
     let hi = if top > lo { top } else { lo + 1e-6_f64.max(lo.abs() * 0.01) };
-    let bins = BINS.min(sorted.len().max(1));
+    let bins = BINS.min(total.max(1) as usize);
     let width = (hi - lo) / bins as f64;
     let mut counts = vec![0u64; bins];
-    for &v in sorted {
+    for &(v, n) in counted {
         let i = (((v - lo) / width) as usize).min(bins - 1);
-        counts[i] += 1;
+        counts[i] += n;
     }
-    let folded = sorted.iter().filter(|&&v| v > hi).count();
+    let folded: u64 = counted.iter().filter(|(v, _)| *v > hi).map(|(_, n)| n).sum();
     let note = (folded > 0)
         .then(|| format!("{folded} values above {} (max {}) in the last bin", num(Some(hi)), num(Some(max))));
     let out = counts
@@ -68,18 +85,22 @@ pub(super) fn bin_rows(bins: &[(f64, f64, u64)]) -> Vec<Vec<String>> {
 }
 
 /// Output tokens of requests finishing in each window, as tok/s; ≤ 60 windows.
-pub(super) fn rate_over_time(timings: &[Timing]) -> (Vec<(f64, f64)>, f64) {
-    let end = timings.iter().map(|t| t.finished_ms).fold(0.0, f64::max) / 1000.0;
+pub(super) fn rate_over_time(plots: &CellPlots) -> (Vec<(f64, f64)>, f64) {
+    let mut end_ms = 0.0f64;
+    plots.scan(|row| end_ms = end_ms.max(row[col::FINISHED]));
+    let end = end_ms / 1000.0;
     if end <= 0.0 {
         return (Vec::new(), 0.0);
     }
-    let windows = (timings.len() / 8).clamp(2, 60);
+    let windows = (plots.requests / 8).clamp(2, 60);
     let width = end / windows as f64;
     let mut tokens = vec![0u64; windows];
-    for t in timings.iter().filter(|t| t.failure.is_none()) {
-        let i = ((t.finished_ms / 1000.0 / width) as usize).min(windows - 1);
-        tokens[i] += t.output_tokens.unwrap_or(0);
-    }
+    plots.scan(|row| {
+        if get(row, col::FAILURE).is_none() {
+            let i = ((row[col::FINISHED] / 1000.0 / width) as usize).min(windows - 1);
+            tokens[i] += get(row, col::OUTPUT_TOKENS).map_or(0, |n| n as u64);
+        }
+    });
     let points =
         tokens.iter().enumerate().map(|(i, &n)| ((i + 1) as f64 * width, n as f64 / width)).collect();
     (points, width)
@@ -112,5 +133,13 @@ mod tests {
         let (bins, note) = histogram_bins(&v);
         assert_eq!(bins.iter().map(|b| b.2).sum::<u64>(), 1000);
         assert!(note.is_some());
+    }
+
+    #[test]
+    fn counted_values_bin_as_the_values_they_count() {
+        let v = [1.0, 1.0, 1.0, 2.0, 2.5, 2.5, 9.0, 40.0];
+        let counted = [(1.0, 3), (2.0, 1), (2.5, 2), (9.0, 1), (40.0, 1)];
+        assert_eq!(histogram_bins(&v), histogram_bins_counted(&counted));
+        assert_eq!(histogram_bins_counted(&[]), (Vec::new(), None));
     }
 }
