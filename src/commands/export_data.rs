@@ -13,8 +13,8 @@ use crate::cli::DataFormat;
 pub fn export_data(store_root: &Path, target: &str, format: DataFormat, out: &Path) -> Result<i32, Exit> {
     let DataFormat::Parquet = format;
     let store = open_store(store_root)?;
-    // Located, not read: each cell's records are streamed from its file.
-    let side = crate::compare::resolve_files(&store, target).map_err(input)?;
+    // Each cell's records are streamed from its file.
+    let side = crate::compare::resolve(&store, target).map_err(input)?;
     if side.cells.is_empty() {
         return Err(input(format!("{} has no measured cell to export", side.label)));
     }

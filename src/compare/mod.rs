@@ -15,7 +15,7 @@ mod side;
 
 pub use render::render;
 pub use report::{Agreement, CellReport, Report};
-pub use side::{Side, resolve, resolve_files};
+pub use side::{Side, resolve};
 
 use anvil_evidence::{CompareOptions, Comparison, Verdict};
 use serde_json::Value;
@@ -27,8 +27,14 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
     let mut cells = Vec::new();
     for (name, published) in &a.cells {
         let Some(reproduced) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
-        let metrics = anvil_evidence::compare_artifacts(&published.artifact, &reproduced.artifact, options);
-        let definitions = definitions::between(&published.artifact, &reproduced.artifact);
+        // One pair of artifacts in memory at a time.
+        let (published_doc, reproduced_doc) = match (published.document(), reproduced.document()) {
+            (Ok(a), Ok(b)) => (a, b),
+            _ => continue,
+        };
+        let (published_artifact, reproduced_artifact) = (&published_doc, &reproduced_doc);
+        let metrics = anvil_evidence::compare_artifacts(published_artifact, reproduced_artifact, options);
+        let definitions = definitions::between(published_artifact, reproduced_artifact);
         let by_definition: Vec<String> = metrics
             .iter()
             .filter(|m| {
@@ -41,11 +47,11 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
         let judged: Vec<Comparison> =
             metrics.iter().filter(|m| !by_definition.contains(&m.metric)).cloned().collect();
         let (verdict, settle_n) = cell_verdict(&judged);
-        let workload = alike::check(&published.artifact, &reproduced.artifact);
+        let workload = alike::check(published_artifact, reproduced_artifact);
         let mut configuration = Vec::new();
         // An imported result's preimage names files, not settings: nothing to set against a cell's.
-        let imported = definitions::tool_of(&published.artifact).is_some()
-            || definitions::tool_of(&reproduced.artifact).is_some();
+        let imported = definitions::tool_of(published_artifact).is_some()
+            || definitions::tool_of(reproduced_artifact).is_some();
         for (left, right) in
             [(&published.preimage, &reproduced.preimage), (&published.server, &reproduced.server)]
                 .into_iter()

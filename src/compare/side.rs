@@ -8,22 +8,21 @@ use serde_json::Value;
 
 use crate::results::{self, DecisionResult, ScreenResult};
 
-/// A measured cell: its artifact, and the preimages of it and its server.
+/// A measured cell: where its artifact is, and the preimages of it and its
+/// server. The artifact is read when it is used ([`Cell::document`], or
+/// streamed from `artifact_file`), one cell at a time, never a whole side's.
 #[derive(Debug, Clone)]
 pub struct Cell {
-    /// The whole document; `Null` when the side was read with [`resolve_files`].
-    pub artifact: Value,
-    /// The artifact's file, for readers that stream it.
     pub artifact_file: PathBuf,
     pub preimage: Option<Value>,
     pub server: Option<Value>,
 }
 
-/// Whether a side's artifacts are read whole or only located.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reading {
-    Whole,
-    Located,
+impl Cell {
+    /// The whole artifact.
+    pub fn document(&self) -> Result<Value, String> {
+        anvil_loadgen::artifact_file::whole(&self.artifact_file).map_err(|e| e.to_string())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -42,27 +41,14 @@ pub struct Side {
 /// Read a side: a bundle (`.anvil`), a lone artifact (`.json`), a recipe
 /// (`.kdl`: its latest run), a run id, or a stored cell's fingerprint prefix.
 pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
-    resolve_reading(store, text, Reading::Whole)
-}
-
-/// [`resolve`], but each cell's artifact is only located (`artifact` is
-/// `Null`, `artifact_file` says where it is), for readers that stream it.
-pub fn resolve_files(store: &Store, text: &str) -> Result<Side, String> {
-    resolve_reading(store, text, Reading::Located)
-}
-
-fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, String> {
     let path = Path::new(text);
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => {
-            let artifact = match reading {
-                Reading::Whole => anvil_loadgen::artifact_file::whole(path).map_err(|e| e.to_string())?,
-                Reading::Located if path.is_file() => Value::Null,
-                Reading::Located => return Err(format!("cannot read {text}: no such file")),
-            };
+            // Read once here, so a file that is not an artifact is named now.
+            anvil_loadgen::artifact_file::head(path).map_err(|e| e.to_string())?;
             let name =
                 path.file_stem().map_or_else(|| text.to_string(), |s| s.to_string_lossy().into_owned());
-            let cell = Cell { artifact, artifact_file: path.to_path_buf(), preimage: None, server: None };
+            let cell = Cell { artifact_file: path.to_path_buf(), preimage: None, server: None };
             Ok(Side { label: text.to_string(), cells: BTreeMap::from([(name, cell)]), ..Side::default() })
         }
         Some("anvil") => {
@@ -70,7 +56,7 @@ fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, 
             let imported = crate::bundle::unpack(path, scratch.path()).map_err(|e| e.to_string())?;
             let temp_store = Store::open(&scratch.path().join("store")).map_err(|e| e.to_string())?;
             crate::bundle::add_entries(&imported, &temp_store).map_err(|e| e.to_string())?;
-            let mut side = from_run(&temp_store, &imported.run, reading);
+            let mut side = from_run(&temp_store, &imported.run);
             side.label = format!("{text} ({})", imported.verified.digest);
             side.scratch = Some(std::sync::Arc::new(scratch));
             Ok(side)
@@ -79,13 +65,13 @@ fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, 
             let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();
             let run = store.last_run_of(&key).map_err(|e| e.to_string())?;
             let run = run.ok_or_else(|| format!("{text} has no recorded run in this store"))?;
-            let mut side = from_run(store, &run, reading);
+            let mut side = from_run(store, &run);
             side.label = format!("{text} (run {})", run.run_id);
             Ok(side)
         }
         _ => {
             if let Ok(Some(run)) = store.run(text) {
-                let mut side = from_run(store, &run, reading);
+                let mut side = from_run(store, &run);
                 side.label = format!("run {text}");
                 return Ok(side);
             }
@@ -95,9 +81,10 @@ fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, 
             let entry =
                 store.read(&fp).map_err(|e| e.to_string())?.ok_or_else(|| format!("{text}: not stored"))?;
             let artifact_file = entry.path_of("benchmark.json");
-            let artifact =
-                read_artifact(&artifact_file, reading).ok_or_else(|| format!("{text} is not a cell"))?;
-            let cell = Cell { artifact, artifact_file, preimage: Some(entry.preimage), server: None };
+            if !artifact_file.is_file() {
+                return Err(format!("{text} is not a cell"));
+            }
+            let cell = Cell { artifact_file, preimage: Some(entry.preimage), server: None };
             Ok(Side {
                 label: format!("cell {}", fp.short()),
                 cells: BTreeMap::from([(fp.short(), cell)]),
@@ -108,7 +95,7 @@ fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, 
 }
 
 /// What a run stored, step by step.
-fn from_run(store: &Store, run: &RunRecord, reading: Reading) -> Side {
+fn from_run(store: &Store, run: &RunRecord) -> Side {
     let extra = crate::run_extra::RunExtra::of(run);
     let preimage_of = |fp: &anvil_store::Fingerprint| extra.preimage(fp).cloned();
     let mut side = Side::default();
@@ -118,12 +105,14 @@ fn from_run(store: &Store, run: &RunRecord, reading: Reading) -> Side {
         match node.kind.as_str() {
             "cell" => {
                 let artifact_file = entry.path_of("benchmark.json");
-                let Some(artifact) = read_artifact(&artifact_file, reading) else { continue };
+                if !artifact_file.is_file() {
+                    continue;
+                }
                 // The server it ran on: the upstream fingerprint its preimage names.
                 let stored = crate::plan::StoredPreimage::of(&entry.preimage);
                 let server = stored.server().and_then(|fp| extra.preimages.get(fp).cloned());
                 let preimage = preimage_of(&node.fingerprint).or(Some(entry.preimage.clone()));
-                side.cells.insert(node.name.clone(), Cell { artifact, artifact_file, preimage, server });
+                side.cells.insert(node.name.clone(), Cell { artifact_file, preimage, server });
             }
             "screen" => {
                 let Ok(screen) = results::from_value::<ScreenResult>(result.clone()) else { continue };
@@ -147,13 +136,4 @@ fn from_run(store: &Store, run: &RunRecord, reading: Reading) -> Side {
         }
     }
     side
-}
-
-/// A cell's artifact as `reading` asks: the whole document, or `Null`
-/// once the file is known to be there. `None`: no readable artifact.
-fn read_artifact(path: &Path, reading: Reading) -> Option<Value> {
-    match reading {
-        Reading::Whole => anvil_loadgen::artifact_file::whole(path).ok(),
-        Reading::Located => path.is_file().then_some(Value::Null),
-    }
 }
