@@ -5,10 +5,10 @@
 //! the one column it needs, so at most one column is held at a time. Pooled
 //! chunk gaps are counted per distinct µs value, failures per class.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 
 use crate::report::model::Timing;
@@ -145,25 +145,48 @@ impl CellPlots {
         }
     }
 
-    /// Row `i` (0-based, the artifact's order).
-    pub fn row(&self, i: usize) -> Option<Row> {
-        let mut bytes = [0u8; ROW_BYTES];
-        self.rows.read_exact_at(&mut bytes, (i * ROW_BYTES) as u64).ok()?;
-        Some(decode(&bytes))
-    }
-
     /// Column `c` of the eligible requests, sorted, absent values left out.
     pub fn eligible_sorted(&self, c: usize) -> Vec<f64> {
-        let mut values = Vec::new();
+        self.sorted(c, |row| row[col::ELIGIBLE] == 1.0)
+    }
+
+    /// Column `c` of the rows `keep` selects, sorted, absent values left
+    /// out: the one column held at a time (sized to the rows, sorted in
+    /// place without a merge buffer).
+    pub fn sorted(&self, c: usize, keep: impl Fn(&Row) -> bool) -> Vec<f64> {
+        let mut values = Vec::with_capacity(self.requests);
         self.scan(|row| {
-            if row[col::ELIGIBLE] == 1.0
+            if keep(row)
                 && let Some(v) = get(row, c).filter(|v| v.is_finite())
             {
                 values.push(v);
             }
         });
-        values.sort_by(f64::total_cmp);
+        values.sort_unstable_by(f64::total_cmp);
         values
+    }
+
+    /// Every `step`-th request in send order (the 1st, the step+1-th, …),
+    /// found through the sorted send times alone (one column): the rows
+    /// whose send time is one of those order statistics, in send order.
+    pub fn every_in_send_order(&self, step: usize) -> Vec<Row> {
+        let sends = self.sorted(col::ACTUAL_SEND, |_| true);
+        // How many rows of each wanted send time to take (ties are rare).
+        let mut wanted: HashMap<u64, usize> = HashMap::new();
+        for v in sends.iter().step_by(step.max(1)) {
+            *wanted.entry(v.to_bits()).or_default() += 1;
+        }
+        drop(sends);
+        let mut shown: Vec<Row> = Vec::new();
+        self.scan(|row| {
+            if let Some(left) = wanted.get_mut(&row[col::ACTUAL_SEND].to_bits()).filter(|n| **n > 0) {
+                *left -= 1;
+                shown.push(*row);
+            }
+        });
+        // Stable: rows sent at the same moment stay in the artifact's order.
+        shown.sort_by(|a, b| a[col::ACTUAL_SEND].total_cmp(&b[col::ACTUAL_SEND]));
+        shown
     }
 
     /// The failure class of a row, if it failed.

@@ -164,17 +164,9 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
     );
 
     // The timeline: every step_by-th request in send order.
-    let mut by_send: Vec<(f64, usize)> = Vec::with_capacity(plots.requests);
-    let mut i = 0;
-    plots.scan(|row| {
-        by_send.push((row[col::ACTUAL_SEND], i));
-        i += 1;
-    });
-    by_send.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let step_by = by_send.len().div_ceil(timeline_max).max(1);
-    let shown: Vec<Row> = by_send.iter().step_by(step_by).filter_map(|&(_, i)| plots.row(i)).collect();
-    let total = by_send.len();
-    drop(by_send);
+    let total = plots.requests;
+    let step_by = total.div_ceil(timeline_max).max(1);
+    let shown: Vec<Row> = plots.every_in_send_order(step_by);
     let spans: Vec<Span> = shown
         .iter()
         .map(|r| {
