@@ -23,7 +23,7 @@ use crate::send::http::{Endpoint, Payload, execute, execute_at};
 use crate::send::liveness::Liveness;
 use crate::send::pacer;
 use crate::send::prepare::presize_fd_table;
-use crate::send::sender::{self, SendJob};
+use crate::send::sender::{self, SendQueue};
 use crate::workload::calibrate::{Calibration, calibrate};
 use crate::workload::error_budget::ErrorBudget;
 use crate::workload::prompt::{PromptBuilder, SplitMix64, marker, streams};
@@ -241,7 +241,7 @@ impl Runner {
         origin: Origin,
         run_start: Instant,
         intended: Instant,
-        queue: Option<&std::sync::mpsc::Sender<SendJob>>,
+        queue: Option<&SendQueue>,
     ) -> (RequestRecord, Instant) {
         let t = self.pick_target();
         self.outstanding[t].fetch_add(1, Ordering::Relaxed);
@@ -260,7 +260,7 @@ impl Runner {
         origin: Origin,
         run_start: Instant,
         intended: Instant,
-        queue: Option<&std::sync::mpsc::Sender<SendJob>>,
+        queue: Option<&SendQueue>,
         planned: Planned,
         t: usize,
     ) -> (RequestRecord, Instant, String) {
@@ -722,7 +722,7 @@ async fn launch(
     load: Load,
     origin: Origin,
     run_start: Instant,
-    queue: Option<&std::sync::mpsc::Sender<SendJob>>,
+    queue: Option<&SendQueue>,
     tasks: &mut JoinSet<()>,
     sink: &Arc<Sink>,
 ) -> anyhow::Result<()> {

@@ -118,6 +118,28 @@ impl Ids {
     }
 }
 
+/// How many lines of `file` hold more than white space.
+fn non_blank_lines(file: std::fs::File) -> std::io::Result<usize> {
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let (mut count, mut filled) = (0, false);
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(count + usize::from(filled));
+        }
+        for &b in buf {
+            if b == b'\n' {
+                count += usize::from(filled);
+                filled = false;
+            } else if !b.is_ascii_whitespace() {
+                filled = true;
+            }
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
+}
+
 fn small(v: u64, what: &str) -> anyhow::Result<u32> {
     u32::try_from(v).map_err(|_| anyhow::anyhow!("{what} {v} is too large"))
 }
@@ -135,7 +157,10 @@ impl Trace {
         }
         let file = std::fs::File::open(&spec.path)?;
         let reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let (mut lines, mut hashes, mut texts) = (Vec::new(), Vec::new(), String::new());
+        // Sized from a first pass, not grown by doubling: growth leaves up
+        // to half unused and, while it copies, holds the old and new lists.
+        let mut lines = Vec::with_capacity(non_blank_lines(std::fs::File::open(&spec.path)?)?);
+        let (mut hashes, mut texts) = (Vec::new(), String::new());
         let mut extras = Vec::new();
         let (mut sessions, mut prefixes) = (Ids::default(), Ids::default());
         let mut first_ms: Option<f64> = None;
@@ -220,7 +245,6 @@ impl Trace {
             trace.ideal_cached = trace.ideal_cache_hits();
         }
         // Vec growth by doubling leaves up to half of each pool unused.
-        trace.lines.shrink_to_fit();
         trace.extras.shrink_to_fit();
         trace.hashes.shrink_to_fit();
         trace.texts.shrink_to_fit();

@@ -49,6 +49,9 @@ pub struct StampedSocket {
     /// count `read` returned.
     pub buffer: ReadBuffer,
     tls: Option<Box<TlsSession>>,
+    /// The sender thread's duplicate of the descriptor, made on first use
+    /// and kept: one `dup` per connection, not a `dup` and a `close` per request.
+    writer: Option<std::sync::Arc<TcpStream>>,
     /// The cell's idle timeout and last-byte clock, when it has one.
     pub(crate) liveness: Option<std::sync::Arc<crate::send::liveness::Liveness>>,
 }
@@ -87,6 +90,7 @@ impl StampedSocket {
             control: nix::cmsg_space!(TimeSpec),
             buffer,
             tls: None,
+            writer: None,
             liveness: None,
         };
         if let Some(tls) = tls {
@@ -141,8 +145,13 @@ impl StampedSocket {
     }
 
     /// A duplicate of the descriptor, for a thread to write on.
-    pub fn duplicate(&self) -> io::Result<TcpStream> {
-        self.fd.get_ref().try_clone()
+    pub fn duplicate(&mut self) -> io::Result<std::sync::Arc<TcpStream>> {
+        if let Some(writer) = &self.writer {
+            return Ok(writer.clone());
+        }
+        let writer = std::sync::Arc::new(self.fd.get_ref().try_clone()?);
+        self.writer = Some(writer.clone());
+        Ok(writer)
     }
 
     /// An idle keep-alive connection the server has closed (or sent
