@@ -280,6 +280,7 @@ fn child(job: &str) {
     starts.sort_unstable();
     let span_s = (starts.last().copied().unwrap_or(0) - starts.first().copied().unwrap_or(0)) as f64 / 1e9;
     let tokens: u64 = records.iter().filter_map(|r| r.output_tokens).sum();
+    let first_failure = records.iter().find_map(|r| r.failure.as_ref()).map(|f| f.detail.clone());
     // id start_ns ttft_ms, for the parent to match against the server's log.
     let mut samples = std::io::BufWriter::new(std::fs::File::create(dir.join("samples")).expect("samples"));
     for r in &records {
@@ -300,6 +301,7 @@ fn child(job: &str) {
         "cpu_us": cpu,
         "tokens": tokens,
         "vmhwm_kib": hwm,
+        "first_failure": first_failure,
         "samples": dir.join("samples"),
         "dir": dir,
     });
@@ -422,7 +424,17 @@ fn main() {
         .unwrap_or_else(|| {
             let c = |r: f64| ("constant".to_string(), r);
             let p = |r: f64| ("poisson".to_string(), r);
-            vec![c(1000.0), c(5000.0), c(10000.0), c(10000.0), c(10000.0), c(20000.0), p(10000.0), p(10000.0), p(10000.0)]
+            vec![
+                c(1000.0),
+                c(5000.0),
+                c(10000.0),
+                c(10000.0),
+                c(10000.0),
+                c(20000.0),
+                p(10000.0),
+                p(10000.0),
+                p(10000.0),
+            ]
         });
     println!(
         "anvil-loadgen scale bench: client on cpu {client_core}, server on cpu {server_core} (thread per connection, first content +{} us, 2-4 chunks {} us apart); {} s of arrivals per cell; load at start: {}",
@@ -470,9 +482,14 @@ fn main() {
             r.matched,
             load_average()
         );
+        if let Some(detail) = r.v["first_failure"].as_str() {
+            println!("          first failure: {detail}");
+        }
         let _ = std::io::stdout().flush();
     }
-    println!("(ms; cpu/req and cpu/chk in us of the client process's user+sys time over measured requests and their content chunks)");
+    println!(
+        "(ms; cpu/req and cpu/chk in us of the client process's user+sys time over measured requests and their content chunks)"
+    );
     let _ = server.kill();
     let _ = server.wait();
 }

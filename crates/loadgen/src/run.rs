@@ -364,7 +364,12 @@ struct ProgressCounter {
     failed: AtomicU32,
     tokens: AtomicU64,
     since: Instant,
+    /// When progress was last sent, ms after `since`.
+    shown_ms: AtomicU64,
 }
+
+/// Progress goes to the caller at most this often (and at the last request).
+const PROGRESS_EVERY_MS: u64 = 20;
 
 impl ProgressCounter {
     fn record(&self, rec: &RequestRecord) {
@@ -373,7 +378,16 @@ impl ProgressCounter {
             + u32::from(!rec.performance_eligible);
         let tokens = self.tokens.fetch_add(rec.output_tokens.unwrap_or(0), Ordering::Relaxed)
             + rec.output_tokens.unwrap_or(0);
-        let elapsed = self.since.elapsed().as_secs_f64();
+        let elapsed = self.since.elapsed();
+        // Every request woke the caller's thread; a few times a second is
+        // enough for a progress line (the last one always goes).
+        let at_ms = elapsed.as_millis() as u64;
+        let due = done >= self.total || at_ms >= self.shown_ms.load(Ordering::Relaxed) + PROGRESS_EVERY_MS;
+        if !due {
+            return;
+        }
+        self.shown_ms.store(at_ms, Ordering::Relaxed);
+        let elapsed = elapsed.as_secs_f64();
         let tok_s = if elapsed > 0.0 { tokens as f64 / elapsed } else { 0.0 };
         let _ = self.tx.send(Progress { done, total: self.total, failed, tok_s });
     }
@@ -600,8 +614,7 @@ async fn run_phase(
         (false, _) => Schedule::listed(schedule_start, Vec::new()),
     };
     // The measured run's clock starts at its first measured request's arrival.
-    let run_start =
-        arrivals.peek_nth(u64::from(lead), runner.source.schedule()).unwrap_or(schedule_start);
+    let run_start = arrivals.peek_nth(u64::from(lead), runner.source.schedule()).unwrap_or(schedule_start);
     let tail_sent = Arc::new(AtomicU64::new(0));
     let margins = steady.then(|| Margins {
         lead,
@@ -1193,6 +1206,7 @@ pub async fn measure(
         failed: AtomicU32::new(0),
         tokens: AtomicU64::new(0),
         since: Instant::now(),
+        shown_ms: AtomicU64::new(0),
     });
     let precision = runner.spec.stopping.as_ref().and_then(PrecisionWatch::new);
     let rules =

@@ -217,8 +217,7 @@ mod tests {
         for (offset_us, text) in [(2000u64, "c"), (0, "a"), (1000, "b")] {
             let (done, reply) = oneshot::channel();
             let due = base + Duration::from_micros(offset_us);
-            let job =
-                SendJob {
+            let job = SendJob {
                 due,
                 socket: Arc::new(client.try_clone().unwrap()),
                 bytes: Arc::from(text.as_bytes()),

@@ -99,6 +99,12 @@ pub struct Trace {
     repeats: u64,
 }
 
+/// Read buffer for a pass over a trace file: 64 KiB, not 1 MiB. A large
+/// file touches all of a buffer (which the allocator then keeps resident)
+/// where a small one touches a little: 1 MiB buffers made peak memory
+/// grow with the file.
+const READ_AHEAD: usize = 64 * 1024;
+
 /// Loop guard: a looping window stops here even without a limit hit.
 const MAX_REQUESTS: u64 = 50_000_000;
 
@@ -120,7 +126,7 @@ impl Ids {
 
 /// How many lines of `file` hold more than white space.
 fn non_blank_lines(file: std::fs::File) -> std::io::Result<usize> {
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut reader = std::io::BufReader::with_capacity(READ_AHEAD, file);
     let (mut count, mut filled) = (0, false);
     loop {
         let buf = reader.fill_buf()?;
@@ -156,7 +162,7 @@ impl Trace {
             bail!("a looping trace needs `duration` or `max-requests` to end");
         }
         let file = std::fs::File::open(&spec.path)?;
-        let reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let reader = std::io::BufReader::with_capacity(READ_AHEAD, file);
         // Sized from a first pass, not grown by doubling: growth leaves up
         // to half unused and, while it copies, holds the old and new lists.
         let mut lines = Vec::with_capacity(non_blank_lines(std::fs::File::open(&spec.path)?)?);
@@ -378,8 +384,13 @@ impl Trace {
     /// each pass of a looping window has its own sessions, and a line
     /// without a session is a conversation of one turn.
     pub fn session_of_requests(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let ids =
-            self.extras.iter().map(|e| e.session).filter(|s| *s != NONE).max().map_or(0, |m| u64::from(m) + 1);
+        let ids = self
+            .extras
+            .iter()
+            .map(|e| e.session)
+            .filter(|s| *s != NONE)
+            .max()
+            .map_or(0, |m| u64::from(m) + 1);
         let solo_base = ids * self.passes;
         (0..self.count).map(move |k| {
             let pass = k / self.window_len.max(1);
