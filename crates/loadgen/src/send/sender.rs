@@ -8,8 +8,9 @@
 //! descriptor, and tells the runtime when it sent and how much went out.
 //! The runtime then reads the response as usual.
 //!
-//! The thread sleeps with 1 ns timer slack until [`SPIN`] before the next
-//! due job and spins to it (see [`crate::send::pacer`]).
+//! The thread sleeps with 1 ns timer slack until shortly before the next
+//! due job and spins to it: [`SPIN`], or a twentieth of the gap since the
+//! job before when that is less (see [`crate::send::pacer`]).
 
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
