@@ -73,6 +73,8 @@ cell "replay" server="sim" {
     concurrency 512
     context-tokens 16
     max-tokens 2
+    // A 2-token reply cannot hold the canary marker.
+    canaries #false
 }
 EOF
   else

@@ -23,7 +23,7 @@ use crate::send::http::{Endpoint, Payload, execute, execute_at};
 use crate::send::liveness::Liveness;
 use crate::send::pacer;
 use crate::send::prepare::presize_fd_table;
-use crate::send::sender::{self, SendJob};
+use crate::send::sender::{self, SendQueue};
 use crate::workload::calibrate::{Calibration, calibrate};
 use crate::workload::error_budget::ErrorBudget;
 use crate::workload::prompt::{PromptBuilder, SplitMix64, marker, streams};
@@ -241,7 +241,7 @@ impl Runner {
         origin: Origin,
         run_start: Instant,
         intended: Instant,
-        queue: Option<&std::sync::mpsc::Sender<SendJob>>,
+        queue: Option<&SendQueue>,
     ) -> (RequestRecord, Instant) {
         let t = self.pick_target();
         self.outstanding[t].fetch_add(1, Ordering::Relaxed);
@@ -260,7 +260,7 @@ impl Runner {
         origin: Origin,
         run_start: Instant,
         intended: Instant,
-        queue: Option<&std::sync::mpsc::Sender<SendJob>>,
+        queue: Option<&SendQueue>,
         planned: Planned,
         t: usize,
     ) -> (RequestRecord, Instant, String) {
@@ -364,7 +364,12 @@ struct ProgressCounter {
     failed: AtomicU32,
     tokens: AtomicU64,
     since: Instant,
+    /// When progress was last sent, ms after `since`.
+    shown_ms: AtomicU64,
 }
+
+/// Progress goes to the caller at most this often (and at the last request).
+const PROGRESS_EVERY_MS: u64 = 20;
 
 impl ProgressCounter {
     fn record(&self, rec: &RequestRecord) {
@@ -373,7 +378,16 @@ impl ProgressCounter {
             + u32::from(!rec.performance_eligible);
         let tokens = self.tokens.fetch_add(rec.output_tokens.unwrap_or(0), Ordering::Relaxed)
             + rec.output_tokens.unwrap_or(0);
-        let elapsed = self.since.elapsed().as_secs_f64();
+        let elapsed = self.since.elapsed();
+        // Every request woke the caller's thread; a few times a second is
+        // enough for a progress line (the last one always goes).
+        let at_ms = elapsed.as_millis() as u64;
+        let due = done >= self.total || at_ms >= self.shown_ms.load(Ordering::Relaxed) + PROGRESS_EVERY_MS;
+        if !due {
+            return;
+        }
+        self.shown_ms.store(at_ms, Ordering::Relaxed);
+        let elapsed = elapsed.as_secs_f64();
         let tok_s = if elapsed > 0.0 { tokens as f64 / elapsed } else { 0.0 };
         let _ = self.tx.send(Progress { done, total: self.total, failed, tok_s });
     }
@@ -548,8 +562,8 @@ struct Load {
     arrival: Arrival,
     /// Closed loop: the workers; open loop: the in-flight cap.
     concurrency: u32,
-    /// Open loop: when each request is due (empty in closed loop).
-    arrivals: Vec<Instant>,
+    /// Open loop: when each request is due (none in closed loop).
+    arrivals: Schedule,
     indices: Indices,
     /// Closed loop: when the workers mean to send their first requests.
     start: Instant,
@@ -590,17 +604,17 @@ async fn run_phase(
     let schedule_start = Instant::now();
     let arrivals = match (open_loop, runner.source.schedule()) {
         // A trace's requests are due at their recorded times.
-        (true, Some(trace)) => trace.arrivals(schedule_start),
+        (true, Some(trace)) => Schedule::trace(schedule_start, trace.requests()),
         // With steady load: the lead, the measured requests, and as many again after them at most.
         (true, None) if steady => {
             let planned = lead.saturating_add(count.saturating_mul(2));
-            arrival_times(schedule_start, planned, arrival, runner.spec.seed, repeat)
+            Schedule::gaps(schedule_start, planned, arrival, runner.spec.seed, repeat)
         }
-        (true, None) => arrival_times(schedule_start, count, arrival, runner.spec.seed, repeat),
-        (false, _) => Vec::new(),
+        (true, None) => Schedule::gaps(schedule_start, count, arrival, runner.spec.seed, repeat),
+        (false, _) => Schedule::listed(schedule_start, Vec::new()),
     };
     // The measured run's clock starts at its first measured request's arrival.
-    let run_start = arrivals.get(lead as usize).copied().unwrap_or(schedule_start);
+    let run_start = arrivals.peek_nth(u64::from(lead), runner.source.schedule()).unwrap_or(schedule_start);
     let tail_sent = Arc::new(AtomicU64::new(0));
     let margins = steady.then(|| Margins {
         lead,
@@ -687,6 +701,7 @@ async fn run_stages(
             tokio::time::sleep_until(start.into()).await;
             Vec::new()
         };
+        let arrivals = Schedule::listed(start, arrivals);
         let load = Load {
             arrival: stage.arrival,
             concurrency: stage.concurrency,
@@ -720,7 +735,7 @@ async fn launch(
     load: Load,
     origin: Origin,
     run_start: Instant,
-    queue: Option<&std::sync::mpsc::Sender<SendJob>>,
+    queue: Option<&SendQueue>,
     tasks: &mut JoinSet<()>,
     sink: &Arc<Sink>,
 ) -> anyhow::Result<()> {
@@ -767,11 +782,19 @@ async fn launch(
         Arrival::Poisson { .. } | Arrival::Constant { .. } => {
             let first = match &load.indices {
                 Indices::Budget { first, .. } => *first,
-                Indices::Until { next, .. } => next.fetch_add(load.arrivals.len() as u64, Ordering::Relaxed),
+                Indices::Until { next, .. } => next.fetch_add(load.arrivals.len(), Ordering::Relaxed),
             };
             let cap = Arc::new(Semaphore::new(load.concurrency as usize));
-            let mut paced =
-                if pacer::mode() == pacer::Mode::Thread { pacer::spawn(load.arrivals.clone()) } else { None };
+            let trace = runner.source.schedule();
+            let mut arrivals = load.arrivals;
+            // The older pacer thread (a comparison path) takes the list up front.
+            let mut paced = match pacer::mode() == pacer::Mode::Thread {
+                true => {
+                    let mut ahead = arrivals.clone();
+                    pacer::spawn(std::iter::from_fn(|| ahead.next(trace)).collect())
+                }
+                false => None,
+            };
             // A budgeted open loop of its own arrivals may stop when clearly
             // past capacity (a trace's arrivals are the trace's to keep).
             let watched = runner.spec.options.stop_when_saturated == Some(true)
@@ -779,8 +802,9 @@ async fn launch(
                 && load.margins.is_none()
                 && runner.source.schedule().is_none();
             let mut watch = SaturationWatch::default();
-            let (planned, ended_before) = (load.arrivals.len() as u64, sink.ended());
-            for (k, intended) in (0u64..).zip(load.arrivals) {
+            let (planned, ended_before) = (arrivals.len(), sink.ended());
+            for k in 0u64.. {
+                let Some(intended) = arrivals.next(trace) else { break };
                 match (queue, &mut paced) {
                     // Prepared ahead; the sender thread sends at `intended`.
                     (Some(_), _) => {
@@ -933,17 +957,81 @@ async fn prepare_connections(runner: &Arc<Runner>, repeat: u32, count: u32) -> V
     opened
 }
 
-/// When each of `count` open-loop requests is due: seeded exponential gaps
-/// (Poisson) or equal gaps (constant), the first at `run_start`.
-fn arrival_times(run_start: Instant, count: u32, arrival: Arrival, seed: u64, repeat: u32) -> Vec<Instant> {
-    let mut rng = SplitMix64::new(seed, streams::ARRIVALS + u64::from(repeat));
-    let mut offset_s = 0.0;
-    let mut times = Vec::with_capacity(count as usize);
-    for _ in 0..count {
-        times.push(run_start + Duration::from_secs_f64(offset_s));
-        offset_s += stages::gap_s(arrival, &mut rng);
+/// When each open-loop request is due, computed as it is asked for (not a
+/// list of every arrival: that grew with the request count).
+#[derive(Clone)]
+struct Schedule {
+    start: Instant,
+    /// Arrivals left to give.
+    left: u64,
+    kind: Due,
+}
+
+#[derive(Clone)]
+enum Due {
+    /// Seeded exponential gaps (Poisson) or equal gaps (constant), summed
+    /// in f64 from the start: the first at `start`.
+    Gaps { arrival: Arrival, rng: SplitMix64, offset_s: f64 },
+    /// A trace's recorded times: request `next` of the run is due at `trace.due(next)`.
+    Trace { next: u64 },
+    /// Listed ahead (a stage's arrivals, bounded by its window).
+    Listed(std::vec::IntoIter<Instant>),
+}
+
+impl Schedule {
+    fn gaps(start: Instant, count: u32, arrival: Arrival, seed: u64, repeat: u32) -> Self {
+        let rng = SplitMix64::new(seed, streams::ARRIVALS + u64::from(repeat));
+        Self { start, left: u64::from(count), kind: Due::Gaps { arrival, rng, offset_s: 0.0 } }
     }
-    times
+
+    fn trace(start: Instant, requests: u64) -> Self {
+        Self { start, left: requests, kind: Due::Trace { next: 0 } }
+    }
+
+    fn listed(start: Instant, times: Vec<Instant>) -> Self {
+        Self { start, left: times.len() as u64, kind: Due::Listed(times.into_iter()) }
+    }
+
+    /// Arrivals left.
+    fn len(&self) -> u64 {
+        self.left
+    }
+
+    /// The next arrival; `trace` is the source's schedule for a replay.
+    fn next(&mut self, trace: Option<&crate::workload::trace::Trace>) -> Option<Instant> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        match &mut self.kind {
+            Due::Gaps { arrival, rng, offset_s } => {
+                let at = self.start + Duration::from_secs_f64(*offset_s);
+                *offset_s += stages::gap_s(*arrival, rng);
+                Some(at)
+            }
+            Due::Trace { next } => {
+                let at = self.start + trace?.due(*next);
+                *next += 1;
+                Some(at)
+            }
+            Due::Listed(times) => times.next(),
+        }
+    }
+
+    /// The `k`th arrival from now, without taking any.
+    fn peek_nth(&self, k: u64, trace: Option<&crate::workload::trace::Trace>) -> Option<Instant> {
+        let mut ahead = Self { start: self.start, left: self.left, kind: self.kind.clone() };
+        for _ in 0..k {
+            let _ = ahead.next(trace);
+        }
+        ahead.next(trace)
+    }
+}
+
+#[cfg(test)]
+fn arrival_times(run_start: Instant, count: u32, arrival: Arrival, seed: u64, repeat: u32) -> Vec<Instant> {
+    let mut schedule = Schedule::gaps(run_start, count, arrival, seed, repeat);
+    std::iter::from_fn(|| schedule.next(None)).collect()
 }
 
 /// Asks the server how many tokens `prompt` is (sent as request `index`, one token asked for).
@@ -1118,6 +1206,7 @@ pub async fn measure(
         failed: AtomicU32::new(0),
         tokens: AtomicU64::new(0),
         since: Instant::now(),
+        shown_ms: AtomicU64::new(0),
     });
     let precision = runner.spec.stopping.as_ref().and_then(PrecisionWatch::new);
     let rules =

@@ -215,9 +215,19 @@ pub struct Stored {
 
 /// The runtime's handle: send records, then [`RecordLog::finish`].
 pub struct RecordLog {
-    tx: Option<mpsc::Sender<RequestRecord>>,
+    tx: Option<mpsc::Sender<Vec<RequestRecord>>>,
+    /// Records not yet handed over: the thread gets them [`BATCH`] at a
+    /// time, so it is woken (a futex call and two context switches on the
+    /// client's core) once per batch, not once per request.
+    pending: std::sync::Mutex<Vec<RequestRecord>>,
     thread: Option<JoinHandle<io::Result<Stored>>>,
 }
+
+/// Records handed to the writer thread at once.
+const BATCH: usize = 64;
+
+/// Rows written with one `pwrite` at most (consecutive request indices).
+const ROW_RUN: usize = 64;
 
 static SERIAL: AtomicU64 = AtomicU64::new(0);
 
@@ -259,14 +269,16 @@ impl RecordLog {
         let mut timings = io::BufWriter::with_capacity(256 * 1024, anonymous_file(dir, "timings")?);
         let mut failures = io::BufWriter::new(anonymous_file(dir, "failures")?);
         let rows = anonymous_file(dir, "rows")?;
-        let (tx, rx) = mpsc::channel::<RequestRecord>();
+        let (tx, rx) = mpsc::channel::<Vec<RequestRecord>>();
         let thread = std::thread::Builder::new().name("anvil-loadgen-records".into()).spawn(move || {
             // Writing records can wait: never preempt the thread that stamps reads.
             lower_priority();
             let (mut timings_at, mut failures_at, mut slots) = (0u64, 0u64, 0u64);
             let mut gaps: BTreeMap<u32, GapCounts> = BTreeMap::new();
             let mut kept = Vec::new();
-            for record in rx {
+            // Rows of consecutive indices go out in one write: (first index, bytes).
+            let mut run: (u64, Vec<u8>) = (0, Vec::with_capacity(ROW_RUN * ROW_BYTES));
+            for record in rx.into_iter().flatten() {
                 let target = targets.iter().position(|t| *t == record.target).unwrap_or(0);
                 let mut row = row_of(&record, target);
                 let bytes = element_bytes(&record, 4)?;
@@ -296,28 +308,50 @@ impl RecordLog {
                 for (i, v) in row.iter().enumerate() {
                     raw[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
                 }
-                rows.write_all_at(&raw, record.request_index * ROW_BYTES as u64)?;
+                let next = run.0 + (run.1.len() / ROW_BYTES) as u64;
+                if !run.1.is_empty() && (record.request_index != next || run.1.len() >= ROW_RUN * ROW_BYTES) {
+                    rows.write_all_at(&run.1, run.0 * ROW_BYTES as u64)?;
+                    run.1.clear();
+                }
+                if run.1.is_empty() {
+                    run.0 = record.request_index;
+                }
+                run.1.extend_from_slice(&raw);
                 slots = slots.max(record.request_index + 1);
                 if keep {
                     kept.push(record);
                 }
+            }
+            if !run.1.is_empty() {
+                rows.write_all_at(&run.1, run.0 * ROW_BYTES as u64)?;
             }
             let timings = timings.into_inner().map_err(|e| e.into_error())?;
             let failures = failures.into_inner().map_err(|e| e.into_error())?;
             kept.sort_by_key(|r| r.request_index);
             Ok(Stored { timings, failures, rows, slots, gaps, kept })
         })?;
-        Ok(Self { tx: Some(tx), thread: Some(thread) })
+        Ok(Self { tx: Some(tx), pending: Default::default(), thread: Some(thread) })
     }
 
     pub fn push(&self, record: RequestRecord) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(record);
+        let Some(tx) = &self.tx else { return };
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.push(record);
+        if pending.len() >= BATCH {
+            let batch = std::mem::replace(&mut *pending, Vec::with_capacity(BATCH));
+            drop(pending);
+            let _ = tx.send(batch);
         }
     }
 
     /// Waits for every record to be written.
     pub fn finish(mut self) -> io::Result<Stored> {
+        let rest = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        if let Some(tx) = &self.tx
+            && !rest.is_empty()
+        {
+            let _ = tx.send(rest);
+        }
         self.tx = None;
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,

@@ -8,15 +8,16 @@
 //! descriptor, and tells the runtime when it sent and how much went out.
 //! The runtime then reads the response as usual.
 //!
-//! The thread sleeps with 1 ns timer slack until [`SPIN`] before the next
-//! due job and spins to it (see [`crate::send::pacer`]).
+//! The thread sleeps with 1 ns timer slack until shortly before the next
+//! due job and spins to it: [`SPIN`], or a twentieth of the gap since the
+//! job before when that is less (see [`crate::send::pacer`]).
 
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::oneshot;
 
@@ -25,9 +26,10 @@ use crate::send::pacer::SPIN;
 /// One request to send at `due`.
 pub struct SendJob {
     pub due: Instant,
-    /// A duplicate of the connection's descriptor (closing it leaves the
-    /// connection open); non-blocking like the original.
-    pub socket: TcpStream,
+    /// The connection's duplicate descriptor for this thread (made once per
+    /// connection, see `StampedSocket::duplicate`); shared, so a request
+    /// dropped while its job waits cannot let the number be reused.
+    pub socket: Arc<TcpStream>,
     pub bytes: Arc<[u8]>,
     pub done: oneshot::Sender<Sent>,
 }
@@ -61,50 +63,133 @@ impl Ord for Due {
     }
 }
 
+/// What the thread is doing, so a new job wakes it only when it must.
+#[derive(Clone, Copy)]
+enum Sleep {
+    Awake,
+    /// Asleep until this moment (then it looks at its earliest job again).
+    Until(Instant),
+    /// Asleep with no job.
+    Idle,
+}
+
+struct State {
+    waiting: BinaryHeap<Due>,
+    sleep: Sleep,
+    closed: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    thread: std::thread::Thread,
+    handles: AtomicUsize,
+}
+
+/// Hands jobs to the sender thread. Jobs come in ahead of their time and
+/// in due order, so one rarely needs the sleeping thread woken: a
+/// submission wakes it only when it is idle or the job is due before the
+/// thread means to wake (a wake per job cost a futex call and two context
+/// switches on the client's core).
+pub struct SendQueue(Arc<Shared>);
+
+impl Clone for SendQueue {
+    fn clone(&self) -> Self {
+        self.0.handles.fetch_add(1, Ordering::Relaxed);
+        Self(self.0.clone())
+    }
+}
+
+impl Drop for SendQueue {
+    fn drop(&mut self) {
+        if self.0.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+            self.0.thread.unpark();
+        }
+    }
+}
+
+impl SendQueue {
+    /// Queues `job`; it comes back if the thread is gone.
+    pub fn send(&self, job: SendJob) -> Result<(), SendJob> {
+        let mut state = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.closed {
+            return Err(job);
+        }
+        let wake = match state.sleep {
+            Sleep::Awake => false,
+            Sleep::Idle => true,
+            Sleep::Until(at) => job.due.checked_sub(SPIN).is_none_or(|t| t < at),
+        };
+        state.waiting.push(Due(job));
+        if wake {
+            state.sleep = Sleep::Awake;
+            drop(state);
+            self.0.thread.unpark();
+        }
+        Ok(())
+    }
+}
+
+/// How long to spin before a job due `gap` after the one before: at most
+/// [`SPIN`], and at most a twentieth of the gap, so at high rates the spin
+/// (on a core the runtime shares) stays a small share of it.
+fn spin_for(gap: Duration) -> Duration {
+    SPIN.min(gap / 20)
+}
+
 /// Starts the sender thread; `None` if it could not be started (the caller
 /// then sends from the runtime). The thread ends once every handle to the
 /// queue is dropped and no job is left.
-pub fn spawn() -> Option<mpsc::Sender<SendJob>> {
-    let (tx, rx) = mpsc::channel::<SendJob>();
+pub fn spawn() -> Option<SendQueue> {
+    let (tx, rx) = std::sync::mpsc::channel::<Arc<Shared>>();
     let thread = std::thread::Builder::new().name("anvil-loadgen-sender".into()).spawn(move || {
         let _ = nix::sys::prctl::set_timerslack(1);
-        let mut waiting: BinaryHeap<Due> = BinaryHeap::new();
+        let Ok(shared) = rx.recv() else { return };
+        let mut last_due: Option<Instant> = None;
         loop {
-            // Take in every job that has arrived, then wait for the earliest.
-            let next_due = waiting.peek().map(|d| d.0.due);
-            let received = match next_due {
-                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some(due) => {
-                    let now = Instant::now();
-                    if now + SPIN >= due {
-                        Err(RecvTimeoutError::Timeout)
-                    } else {
-                        rx.recv_timeout(due - now - SPIN)
-                    }
+            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(due) = state.waiting.peek().map(|d| d.0.due) else {
+                if state.closed {
+                    return;
                 }
+                state.sleep = Sleep::Idle;
+                drop(state);
+                std::thread::park();
+                continue;
             };
-            match received {
-                Ok(job) => {
-                    waiting.push(Due(job));
-                    continue;
-                }
-                Err(RecvTimeoutError::Disconnected) if waiting.is_empty() => return,
-                Err(_) => {}
+            let spin = spin_for(last_due.map_or(SPIN * 20, |last| due.saturating_duration_since(last)));
+            let now = Instant::now();
+            if now + spin < due {
+                let wake = due - spin;
+                state.sleep = Sleep::Until(wake);
+                drop(state);
+                std::thread::park_timeout(wake - now);
+                continue;
             }
-            let Some(Due(job)) = waiting.pop() else { continue };
+            state.sleep = Sleep::Awake;
+            let Some(Due(job)) = state.waiting.pop() else { continue };
+            drop(state);
             while Instant::now() < job.due {
                 std::hint::spin_loop();
             }
+            last_due = Some(job.due);
             send(job);
         }
     });
-    thread.ok().map(|_| tx)
+    let thread = thread.ok()?;
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State { waiting: BinaryHeap::new(), sleep: Sleep::Awake, closed: false }),
+        thread: thread.thread().clone(),
+        handles: AtomicUsize::new(1),
+    });
+    tx.send(shared.clone()).ok()?;
+    Some(SendQueue(shared))
 }
 
 fn send(job: SendJob) {
     let start = Instant::now();
     let start_unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    let written = match (&job.socket).write(&job.bytes) {
+    let written = match (&*job.socket).write(&job.bytes) {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
         other => other,
     };
@@ -133,9 +218,13 @@ mod tests {
         for (offset_us, text) in [(2000u64, "c"), (0, "a"), (1000, "b")] {
             let (done, reply) = oneshot::channel();
             let due = base + Duration::from_micros(offset_us);
-            let job =
-                SendJob { due, socket: client.try_clone().unwrap(), bytes: Arc::from(text.as_bytes()), done };
-            queue.send(job).unwrap();
+            let job = SendJob {
+                due,
+                socket: Arc::new(client.try_clone().unwrap()),
+                bytes: Arc::from(text.as_bytes()),
+                done,
+            };
+            assert!(queue.send(job).is_ok());
             replies.push((due, reply));
         }
         drop(queue);

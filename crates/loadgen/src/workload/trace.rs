@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::io::BufRead as _;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
@@ -41,7 +41,7 @@ mod streams {
 
 const NONE: u32 = u32::MAX;
 
-/// One trace line, as numbers.
+/// One trace line, as numbers (32 bytes: a trace of a million lines holds 32 MB).
 #[derive(Debug, Clone, Copy)]
 struct Line {
     /// Recorded time after the trace's first line, µs (unscaled).
@@ -53,6 +53,13 @@ struct Line {
     /// `hashes[hash_at .. hash_at + hash_len]`.
     hash_at: u32,
     hash_len: u32,
+    /// `extras[extra]` when the line has a text, session or prefix, else `NONE`.
+    extra: u32,
+}
+
+/// What few lines carry: kept apart so the common line stays small.
+#[derive(Debug, Clone, Copy)]
+struct Extra {
     /// `texts[text_at .. text_at + text_len]`, when the line gives its text.
     text_at: u32,
     text_len: u32,
@@ -62,16 +69,25 @@ struct Line {
     prefix_tokens: u32,
 }
 
+const NO_EXTRA: Extra = Extra { text_at: NONE, text_len: 0, session: NONE, prefix: NONE, prefix_tokens: 0 };
+
 /// A loaded trace window.
 #[derive(Debug)]
 pub struct Trace {
     spec: TraceSpec,
     lines: Vec<Line>,
+    extras: Vec<Extra>,
     hashes: Vec<u64>,
     texts: String,
-    /// The requests of one measured run: (line slot, due after the run's start, µs, scaled).
-    order: Vec<(u32, u64)>,
-    /// Per request of `order`: the prompt tokens a cache that kept
+    /// The requests of one measured run are the window's lines, pass after
+    /// pass: computed per request ([`Trace::slot_due`]), not listed.
+    window_first: u32,
+    /// µs from one pass's start to the next's, and the window's first line's time.
+    period_us: u64,
+    first_at_us: u64,
+    /// Requests of one measured run.
+    count: u64,
+    /// Per request of the run: the prompt tokens a cache that kept
     /// everything would hold when it arrives (see [`Trace::ideal_cached`]).
     ideal_cached: Vec<u32>,
     /// How many times the window was replayed to fill the run (1 without `loop`).
@@ -82,6 +98,12 @@ pub struct Trace {
     sessions: Option<Arc<SessionPlan>>,
     repeats: u64,
 }
+
+/// Read buffer for a pass over a trace file: 64 KiB, not 1 MiB. A large
+/// file touches all of a buffer (which the allocator then keeps resident)
+/// where a small one touches a little: 1 MiB buffers made peak memory
+/// grow with the file.
+const READ_AHEAD: usize = 64 * 1024;
 
 /// Loop guard: a looping window stops here even without a limit hit.
 const MAX_REQUESTS: u64 = 50_000_000;
@@ -102,6 +124,28 @@ impl Ids {
     }
 }
 
+/// How many lines of `file` hold more than white space.
+fn non_blank_lines(file: std::fs::File) -> std::io::Result<usize> {
+    let mut reader = std::io::BufReader::with_capacity(READ_AHEAD, file);
+    let (mut count, mut filled) = (0, false);
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(count + usize::from(filled));
+        }
+        for &b in buf {
+            if b == b'\n' {
+                count += usize::from(filled);
+                filled = false;
+            } else if !b.is_ascii_whitespace() {
+                filled = true;
+            }
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
+}
+
 fn small(v: u64, what: &str) -> anyhow::Result<u32> {
     u32::try_from(v).map_err(|_| anyhow::anyhow!("{what} {v} is too large"))
 }
@@ -118,8 +162,12 @@ impl Trace {
             bail!("a looping trace needs `duration` or `max-requests` to end");
         }
         let file = std::fs::File::open(&spec.path)?;
-        let reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let (mut lines, mut hashes, mut texts) = (Vec::new(), Vec::new(), String::new());
+        let reader = std::io::BufReader::with_capacity(READ_AHEAD, file);
+        // Sized from a first pass, not grown by doubling: growth leaves up
+        // to half unused and, while it copies, holds the old and new lists.
+        let mut lines = Vec::with_capacity(non_blank_lines(std::fs::File::open(&spec.path)?)?);
+        let (mut hashes, mut texts) = (Vec::new(), String::new());
+        let mut extras = Vec::new();
         let (mut sessions, mut prefixes) = (Ids::default(), Ids::default());
         let mut first_ms: Option<f64> = None;
         let mut previous: Option<(u64, f64)> = None;
@@ -138,12 +186,9 @@ impl Trace {
                 output_tokens: 0,
                 hash_at: small(hashes.len() as u64, "hash pool size")?,
                 hash_len: 0,
-                text_at: NONE,
-                text_len: 0,
-                session: NONE,
-                prefix: NONE,
-                prefix_tokens: 0,
+                extra: NONE,
             };
+            let mut extra = NO_EXTRA;
             let at = |problem: LineProblem| anyhow::anyhow!("line {number}: {}", problem.message);
             let read = trace_line::parse(spec.format, &text).map_err(at)?;
             trace_line::check_order(read.at_ms, previous).map_err(at)?;
@@ -160,19 +205,23 @@ impl Trace {
                 }
             };
             if let Some(s) = &read.session {
-                line.session = sessions.of(s).with_context(|| format!("line {number}: session"))?;
+                extra.session = sessions.of(s).with_context(|| format!("line {number}: session"))?;
             }
             if let Some((p, tokens)) = &read.prefix {
-                line.prefix = prefixes.of(p).with_context(|| format!("line {number}: prefix"))?;
-                line.prefix_tokens = small(tokens.unwrap_or(u64::from(spec.block_tokens)), "prefix_tokens")?;
+                extra.prefix = prefixes.of(p).with_context(|| format!("line {number}: prefix"))?;
+                extra.prefix_tokens = small(tokens.unwrap_or(u64::from(spec.block_tokens)), "prefix_tokens")?;
             }
             let first = *first_ms.get_or_insert(at_ms);
             line.at_us = ((at_ms - first) * 1000.0).round() as u64;
             if let Some(t) = given_text {
-                line.text_at = small(texts.len() as u64, "text pool size")?;
-                line.text_len = small(t.len() as u64, "prompt length")?;
+                extra.text_at = small(texts.len() as u64, "text pool size")?;
+                extra.text_len = small(t.len() as u64, "prompt length")?;
                 line.input_tokens = small(t.split_whitespace().count() as u64, "prompt length")?;
                 texts.push_str(&t);
+            }
+            if extra.text_at != NONE || extra.session != NONE || extra.prefix != NONE {
+                line.extra = small(extras.len() as u64, "lines with text, session or prefix")?;
+                extras.push(extra);
             }
             lines.push(line);
         }
@@ -182,9 +231,13 @@ impl Trace {
         let mut trace = Self {
             spec: spec.clone(),
             lines,
+            extras,
             hashes,
             texts,
-            order: Vec::new(),
+            window_first: 0,
+            period_us: 0,
+            first_at_us: 0,
+            count: 0,
             ideal_cached: Vec::new(),
             passes: 0,
             lines_in_file,
@@ -193,52 +246,79 @@ impl Trace {
             repeats: 1,
         };
         trace.select_window()?;
-        trace.ideal_cached = trace.ideal_cache_hits();
-        if trace.lines.iter().any(|l| l.session != NONE) {
+        // Without hash ids or prefixes no request hits: nothing to keep per request.
+        if !trace.hashes.is_empty() || trace.extras.iter().any(|e| e.prefix != NONE) {
+            trace.ideal_cached = trace.ideal_cache_hits();
+        }
+        // Vec growth by doubling leaves up to half of each pool unused.
+        trace.extras.shrink_to_fit();
+        trace.hashes.shrink_to_fit();
+        trace.texts.shrink_to_fit();
+        if trace.extras.iter().any(|e| e.session != NONE) {
             let plan = SessionPlan::from_turns(trace.session_of_requests());
             trace.sessions = Some(Arc::new(plan));
         }
         Ok(trace)
     }
 
-    /// Fills `order` with the window's requests (looping as asked).
+    /// Picks the window's lines and counts the run's requests (looping as asked).
     fn select_window(&mut self) -> anyhow::Result<()> {
         let start_us = self.spec.start_ms * 1000;
         let end_us = self.spec.duration_ms.map(|d| d * 1000);
-        let window: Vec<u32> = (0..self.lines.len() as u32)
-            .filter(|&i| {
-                let at = self.lines[i as usize].at_us;
-                at >= start_us && (self.spec.looped || end_us.is_none_or(|e| at < start_us + e))
-            })
-            .collect();
-        let Some(&last) = window.last() else {
+        // The lines are sorted by time: the window is one run of them.
+        let inside = |l: &Line| {
+            l.at_us >= start_us && (self.spec.looped || end_us.is_none_or(|e| l.at_us < start_us + e))
+        };
+        let Some(first) = self.lines.iter().position(inside) else {
             bail!("the window (start {} ms) holds no request of the trace", self.spec.start_ms);
         };
-        self.window_len = window.len() as u64;
-        let first_at = self.lines[window[0] as usize].at_us;
-        let span = self.lines[last as usize].at_us - first_at;
+        let len = self.lines[first..].iter().take_while(|l| inside(l)).count();
+        let last = first + len - 1;
+        self.window_first = first as u32;
+        self.window_len = len as u64;
+        self.first_at_us = self.lines[first].at_us;
+        let span = self.lines[last].at_us - self.first_at_us;
         // A new pass starts one mean gap after the last line of the one before.
-        let period = span + (span / (window.len() as u64 - 1).max(1)).max(1000);
+        self.period_us = span + (span / (len as u64 - 1).max(1)).max(1000);
         let limit = self.spec.max_requests.unwrap_or(u64::MAX).min(MAX_REQUESTS);
-        let mut pass = 0u64;
-        'passes: loop {
-            for &i in &window {
-                let at = pass * period + self.lines[i as usize].at_us - first_at;
-                if self.order.len() as u64 >= limit || end_us.is_some_and(|e| at >= e) {
+        let mut count = 0u64;
+        'passes: for pass in 0u64.. {
+            for k in 0..len as u64 {
+                let at = self.unscaled_us(pass * len as u64 + k);
+                if count >= limit || end_us.is_some_and(|e| at >= e) {
                     break 'passes;
                 }
-                self.order.push((i, (at as f64 * self.spec.time_scale).round() as u64));
+                count += 1;
             }
-            pass += 1;
             if !self.spec.looped {
                 break;
             }
         }
-        self.passes = pass.max(1);
-        if self.order.is_empty() {
+        self.count = count;
+        // Whole passes (as before: a partial last pass is not counted).
+        self.passes = (count / self.window_len).max(1);
+        if count == 0 {
             bail!("the window holds no request of the trace");
         }
         Ok(())
+    }
+
+    /// Request `k`'s time after the run's first, µs, before `time-scale`.
+    fn unscaled_us(&self, k: u64) -> u64 {
+        let (pass, slot) = (k / self.window_len, self.window_first as u64 + k % self.window_len);
+        pass * self.period_us + self.lines[slot as usize].at_us - self.first_at_us
+    }
+
+    /// Request `k` of a run: its line slot and when it is due after the run's start (µs, scaled).
+    fn slot_due(&self, k: u64) -> (u32, u64) {
+        let k = k % self.count;
+        let slot = self.window_first + (k % self.window_len) as u32;
+        (slot, (self.unscaled_us(k) as f64 * self.spec.time_scale).round() as u64)
+    }
+
+    /// A line's text, session and prefix.
+    fn extra(&self, line: &Line) -> Extra {
+        if line.extra == NONE { NO_EXTRA } else { self.extras[line.extra as usize] }
     }
 
     /// The tokens of each request's prompt that an unbounded prefix cache
@@ -252,10 +332,10 @@ impl Trace {
         // Every leading run seen so far, by a hash of the ids in it.
         let mut seen_runs = std::collections::HashSet::new();
         let mut seen_prefixes = std::collections::HashSet::new();
-        self.order
-            .iter()
-            .map(|&(slot, _)| {
-                let line = &self.lines[slot as usize];
+        (0..self.count)
+            .map(|k| {
+                let line = &self.lines[self.slot_due(k).0 as usize];
+                let extra = self.extra(line);
                 let ids = &self.hashes[line.hash_at as usize..(line.hash_at + line.hash_len) as usize];
                 let mut run = 0xcbf2_9ce4_8422_2325u64;
                 let mut leading = 0u32;
@@ -266,8 +346,8 @@ impl Trace {
                     leading += u32::from(still_shared);
                 }
                 let mut hit = leading.saturating_mul(block);
-                if line.prefix != NONE && !seen_prefixes.insert(line.prefix) {
-                    hit = hit.saturating_add(line.prefix_tokens);
+                if extra.prefix != NONE && !seen_prefixes.insert(extra.prefix) {
+                    hit = hit.saturating_add(extra.prefix_tokens);
                 }
                 hit.min(line.input_tokens)
             })
@@ -278,27 +358,22 @@ impl Trace {
     /// `None` for a line sent as its own text (its blocks are unknown).
     pub fn ideal_cached(&self, index: u64) -> Option<u64> {
         let k = (index % self.requests()) as usize;
-        let line = &self.lines[self.order[k].0 as usize];
-        (line.text_at == NONE).then(|| u64::from(self.ideal_cached[k]))
+        let line = &self.lines[self.slot_due(k as u64).0 as usize];
+        (self.extra(line).text_at == NONE).then(|| self.ideal_cached.get(k).map_or(0, |&n| u64::from(n)))
     }
 
     /// Measured requests per repeat.
     pub fn requests(&self) -> u64 {
-        self.order.len() as u64
+        self.count
     }
 
     pub fn set_repeats(&mut self, repeats: u32) {
         self.repeats = u64::from(repeats.max(1));
     }
 
-    /// When each request of one run is due.
-    pub fn arrivals(&self, run_start: Instant) -> Vec<Instant> {
-        self.order.iter().map(|&(_, at)| run_start + Duration::from_micros(at)).collect()
-    }
-
     /// Due time of request `k` of a run, after its start.
     pub fn due(&self, k: u64) -> Duration {
-        Duration::from_micros(self.order[(k % self.requests()) as usize].1)
+        Duration::from_micros(self.slot_due(k).1)
     }
 
     pub fn session_plan(&self) -> Option<Arc<SessionPlan>> {
@@ -309,18 +384,19 @@ impl Trace {
     /// each pass of a looping window has its own sessions, and a line
     /// without a session is a conversation of one turn.
     pub fn session_of_requests(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let ids =
-            self.lines.iter().map(|l| l.session).filter(|s| *s != NONE).max().map_or(0, |m| u64::from(m) + 1);
+        let ids = self
+            .extras
+            .iter()
+            .map(|e| e.session)
+            .filter(|s| *s != NONE)
+            .max()
+            .map_or(0, |m| u64::from(m) + 1);
         let solo_base = ids * self.passes;
-        self.order.iter().enumerate().map(move |(k, &(slot, _))| {
-            let pass = k as u64 / self.window_len.max(1);
-            let line = &self.lines[slot as usize];
-            let key = if line.session == NONE {
-                solo_base + k as u64
-            } else {
-                pass * ids + u64::from(line.session)
-            };
-            (key, k as u64)
+        (0..self.count).map(move |k| {
+            let pass = k / self.window_len.max(1);
+            let session = self.extra(&self.lines[self.slot_due(k).0 as usize]).session;
+            let key = if session == NONE { solo_base + k } else { pass * ids + u64::from(session) };
+            (key, k)
         })
     }
 
@@ -330,14 +406,15 @@ impl Trace {
         if index >= n * self.repeats {
             return None;
         }
-        let (slot, _) = self.order[(index % n) as usize];
+        let (slot, _) = self.slot_due(index % n);
         let line = &self.lines[slot as usize];
+        let extra = self.extra(line);
         let mut text = String::with_capacity(line.input_tokens as usize * 5);
-        let built = line.text_at == NONE;
+        let built = extra.text_at == NONE;
         if built {
             self.build_prompt(line, seed, filler, &mut text);
         } else {
-            text.push_str(&self.texts[line.text_at as usize..(line.text_at + line.text_len) as usize]);
+            text.push_str(&self.texts[extra.text_at as usize..(extra.text_at + extra.text_len) as usize]);
         }
         let has_output = line.output_tokens > 0;
         Some(Planned {
@@ -369,9 +446,10 @@ impl Trace {
             filler.push(text, &mut SplitMix64::new(seed, streams::HASH_BASE ^ id), words);
             left -= words;
         }
-        if line.prefix != NONE {
-            let words = left.min(u64::from(line.prefix_tokens));
-            let stream = streams::PREFIX_BASE + u64::from(line.prefix);
+        let extra = self.extra(line);
+        if extra.prefix != NONE {
+            let words = left.min(u64::from(extra.prefix_tokens));
+            let stream = streams::PREFIX_BASE + u64::from(extra.prefix);
             filler.push(text, &mut SplitMix64::new(seed, stream), words);
             left -= words;
         }
@@ -403,7 +481,7 @@ impl Trace {
             "loop": s.looped,
             "ignore_eos": s.ignore_eos,
             "sessions": self.sessions.as_ref().map(|p| p.count()),
-            "span_ms": self.order.last().map(|&(_, at)| at as f64 / 1000.0),
+            "span_ms": Some(self.slot_due(self.count - 1).1 as f64 / 1000.0),
         })
     }
 }

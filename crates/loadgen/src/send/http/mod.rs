@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::observe::failure::FailureClass;
 use crate::observe::sse::SseParser;
 use crate::observe::stream::StreamObservation;
-use crate::send::sender::{SendJob, Sent};
+use crate::send::sender::{SendJob, SendQueue, Sent};
 use crate::workload::spec::Api;
 pub use endpoint::Endpoint;
 pub use payload::Payload;
@@ -73,7 +73,7 @@ pub async fn execute_at(
     api: Api,
     payload: Payload<'_>,
     timeout: Duration,
-    queue: &std::sync::mpsc::Sender<SendJob>,
+    queue: &SendQueue,
     due: Instant,
     connect_in_timing: bool,
 ) -> (StreamObservation, Instant) {

@@ -47,8 +47,11 @@ pub struct StampedSocket {
     control: Vec<u8>,
     /// Bytes of the current read (decrypted, for https); valid up to the
     /// count `read` returned.
-    pub buffer: Vec<u8>,
+    pub buffer: ReadBuffer,
     tls: Option<Box<TlsSession>>,
+    /// The sender thread's duplicate of the descriptor, made on first use
+    /// and kept: one `dup` per connection, not a `dup` and a `close` per request.
+    writer: Option<std::sync::Arc<TcpStream>>,
     /// The cell's idle timeout and last-byte clock, when it has one.
     pub(crate) liveness: Option<std::sync::Arc<crate::send::liveness::Liveness>>,
 }
@@ -71,7 +74,7 @@ impl StampedSocket {
         // SAFETY: the TcpStream owns a valid, non-blocking descriptor, and
         // the AsyncFd owns the stream until the descriptor is closed with it.
         let fd = unsafe { AsyncFd::register_with_interest(stream, Interest::READABLE | Interest::WRITABLE)? };
-        let mut buffer = vec![0u8; READ_BUFFER];
+        let mut buffer = ReadBuffer::new(READ_BUFFER)?;
         // Fault the buffer's first pages in now (those every response
         // uses), not on the reads of a measurement; the rest stay unbacked
         // until a large read needs them, so idle memory stays small.
@@ -87,6 +90,7 @@ impl StampedSocket {
             control: nix::cmsg_space!(TimeSpec),
             buffer,
             tls: None,
+            writer: None,
             liveness: None,
         };
         if let Some(tls) = tls {
@@ -141,8 +145,13 @@ impl StampedSocket {
     }
 
     /// A duplicate of the descriptor, for a thread to write on.
-    pub fn duplicate(&self) -> io::Result<TcpStream> {
-        self.fd.get_ref().try_clone()
+    pub fn duplicate(&mut self) -> io::Result<std::sync::Arc<TcpStream>> {
+        if let Some(writer) = &self.writer {
+            return Ok(writer.clone());
+        }
+        let writer = std::sync::Arc::new(self.fd.get_ref().try_clone()?);
+        self.writer = Some(writer.clone());
+        Ok(writer)
     }
 
     /// An idle keep-alive connection the server has closed (or sent
@@ -211,6 +220,63 @@ impl StampedSocket {
                 }
             }
         }
+    }
+}
+
+/// A read buffer mapped on its own (anonymous `mmap`): its pages are
+/// backed only once a read touches them. From the heap, a buffer placed
+/// in memory the allocator had freed would be zeroed by `calloc` and so be
+/// resident in full (256 KiB per connection) before any read.
+pub struct ReadBuffer {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone, like a Vec's memory.
+unsafe impl Send for ReadBuffer {}
+// SAFETY: shared access only reads, through `&[u8]`.
+unsafe impl Sync for ReadBuffer {}
+
+impl ReadBuffer {
+    fn new(len: usize) -> io::Result<Self> {
+        // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+        let ptr = unsafe {
+            nix::libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                nix::libc::PROT_READ | nix::libc::PROT_WRITE,
+                nix::libc::MAP_PRIVATE | nix::libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == nix::libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = std::ptr::NonNull::new(ptr.cast()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok(Self { ptr, len })
+    }
+}
+
+impl std::ops::Deref for ReadBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` bytes mapped readable (zero until written) for the value's life.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for ReadBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, writable, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for ReadBuffer {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `new` made; no slice of it outlives `self`.
+        unsafe { nix::libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
 
