@@ -16,7 +16,6 @@
 use std::path::Path;
 
 use anvil_store::{NodeStatus, RunStatus, Store};
-use serde::Deserialize as _;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -80,9 +79,9 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
             continue;
         }
         let member = format!("entries/{fp}/benchmark.json");
-        // A member that is not JSON compares as null and is reported.
-        let artifact = anvil_loadgen::artifact_file::whole(&unpacked.join(&member)).unwrap_or(Value::Null);
-        let derived = match anvil_evidence::rederive(&artifact) {
+        // Streamed from the file (never held whole); a member that is not
+        // an artifact is reported.
+        let derived = match anvil_evidence::rederive_file(&unpacked.join(&member)) {
             Ok(derived) => derived,
             Err(err) => {
                 report.findings.push(finding(
@@ -95,7 +94,7 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
             }
         };
         report.artifacts += 1;
-        report.fields_checked += derived.checked.len();
+        report.fields_checked += derived.fields_checked() as usize;
         for unchecked in derived.unchecked {
             if report.unchecked.len() < 20 {
                 report.unchecked.push(format!("{member}: {}: {}", unchecked.path, unchecked.reason));
@@ -113,13 +112,14 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
         let result = std::fs::read(unpacked.join(format!("entries/{fp}/result.json"))).ok();
         let result =
             result.and_then(|bytes| serde_json::from_slice::<crate::results::CellResult>(&bytes).ok());
-        // Only the metrics of the artifact (its per-request lists are not copied).
-        #[derive(serde::Deserialize)]
-        struct MetricsOf {
-            #[serde(default)]
-            metrics: serde_json::Map<String, Value>,
-        }
-        let artifact_metrics = MetricsOf::deserialize(&artifact).map(|m| m.metrics).unwrap_or_default();
+        // Only the metrics of the artifact, from its head (the records are not read).
+        let artifact_metrics = anvil_loadgen::artifact_file::head(&unpacked.join(&member))
+            .ok()
+            .and_then(|mut head| match head.remove("metrics") {
+                Some(Value::Object(m)) => Some(m),
+                _ => None,
+            })
+            .unwrap_or_default();
         if let Some(result) = result {
             for change in diff_values(&result.metrics, &Value::Object(artifact_metrics)) {
                 report.findings.push(Finding {

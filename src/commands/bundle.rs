@@ -189,9 +189,11 @@ pub fn verify(target: &Path, as_json: bool, pubkey: Option<&Path>) -> Result<i32
 }
 
 fn verify_artifact(path: &Path, as_json: bool) -> Result<i32, Exit> {
-    let artifact = anvil_loadgen::artifact_file::whole(path).map_err(|e| input(e.to_string()))?;
-    let report =
-        anvil_evidence::rederive(&artifact).map_err(|e| input(format!("{}: {e}", path.display())))?;
+    // Streamed: the file's head, then one record at a time.
+    let report = anvil_evidence::rederive_file(path).map_err(|e| match e {
+        anvil_evidence::RederiveError::File { .. } => input(e.to_string()),
+        _ => input(format!("{}: {e}", path.display())),
+    })?;
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {

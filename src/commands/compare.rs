@@ -34,6 +34,7 @@ fn print(report: &compare::Report, verdicts: &VerdictArgs) {
 pub fn compare(store_root: &Path, a: &str, b: &str, verdicts: &VerdictArgs) -> Result<i32, Exit> {
     let options = options(verdicts)?;
     let store = open_store(store_root)?;
+    // Heads only: the records are streamed from the files by the headline rows.
     let a = compare::resolve(&store, a).map_err(input)?;
     let b = compare::resolve(&store, b).map_err(input)?;
     let report = compare::compare(&a, &b, &options);

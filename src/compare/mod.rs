@@ -15,7 +15,7 @@ mod side;
 
 pub use render::render;
 pub use report::{Agreement, CellReport, Report};
-pub use side::{Side, resolve};
+pub use side::{Cell, Side, resolve, resolve_files};
 
 use anvil_evidence::{CompareOptions, Comparison, Verdict};
 use serde_json::Value;
@@ -23,18 +23,24 @@ use serde_json::Value;
 use crate::peers::definitions::{self, Alike};
 use crate::plan::changes::{describe, diff_values};
 
+/// The headline rows of two cells, their records streamed from their files
+/// (one key's samples held at a time).
+fn headline(published: &Cell, reproduced: &Cell, options: &CompareOptions) -> Vec<Comparison> {
+    anvil_evidence::compare_artifact_files(
+        (&published.head, &published.artifact_file),
+        (&reproduced.head, &reproduced.artifact_file),
+        options,
+    )
+    // Records that cannot be read give no samples, as a side without records does.
+    .unwrap_or_else(|_| anvil_evidence::compare_artifacts(&published.head, &reproduced.head, options))
+}
+
 pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
     let mut cells = Vec::new();
     for (name, published) in &a.cells {
         let Some(reproduced) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
-        // One pair of artifacts in memory at a time.
-        let (published_doc, reproduced_doc) = match (published.document(), reproduced.document()) {
-            (Ok(a), Ok(b)) => (a, b),
-            _ => continue,
-        };
-        let (published_artifact, reproduced_artifact) = (&published_doc, &reproduced_doc);
-        let metrics = anvil_evidence::compare_artifacts(published_artifact, reproduced_artifact, options);
-        let definitions = definitions::between(published_artifact, reproduced_artifact);
+        let metrics = headline(published, reproduced, options);
+        let definitions = definitions::between(&published.head, &reproduced.head);
         let by_definition: Vec<String> = metrics
             .iter()
             .filter(|m| {
@@ -47,11 +53,11 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
         let judged: Vec<Comparison> =
             metrics.iter().filter(|m| !by_definition.contains(&m.metric)).cloned().collect();
         let (verdict, settle_n) = cell_verdict(&judged);
-        let workload = alike::check(published_artifact, reproduced_artifact);
+        let workload = alike::check(&published.head, &reproduced.head);
         let mut configuration = Vec::new();
         // An imported result's preimage names files, not settings: nothing to set against a cell's.
-        let imported = definitions::tool_of(published_artifact).is_some()
-            || definitions::tool_of(reproduced_artifact).is_some();
+        let imported = definitions::tool_of(&published.head).is_some()
+            || definitions::tool_of(&reproduced.head).is_some();
         for (left, right) in
             [(&published.preimage, &reproduced.preimage), (&published.server, &reproduced.server)]
                 .into_iter()

@@ -5,20 +5,23 @@
 //! with the next event, and for a read-time stamp the cell's p99 read
 //! delay; the bound is the p99 (nearest rank) of those.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+
+use crate::columns::{Col, Row, Rows};
 
 use crate::records::Req;
 use crate::report::Checker;
 
 const STAMP_RESOLUTION_MS: f64 = 0.001;
 
-/// Nearest-rank p99 of `values`; `None` when empty.
-fn p99(values: Vec<f64>) -> Option<f64> {
-    crate::stats::percentile(&values, 99)
+/// Nearest-rank p99 of `values` (sorted in place); `None` when empty.
+fn p99(values: &mut [f64]) -> Option<f64> {
+    values.sort_unstable_by(f64::total_cmp);
+    (!values.is_empty()).then(|| crate::stats::percentile_sorted(values, 99))
 }
 
 /// One record's stamp bound; `None` for a read-time stamp.
-fn bound(r: &Req<'_>) -> Option<f64> {
+pub fn bound(r: &Req<'_>) -> Option<f64> {
     if r.get("receive_clock").and_then(Value::as_str) != Some("kernel") {
         return None;
     }
@@ -34,34 +37,50 @@ fn bound(r: &Req<'_>) -> Option<f64> {
     gaps.get(gaps.len() / 2).map(|g| *g as f64 / 1000.0)
 }
 
-/// Checks `client_error` against `reqs` (nothing when the artifact has none).
-pub fn check(c: &mut Checker<'_>, artifact: &Value, reqs: &[Req<'_>]) {
+/// Checks `client_error` against the rows (nothing when the artifact has
+/// none). `open_loop`: some record carries a latency from the schedule;
+/// `(attempted, eligible)`: the cell's counts (room for one column, no more).
+pub fn check(
+    c: &mut Checker<'_>,
+    artifact: &Map<String, Value>,
+    rows: &Rows,
+    open_loop: bool,
+    (attempted, eligible_count): (usize, usize),
+) {
     if artifact.get("client_error").is_none() {
         return;
     }
-    let eligible: Vec<&Req<'_>> = reqs.iter().filter(|r| r.eligible).collect();
-    let bounds: Vec<Option<f64>> = eligible.iter().map(|r| bound(r)).collect();
-    let read_delays: Vec<f64> = eligible
-        .iter()
-        .zip(&bounds)
-        .filter(|(_, b)| b.is_some())
-        .filter_map(|(r, _)| r.num("first_content_read_delay_us").map(|us| us / 1000.0))
-        .collect();
-    let read_delay_p99 = p99(read_delays);
-    let filled: Option<Vec<f64>> = bounds.iter().map(|b| b.or(read_delay_p99)).collect();
-    let kernel = bounds.iter().filter(|b| **b == Some(STAMP_RESOLUTION_MS)).count();
-    let read = bounds.iter().filter(|b| b.is_none()).count();
-    c.check("client_error.latency_bound_ms", json!(filled.and_then(p99)));
+    let with_bound = |r: &Row| r.eligible() && r.get(Col::StampBound).is_some();
+    let mut read_delays = rows.column_within(Col::FirstContentReadDelayUs, with_bound, eligible_count);
+    read_delays.iter_mut().for_each(|us| *us /= 1000.0);
+    let read_delay_p99 = p99(&mut read_delays);
+    rows.recycle(read_delays);
+    let (mut filled, mut complete) = (rows.buffer(eligible_count), true);
+    let (mut eligible, mut kernel, mut read) = (0usize, 0usize, 0usize);
+    rows.scan(|r| {
+        if !r.eligible() {
+            return;
+        }
+        let bound = r.get(Col::StampBound);
+        eligible += 1;
+        kernel += usize::from(bound == Some(STAMP_RESOLUTION_MS));
+        read += usize::from(bound.is_none());
+        match bound.or(read_delay_p99) {
+            Some(b) => filled.push(b),
+            None => complete = false,
+        }
+    });
+    let bound = if complete { p99(&mut filled) } else { None };
+    rows.recycle(filled);
+    c.check("client_error.latency_bound_ms", json!(bound));
     c.check("client_error.kernel_stamped", json!(kernel));
-    c.check("client_error.shared_first_reads", json!(bounds.len() - kernel - read));
+    c.check("client_error.shared_first_reads", json!(eligible - kernel - read));
     c.check("client_error.read_stamped", json!(read));
     c.check("client_error.read_delay_p99_ms", json!(read_delay_p99));
     // Open-loop records carry their latency from the schedule; send lag is over every attempted request.
-    let open_loop = reqs
-        .iter()
-        .any(|r| r.get("ttft_from_schedule_ms").is_some() || r.get("e2e_from_schedule_ms").is_some());
-    let lags: Vec<f64> =
-        if open_loop { reqs.iter().filter_map(|r| r.num("send_lag_ms")).collect() } else { Vec::new() };
-    c.check("client_error.send_lag_p99_ms", json!(p99(lags)));
+    let mut lags: Vec<f64> =
+        if open_loop { rows.column_within(Col::SendLag, |_| true, attempted) } else { Vec::new() };
+    c.check("client_error.send_lag_p99_ms", json!(p99(&mut lags)));
+    rows.recycle(lags);
     c.uncheck("client_error.method", "a description of the rule");
 }

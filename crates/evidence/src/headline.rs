@@ -20,17 +20,108 @@
 //! judged any, or both saw failures (a, b: passed counts; n: judged counts;
 //! relative delta: ratio of pass rates − 1).
 
-use serde_json::Value;
+use std::path::Path;
+
+use serde_json::{Map, Value};
 
 use crate::bootstrap::Statistic;
+use crate::columns::{self, Row, RowWriter, Rows};
 use crate::compare::{CompareOptions, Comparison, Verdict, compare_repeats, compare_samples};
-use crate::records::{self, Req};
+use crate::records::Classifier;
+use crate::rederive::RederiveError;
 
-/// Eligible per-request values of `key`; `None` without readable records.
-fn samples(artifact: &Value, key: &str) -> Option<Vec<f64>> {
-    let (reqs, _) = records::read(artifact)?;
-    let eligible: Vec<&Req<'_>> = reqs.iter().filter(|r| r.eligible).collect();
-    Some(records::values(&eligible, key))
+/// The per-request keys the headline rows compare.
+const SAMPLED: [&str; 4] = ["ttft_ms", "tpot_ms", "e2e_ms", "decode_tok_s"];
+
+/// One artifact's eligible headline samples, kept as rows of a temporary
+/// file (one row per eligible record) and loaded one key at a time.
+pub struct Samples {
+    rows: Option<Rows>,
+}
+
+impl Samples {
+    /// From the records in memory (none readable: no samples).
+    pub fn of(artifact: &Value) -> Result<Self, RederiveError> {
+        let (Some(obj), Some(records)) =
+            (artifact.as_object(), artifact.get("request_timings").and_then(Value::as_array))
+        else {
+            return Ok(Self { rows: None });
+        };
+        let mut s = Writer::new(obj)?;
+        for (pos, t) in records.iter().enumerate() {
+            match t.as_object() {
+                Some(raw) => s.add(pos, raw)?,
+                None => return Ok(Self { rows: None }),
+            }
+        }
+        s.finish()
+    }
+
+    /// From the artifact file at `path`, streamed; `head`: its top-level
+    /// members (its `failures` decide eligibility in the reference format).
+    pub fn of_file(head: &Value, path: &Path) -> Result<Self, RederiveError> {
+        let empty = Map::new();
+        let mut s = Writer::new(head.as_object().unwrap_or(&empty))?;
+        let mut readable = true;
+        let found = crate::stream::records(path, |pos, record| match record {
+            Value::Object(raw) => s.add(pos, &raw),
+            _ => {
+                readable = false;
+                Ok(())
+            }
+        })?;
+        if !(found && readable) {
+            return Ok(Self { rows: None });
+        }
+        s.finish()
+    }
+
+    fn recycle(&self, v: Vec<f64>) {
+        if let Some(rows) = &self.rows {
+            rows.recycle(v);
+        }
+    }
+
+    /// Eligible values of `key` (one of [`SAMPLED`]), in record order.
+    fn values(&self, key: &str) -> Vec<f64> {
+        match (&self.rows, columns::of_key(key)) {
+            (Some(rows), Some(col)) => rows.column(col, |_| true),
+            _ => Vec::new(),
+        }
+    }
+}
+
+struct Writer<'h> {
+    classify: Classifier<'h>,
+    rows: RowWriter,
+}
+
+fn scratch(e: std::io::Error) -> RederiveError {
+    RederiveError::Scratch(e.to_string())
+}
+
+impl<'h> Writer<'h> {
+    fn new(head: &'h Map<String, Value>) -> Result<Self, RederiveError> {
+        Ok(Self { classify: Classifier::new(head), rows: RowWriter::new().map_err(scratch)? })
+    }
+
+    fn add(&mut self, pos: usize, raw: &Map<String, Value>) -> Result<(), RederiveError> {
+        let r = self.classify.req(pos, raw);
+        if !r.eligible {
+            return Ok(());
+        }
+        let mut row = Row::default();
+        for key in SAMPLED {
+            if let Some(col) = columns::of_key(key) {
+                row.set(col, r.num(key));
+            }
+        }
+        self.rows.push(&row).map_err(scratch)
+    }
+
+    fn finish(self) -> Result<Samples, RederiveError> {
+        Ok(Samples { rows: Some(self.rows.finish().map_err(scratch)?) })
+    }
 }
 
 fn repeat_values(artifact: &Value, key: &str) -> Vec<f64> {
@@ -105,8 +196,34 @@ pub fn within_client_error(row: &mut Comparison, combined_ms: f64) {
     }
 }
 
-/// The headline rows for `published` (A) against `reproduced` (B).
+/// The headline rows for `published` (A) against `reproduced` (B), both in memory.
 pub fn compare_artifacts(published: &Value, reproduced: &Value, opts: &CompareOptions) -> Vec<Comparison> {
+    // A row file that cannot be written leaves that side without samples.
+    let samples = |a: &Value| Samples::of(a).unwrap_or(Samples { rows: None });
+    compare_sampled(published, &samples(published), reproduced, &samples(reproduced), opts)
+}
+
+/// [`compare_artifacts`] of two artifact files, streamed: `*_head` are
+/// their top-level members (the records are read from `*_file`, one key's
+/// samples held at a time). A file whose records cannot be read is an error.
+pub fn compare_artifact_files(
+    (published_head, published_file): (&Value, &Path),
+    (reproduced_head, reproduced_file): (&Value, &Path),
+    opts: &CompareOptions,
+) -> Result<Vec<Comparison>, RederiveError> {
+    let a = Samples::of_file(published_head, published_file)?;
+    let b = Samples::of_file(reproduced_head, reproduced_file)?;
+    Ok(compare_sampled(published_head, &a, reproduced_head, &b, opts))
+}
+
+/// The headline rows of two artifacts' heads and their samples.
+pub fn compare_sampled(
+    published: &Value,
+    a_samples: &Samples,
+    reproduced: &Value,
+    b_samples: &Samples,
+    opts: &CompareOptions,
+) -> Vec<Comparison> {
     let mut rows = vec![compare_repeats(
         "throughput_tok_s",
         &repeat_values(published, "throughput_tok_s"),
@@ -125,9 +242,11 @@ pub fn compare_artifacts(published: &Value, reproduced: &Value, opts: &CompareOp
     // The two cells' client errors combined: no difference within it is real.
     let combined = client_error_ms(published) + client_error_ms(reproduced);
     for (metric, key, stat) in latency {
-        let (a, b) =
-            (samples(published, key).unwrap_or_default(), samples(reproduced, key).unwrap_or_default());
+        // One key of both sides at a time.
+        let (a, b) = (a_samples.values(key), b_samples.values(key));
         let mut row = compare_samples(metric, stat, &a, &b, opts);
+        a_samples.recycle(a);
+        b_samples.recycle(b);
         if stamped_latency(key) {
             within_client_error(&mut row, combined);
         }

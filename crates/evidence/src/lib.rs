@@ -13,9 +13,12 @@
 pub mod batch_means;
 pub mod bootstrap;
 pub mod client_error;
+pub mod columns;
 pub mod compare;
+pub mod gaps;
 pub mod headline;
 pub mod metrics;
+pub mod pass;
 pub mod per_request;
 pub mod pool;
 pub mod quantile_interval;
@@ -26,11 +29,13 @@ pub mod report;
 pub mod series;
 pub mod stages;
 pub mod stats;
+pub mod stream;
+pub mod tally;
 pub mod tdist;
 pub mod tokens;
 
 pub use bootstrap::Statistic;
 pub use compare::{CompareOptions, Comparison, Verdict, compare_repeats, compare_samples};
-pub use headline::{compare_artifacts, compare_canaries};
-pub use rederive::{Options, RederiveError, rederive, rederive_with};
+pub use headline::{compare_artifact_files, compare_artifacts, compare_canaries};
+pub use rederive::{Options, RederiveError, rederive, rederive_file, rederive_file_with, rederive_with};
 pub use report::{Mismatch, Report, Unchecked, values_match};

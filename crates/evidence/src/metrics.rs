@@ -1,12 +1,14 @@
-//! The `metrics` block of one population of requests (a cell, or one
-//! repeat), derived from the records' stored per-request values.
-
-use std::collections::BTreeMap;
+//! The `metrics` block of one population of requests (a cell, a repeat, a
+//! stage), derived from the records' stored per-request values: scalars
+//! from the population's [`Tally`], each distribution from its one column of
+//! the row file ([`crate::columns`]), loaded, summarized and dropped.
 
 use serde_json::{Value, json};
 
-use crate::records::{Req, any_has, values};
+use crate::columns::{self, Column, Row, Rows};
+use crate::gaps::Pool;
 use crate::stats::{PERCENTILES, Summary};
+use crate::tally::Tally;
 use crate::{batch_means, quantile_interval};
 
 /// Percentiles whose 95% interval the artifact carries.
@@ -91,34 +93,14 @@ impl DistDef {
         }
     }
 
-    fn source_key(&self) -> &'static str {
+    pub fn source_key(&self) -> &'static str {
         match self.source {
             Key(k) | OptionalKey(k) | Micros(k) | PooledMicros(k) => k,
         }
     }
 
-    /// The per-request values, or `None` when no record carries the source key.
-    pub fn values(&self, all: &[&Req<'_>]) -> Option<Vec<f64>> {
-        let pop: Vec<&Req<'_>> = match self.population {
-            Eligible => all.iter().copied().filter(|r| r.eligible).collect(),
-            Attempted => all.to_vec(),
-        };
-        if !matches!(self.source, OptionalKey(_)) && !any_has(all, self.source_key()) {
-            return None;
-        }
-        Some(match self.source {
-            Key(k) | OptionalKey(k) => values(&pop, k),
-            Micros(k) => values(&pop, k).into_iter().map(|us| us / 1000.0).collect(),
-            PooledMicros(k) => pop
-                .iter()
-                .filter_map(|r| r.get(k).and_then(Value::as_array))
-                .flat_map(|a| a.iter().filter_map(Value::as_f64).map(|us| us / 1000.0))
-                .collect(),
-        })
-    }
-
-    /// The full block: 12 statistics and `samples`.
-    pub fn block(&self, all: &[&Req<'_>], ci_z: f64) -> Vec<(String, Derived)> {
+    /// Every key of the block: 12 statistics, the intervals, `samples`.
+    pub fn keys(&self) -> Vec<String> {
         let stats = ["mean", "stddev", "mean_ci95_low", "mean_ci95_high", "min"];
         let mut keys: Vec<String> = stats.iter().map(|s| self.key(s)).collect();
         keys.extend(PERCENTILES.iter().map(|p| self.key(&format!("p{p}"))));
@@ -132,11 +114,46 @@ impl DistDef {
         keys.push(self.key("samples"));
         keys.push(format!("{}_batches", self.name));
         keys.push(format!("{}_effective_samples", self.name));
-        let Some(vals) = self.values(all) else {
+        keys
+    }
+
+    /// The per-request values over `group`, or `None` when no record of it
+    /// carries the source key.
+    pub fn sample<'g>(&self, group: &Group<'g>) -> Option<Sample<'g>> {
+        if !matches!(self.source, OptionalKey(_)) && !group.tally.has(self.source_key()) {
+            return None;
+        }
+        let eligible_only = self.population == Eligible;
+        let at_most = if eligible_only { group.tally.eligible } else { group.tally.attempted } as usize;
+        let column = |k: &str, div: f64| {
+            // Every source key has a column (see `columns::KEYED`).
+            columns::of_key(k)
+                .map(|c| Column::new(group.rows, c, (group.member, eligible_only), div, at_most))
+        };
+        match self.source {
+            Key(k) | OptionalKey(k) => column(k, 1.0).map(Sample::Ordered),
+            Micros(k) => column(k, 1000.0).map(Sample::Ordered),
+            PooledMicros(_) => group.tally.gaps.as_ref().map(Sample::Pooled),
+        }
+    }
+
+    /// The full block of `sample` (`None`: its source is not in the records).
+    pub fn block(&self, sample: Option<Sample<'_>>, ci_z: f64) -> Vec<(String, Derived)> {
+        let keys = self.keys();
+        let Some(sample) = sample else {
             let why = format!("request_timings carry no `{}`", self.source_key());
             return keys.into_iter().map(|k| (k, Derived::Unknown(why.clone()))).collect();
         };
-        let s = Summary::with_z(&vals, ci_z);
+        // Ordered values: the sorted copy held, the record order read again.
+        let (s, n, vals, sorted) = match sample {
+            Sample::Ordered(mut column) => {
+                let sorted = column.sorted();
+                (Summary::of_sorted(&column, &sorted, ci_z), sorted.len(), Some(column), sorted)
+            }
+            // Pooled values (chunk gaps) have no order and are not independent:
+            // the artifact bounds none of their percentiles.
+            Sample::Pooled(pool) => (pool.summary(ci_z), pool.len(), None, Vec::new()),
+        };
         let num = |v: Option<f64>| Derived::Value(v.map_or(Value::Null, Value::from));
         let mut figures = vec![
             num(s.as_ref().map(|s| s.mean)),
@@ -147,33 +164,47 @@ impl DistDef {
         ];
         figures.extend((0..PERCENTILES.len()).map(|i| num(s.as_ref().map(|s| s.pct[i]))));
         figures.push(num(s.as_ref().map(|s| s.max)));
-        let mut sorted = vals.clone();
-        sorted.sort_by(f64::total_cmp);
-        // Pooled values (chunk gaps) have no order and are not independent:
-        // the artifact bounds none of their percentiles.
-        let ordered = !matches!(self.source, PooledMicros(_));
-        let batching = if ordered { batch_means::batching(vals.len()) } else { None };
+        let ordered = vals.is_some();
+        let batching = if ordered { batch_means::batching(n) } else { None };
         for p in INTERVAL_PERCENTILES {
-            let independent = if ordered { quantile_interval::ranks(sorted.len(), p) } else { (None, None) };
-            let (l, u) = match batching {
-                Some(b) => {
+            let independent = if ordered { quantile_interval::ranks(n, p) } else { (None, None) };
+            let (l, u) = match (batching, &vals) {
+                (Some(b), Some(vals)) => {
                     let estimate = crate::stats::percentile_sorted(&sorted, p);
-                    batch_means::widened_ranks(&vals, b, estimate, p, independent)
+                    batch_means::widened_ranks(vals, b, estimate, p, independent)
                 }
-                None => independent,
+                _ => independent,
             };
             figures.push(num(l.map(|r| sorted[r - 1])));
             figures.push(num(u.map(|r| sorted[r - 1])));
         }
+        let batched = batching.zip(vals.as_ref());
         let mean_interval =
-            batching.zip(s.as_ref()).map(|(b, s)| batch_means::mean_interval(&vals, b, s.mean));
+            batched.zip(s.as_ref()).map(|((b, vals), s)| batch_means::mean_interval(vals, b, s.mean));
         figures.push(num(mean_interval.map(|(low, _)| low)));
         figures.push(num(mean_interval.map(|(_, high)| high)));
-        figures.push(Derived::Value(json!(vals.len())));
+        figures.push(Derived::Value(json!(n)));
         figures.push(Derived::Value(batching.map_or(Value::Null, |(count, _)| json!(count))));
-        figures.push(num(batching.and_then(|b| batch_means::effective_samples(&vals, b))));
+        figures.push(num(batched.and_then(|(b, vals)| batch_means::effective_samples(vals, b))));
+        if let Some(column) = &vals {
+            column.recycle(sorted);
+        }
         keys.into_iter().zip(figures).collect()
     }
+}
+
+/// A distribution's values: a column in record order, or pooled by value.
+pub enum Sample<'g> {
+    Ordered(Column<'g>),
+    Pooled(&'g Pool),
+}
+
+/// One population of requests: its streaming [`Tally`], and which rows of
+/// the row file are its records.
+pub struct Group<'g> {
+    pub tally: &'g Tally,
+    pub rows: &'g Rows,
+    pub member: &'g dyn Fn(&Row) -> bool,
 }
 
 /// `count / (wall_ms / 1000)`; null for a zero span.
@@ -181,79 +212,62 @@ pub fn per_second(count: f64, wall_ms: f64) -> Value {
     if wall_ms > 0.0 { json!(count / (wall_ms / 1000.0)) } else { Value::Null }
 }
 
-fn sum_int(reqs: &[&Req<'_>], key: &str) -> u64 {
-    reqs.iter().filter_map(|r| r.int(key)).sum()
-}
-
-/// Derives every key of a `metrics` block over `all` attempted requests.
-/// `wall_ms` is the span throughput divides by (`None`: unknown); `ci_z`
-/// the z of the CIs of the mean (the protocol's: 1.96).
-pub fn metrics(all: &[&Req<'_>], wall_ms: Option<f64>, ci_z: f64) -> Vec<(String, Derived)> {
-    let eligible: Vec<&Req<'_>> = all.iter().copied().filter(|r| r.eligible).collect();
-    let mut out: Vec<(String, Derived)> = DISTRIBUTIONS.iter().flat_map(|d| d.block(all, ci_z)).collect();
-    let mut put = |k: &str, v: Value| out.push((k.to_string(), Derived::Value(v)));
-    let output_tokens = sum_int(&eligible, "output_tokens");
-    put("output_tokens", json!(output_tokens));
-    put("prompt_tokens", json!(sum_int(&eligible, "prompt_tokens")));
-    put("prompt_token_samples", json!(eligible.iter().filter(|r| r.int("prompt_tokens").is_some()).count()));
-    put("content_chunks", json!(sum_int(&eligible, "content_chunks")));
-    put("reasoning_chunks", json!(sum_int(&eligible, "reasoning_chunks")));
-    let mut sources: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in &eligible {
-        if let Some(s) = r.get("output_token_source").and_then(Value::as_str) {
-            *sources.entry(s).or_default() += 1;
-        }
+/// Derives every key of a `metrics` block over `group` (the distributions
+/// `want` names by [`DistDef::name`]; the others are left out). `wall_ms` is
+/// the span throughput divides by (`None`: unknown); `ci_z` the z of the CIs
+/// of the mean (the protocol's: 1.96).
+pub fn metrics(
+    group: &Group<'_>,
+    wall_ms: Option<f64>,
+    ci_z: f64,
+    want: &dyn Fn(&str) -> bool,
+) -> Vec<(String, Derived)> {
+    let t = group.tally;
+    let mut out: Vec<(String, Derived)> = Vec::new();
+    for d in DISTRIBUTIONS.iter().filter(|d| want(d.name)) {
+        out.extend(d.block(d.sample(group), ci_z));
     }
-    put("output_token_sources", json!(sources));
+    let mut put = |k: &str, v: Value| out.push((k.to_string(), Derived::Value(v)));
+    put("output_tokens", json!(t.output_tokens));
+    put("prompt_tokens", json!(t.prompt_tokens));
+    put("prompt_token_samples", json!(t.prompt_token_samples));
+    put("content_chunks", json!(t.content_chunks));
+    put("reasoning_chunks", json!(t.reasoning_chunks));
+    put("output_token_sources", json!(t.output_token_sources));
 
-    let controlled: Vec<&Value> = all.iter().filter_map(|r| r.get("controlled_output")).collect();
-    let flag = |v: &Value, k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
-    let exact = controlled.iter().filter(|c| flag(c, "exact")).count();
-    put("controlled_output_samples", json!(controlled.len()));
-    put("controlled_output_exact_adherence", json!(exact));
+    put("controlled_output_samples", json!(t.controlled));
+    put("controlled_output_exact_adherence", json!(t.controlled_exact));
     let rate =
-        if controlled.is_empty() { Value::Null } else { json!(exact as f64 / controlled.len() as f64) };
+        if t.controlled == 0 { Value::Null } else { json!(t.controlled_exact as f64 / t.controlled as f64) };
     put("controlled_output_exact_adherence_rate", rate);
-    put(
-        "controlled_output_unobservable",
-        json!(controlled.iter().filter(|c| !flag(c, "observable")).count()),
-    );
+    put("controlled_output_unobservable", json!(t.controlled_unobservable));
 
-    let canaries: Vec<&Value> = all.iter().filter_map(|r| r.get("request_canary")).collect();
-    put("request_canary_samples", json!(canaries.len()));
-    put("request_canary_passed", json!(canaries.iter().filter(|c| flag(c, "passed")).count()));
+    put("request_canary_samples", json!(t.canaries));
+    put("request_canary_passed", json!(t.canaries_passed));
 
-    let throughput_eligible = !eligible.is_empty() && eligible.len() == all.len();
+    let throughput_eligible = t.eligible > 0 && t.eligible == t.attempted;
     put("throughput_performance_eligible", json!(throughput_eligible));
 
-    if any_has(all, "cached_prompt_tokens") {
-        let hits: Vec<f64> = eligible
-            .iter()
-            .filter_map(|r| {
-                Some(
-                    r.int("cached_prompt_tokens")? as f64 / r.int("prompt_tokens").filter(|p| *p > 0)? as f64,
-                )
-            })
-            .collect();
-        let avg = crate::stats::mean(&hits).map_or(Value::Null, Value::from);
+    let cached = t.has("cached_prompt_tokens");
+    if cached {
+        // The mean of the ratios, summed in record order as `stats::mean` would.
+        let avg = if t.hits == 0 { Value::Null } else { Value::from(t.hit_sum / t.hits as f64) };
         put("prefix_cache_hit_avg", avg);
-        put("prefix_cache_hit_samples", json!(hits.len()));
+        put("prefix_cache_hit_samples", json!(t.hits));
     }
-    let good: Option<Vec<&Req<'_>>> = any_has(all, "slo_met").then(|| {
-        all.iter().copied().filter(|r| r.get("slo_met").and_then(Value::as_bool) == Some(true)).collect()
-    });
-    if let Some(good) = &good {
-        put("goodput_requests", json!(good.len()));
-        let rate = if all.is_empty() { Value::Null } else { json!(good.len() as f64 / all.len() as f64) };
+    let slo = t.has("slo_met");
+    if slo {
+        put("goodput_requests", json!(t.good));
+        let rate = if t.attempted == 0 { Value::Null } else { json!(t.good as f64 / t.attempted as f64) };
         put("goodput_rate", rate);
     }
     match wall_ms {
         Some(w) => {
-            put("throughput_tok_s", per_second(output_tokens as f64, w));
-            put("request_throughput_req_s", per_second(eligible.len() as f64, w));
-            if let Some(good) = &good {
-                put("goodput_req_s", per_second(good.len() as f64, w));
-                put("goodput_tok_s", per_second(sum_int(good, "output_tokens") as f64, w));
+            put("throughput_tok_s", per_second(t.output_tokens as f64, w));
+            put("request_throughput_req_s", per_second(t.eligible as f64, w));
+            if slo {
+                put("goodput_req_s", per_second(t.good as f64, w));
+                put("goodput_tok_s", per_second(t.good_tokens as f64, w));
             }
         }
         None => {
@@ -262,13 +276,13 @@ pub fn metrics(all: &[&Req<'_>], wall_ms: Option<f64>, ci_z: f64) -> Vec<(String
             }
         }
     }
-    if !any_has(all, "cached_prompt_tokens") {
+    if !cached {
         let why = "request_timings carry no `cached_prompt_tokens`";
         for k in ["prefix_cache_hit_avg", "prefix_cache_hit_samples"] {
             out.push((k.to_string(), Derived::Unknown(why.into())));
         }
     }
-    if good.is_none() {
+    if !slo {
         let why = "request_timings carry no `slo_met`";
         for k in ["goodput_requests", "goodput_rate", "goodput_req_s", "goodput_tok_s"] {
             out.push((k.to_string(), Derived::Unknown(why.into())));

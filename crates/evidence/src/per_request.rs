@@ -22,10 +22,10 @@
 //!
 //! Everything else in a record is a raw measurement, taken as given.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::records::Req;
-use crate::report::Checker;
+use crate::report::RecordChecker;
 
 /// Keys of a record that are raw measurements (inputs, not claims).
 const INPUTS: &[&str] = &[
@@ -65,52 +65,52 @@ fn num(v: Option<f64>) -> Value {
 }
 
 /// Checks every derived key of one record.
-pub fn check(c: &mut Checker<'_>, artifact: &Value, r: &Req<'_>) {
+pub fn check(c: &mut RecordChecker<'_>, artifact: &Map<String, Value>, r: &Req<'_>) {
     let e2e = r.num("e2e_ms");
     let tfo = r.num("time_to_first_output_ms");
     let ttft = r.num("ttft_ms");
     let tokens = r.int("output_tokens");
     let generation = e2e.zip(tfo).map(|(e, t)| e - t);
-    c.check(&r.path("generation_ms"), num(generation));
-    c.check(&r.path("visible_generation_ms"), num(e2e.zip(ttft).map(|(e, t)| e - t)));
+    c.check("generation_ms", num(generation));
+    c.check("visible_generation_ms", num(e2e.zip(ttft).map(|(e, t)| e - t)));
     let after_first = tokens.filter(|n| *n >= 2).map(|n| (n - 1) as f64);
     let positive_gen = generation.filter(|g| *g > 0.0);
     let tpot = after_first.zip(positive_gen).map(|(n, g)| g / n);
     for key in ["tpot_ms", "mean_time_per_output_token_ms", "mean_inter_token_latency_ms"] {
-        c.check(&r.path(key), num(tpot));
+        c.check(key, num(tpot));
     }
-    c.check(&r.path("decode_tok_s"), num(after_first.zip(positive_gen).map(|(n, g)| n / (g / 1000.0))));
+    c.check("decode_tok_s", num(after_first.zip(positive_gen).map(|(n, g)| n / (g / 1000.0))));
     let prompt = r.int("prompt_tokens");
     let prefill = prompt.zip(tfo.filter(|t| *t > 0.0)).map(|(p, t)| p as f64 / (t / 1000.0));
-    c.check(&r.path("effective_prefill_tok_s"), num(prefill));
+    c.check("effective_prefill_tok_s", num(prefill));
     let chunks = r.int("content_chunks").unwrap_or(0) + r.int("reasoning_chunks").unwrap_or(0);
     let per_chunk = tokens.filter(|_| chunks > 0).map(|n| n as f64 / chunks as f64);
-    c.check(&r.path("tokens_per_chunk"), num(per_chunk));
+    c.check("tokens_per_chunk", num(per_chunk));
     if let (Some(a), Some(i)) = (r.num("actual_send_ms"), r.num("intended_send_ms")) {
-        c.check(&r.path("send_lag_ms"), json!(a - i));
+        c.check("send_lag_ms", json!(a - i));
     }
     // From the schedule: the stored lag (itself checked just above) added.
     let lag = r.num("send_lag_ms");
     for (key, from_send) in [("ttft_from_schedule_ms", ttft), ("e2e_from_schedule_ms", e2e)] {
         if r.raw.contains_key(key) {
-            c.check(&r.path(key), num(from_send.zip(lag).map(|(v, l)| v + l)));
+            c.check(key, num(from_send.zip(lag).map(|(v, l)| v + l)));
         }
     }
-    c.check(&r.path("output_token_source"), json!(if tokens.is_some() { "usage" } else { "none" }));
+    c.check("output_token_source", json!(if tokens.is_some() { "usage" } else { "none" }));
 
     if let Some(canary) = r.get("request_canary") {
         let flag = |k: &str| canary.get(k).and_then(Value::as_bool);
         let foreign = canary.get("foreign_marker_count").and_then(Value::as_u64);
         let passed = flag("capture_complete").zip(flag("marker_at_start")).zip(foreign);
         match passed {
-            Some(((cc, start), f)) => c.check(&r.path("request_canary.passed"), json!(cc && start && f == 0)),
-            None => c.uncheck(&r.path("request_canary.passed"), "canary record lacks its inputs"),
+            Some(((cc, start), f)) => c.check("request_canary.passed", json!(cc && start && f == 0)),
+            None => c.uncheck("request_canary.passed", "canary record lacks its inputs"),
         }
         match (artifact.get("context_seed").and_then(Value::as_u64), r.int("request_index")) {
             (Some(seed), Some(i)) => {
-                c.check(&r.path("request_canary.marker"), json!(format!("ANVIL_REQ_{seed}_{i:05}")))
+                c.check("request_canary.marker", json!(format!("ANVIL_REQ_{seed}_{i:05}")))
             }
-            _ => c.uncheck(&r.path("request_canary.marker"), "no context_seed or request_index"),
+            _ => c.uncheck("request_canary.marker", "no context_seed or request_index"),
         }
     }
     if let Some(co) = r.get("controlled_output") {
@@ -118,23 +118,23 @@ pub fn check(c: &mut Checker<'_>, artifact: &Value, r: &Req<'_>) {
         let observed = co.get("observed_words").and_then(Value::as_u64);
         let requested = co.get("requested_words").and_then(Value::as_u64);
         if let (Some(o), Some(w), Some(q)) = (observable, observed, requested) {
-            c.check(&r.path("controlled_output.exact"), json!(o && w == q));
+            c.check("controlled_output.exact", json!(o && w == q));
         }
         if let Some(words) = artifact.get("response_words").filter(|v| v.is_u64()) {
-            c.check(&r.path("controlled_output.requested_words"), words.clone());
+            c.check("controlled_output.requested_words", words.clone());
         }
     }
     if r.raw.contains_key("failure") {
-        c.check(&r.path("performance_eligible"), json!(r.get("failure").is_none()));
+        c.check("performance_eligible", json!(r.get("failure").is_none()));
     }
     check_slo(c, artifact, r, tpot);
     sweep(c, r);
 }
 
-fn check_slo(c: &mut Checker<'_>, artifact: &Value, r: &Req<'_>, tpot: Option<f64>) {
+fn check_slo(c: &mut RecordChecker<'_>, artifact: &Map<String, Value>, r: &Req<'_>, tpot: Option<f64>) {
     let slo = artifact.get("slo").filter(|s| s.is_object());
     let Some(slo) = slo else {
-        c.check(&r.path("slo_met"), Value::Null);
+        c.check("slo_met", Value::Null);
         return;
     };
     let within = |limit: &str, v: Option<f64>| match slo.get(limit).and_then(Value::as_f64) {
@@ -150,11 +150,11 @@ fn check_slo(c: &mut Checker<'_>, artifact: &Value, r: &Req<'_>, tpot: Option<f6
         && within("ttft_ms", latency("ttft"))
         && within("tpot_ms", tpot)
         && within("e2e_ms", latency("e2e"));
-    c.check(&r.path("slo_met"), json!(met));
+    c.check("slo_met", json!(met));
 }
 
 /// Lists keys of a record that are neither inputs nor checked.
-fn sweep(c: &mut Checker<'_>, r: &Req<'_>) {
+fn sweep(c: &mut RecordChecker<'_>, r: &Req<'_>) {
     for (key, v) in r.raw {
         if INPUTS.contains(&key.as_str()) {
             continue;
@@ -167,11 +167,11 @@ fn sweep(c: &mut Checker<'_>, r: &Req<'_>) {
         match (nested, v.as_object()) {
             (Some(inputs), Some(obj)) => {
                 for sub in obj.keys().filter(|k| !inputs.contains(&k.as_str())) {
-                    c.sweep(&r.path(&format!("{key}.{sub}")), "not a defined per-request field");
+                    c.sweep(&format!("{key}.{sub}"), "not a defined per-request field");
                 }
             }
             (Some(_), None) => {}
-            (None, _) => c.sweep(&r.path(key), "not a defined per-request field"),
+            (None, _) => c.sweep(key, "not a defined per-request field"),
         }
     }
 }

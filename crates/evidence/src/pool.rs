@@ -13,10 +13,12 @@
 
 use serde_json::{Map, Value};
 
-use crate::metrics::{Derived, metrics};
-use crate::records::{self, Req, span_ms};
+use crate::columns::{Col, KEYED, Row, RowWriter};
+use crate::metrics::{Derived, Group, metrics};
+use crate::records::Classifier;
 use crate::repeats::{REPEAT_KEYS, across};
 use crate::stats::Z95_PROTOCOL;
+use crate::tally::Tally;
 
 /// What the pooled records say.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,41 +41,67 @@ pub struct Pooled {
 /// `request_timings`). Fails when one lacks records or their send and
 /// finish times, without which no throughput can be derived.
 pub fn pool(artifacts: &[&Value]) -> Result<Pooled, String> {
-    let mut all: Vec<Req<'_>> = Vec::new();
+    let scratch = |e: std::io::Error| format!("temporary row file: {e}");
+    let mut rows = RowWriter::new().map_err(scratch)?;
+    let mut every = Tally::pooling();
     // Each (artifact, repeat) apart: two artifacts' repeat 0 are two repeats.
-    let mut groups: Vec<Vec<usize>> = Vec::new();
+    // A row's `Col::Repeat` is its group's index here.
+    let mut groups: Vec<Tally> = Vec::new();
     for (a, artifact) in artifacts.iter().enumerate() {
-        let (reqs, _) =
-            records::read(artifact).ok_or_else(|| format!("artifact {a} has no request_timings"))?;
-        let first = all.len();
-        for repeat in records::repeats(&reqs) {
-            groups.push(
-                reqs.iter().enumerate().filter(|(_, r)| r.repeat == repeat).map(|(i, _)| first + i).collect(),
-            );
+        let missing = || format!("artifact {a} has no request_timings");
+        let obj = artifact.as_object().ok_or_else(missing)?;
+        let timings = obj.get("request_timings").and_then(Value::as_array).ok_or_else(missing)?;
+        let mut classify = Classifier::new(obj);
+        let mut mine: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+        for t in timings {
+            mine.insert(t.get("repeat").and_then(Value::as_u64).unwrap_or(0), 0);
         }
-        all.extend(reqs);
+        for (slot, g) in mine.values_mut().zip(groups.len()..) {
+            *slot = g;
+        }
+        groups.resize_with(groups.len() + mine.len(), Tally::default);
+        for (pos, t) in timings.iter().enumerate() {
+            let r = classify.req(pos, t.as_object().ok_or_else(missing)?);
+            let g = mine.get(&r.repeat).copied().unwrap_or(0);
+            every.add(&r);
+            groups[g].add(&r);
+            let mut row = Row::default();
+            for (key, col) in KEYED {
+                row.set(col, r.num(key));
+            }
+            row.set(Col::OutputTokensInt, r.int("output_tokens").map(|n| n as f64));
+            row.set(Col::Repeat, Some(g as f64));
+            row.set(Col::Eligible, Some(f64::from(u8::from(r.eligible))));
+            rows.push(&row).map_err(scratch)?;
+        }
     }
+    let rows = rows.finish().map_err(scratch)?;
     let mut wall = 0.0;
     let mut per_key: Vec<Vec<f64>> = vec![Vec::new(); REPEAT_KEYS.len()];
-    for group in &groups {
-        let reqs: Vec<&Req<'_>> = group.iter().map(|&i| &all[i]).collect();
-        let span = span_ms(&reqs).ok_or("records lack actual_send_ms/finished_ms")?;
+    for (g, tally) in groups.iter().enumerate() {
+        let span = tally.wall_ms().ok_or("records lack actual_send_ms/finished_ms")?;
         wall += span;
-        let figures = metrics(&reqs, Some(span), Z95_PROTOCOL);
+        let member = |r: &Row| r.repeat() == g as u64;
+        let figures =
+            metrics(&Group { tally, rows: &rows, member: &member }, Some(span), Z95_PROTOCOL, &|_| true);
         for (j, key) in REPEAT_KEYS.iter().enumerate() {
             if let Some(x) = value_of(&figures, key).and_then(|v| v.as_f64()) {
                 per_key[j].push(x);
             }
         }
     }
-    let every: Vec<&Req<'_>> = all.iter().collect();
-    let metrics: Map<String, Value> = metrics(&every, Some(wall), Z95_PROTOCOL)
-        .into_iter()
-        .filter_map(|(key, derived)| match derived {
-            Derived::Value(v) => Some((key, v)),
-            Derived::Unknown(_) => None,
-        })
-        .collect();
+    let all = |_: &Row| true;
+    let metrics: Map<String, Value> =
+        metrics(&Group { tally: &every, rows: &rows, member: &all }, Some(wall), Z95_PROTOCOL, &|_| true)
+            .into_iter()
+            .filter_map(|(key, derived)| match derived {
+                Derived::Value(v) => Some((key, v)),
+                Derived::Unknown(_) => None,
+            })
+            .collect();
+    if let Some(e) = rows.error() {
+        return Err(scratch(e));
+    }
     let across_repeats = REPEAT_KEYS
         .iter()
         .zip(&per_key)
@@ -83,8 +111,8 @@ pub fn pool(artifacts: &[&Value]) -> Result<Pooled, String> {
     Ok(Pooled {
         metrics,
         across_repeats,
-        attempted: all.len() as u64,
-        completed: all.iter().filter(|r| r.eligible).count() as u64,
+        attempted: every.attempted,
+        completed: every.eligible,
         repeats: groups.len() as u64,
         wall_clock_ms: wall,
     })

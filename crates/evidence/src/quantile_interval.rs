@@ -6,16 +6,46 @@
 //! `B(l − 1) ≤ 0.025` and the upper one at the smallest rank `u` with
 //! `B(u − 1) ≥ 0.975`; a side no rank satisfies is unbounded (`None`).
 
-/// `ln k!` for `k = 0..=n`, summed (no gamma function needed).
-fn ln_factorials(n: usize) -> Vec<f64> {
-    let mut out = Vec::with_capacity(n + 1);
-    let mut acc = 0.0;
-    out.push(0.0);
-    for k in 1..=n {
-        acc += (k as f64).ln();
-        out.push(acc);
+/// `ln k!` for `k = 0..=n`, summed (no gamma function needed) — kept as
+/// every [`STRIDE`]-th running sum, and one stride at a time summed on from
+/// the one below it: the same additions in the same order as one table of
+/// `n + 1` values, without holding that table.
+struct LnFactorials {
+    checkpoints: Vec<f64>,
+    base: usize,
+    window: Vec<f64>,
+}
+
+const STRIDE: usize = 4096;
+
+impl LnFactorials {
+    fn new(n: usize) -> Self {
+        let mut checkpoints = vec![0.0];
+        let mut acc = 0.0;
+        for k in 1..=n {
+            acc += (k as f64).ln();
+            if k % STRIDE == 0 {
+                checkpoints.push(acc);
+            }
+        }
+        Self { checkpoints, base: usize::MAX, window: Vec::with_capacity(STRIDE) }
     }
-    out
+
+    /// `ln k!` (`k ≤ n`).
+    fn get(&mut self, k: usize) -> f64 {
+        let base = k / STRIDE * STRIDE;
+        if base != self.base {
+            self.window.clear();
+            let mut acc = self.checkpoints[k / STRIDE];
+            self.window.push(acc);
+            for j in base + 1..base + STRIDE {
+                acc += (j as f64).ln();
+                self.window.push(acc);
+            }
+            self.base = base;
+        }
+        self.window[k - base]
+    }
 }
 
 /// The interval of percentile `q` (in percent) of the ascending `sorted`.
@@ -30,9 +60,12 @@ pub fn ranks(n: usize, q: u32) -> (Option<usize>, Option<usize>) {
         return (None, None);
     }
     let p = f64::from(q) / 100.0;
-    let lf = ln_factorials(n);
-    let pmf =
-        |k: usize| (lf[n] - lf[k] - lf[n - k] + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp();
+    // Two cursors: `k` rises, `n − k` falls; each recomputes a stride at a time.
+    let (mut up, mut down) = (LnFactorials::new(n), LnFactorials::new(n));
+    let lf_n = down.get(n);
+    let mut pmf = |k: usize| {
+        (lf_n - up.get(k) - down.get(n - k) + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp()
+    };
     let mut below = 0.0; // B(k - 1) as k rises
     let (mut lower, mut upper) = (None, None);
     for k in 1..=n {
@@ -59,6 +92,21 @@ mod tests {
         let v: Vec<f64> = (1..=20).map(f64::from).collect();
         assert_eq!(interval(&v, 50), (Some(6.0), Some(15.0)));
         assert_eq!(interval(&v[..5], 50), (None, None));
+    }
+
+    #[test]
+    fn strided_ln_factorials_are_the_running_sums() {
+        let n = 3 * super::STRIDE + 17;
+        let mut acc = 0.0;
+        let mut table = vec![0.0];
+        for k in 1..=n {
+            acc += (k as f64).ln();
+            table.push(acc);
+        }
+        let mut lf = super::LnFactorials::new(n);
+        for k in (0..=n).rev().chain(0..=n) {
+            assert_eq!(lf.get(k).to_bits(), table[k].to_bits(), "{k}");
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! A read-only view of `request_timings[*]`, and which requests count.
+//! A read-only view of one record of `request_timings`, and which requests count.
 //!
 //! Eligibility (whether a request enters the distributions and throughput):
 //! 1. the record's own `performance_eligible` flag when it has one (anvil);
@@ -9,6 +9,8 @@
 //!
 //! The failure class comes from the record's `failure.class`, else from its
 //! `failures[]` entry.
+
+use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
@@ -48,31 +50,37 @@ impl<'a> Req<'a> {
         self.raw.get(key).filter(|v| !v.is_null())
     }
 
-    pub fn path(&self, key: &str) -> String {
-        format!("request_timings[{}].{key}", self.pos)
-    }
-
     /// The request got a whole answer (no failure, or a contract violation only).
     pub fn successful(&self) -> bool {
         self.failure_class.as_deref().is_none_or(|c| CONTRACT_VIOLATIONS.contains(&c))
     }
 }
 
-/// Parses the records of an artifact. `None` when `request_timings` is not
-/// an array of objects.
-pub fn read(artifact: &Value) -> Option<(Vec<Req<'_>>, EligibilitySource)> {
-    let timings = artifact.get("request_timings")?.as_array()?;
-    let listed: Vec<&Value> =
-        artifact.get("failures").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
-    let mut source = EligibilitySource::Flag;
-    let mut out = Vec::with_capacity(timings.len());
-    for (pos, t) in timings.iter().enumerate() {
-        let raw = t.as_object()?;
+/// Classifies records one at a time: their repeat, eligibility and failure
+/// class, with the artifact's `failures[]` (the reference format's only
+/// eligibility input) indexed by `request_index`.
+pub struct Classifier<'h> {
+    listed: HashMap<Option<u64>, Vec<&'h Value>>,
+    /// The weakest source any record so far was classified from.
+    pub source: EligibilitySource,
+}
+
+impl<'h> Classifier<'h> {
+    /// `head`: the artifact's top-level members (its `failures` at least).
+    pub fn new(head: &'h Map<String, Value>) -> Self {
+        let mut listed: HashMap<Option<u64>, Vec<&'h Value>> = HashMap::new();
+        for f in head.get("failures").and_then(Value::as_array).into_iter().flatten() {
+            listed.entry(f.get("request_index").and_then(Value::as_u64)).or_default().push(f);
+        }
+        Self { listed, source: EligibilitySource::Flag }
+    }
+
+    /// Record `pos` of `request_timings`.
+    pub fn req<'a>(&mut self, pos: usize, raw: &'a Map<String, Value>) -> Req<'a> {
         let repeat = raw.get("repeat").and_then(Value::as_u64).unwrap_or(0);
         let index = raw.get("request_index").and_then(Value::as_u64);
-        let entry = listed.iter().find(|f| {
-            f.get("request_index").and_then(Value::as_u64) == index
-                && f.get("repeat").and_then(Value::as_u64).is_none_or(|r| r == repeat)
+        let entry = self.listed.get(&index).and_then(|fs| {
+            fs.iter().find(|f| f.get("repeat").and_then(Value::as_u64).is_none_or(|r| r == repeat)).copied()
         });
         let own_class = raw.get("failure").and_then(|f| f.get("class")).and_then(Value::as_str);
         let listed_class = entry.and_then(|f| f.get("class")).and_then(Value::as_str);
@@ -83,10 +91,10 @@ pub fn read(artifact: &Value) -> Option<(Vec<Req<'_>>, EligibilitySource)> {
         let eligible = if let Some(flag) = raw.get("performance_eligible").and_then(Value::as_bool) {
             flag
         } else if raw.contains_key("failure") {
-            source = source.max_with(EligibilitySource::FailureField);
+            self.source = self.source.max_with(EligibilitySource::FailureField);
             failure_class.is_none()
         } else {
-            source = source.max_with(EligibilitySource::FailuresList);
+            self.source = self.source.max_with(EligibilitySource::FailuresList);
             let canary_failed = raw
                 .get("request_canary")
                 .and_then(|c| c.get("passed"))
@@ -94,9 +102,8 @@ pub fn read(artifact: &Value) -> Option<(Vec<Req<'_>>, EligibilitySource)> {
                 .is_some_and(|p| !p);
             entry.is_none() && !canary_failed
         };
-        out.push(Req { pos, raw, repeat, eligible, failure_class });
+        Req { pos, raw, repeat, eligible, failure_class }
     }
-    Some((out, source))
 }
 
 impl EligibilitySource {
@@ -111,37 +118,4 @@ impl EligibilitySource {
     fn max_with(self, other: Self) -> Self {
         if other.rank() > self.rank() { other } else { self }
     }
-}
-
-/// Values of `key` over `reqs`, skipping nulls.
-pub fn values(reqs: &[&Req<'_>], key: &str) -> Vec<f64> {
-    reqs.iter().filter_map(|r| r.num(key)).collect()
-}
-
-/// Whether any record carries `key` at all (null or not).
-pub fn any_has(reqs: &[&Req<'_>], key: &str) -> bool {
-    reqs.iter().any(|r| r.raw.contains_key(key))
-}
-
-/// Wall-clock span of one run: latest `finished_ms` − earliest
-/// `actual_send_ms`, at least 0; `None` when the records lack either time.
-pub fn span_ms(reqs: &[&Req<'_>]) -> Option<f64> {
-    if reqs.is_empty() {
-        return Some(0.0);
-    }
-    let mut first = f64::INFINITY;
-    let mut last = f64::NEG_INFINITY;
-    for r in reqs {
-        first = first.min(r.num("actual_send_ms")?);
-        last = last.max(r.num("finished_ms")?);
-    }
-    Some((last - first).max(0.0))
-}
-
-/// Distinct repeats in record order of first appearance, sorted.
-pub fn repeats(reqs: &[Req<'_>]) -> Vec<u64> {
-    let mut r: Vec<u64> = reqs.iter().map(|q| q.repeat).collect();
-    r.sort_unstable();
-    r.dedup();
-    r
 }

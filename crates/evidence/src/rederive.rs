@@ -52,12 +52,13 @@
 //! artifact carries but that cannot be re-derived is listed in
 //! [`Report::unchecked`] with its reason; one it does not carry is no claim.
 
-use serde_json::{Value, json};
+use std::path::Path;
 
-use crate::metrics::{DISTRIBUTIONS, Derived, metrics};
-use crate::records::{self, EligibilitySource, Req, span_ms};
-use crate::report::{Checker, Report};
-use crate::stats::{P99_MIN_SAMPLES, Z95_PROTOCOL};
+use serde_json::{Map, Value};
+
+use crate::pass::Pass;
+use crate::report::Report;
+use crate::stats::Z95_PROTOCOL;
 
 /// The schema this checker knows.
 pub const SCHEMA: &str = "anvil-serving.benchmark/v1";
@@ -70,10 +71,16 @@ pub enum RederiveError {
     Schema(String),
     #[error("request_timings is missing or not an array of objects")]
     NoRecords,
+    /// The file could not be opened, or is not JSON (truncated, damaged).
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+    /// The checker's own temporary row file failed.
+    #[error("temporary row file: {0}")]
+    Scratch(String),
 }
 
 /// Top-level fields that are configuration or metadata: inputs, not claims.
-const INPUTS: &[&str] = &[
+pub(crate) const INPUTS: &[&str] = &[
     "schema",
     "measurement_protocol",
     "base_url",
@@ -119,6 +126,25 @@ const INPUTS: &[&str] = &[
     "loadgen_version",
 ];
 
+/// The inputs among [`INPUTS`] that the checks read.
+const READ_INPUTS: &[&str] = &[
+    "schema",
+    "context_seed",
+    "response_words",
+    "slo",
+    "repeat",
+    "targets",
+    "started_at_unix_ns",
+    "finished_at_unix_ns",
+];
+
+/// Whether the head keeps a top-level member's value: one the checks read
+/// or compare. Any other (telemetry, connections, methodology text) is
+/// kept as present only (null), which is all its listing needs.
+pub(crate) fn kept(key: &str) -> bool {
+    READ_INPUTS.contains(&key) || DERIVED.contains(&key)
+}
+
 /// Knobs of a re-derivation. The default is the protocol.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
@@ -133,7 +159,7 @@ impl Default for Options {
 }
 
 /// Top-level fields this module re-derives (or lists as unchecked itself).
-const DERIVED: &[&str] = &[
+pub(crate) const DERIVED: &[&str] = &[
     "metrics",
     "client_error",
     "tokens",
@@ -164,161 +190,47 @@ pub fn rederive(artifact: &Value) -> Result<Report, RederiveError> {
 /// CI mismatch is exactly a different z).
 pub fn rederive_with(artifact: &Value, opts: &Options) -> Result<Report, RederiveError> {
     let obj = artifact.as_object().ok_or(RederiveError::NotAnObject)?;
-    match obj.get("schema").and_then(Value::as_str) {
-        Some(SCHEMA) => {}
-        other => return Err(RederiveError::Schema(other.unwrap_or("").to_string())),
-    }
-    let (reqs, source) = records::read(artifact).ok_or(RederiveError::NoRecords)?;
-    let mut c = Checker::new(artifact);
-    match source {
-        EligibilitySource::Flag => {}
-        EligibilitySource::FailureField => c.note("eligibility from each record's `failure` (no flag)"),
-        EligibilitySource::FailuresList => c.note(
-            "records carry no performance_eligible flag: eligibility inferred from failures[] and canary results",
-        ),
-    }
-    let all: Vec<&Req<'_>> = reqs.iter().collect();
-
-    let derived_wall = records::repeats(&reqs)
+    // The head is small (records excluded), so it is copied: the engine
+    // reads a head and records, from memory or a file alike.
+    let head: Map<String, Value> = obj
         .iter()
-        .map(|rep| span_ms(&all.iter().copied().filter(|r| r.repeat == *rep).collect::<Vec<_>>()))
-        .sum::<Option<f64>>();
-    let wall = match derived_wall {
-        Some(w) => {
-            c.check("wall_clock_ms", json!(w));
-            Some(w)
-        }
-        None => {
-            c.uncheck("wall_clock_ms", "records carry no actual_send_ms/finished_ms");
-            let stored = artifact.get("wall_clock_ms").and_then(Value::as_f64);
-            if stored.is_some() {
-                c.note("throughput checked against the stored wall_clock_ms (not re-derivable)");
-            }
-            stored
-        }
-    };
-
-    top_level(&mut c, artifact, &all);
-    for (key, d) in metrics(&all, wall, opts.ci_z) {
-        let path = format!("metrics.{key}");
-        match d {
-            Derived::Value(v) => c.check(&path, v),
-            Derived::Unknown(why) => c.uncheck(&path, why),
-        }
+        .filter(|(k, _)| *k != "request_timings")
+        .map(|(k, v)| (k.clone(), if kept(k) { v.clone() } else { Value::Null }))
+        .collect();
+    schema(&head)?;
+    let records = obj.get("request_timings").and_then(Value::as_array).ok_or(RederiveError::NoRecords)?;
+    let mut pass = Pass::new(&head, opts)?;
+    for (pos, record) in records.iter().enumerate() {
+        pass.record(pos, record.as_object().ok_or(RederiveError::NoRecords)?)?;
     }
-    population(&mut c, artifact, &all);
-    for r in &reqs {
-        crate::per_request::check(&mut c, artifact, r);
-    }
-    crate::repeats::check_repeats(&mut c, artifact, &reqs, opts.ci_z);
-    crate::repeats::check_per_target(&mut c, artifact, &reqs, wall);
-    crate::stages::check_stages(&mut c, artifact, &reqs, opts.ci_z);
-    crate::series::check_series(&mut c, artifact, &reqs);
-    crate::client_error::check(&mut c, artifact, &reqs);
-    crate::tokens::check(&mut c, artifact, &reqs);
-
-    c.sweep("metrics", "not a metric benchmark/v1 defines");
-    c.sweep("metric_population", "not a population field benchmark/v1 defines");
-    c.sweep("repeats", "not a repeat field anvil defines");
-    c.sweep("per_target", "not a per-target field anvil defines");
-    c.sweep(
-        "tokens",
-        "measured before the clock (the tokenizer, its words, the template probes), not in the records",
-    );
-    for key in obj.keys() {
-        if !INPUTS.contains(&key.as_str()) && !DERIVED.contains(&key.as_str()) {
-            c.uncheck(key, "not defined by benchmark/v1 (added by the caller); not re-derived");
-        }
-    }
-    Ok(c.finish())
+    pass.finish()
 }
 
-fn top_level(c: &mut Checker<'_>, artifact: &Value, all: &[&Req<'_>]) {
-    let eligible = all.iter().filter(|r| r.eligible).count();
-    c.check("requests", json!(all.len()));
-    c.check("completed", json!(eligible));
-    c.check("failed", json!(all.len() - eligible));
-    c.check("performance_eligible", json!(eligible > 0 && eligible == all.len()));
-    if records::any_has(all, "http_status") {
-        let ok = all.iter().filter(|r| r.int("http_status").is_some_and(|s| (200..300).contains(&s))).count();
-        c.check("responses_received", json!(ok));
-    } else {
-        c.uncheck("responses_received", "records carry no http_status");
-    }
-    if records::any_has(all, "planned_context_tokens") {
-        let mut dist = serde_json::Map::new();
-        for r in all {
-            let k = r.int("planned_context_tokens").map_or("null".to_string(), |v| v.to_string());
-            let n = dist.get(&k).and_then(Value::as_u64).unwrap_or(0);
-            dist.insert(k, json!(n + 1));
-        }
-        c.check("context_distribution", Value::Object(dist));
-    }
-    if records::any_has(all, "failure") {
-        let mut counts = serde_json::Map::new();
-        let mut list = Vec::new();
-        for r in all.iter().filter(|r| r.get("failure").is_some()) {
-            let class = r.failure_class.clone().unwrap_or_default();
-            let n = counts.get(&class).and_then(Value::as_u64).unwrap_or(0);
-            counts.insert(class.clone(), json!(n + 1));
-            list.push(json!({
-                "request_index": r.raw.get("request_index"),
-                "repeat": r.raw.get("repeat"),
-                "target": r.raw.get("target"),
-                "class": class,
-                "detail": r.raw.get("failure").and_then(|f| f.get("detail")),
-                "http_status": r.raw.get("http_status"),
-            }));
-        }
-        c.check("failure_counts", Value::Object(counts));
-        c.check("failures", Value::Array(list));
-    } else {
-        c.uncheck("failures", "records carry no failure field: failures[] is the eligibility input");
-        c.uncheck("failure_counts", "records carry no failure field");
-    }
-    for (iso, ns) in [("started_at", "started_at_unix_ns"), ("finished_at", "finished_at_unix_ns")] {
-        match artifact.get(ns).and_then(Value::as_u64) {
-            Some(ns) => c.check(iso, json!(iso_seconds(ns))),
-            None => c.uncheck(iso, format!("no integer {ns}")),
-        }
-    }
+/// [`rederive`] of the artifact file at `path`, streamed: memory holds its
+/// head and one record at a time, never the whole document.
+pub fn rederive_file(path: &Path) -> Result<Report, RederiveError> {
+    rederive_file_with(path, &Options::default())
 }
 
-fn population(c: &mut Checker<'_>, artifact: &Value, all: &[&Req<'_>]) {
-    let eligible = all.iter().filter(|r| r.eligible).count();
-    let p = |k: &str| format!("metric_population.{k}");
-    c.check(&p("attempted_requests"), json!(all.len()));
-    c.check(&p("successful_requests"), json!(all.iter().filter(|r| r.successful()).count()));
-    c.check(&p("performance_eligible_requests"), json!(eligible));
-    c.check(&p("excluded_requests"), json!(all.len() - eligible));
-    c.check(&p("aggregate_throughput_eligible"), json!(eligible > 0 && eligible == all.len()));
-    c.check(&p("p99_minimum_recommended_samples"), json!(P99_MIN_SAMPLES));
-    c.uncheck(&p("failure_policy"), "policy text, not a figure");
-    let label =
-        |n: usize| if n >= P99_MIN_SAMPLES { "nearest-rank" } else { "descriptive-nearest-rank-only" };
-    let listed: Vec<String> = artifact
-        .pointer("/metric_population/p99_samples_by_metric")
-        .and_then(Value::as_object)
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
-    let mut smallest: Option<usize> = None;
-    for name in &listed {
-        let Some(def) = DISTRIBUTIONS.iter().find(|d| d.name == name) else {
-            c.uncheck(&p(&format!("p99_samples_by_metric.{name}")), "unknown metric");
-            smallest = None;
-            break;
-        };
-        let Some(n) = def.values(all).map(|v| v.len()) else {
-            c.uncheck(&p(&format!("p99_samples_by_metric.{name}")), "its source is not in the records");
-            smallest = None;
-            break;
-        };
-        c.check(&p(&format!("p99_samples_by_metric.{name}")), json!(n));
-        c.check(&p(&format!("p99_interpretation_by_metric.{name}")), json!(label(n)));
-        smallest = Some(smallest.map_or(n, |s: usize| s.min(n)));
+/// [`rederive_file`] with other [`Options`].
+pub fn rederive_file_with(path: &Path, opts: &Options) -> Result<Report, RederiveError> {
+    let head = crate::stream::head_with(path, &kept)?;
+    schema(&head)?;
+    let mut pass = Pass::new(&head, opts)?;
+    let found = crate::stream::records(path, |pos, record| match record {
+        Value::Object(raw) => pass.record(pos, &raw),
+        _ => Err(RederiveError::NoRecords),
+    })?;
+    if !found {
+        return Err(RederiveError::NoRecords);
     }
-    if let Some(n) = smallest {
-        c.check(&p("p99_interpretation"), json!(label(n)));
+    pass.finish()
+}
+
+fn schema(head: &Map<String, Value>) -> Result<(), RederiveError> {
+    match head.get("schema").and_then(Value::as_str) {
+        Some(SCHEMA) => Ok(()),
+        other => Err(RederiveError::Schema(other.unwrap_or("").to_string())),
     }
 }
 
@@ -343,6 +255,7 @@ pub fn iso_seconds(unix_ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn iso_by_hand() {

@@ -3,10 +3,15 @@
 
 use serde_json::{Value, json};
 
-use crate::metrics::{Derived, metrics, per_second};
-use crate::records::{Req, span_ms};
+use std::collections::BTreeMap;
+
+use serde_json::Map;
+
+use crate::columns::{Col, Row, Rows};
+use crate::metrics::{Derived, Group, metrics, per_second};
 use crate::report::Checker;
-use crate::stats::{Summary, percentile};
+use crate::stats::{Summary, percentile_sorted};
+use crate::tally::Tally;
 use crate::tdist::t95_table;
 
 /// Per-repeat aggregates anvil keeps (and summarizes across repeats).
@@ -22,9 +27,21 @@ pub const REPEAT_KEYS: [&str; 8] = [
 ];
 
 /// Checks `repeats.count`, every `repeats.runs[i]` and `repeats.across_repeats`.
-pub fn check_repeats(c: &mut Checker<'_>, artifact: &Value, reqs: &[Req<'_>], ci_z: f64) {
-    let Some(runs) = artifact.pointer("/repeats/runs").and_then(Value::as_array) else { return };
-    let distinct = crate::records::repeats(reqs);
+/// The distributions [`REPEAT_KEYS`] draw on.
+const REPEAT_DISTRIBUTIONS: [&str; 4] = ["ttft", "tpot", "e2e", "decode_tok_s"];
+
+/// `repeats`: one [`Tally`] per repeat present.
+pub fn check_repeats(
+    c: &mut Checker<'_>,
+    artifact: &Map<String, Value>,
+    rows: &Rows,
+    repeats: &BTreeMap<u64, Tally>,
+    ci_z: f64,
+) {
+    let Some(runs) = artifact.get("repeats").and_then(|r| r.get("runs")).and_then(Value::as_array) else {
+        return;
+    };
+    let distinct: Vec<u64> = repeats.keys().copied().collect();
     c.check("repeats.count", json!(distinct.len()));
     let mut per_key: Vec<Vec<f64>> = vec![Vec::new(); REPEAT_KEYS.len()];
     let mut all_known = true;
@@ -36,17 +53,19 @@ pub fn check_repeats(c: &mut Checker<'_>, artifact: &Value, reqs: &[Req<'_>], ci
             all_known = false;
             continue;
         };
-        let rs: Vec<&Req<'_>> = reqs.iter().filter(|r| r.repeat == repeat).collect();
+        let Some(tally) = repeats.get(&repeat) else { continue };
         let p = |k: &str| format!("repeats.runs[{i}].{k}");
         c.check(&p("repeat"), json!(repeat));
-        let wall = span_ms(&rs);
-        c.check(&p("attempted"), json!(rs.len()));
-        c.check(&p("completed"), json!(rs.iter().filter(|r| r.eligible).count()));
+        let wall = tally.wall_ms();
+        c.check(&p("attempted"), json!(tally.attempted));
+        c.check(&p("completed"), json!(tally.eligible));
         match wall {
             Some(w) => c.check(&p("wall_clock_ms"), json!(w)),
             None => c.uncheck(&p("wall_clock_ms"), "records lack actual_send_ms/finished_ms"),
         }
-        let m = metrics(&rs, wall, ci_z);
+        let member = |r: &Row| r.repeat() == repeat;
+        let group = Group { tally, rows, member: &member };
+        let m = metrics(&group, wall, ci_z, &|name| REPEAT_DISTRIBUTIONS.contains(&name));
         let get = |k: &str| m.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
         if let Some(Derived::Value(v)) = get("output_tokens") {
             c.check(&p("output_tokens"), v);
@@ -107,36 +126,69 @@ pub fn across(values: &[f64]) -> Value {
 
 /// Checks `per_target[i]`: the requests whose `target` is its label, with
 /// throughput over the cell's whole wall span (so replicas add up).
-pub fn check_per_target(c: &mut Checker<'_>, artifact: &Value, reqs: &[Req<'_>], wall: Option<f64>) {
-    let Some(rows) = artifact.get("per_target").and_then(Value::as_array) else { return };
-    for (i, row) in rows.iter().enumerate() {
+/// `targets`: the distinct labels of the records, in order of first
+/// appearance (a row's `Col::Target` is an index into it), with their tallies.
+pub fn check_per_target(
+    c: &mut Checker<'_>,
+    artifact: &Map<String, Value>,
+    rows: &Rows,
+    targets: &[(String, Tally)],
+    wall: Option<f64>,
+) {
+    let Some(table) = artifact.get("per_target").and_then(Value::as_array) else { return };
+    let none = Tally::default();
+    for (i, row) in table.iter().enumerate() {
         let p = |k: &str| format!("per_target[{i}].{k}");
         // Rows are matched to `targets[i]` by position (the row's own label
         // is checked against it), else by the row's label.
-        let from_targets = artifact.pointer(&format!("/targets/{i}/label")).and_then(Value::as_str);
+        let from_targets = artifact
+            .get("targets")
+            .and_then(|t| t.get(i))
+            .and_then(|t| t.get("label"))
+            .and_then(Value::as_str);
         let Some(label) = from_targets.or(row.get("label").and_then(Value::as_str)) else {
             c.uncheck(&format!("per_target[{i}]"), "row has no label");
             continue;
         };
-        let rs: Vec<&Req<'_>> =
-            reqs.iter().filter(|r| r.get("target").and_then(Value::as_str) == Some(label)).collect();
-        let eligible: Vec<&Req<'_>> = rs.iter().copied().filter(|r| r.eligible).collect();
-        let tokens: u64 = eligible.iter().filter_map(|r| r.int("output_tokens")).sum();
-        c.check(&p("attempted"), json!(rs.len()));
-        c.check(&p("completed"), json!(eligible.len()));
-        c.check(&p("failed"), json!(rs.len() - eligible.len()));
+        let id = targets.iter().position(|(l, _)| l == label);
+        let tally = id.map_or(&none, |id| &targets[id].1);
+        let tokens = tally.output_tokens;
+        c.check(&p("attempted"), json!(tally.attempted));
+        c.check(&p("completed"), json!(tally.eligible));
+        c.check(&p("failed"), json!(tally.attempted - tally.eligible));
         c.check(&p("output_tokens"), json!(tokens));
         match wall {
             Some(w) => c.check(&p("throughput_tok_s"), per_second(tokens as f64, w)),
             None => c.uncheck(&p("throughput_tok_s"), "no wall-clock span known"),
         }
-        let vals = |k: &str| crate::records::values(&eligible, k);
+        let vals = |col: Col| match id {
+            Some(id) => rows.column_within(
+                col,
+                |r| r.eligible() && r.is(Col::Target, id as u64),
+                tally.eligible as usize,
+            ),
+            None => Vec::new(),
+        };
         let num = |v: Option<f64>| v.map_or(Value::Null, Value::from);
-        c.check(&p("ttft_p50_ms"), num(percentile(&vals("ttft_ms"), 50)));
-        c.check(&p("ttft_p99_ms"), num(percentile(&vals("ttft_ms"), 99)));
-        c.check(&p("ttft_mean_ms"), num(crate::stats::mean(&vals("ttft_ms"))));
-        c.check(&p("tpot_mean_ms"), num(crate::stats::mean(&vals("tpot_ms"))));
-        c.check(&p("e2e_p50_ms"), num(percentile(&vals("e2e_ms"), 50)));
+        // One column at a time, sorted in place once its mean (in record order) is taken.
+        let sorted = |mut v: Vec<f64>| {
+            v.sort_unstable_by(f64::total_cmp);
+            v
+        };
+        let pct = |sorted: &[f64], q| (!sorted.is_empty()).then(|| percentile_sorted(sorted, q));
+        let ttft = vals(Col::Ttft);
+        let ttft_mean = crate::stats::mean(&ttft);
+        let ttft = sorted(ttft);
+        c.check(&p("ttft_p50_ms"), num(pct(&ttft, 50)));
+        c.check(&p("ttft_p99_ms"), num(pct(&ttft, 99)));
+        c.check(&p("ttft_mean_ms"), num(ttft_mean));
+        rows.recycle(ttft);
+        let tpot = vals(Col::Tpot);
+        c.check(&p("tpot_mean_ms"), num(crate::stats::mean(&tpot)));
+        rows.recycle(tpot);
+        let e2e = sorted(vals(Col::E2e));
+        c.check(&p("e2e_p50_ms"), num(pct(&e2e, 50)));
+        rows.recycle(e2e);
         if from_targets.is_some() {
             c.check(&p("label"), json!(label));
         }

@@ -2,10 +2,10 @@
 //! match, and those it could not check (with why). Also the one numeric
 //! comparison rule every check uses.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Relative tolerance for floating-point figures.
 pub const REL_TOL: f64 = 1e-9;
@@ -31,10 +31,19 @@ pub struct Unchecked {
 /// The outcome of [`crate::rederive`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Report {
-    /// Every path compared (matching or not), in the order checked.
+    /// Every path compared (matching or not) outside the records, in the order checked.
     pub checked: Vec<String>,
+    /// Per-request fields compared, counted per field: `request_timings[*].tpot_ms`
+    /// → how many records had it checked (one string per field, not per
+    /// request; a mismatch is still listed at its own `request_timings[3].tpot_ms`).
+    pub checked_per_request: BTreeMap<String, u64>,
     pub mismatches: Vec<Mismatch>,
+    /// Fields not re-derived, with why. A per-request field is listed once,
+    /// as `request_timings[*].FIELD` (with the first record's reason), and
+    /// counted in [`Report::unchecked_per_request`].
     pub unchecked: Vec<Unchecked>,
+    /// `request_timings[*].FIELD` → how many records had it unchecked.
+    pub unchecked_per_request: BTreeMap<String, u64>,
     /// Assumptions the derivation had to make (e.g. how eligibility was inferred).
     pub notes: Vec<String>,
 }
@@ -44,19 +53,48 @@ impl Report {
         self.mismatches.is_empty()
     }
 
-    /// `checked 187 fields, 0 mismatches, 12 unchecked`.
+    /// How many fields were compared, per-request ones included.
+    pub fn fields_checked(&self) -> u64 {
+        self.checked.len() as u64 + self.checked_per_request.values().sum::<u64>()
+    }
+
+    /// How many fields were not re-derived, per-request ones included.
+    pub fn fields_unchecked(&self) -> u64 {
+        let patterns = self.unchecked_per_request.len() as u64;
+        self.unchecked.len() as u64 - patterns + self.unchecked_per_request.values().sum::<u64>()
+    }
+
+    /// Whether `path` was compared: a `request_timings[3].tpot_ms` path
+    /// counts when its field was checked in some record.
+    pub fn was_checked(&self, path: &str) -> bool {
+        match per_request_field(path) {
+            Some(field) => self.checked_per_request.contains_key(&format!("{RECORDS}[*].{field}")),
+            None => self.checked.iter().any(|p| p == path),
+        }
+    }
+
+    /// `checked 187 fields, 0 mismatches, 12 unchecked` (per-request fields each counted).
     pub fn summary(&self) -> String {
         format!(
             "checked {} fields, {} mismatches, {} unchecked",
-            self.checked.len(),
+            self.fields_checked(),
             self.mismatches.len(),
-            self.unchecked.len()
+            self.fields_unchecked()
         )
     }
 
     pub fn mismatch(&self, path: &str) -> Option<&Mismatch> {
         self.mismatches.iter().find(|m| m.path == path)
     }
+}
+
+const RECORDS: &str = "request_timings";
+
+/// `tpot_ms` of `request_timings[3].tpot_ms`; `None` for a path outside the records.
+fn per_request_field(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix(RECORDS)?.strip_prefix('[')?;
+    let (index, field) = rest.split_once("].")?;
+    index.parse::<usize>().ok().map(|_| field)
 }
 
 /// Whether a stored value agrees with a derived one. Numbers: integers
@@ -88,8 +126,28 @@ pub fn values_match(stored: &Value, derived: &Value) -> bool {
 
 /// Looks up `a.b[3].c` in `root`.
 pub fn lookup<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
+    walk(root, path.split('.'))
+}
+
+/// Looks up `a.b[3].c` in an object's members.
+pub fn lookup_in<'a>(root: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    let mut parts = path.split('.');
+    let first = parts.next()?;
+    let (key, indices) = match first.find('[') {
+        Some(i) => (&first[..i], &first[i..]),
+        None => (first, ""),
+    };
+    let mut cur = root.get(key)?;
+    for idx in indices.split('[').skip(1) {
+        let i: usize = idx.trim_end_matches(']').parse().ok()?;
+        cur = cur.get(i)?;
+    }
+    walk(cur, parts)
+}
+
+fn walk<'a, 'p>(root: &'a Value, parts: impl Iterator<Item = &'p str>) -> Option<&'a Value> {
     let mut cur = root;
-    for part in path.split('.') {
+    for part in parts {
         let (key, indices) = match part.find('[') {
             Some(i) => (&part[..i], &part[i..]),
             None => (part, ""),
@@ -105,22 +163,24 @@ pub fn lookup<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
-/// Accumulates a [`Report`] against one artifact.
+/// Accumulates a [`Report`] against one artifact's top-level members (its
+/// head: every member but `request_timings`, whose records are checked one
+/// at a time through [`Checker::record`]).
 pub struct Checker<'a> {
-    root: &'a Value,
+    root: &'a Map<String, Value>,
     report: Report,
     seen: BTreeSet<String>,
 }
 
 impl<'a> Checker<'a> {
-    pub fn new(root: &'a Value) -> Self {
+    pub fn new(root: &'a Map<String, Value>) -> Self {
         Self { root, report: Report::default(), seen: BTreeSet::new() }
     }
 
     /// Compares the stored value at `path` with `derived`. A path the
     /// artifact does not carry is not a claim and is skipped.
     pub fn check(&mut self, path: &str, derived: Value) {
-        let Some(stored) = lookup(self.root, path) else { return };
+        let Some(stored) = lookup_in(self.root, path) else { return };
         if !self.seen.insert(path.to_string()) {
             return;
         }
@@ -132,7 +192,7 @@ impl<'a> Checker<'a> {
 
     /// Lists `path` (if present) as not re-derived.
     pub fn uncheck(&mut self, path: &str, reason: impl Into<String>) {
-        if lookup(self.root, path).is_some() && self.seen.insert(path.to_string()) {
+        if lookup_in(self.root, path).is_some() && self.seen.insert(path.to_string()) {
             self.report.unchecked.push(Unchecked { path: path.to_string(), reason: reason.into() });
         }
     }
@@ -144,32 +204,96 @@ impl<'a> Checker<'a> {
     /// Lists every leaf under `path` that no check or earlier listing
     /// covered, so nothing in a derived section passes silently.
     pub fn sweep(&mut self, path: &str, reason: &str) {
-        let Some(v) = lookup(self.root, path) else { return };
+        let Some(v) = lookup_in(self.root, path) else { return };
         let mut leaves = Vec::new();
         collect_leaves(v, path, &mut leaves);
         for leaf in leaves {
-            if !self.covered(&leaf) {
+            if !covered(&self.seen, &leaf) {
                 self.seen.insert(leaf.clone());
                 self.report.unchecked.push(Unchecked { path: leaf, reason: reason.to_string() });
             }
         }
     }
 
-    fn covered(&self, path: &str) -> bool {
-        let mut p = path;
-        loop {
-            if self.seen.contains(p) {
-                return true;
-            }
-            match p.rfind(['.', '[']) {
-                Some(i) => p = &p[..i],
-                None => return false,
-            }
-        }
+    /// The checks of record `pos` (`raw`), which forget the record's paths
+    /// when done: what stays is a count per field.
+    pub fn record<'r>(&'r mut self, pos: usize, raw: &'r Map<String, Value>) -> RecordChecker<'r> {
+        RecordChecker { report: &mut self.report, raw, pos, seen: BTreeSet::new() }
     }
 
     pub fn finish(self) -> Report {
         self.report
+    }
+}
+
+/// A [`Checker`] for one record's own fields (paths relative to the record).
+pub struct RecordChecker<'r> {
+    report: &'r mut Report,
+    raw: &'r Map<String, Value>,
+    pos: usize,
+    seen: BTreeSet<String>,
+}
+
+impl RecordChecker<'_> {
+    fn path(&self, field: &str) -> String {
+        format!("{RECORDS}[{}].{field}", self.pos)
+    }
+
+    /// [`Checker::check`] of the record's `field`.
+    pub fn check(&mut self, field: &str, derived: Value) {
+        let Some(stored) = lookup_in(self.raw, field) else { return };
+        if !self.seen.insert(field.to_string()) {
+            return;
+        }
+        *self.report.checked_per_request.entry(format!("{RECORDS}[*].{field}")).or_default() += 1;
+        if !values_match(stored, &derived) {
+            let path = self.path(field);
+            self.report.mismatches.push(Mismatch { path, stored: stored.clone(), derived });
+        }
+    }
+
+    /// [`Checker::uncheck`] of the record's `field`.
+    pub fn uncheck(&mut self, field: &str, reason: impl Into<String>) {
+        if lookup_in(self.raw, field).is_some() && self.seen.insert(field.to_string()) {
+            self.unchecked(field, reason.into());
+        }
+    }
+
+    /// Counts `field` as unchecked; its first record lists it (with why).
+    fn unchecked(&mut self, field: &str, reason: String) {
+        let path = format!("{RECORDS}[*].{field}");
+        let n = self.report.unchecked_per_request.entry(path.clone()).or_default();
+        *n += 1;
+        if *n == 1 {
+            self.report.unchecked.push(Unchecked { path, reason });
+        }
+    }
+
+    /// [`Checker::sweep`] under the record's `field`.
+    pub fn sweep(&mut self, field: &str, reason: &str) {
+        let Some(v) = lookup_in(self.raw, field) else { return };
+        let mut leaves = Vec::new();
+        collect_leaves(v, field, &mut leaves);
+        for leaf in leaves {
+            if !covered(&self.seen, &leaf) {
+                self.unchecked(&leaf, reason.to_string());
+                self.seen.insert(leaf);
+            }
+        }
+    }
+}
+
+/// Whether `path` or a path above it was already checked or listed.
+fn covered(seen: &BTreeSet<String>, path: &str) -> bool {
+    let mut p = path;
+    loop {
+        if seen.contains(p) {
+            return true;
+        }
+        match p.rfind(['.', '[']) {
+            Some(i) => p = &p[..i],
+            None => return false,
+        }
     }
 }
 
@@ -212,5 +336,12 @@ mod tests {
         let v = json!({"a": {"b": [{"c": 5}]}});
         assert_eq!(lookup(&v, "a.b[0].c"), Some(&json!(5)));
         assert_eq!(lookup(&v, "a.b[1].c"), None);
+        let m = v.as_object().unwrap();
+        assert_eq!(lookup_in(m, "a.b[0].c"), Some(&json!(5)));
+        assert_eq!(
+            per_request_field("request_timings[3].request_canary.passed"),
+            Some("request_canary.passed")
+        );
+        assert_eq!(per_request_field("repeats.runs[0].repeat"), None);
     }
 }

@@ -18,11 +18,11 @@
 //! - `ttft_p50_ms`, `ttft_p99_ms`: nearest rank over the `ttft_ms` of
 //!   eligible records sent in the point; null when there are none.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use crate::records::Req;
+use crate::columns::{Col, Rows};
 use crate::report::Checker;
-use crate::stats::percentile;
+use crate::stats::percentile_sorted;
 
 /// Which point of a run with `n` points holds moment `ms`.
 fn point(ms: f64, width_ms: f64, n: usize) -> usize {
@@ -38,65 +38,98 @@ fn overlap(from: f64, to: f64, i: usize, n: usize, width_ms: f64) -> f64 {
     (to.min(hi) - from.max(lo)).max(0.0)
 }
 
-pub fn check_series(c: &mut Checker<'_>, artifact: &Value, reqs: &[Req<'_>]) {
+/// Most runs a series is derived for (a bound on a damaged `repeat`).
+const MAX_RUNS: u64 = 1 << 16;
+
+pub fn check_series(c: &mut Checker<'_>, artifact: &Map<String, Value>, rows: &Rows) {
     let Some(series) = artifact.get("series").filter(|s| s.is_object()) else { return };
     c.uncheck("series.interval_s", "the interval width (an input)");
     let Some(w) = series.get("interval_s").and_then(Value::as_f64).filter(|w| *w > 0.0) else { return };
     let width_ms = w * 1000.0;
-    let have = |k: &str| reqs.iter().all(|r| r.num(k).is_some());
-    if !(have("actual_send_ms") && have("finished_ms")) {
+    let runs = artifact.get("repeat").and_then(Value::as_u64).unwrap_or(1).clamp(1, MAX_RUNS) as usize;
+    // First scan: are the times all there, and where does each run end.
+    let (mut complete, mut ends) = (true, vec![0.0f64; runs]);
+    rows.scan(|r| {
+        let (s, f) = (r.get(Col::ActualSend), r.get(Col::Finished));
+        complete &= s.is_some() && f.is_some();
+        if let Some(end) = ends.get_mut(r.repeat() as usize) {
+            *end = end.max(f.unwrap_or(0.0).max(s.unwrap_or(0.0)));
+        }
+    });
+    if !complete {
         c.uncheck("series", "records lack actual_send_ms/finished_ms");
         return;
     }
-    let runs = artifact.get("repeat").and_then(Value::as_u64).unwrap_or(1).max(1);
-    let mut cols: [Vec<Value>; 9] = Default::default();
-    for run in 0..runs {
-        let mine: Vec<&Req<'_>> = reqs.iter().filter(|r| r.repeat == run).collect();
-        let end = mine
-            .iter()
-            .map(|r| r.num("finished_ms").unwrap_or(0.0).max(r.num("actual_send_ms").unwrap_or(0.0)))
-            .fold(0.0, f64::max);
-        let n = ((end / width_ms).ceil() as usize).max(1);
-        let (mut sent, mut completed, mut failed) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
-        let (mut busy_ms, mut tokens) = (vec![0.0; n], vec![0.0; n]);
-        let mut ttfts: Vec<Vec<f64>> = vec![Vec::new(); n];
-        for r in &mine {
-            let (s, f) = (r.num("actual_send_ms").unwrap_or(0.0), r.num("finished_ms").unwrap_or(0.0));
-            let (ps, pf) = (point(s, width_ms, n), point(f, width_ms, n));
-            sent[ps] += 1;
-            for (i, b) in busy_ms.iter_mut().enumerate().take(pf + 1).skip(ps) {
-                *b += overlap(s, f, i, n, width_ms);
-            }
-            if !r.eligible {
-                failed[pf] += 1;
-                continue;
-            }
-            completed[pf] += 1;
-            if let Some(out) = r.int("output_tokens") {
-                let first = r.num("time_to_first_output_ms").map_or(f, |t| (s + t).min(f));
-                if f > first {
-                    let pfirst = point(first, width_ms, n);
-                    for (i, t) in tokens.iter_mut().enumerate().take(pf + 1).skip(pfirst) {
-                        *t += out as f64 * overlap(first, f, i, n, width_ms) / (f - first);
-                    }
-                } else {
-                    tokens[pf] += out as f64;
+    let counts: Vec<usize> = ends.iter().map(|end| ((end / width_ms).ceil() as usize).max(1)).collect();
+    let offsets: Vec<usize> = counts.iter().scan(0, |at, n| Some(std::mem::replace(at, *at + n))).collect();
+    let points: usize = counts.iter().sum();
+    let (mut sent, mut completed, mut failed) = (vec![0u64; points], vec![0u64; points], vec![0u64; points]);
+    let (mut busy_ms, mut tokens) = (vec![0.0; points], vec![0.0; points]);
+    // The `ttft_ms` of the eligible records sent in each point: counted in
+    // this scan, then placed point by point in one column by a second.
+    let mut ttft_counts = vec![0usize; points];
+    rows.scan(|r| {
+        let run = r.repeat() as usize;
+        let (Some(&n), Some(&at)) = (counts.get(run), offsets.get(run)) else { return };
+        let (s, f) = (r.get(Col::ActualSend).unwrap_or(0.0), r.get(Col::Finished).unwrap_or(0.0));
+        let (ps, pf) = (point(s, width_ms, n), point(f, width_ms, n));
+        sent[at + ps] += 1;
+        for (i, b) in busy_ms[at..at + n].iter_mut().enumerate().take(pf + 1).skip(ps) {
+            *b += overlap(s, f, i, n, width_ms);
+        }
+        if !r.eligible() {
+            failed[at + pf] += 1;
+            return;
+        }
+        completed[at + pf] += 1;
+        if let Some(out) = r.get(Col::OutputTokensInt) {
+            let first = r.get(Col::TimeToFirstOutput).map_or(f, |t| (s + t).min(f));
+            if f > first {
+                let pfirst = point(first, width_ms, n);
+                for (i, t) in tokens[at..at + n].iter_mut().enumerate().take(pf + 1).skip(pfirst) {
+                    *t += out * overlap(first, f, i, n, width_ms) / (f - first);
                 }
-            }
-            if let Some(t) = r.num("ttft_ms") {
-                ttfts[ps].push(t);
+            } else {
+                tokens[at + pf] += out;
             }
         }
+        if r.get(Col::Ttft).is_some() {
+            ttft_counts[at + ps] += 1;
+        }
+    });
+    let starts: Vec<usize> =
+        ttft_counts.iter().scan(0, |at, n| Some(std::mem::replace(at, *at + n))).collect();
+    let mut ttfts = rows.buffer(0);
+    ttfts.resize(ttft_counts.iter().sum(), 0.0);
+    let mut next = starts.clone();
+    rows.scan(|r| {
+        let run = r.repeat() as usize;
+        let (Some(&n), Some(&at), Some(t)) = (counts.get(run), offsets.get(run), r.get(Col::Ttft)) else {
+            return;
+        };
+        if r.eligible() {
+            let p = at + point(r.get(Col::ActualSend).unwrap_or(0.0), width_ms, n);
+            ttfts[next[p]] = t;
+            next[p] += 1;
+        }
+    });
+    drop(next);
+    let mut cols: [Vec<Value>; 9] = Default::default();
+    for (run, (&n, &at)) in counts.iter().zip(&offsets).enumerate() {
         for i in 0..n {
-            let pct = |q| json!(percentile(&ttfts[i], q));
+            let (from, count) = (starts[at + i], ttft_counts[at + i]);
+            let sorted = &mut ttfts[from..from + count];
+            sorted.sort_unstable_by(f64::total_cmp);
+            let sorted = &*sorted;
+            let pct = |q| json!((!sorted.is_empty()).then(|| percentile_sorted(sorted, q)));
             let row = [
                 json!(run),
                 json!(i as f64 * w),
-                json!(busy_ms[i] / width_ms),
-                json!(sent[i]),
-                json!(completed[i]),
-                json!(failed[i]),
-                json!(tokens[i] / w),
+                json!(busy_ms[at + i] / width_ms),
+                json!(sent[at + i]),
+                json!(completed[at + i]),
+                json!(failed[at + i]),
+                json!(tokens[at + i] / w),
                 pct(50),
                 pct(99),
             ];
@@ -105,6 +138,7 @@ pub fn check_series(c: &mut Checker<'_>, artifact: &Value, reqs: &[Req<'_>]) {
             }
         }
     }
+    rows.recycle(ttfts);
     let names = [
         "repeat",
         "t",
@@ -130,6 +164,7 @@ mod tests {
     /// after a 0.5 s first output, one failed from 1.2 s to 1.4 s.
     fn artifact(in_flight: [f64; 3]) -> Value {
         json!({
+            "schema": crate::rederive::SCHEMA,
             "repeat": 1,
             "request_timings": [
                 {"repeat": 0, "actual_send_ms": 500.0, "finished_ms": 2500.0, "performance_eligible": true,
@@ -154,16 +189,11 @@ mod tests {
 
     #[test]
     fn a_hand_computed_series_checks_and_an_edit_does_not() {
-        let check = |a: &Value| {
-            let (reqs, _) = crate::records::read(a).unwrap();
-            let mut c = Checker::new(a);
-            check_series(&mut c, a, &reqs);
-            c.finish()
-        };
+        let check = |a: &Value| crate::rederive::rederive(a).unwrap();
         let good = artifact([0.5, 1.2, 0.5]);
         let report = check(&good);
         assert!(report.is_clean(), "{:#?}", report.mismatches);
-        assert!(report.checked.iter().any(|p| p == "series.output_tok_s"));
+        assert!(report.was_checked("series.output_tok_s"));
         let report = check(&artifact([0.5, 1.0, 0.5]));
         assert_eq!(report.mismatches.len(), 1);
         assert_eq!(report.mismatches[0].path, "series.in_flight");

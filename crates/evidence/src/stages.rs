@@ -12,17 +12,27 @@
 //!
 //! The stage's settings (`arrival`, `concurrency`, `duration_ms`) are inputs.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
-use crate::metrics::{Derived, metrics};
-use crate::records::{Req, span_ms};
+use serde_json::{Map, Value, json};
+
+use crate::columns::{Col, Row, Rows};
+use crate::metrics::{Derived, Group, metrics};
 use crate::report::Checker;
+use crate::tally::Tally;
 
-pub fn check_stages(c: &mut Checker<'_>, artifact: &Value, reqs: &[Req<'_>], ci_z: f64) {
-    let Some(stages) = artifact.get("stages").and_then(Value::as_array) else { return };
-    let repeats = crate::records::repeats(reqs);
+/// `stages`: one [`Tally`] per stage index the records carry.
+pub fn check_stages(
+    c: &mut Checker<'_>,
+    artifact: &Map<String, Value>,
+    rows: &Rows,
+    stages: &BTreeMap<u64, Tally>,
+    ci_z: f64,
+) {
+    let Some(list) = artifact.get("stages").and_then(Value::as_array) else { return };
+    let none = Tally::default();
     let mut start = 0u64;
-    for (i, stage) in stages.iter().enumerate() {
+    for (i, stage) in list.iter().enumerate() {
         let p = |k: &str| format!("stages[{i}].{k}");
         for input in ["arrival", "concurrency", "duration_ms"] {
             c.uncheck(&p(input), "the stage's setting (an input)");
@@ -35,26 +45,26 @@ pub fn check_stages(c: &mut Checker<'_>, artifact: &Value, reqs: &[Req<'_>], ci_
             }
             None => c.uncheck(&p("window_ms"), "no integer duration_ms"),
         }
-        let mine: Vec<&Req<'_>> = reqs.iter().filter(|r| r.int("stage") == Some(i as u64)).collect();
-        let eligible = mine.iter().filter(|r| r.eligible).count();
-        c.check(&p("attempted"), json!(mine.len()));
-        c.check(&p("completed"), json!(eligible));
-        c.check(&p("failed"), json!(mine.len() - eligible));
-        let wall = repeats
-            .iter()
-            .map(|rep| span_ms(&mine.iter().copied().filter(|r| r.repeat == *rep).collect::<Vec<_>>()))
-            .sum::<Option<f64>>();
+        let tally = stages.get(&(i as u64)).unwrap_or(&none);
+        c.check(&p("attempted"), json!(tally.attempted));
+        c.check(&p("completed"), json!(tally.eligible));
+        c.check(&p("failed"), json!(tally.attempted - tally.eligible));
+        // Σ over the stage's repeats (a repeat without its records adds 0).
+        let wall = tally.wall_ms();
         match wall {
             Some(w) => c.check(&p("wall_clock_ms"), json!(w)),
             None => c.uncheck(&p("wall_clock_ms"), "records lack actual_send_ms/finished_ms"),
         }
-        let derived = metrics(&mine, wall, ci_z);
         let keys: Vec<String> = stage
             .get("metrics")
             .and_then(Value::as_object)
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default();
-        for key in keys {
+        // Only the distributions the stage's block names are loaded.
+        let want = |name: &str| keys.iter().any(|k| k.starts_with(name));
+        let member = |r: &Row| r.is(Col::Stage, i as u64);
+        let derived = metrics(&Group { tally, rows, member: &member }, wall, ci_z, &want);
+        for key in keys.iter().cloned() {
             let path = p(&format!("metrics.{key}"));
             match derived.iter().find(|(k, _)| *k == key) {
                 Some((_, Derived::Value(v))) => c.check(&path, v.clone()),

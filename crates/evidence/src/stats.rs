@@ -42,28 +42,56 @@ pub fn percentile_sorted(sorted: &[f64], q: u32) -> f64 {
     sorted[nearest_rank_index(q, sorted.len()) - 1]
 }
 
+/// Values in their order (the records'), visited as often as a statistic
+/// needs: a slice in memory, or a column of the row file
+/// ([`crate::columns::Column`]) read again on each visit instead of held.
+pub trait Ordered {
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Calls `f` with every value, in order.
+    fn each(&self, f: &mut dyn FnMut(f64));
+}
+
+impl Ordered for [f64] {
+    fn len(&self) -> usize {
+        <[f64]>::len(self)
+    }
+
+    fn each(&self, f: &mut dyn FnMut(f64)) {
+        self.iter().for_each(|v| f(*v));
+    }
+}
+
 /// Arithmetic mean; `None` for no values.
 pub fn mean(values: &[f64]) -> Option<f64> {
+    mean_of(values)
+}
+
+/// [`mean`] of ordered values (summed in their order).
+pub fn mean_of(values: &(impl Ordered + ?Sized)) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
     let mut sum = 0.0;
-    for v in values {
-        sum += v;
-    }
+    values.each(&mut |v| sum += v);
     Some(sum / values.len() as f64)
 }
 
 /// Sample (n − 1) standard deviation; `None` below two values.
 pub fn sample_sd(values: &[f64]) -> Option<f64> {
+    sample_sd_of(values)
+}
+
+/// [`sample_sd`] of ordered values.
+pub fn sample_sd_of(values: &(impl Ordered + ?Sized)) -> Option<f64> {
     if values.len() < 2 {
         return None;
     }
-    let m = mean(values)?;
+    let m = mean_of(values)?;
     let mut ss = 0.0;
-    for v in values {
-        ss += (v - m) * (v - m);
-    }
+    values.each(&mut |v| ss += (v - m) * (v - m));
     Some((ss / (values.len() - 1) as f64).sqrt())
 }
 
@@ -87,11 +115,20 @@ impl Summary {
     /// `None` for no values. Non-finite values are a caller error: they
     /// never come from JSON numbers.
     pub fn with_z(values: &[f64], z: f64) -> Option<Self> {
-        let m = mean(values)?;
-        let n = values.len();
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
-        let sd = sample_sd(values);
+        Self::of_sorted(values, &sorted, z)
+    }
+
+    /// [`Summary::with_z`] of `values` whose ascending copy is `sorted`
+    /// (for a caller that holds only the sorted copy and can visit the values).
+    pub fn of_sorted(values: &(impl Ordered + ?Sized), sorted: &[f64], z: f64) -> Option<Self> {
+        let m = mean_of(values)?;
+        let n = sorted.len();
+        if n == 0 {
+            return None;
+        }
+        let sd = sample_sd_of(values);
         let half = sd.map(|s| z * s / (n as f64).sqrt());
         Some(Self {
             n,
@@ -101,7 +138,7 @@ impl Summary {
             ci_high: half.map(|h| m + h),
             min: sorted[0],
             max: sorted[n - 1],
-            pct: PERCENTILES.map(|q| percentile_sorted(&sorted, q)),
+            pct: PERCENTILES.map(|q| percentile_sorted(sorted, q)),
         })
     }
 

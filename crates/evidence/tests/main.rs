@@ -9,4 +9,5 @@ mod common;
 mod compare_props;
 mod headline;
 mod rederive_anvil;
+mod rederive_file;
 mod rederive_reference;

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{LOADGEN_OLD_Z, anvil_tiny, at, perturb};
-use anvil_evidence::{Options, Report, rederive, rederive_with};
+use crate::common::{LOADGEN_OLD_Z, anvil_tiny, at, every_checked, perturb};
+use anvil_evidence::{Options, Report, rederive, rederive_file, rederive_with};
 use serde_json::Value;
 
 /// The only known difference: CIs of the mean written with z =
@@ -27,7 +27,7 @@ fn committed_anvil_artifact_verifies() {
     let a = anvil_tiny();
     let report = assert_clean_but_for_old_z(&a);
     println!("{}", report.summary());
-    assert!(report.checked.len() >= 650, "{}", report.summary());
+    assert!(report.fields_checked() >= 650, "{}", report.summary());
     for path in [
         "wall_clock_ms",
         "metrics.goodput_tok_s",
@@ -42,7 +42,7 @@ fn committed_anvil_artifact_verifies() {
         "request_timings[8].request_canary.passed",
         "request_timings[0].slo_met",
     ] {
-        assert!(report.checked.iter().any(|p| p == path), "{path} not checked");
+        assert!(report.was_checked(path), "{path} not checked");
     }
     // Only fields anvil's runner adds next to the loadgen's, and two without a definition.
     let unchecked: Vec<&str> = report.unchecked.iter().map(|u| u.path.as_str()).collect();
@@ -66,7 +66,7 @@ fn committed_anvil_artifact_verifies() {
 fn every_checked_anvil_field_catches_its_own_edit() {
     let opts = Options { ci_z: LOADGEN_OLD_Z };
     let base = anvil_tiny();
-    let checked = rederive_with(&base, &opts).unwrap().checked;
+    let checked = every_checked(&rederive_with(&base, &opts).unwrap(), &base);
     for path in &checked {
         let mut a = base.clone();
         perturb(at(&mut a, path));
@@ -123,8 +123,10 @@ fn live_anvil_artifact_verifies() {
     assert_eq!(found.len(), 1, "{found:?}");
     let artifact: Value = serde_json::from_str(&std::fs::read_to_string(&found[0]).unwrap()).unwrap();
     let report = assert_clean_but_for_old_z(&artifact);
+    // Streamed from the file, the same engine finds the same.
+    assert_eq!(rederive_file(&found[0]).unwrap(), report, "file and memory differ");
     println!("live: {}", report.summary());
-    assert!(report.checked.len() >= 600, "{}", report.summary());
+    assert!(report.fields_checked() >= 600, "{}", report.summary());
     // 80 requests: the cell's own distributions are cut into batches, so
     // the batch-means intervals were re-derived, not only the independent ones.
     assert!(
@@ -137,7 +139,7 @@ fn live_anvil_artifact_verifies() {
     for path in
         ["client_error.latency_bound_ms", "client_error.kernel_stamped", "client_error.read_delay_p99_ms"]
     {
-        assert!(report.checked.iter().any(|c| c == path), "{path} not checked: {}", report.summary());
+        assert!(report.was_checked(path), "{path} not checked: {}", report.summary());
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+use anvil_evidence::Report;
+use anvil_evidence::report::lookup;
 use serde_json::Value;
 
 pub fn fixture(name: &str) -> Value {
@@ -18,6 +20,28 @@ pub fn reference() -> Value {
 /// 500 and canary-leak faults), produced by `anvil run` against the sim.
 pub fn anvil_tiny() -> Value {
     fixture("anvil-tiny-benchmark-v1.json")
+}
+
+/// The path of a fixture file.
+pub fn fixture_path(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// Every path `report` checked, its per-request fields spelled out at each
+/// record that carries them (the counts must say that is every such record).
+pub fn every_checked(report: &Report, artifact: &Value) -> Vec<String> {
+    let mut out = report.checked.clone();
+    let records = artifact["request_timings"].as_array().map_or(0, Vec::len);
+    for (pattern, count) in &report.checked_per_request {
+        let field = pattern.strip_prefix("request_timings[*].").unwrap_or_else(|| panic!("{pattern}"));
+        let at: Vec<String> = (0..records)
+            .map(|i| format!("request_timings[{i}].{field}"))
+            .filter(|p| lookup(artifact, p).is_some())
+            .collect();
+        assert_eq!(at.len() as u64, *count, "{pattern}: not checked in every record that carries it");
+        out.extend(at);
+    }
+    out
 }
 
 /// The load generator's z before the protocol's 1.96 was adopted.
