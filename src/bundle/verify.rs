@@ -113,7 +113,7 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
         let result =
             result.and_then(|bytes| serde_json::from_slice::<crate::results::CellResult>(&bytes).ok());
         // Only the metrics of the artifact, from its head (the records are not read).
-        let artifact_metrics = anvil_loadgen::artifact_file::head(&unpacked.join(&member))
+        let artifact_metrics = anvil_evidence::artifact_file::head(&unpacked.join(&member))
             .ok()
             .and_then(|mut head| match head.remove("metrics") {
                 Some(Value::Object(m)) => Some(m),

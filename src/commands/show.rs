@@ -37,7 +37,7 @@ pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit>
     if benchmark.exists() {
         // The table needs the figures, not the per-request lists: a large
         // cell is shown without reading those into memory.
-        if let Ok(head) = anvil_loadgen::artifact_file::head(&benchmark) {
+        if let Ok(head) = anvil_evidence::artifact_file::head(&benchmark) {
             println!("\n{}", anvil_loadgen::render_table(&serde_json::Value::Object(head)));
         }
     } else {

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use anvil_evidence::artifact_file::{self, ArtifactFileError, Member};
 use anvil_store::{RunRecord, Store};
 use serde_json::Value;
 
@@ -60,15 +61,14 @@ fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, 
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => {
             let artifact = match reading {
-                Reading::Head => {
-                    Value::Object(anvil_evidence::stream::head(path).map_err(|e| e.to_string())?)
-                }
+                Reading::Head => Value::Object(head(path).map_err(|e| e.to_string())?),
                 Reading::Located if path.is_file() => Value::Null,
                 Reading::Located => return Err(format!("cannot read {text}: no such file")),
             };
             let name =
                 path.file_stem().map_or_else(|| text.to_string(), |s| s.to_string_lossy().into_owned());
-            let cell = Cell { head: artifact, artifact_file: path.to_path_buf(), preimage: None, server: None };
+            let cell =
+                Cell { head: artifact, artifact_file: path.to_path_buf(), preimage: None, server: None };
             Ok(Side { label: text.to_string(), cells: BTreeMap::from([(name, cell)]), ..Side::default() })
         }
         Some("anvil") => {
@@ -129,7 +129,8 @@ fn from_run(store: &Store, run: &RunRecord, reading: Reading) -> Side {
                 let stored = crate::plan::StoredPreimage::of(&entry.preimage);
                 let server = stored.server().and_then(|fp| extra.preimages.get(fp).cloned());
                 let preimage = preimage_of(&node.fingerprint).or(Some(entry.preimage.clone()));
-                side.cells.insert(node.name.clone(), Cell { head: artifact, artifact_file, preimage, server });
+                side.cells
+                    .insert(node.name.clone(), Cell { head: artifact, artifact_file, preimage, server });
             }
             "screen" => {
                 let Ok(screen) = results::from_value::<ScreenResult>(result.clone()) else { continue };
@@ -155,11 +156,19 @@ fn from_run(store: &Store, run: &RunRecord, reading: Reading) -> Side {
     side
 }
 
+/// Every top-level member of the artifact at `path` but its records: its
+/// `failures` decide eligibility in the reference format.
+fn head(path: &Path) -> Result<serde_json::Map<String, Value>, ArtifactFileError> {
+    artifact_file::head_with(path, &|key| {
+        if key == artifact_file::RECORDS { Member::Absent } else { Member::Kept }
+    })
+}
+
 /// A cell's artifact as `reading` asks: its head, or `Null`
 /// once the file is known to be there. `None`: no readable artifact.
 fn read_artifact(path: &Path, reading: Reading) -> Option<Value> {
     match reading {
-        Reading::Head => anvil_evidence::stream::head(path).ok().map(Value::Object),
+        Reading::Head => head(path).ok().map(Value::Object),
         Reading::Located => path.is_file().then_some(Value::Null),
     }
 }

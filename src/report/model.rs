@@ -301,6 +301,6 @@ fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {
 /// The parts of a stored artifact the page shows: its head, read without
 /// its per-request lists.
 fn read_artifact(path: &std::path::Path) -> Option<Artifact> {
-    let head = anvil_loadgen::artifact_file::head(path).ok()?;
+    let head = anvil_evidence::artifact_file::head(path).ok()?;
     serde_json::from_value(Value::Object(head)).ok()
 }

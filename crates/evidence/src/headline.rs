@@ -63,7 +63,7 @@ impl Samples {
         let empty = Map::new();
         let mut s = Writer::new(head.as_object().unwrap_or(&empty))?;
         let mut readable = true;
-        let found = crate::stream::records(path, |pos, record| match record {
+        let found = crate::artifact_file::for_each_record(path, |pos, record| match record {
             Value::Object(raw) => s.add(pos, &raw),
             _ => {
                 readable = false;

@@ -10,11 +10,15 @@
 //!   [`compare`](mod@compare)); [`compare_artifacts`] does it for the
 //!   headline metrics of two artifacts.
 
+pub mod artifact_file;
 pub mod batch_means;
 pub mod bootstrap;
+pub mod civil_time;
 pub mod client_error;
 pub mod columns;
 pub mod compare;
+pub mod error;
+pub mod fields;
 pub mod gaps;
 pub mod headline;
 pub mod metrics;
@@ -29,7 +33,6 @@ pub mod report;
 pub mod series;
 pub mod stages;
 pub mod stats;
-pub mod stream;
 pub mod tally;
 pub mod tdist;
 pub mod tokens;

@@ -10,14 +10,29 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::civil_time::iso_seconds;
 use crate::columns::{Col, KEYED, Row, RowWriter};
+use crate::error::RederiveError;
+use crate::fields::{DERIVED, INPUTS};
 use crate::metrics::{DISTRIBUTIONS, Derived, Group, metrics};
 use crate::records::{Classifier, EligibilitySource, Req};
-use crate::rederive::{DERIVED, INPUTS, Options, RederiveError, iso_seconds};
 use crate::report::{Checker, Report};
-use crate::stats::P99_MIN_SAMPLES;
+use crate::stats::{P99_MIN_SAMPLES, Z95_PROTOCOL};
 use crate::tally::Tally;
 use crate::tokens::Tokens;
+
+/// Knobs of a re-derivation. The default is the protocol.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// z of the 95% CI of the mean; the protocol's is exactly 1.96.
+    pub ci_z: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { ci_z: Z95_PROTOCOL }
+    }
+}
 
 /// Top-level figures that are counts over the records.
 #[derive(Default)]

@@ -56,130 +56,15 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::artifact_file::{self, Member};
+use crate::fields::kept;
 use crate::pass::Pass;
 use crate::report::Report;
-use crate::stats::Z95_PROTOCOL;
 
-/// The schema this checker knows.
-pub const SCHEMA: &str = "anvil-serving.benchmark/v1";
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum RederiveError {
-    #[error("not a JSON object")]
-    NotAnObject,
-    #[error("schema is {0:?}, expected \"anvil-serving.benchmark/v1\"")]
-    Schema(String),
-    #[error("request_timings is missing or not an array of objects")]
-    NoRecords,
-    /// The file could not be opened, or is not JSON (truncated, damaged).
-    #[error("{path}: {message}")]
-    File { path: String, message: String },
-    /// The checker's own temporary row file failed.
-    #[error("temporary row file: {0}")]
-    Scratch(String),
-}
-
-/// Top-level fields that are configuration or metadata: inputs, not claims.
-pub(crate) const INPUTS: &[&str] = &[
-    "schema",
-    "measurement_protocol",
-    "base_url",
-    "clock_domain_id",
-    "concurrency",
-    "configuration_fingerprint",
-    "context_seed",
-    "context_tokens",
-    "controlled_output_policy",
-    "engine",
-    "finished_at_unix_ns",
-    "gpu",
-    "manifest",
-    "max_context_tokens",
-    "max_tokens",
-    "model",
-    "prompt_cache_mode",
-    "request_canaries",
-    "response_words",
-    "run_id",
-    "sampling",
-    "serve_flags",
-    "shared_prefix_tokens",
-    "source_recipe",
-    "started_at_unix_ns",
-    "tier",
-    "timestamp_precision",
-    "timing_methodology",
-    "request_timings",
-    "cell",
-    "api",
-    "arrival",
-    "simulated",
-    "balance",
-    "targets",
-    "requests_per_repeat",
-    "repeat",
-    "slo",
-    "calibration",
-    "warmup",
-    "thinking_mode",
-    "request_timeout_ms",
-    "loadgen_version",
-];
-
-/// The inputs among [`INPUTS`] that the checks read.
-const READ_INPUTS: &[&str] = &[
-    "schema",
-    "context_seed",
-    "response_words",
-    "slo",
-    "repeat",
-    "targets",
-    "started_at_unix_ns",
-    "finished_at_unix_ns",
-];
-
-/// Whether the head keeps a top-level member's value: one the checks read
-/// or compare. Any other (telemetry, connections, methodology text) is
-/// kept as present only (null), which is all its listing needs.
-pub(crate) fn kept(key: &str) -> bool {
-    READ_INPUTS.contains(&key) || DERIVED.contains(&key)
-}
-
-/// Knobs of a re-derivation. The default is the protocol.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Options {
-    /// z of the 95% CI of the mean; the protocol's is exactly 1.96.
-    pub ci_z: f64,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self { ci_z: Z95_PROTOCOL }
-    }
-}
-
-/// Top-level fields this module re-derives (or lists as unchecked itself).
-pub(crate) const DERIVED: &[&str] = &[
-    "metrics",
-    "client_error",
-    "tokens",
-    "metric_population",
-    "repeats",
-    "per_target",
-    "failures",
-    "failure_counts",
-    "wall_clock_ms",
-    "requests",
-    "completed",
-    "failed",
-    "performance_eligible",
-    "responses_received",
-    "context_distribution",
-    "started_at",
-    "finished_at",
-    "stages",
-    "series",
-];
+pub use crate::civil_time::iso_seconds;
+pub use crate::error::RederiveError;
+pub use crate::fields::SCHEMA;
+pub use crate::pass::Options;
 
 /// Re-derives every figure of `artifact` that its records determine, by the protocol.
 pub fn rederive(artifact: &Value) -> Result<Report, RederiveError> {
@@ -214,10 +99,12 @@ pub fn rederive_file(path: &Path) -> Result<Report, RederiveError> {
 
 /// [`rederive_file`] with other [`Options`].
 pub fn rederive_file_with(path: &Path, opts: &Options) -> Result<Report, RederiveError> {
-    let head = crate::stream::head_with(path, &kept)?;
+    let head = artifact_file::head_with(path, &|key| {
+        if kept(key) { Member::Kept } else { Member::Null }
+    })?;
     schema(&head)?;
     let mut pass = Pass::new(&head, opts)?;
-    let found = crate::stream::records(path, |pos, record| match record {
+    let found = artifact_file::for_each_record(path, |pos, record| match record {
         Value::Object(raw) => pass.record(pos, &raw),
         _ => Err(RederiveError::NoRecords),
     })?;
@@ -234,35 +121,10 @@ fn schema(head: &Map<String, Value>) -> Result<(), RederiveError> {
     }
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` of a Unix time in ns, truncated to the second.
-pub fn iso_seconds(unix_ns: u64) -> String {
-    let secs = unix_ns / 1_000_000_000;
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn iso_by_hand() {
-        assert_eq!(iso_seconds(0), "1970-01-01T00:00:00Z");
-        assert_eq!(iso_seconds(951_782_400_999_999_999), "2000-02-29T00:00:00Z");
-        assert_eq!(iso_seconds(1_791_192_203_670_804_700), "2026-10-05T09:23:23Z");
-    }
 
     #[test]
     fn rejects_other_documents() {

@@ -24,7 +24,6 @@ pub use observe::precision::{Look, LookedAt, StoppingRecord};
 pub use observe::record::{ControlledOutput, RequestRecord};
 pub use observe::sse;
 pub use output::artifact::{PROTOCOL, SCHEMA};
-pub use output::artifact_file::{self, ArtifactFileError};
 pub use output::benchmark::{
     AcrossRepeats, ArrivalDoc, Benchmark, FieldSummary, GpuReadings, GpuTelemetry, RepeatRun, Repeats,
     ReplicaMetrics, StageFigures, TargetLabel, Telemetry, WarmupCounts,

@@ -41,29 +41,22 @@ impl Tables {
     /// file: the records are streamed from it one at a time, so a cell of
     /// any size is exported in the memory of one batch of rows.
     pub fn add_cell_file(&mut self, cell: &str, artifact: &Path) -> Result<(), TableError> {
-        let unreadable = |e: anvil_loadgen::ArtifactFileError| TableError::Cell {
+        use anvil_evidence::artifact_file::{self, Stopped};
+        let unreadable = |e: artifact_file::ArtifactFileError| TableError::Cell {
             cell: cell.to_string(),
             message: e.to_string(),
         };
-        let head = anvil_loadgen::artifact_file::head(artifact).map_err(unreadable)?;
+        let head = artifact_file::head(artifact).map_err(unreadable)?;
         let doc: Benchmark = serde_json::from_value(serde_json::Value::Object(head)).map_err(|e| {
             TableError::Cell { cell: cell.to_string(), message: format!("not a benchmark/v1 artifact: {e}") }
         })?;
         let mut rows = self.cell_rows(cell, &doc);
-        // The callback speaks in strings; the table's own error is kept aside.
-        let mut failed = None;
-        let streamed =
-            anvil_loadgen::artifact_file::for_each_record(artifact, |record: serde_json::Value| {
-                rows.push(record).map_err(|e| {
-                    let message = e.to_string();
-                    failed = Some(e);
-                    message
-                })
-            });
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        streamed.map_err(unreadable)?;
+        artifact_file::for_each_record(artifact, |_, record: serde_json::Value| rows.push(record)).map_err(
+            |stopped| match stopped {
+                Stopped::File(e) => unreadable(e),
+                Stopped::By(e) => e,
+            },
+        )?;
         rows.finish()
     }
 

@@ -73,7 +73,7 @@ impl CellPlots {
             canaries_checked: 0,
             canaries_passed: 0,
         };
-        anvil_loadgen::artifact_file::for_each_record(path, |t: Timing| {
+        anvil_evidence::artifact_file::for_each_record(path, |_, t: Timing| {
             let row = plots.row_of(&t);
             let mut bytes = [0u8; ROW_BYTES];
             for (b, v) in bytes.chunks_exact_mut(8).zip(row) {

@@ -1,10 +1,9 @@
 //! What is written: the benchmark/v1 artifact, the record log it streams
 //! its records from, its plot-ready series and distributions, and the
-//! terminal table of a stored artifact; and the stored artifact read back
-//! in parts (`artifact_file`).
+//! terminal table of a stored artifact (read back in parts by
+//! `anvil_evidence::artifact_file`).
 
 pub(crate) mod artifact;
-pub mod artifact_file;
 pub(crate) mod batch_means;
 pub(crate) mod benchmark;
 pub(crate) mod client_error;

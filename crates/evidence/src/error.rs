@@ -1,0 +1,34 @@
+//! Why a re-derivation could not run.
+
+use crate::artifact_file::{ArtifactFileError, Stopped};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RederiveError {
+    #[error("not a JSON object")]
+    NotAnObject,
+    #[error("schema is {0:?}, expected \"anvil-serving.benchmark/v1\"")]
+    Schema(String),
+    #[error("request_timings is missing or not an array of objects")]
+    NoRecords,
+    /// The file could not be opened, or is not JSON (truncated, damaged).
+    #[error("{message}")]
+    File { path: String, message: String },
+    /// The checker's own temporary row file failed.
+    #[error("temporary row file: {0}")]
+    Scratch(String),
+}
+
+impl From<ArtifactFileError> for RederiveError {
+    fn from(e: ArtifactFileError) -> Self {
+        RederiveError::File { path: e.path().to_string(), message: e.to_string() }
+    }
+}
+
+impl From<Stopped<RederiveError>> for RederiveError {
+    fn from(stopped: Stopped<RederiveError>) -> Self {
+        match stopped {
+            Stopped::File(e) => e.into(),
+            Stopped::By(e) => e,
+        }
+    }
+}
