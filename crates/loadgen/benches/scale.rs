@@ -21,10 +21,16 @@
 //! server's own write − receive, as ground_truth.rs computes it), CPU per
 //! request and per content chunk, peak RSS, failures.
 //!
+//! Closed-loop rows (`closed:C`) hold C streams open at once instead: C
+//! connections made before the clock, `SCALE_CLOSED_PER_STREAM` requests per
+//! stream (default 10, at least 5,000 in all); their "req/s" column is C and
+//! "achieved" the rate the C streams reached.
+//!
 //! `cargo bench -p anvil-loadgen --bench scale`. `SCALE_ROWS=constant:1000,
-//! poisson:10000` picks the rows (default constant 1k, 5k, 10k ×3, Poisson 10k
-//! ×3, constant 20k); `SCALE_SECONDS` the seconds of arrivals per cell
-//! (default 3); `SCALE_FIRST_US`, `SCALE_GAP_US` the server's delays.
+//! poisson:10000,closed:1024` picks the rows (default constant 1k, 5k, 10k ×3,
+//! Poisson 10k ×3, constant 20k, closed 64, 1,024, 4,096); `SCALE_SECONDS`
+//! the seconds of arrivals per open-loop cell (default 3); `SCALE_FIRST_US`,
+//! `SCALE_GAP_US` the server's delays.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -64,6 +70,7 @@ fn load_average() -> String {
 fn server_main() {
     let first = Duration::from_micros(env_or("SCALE_FIRST_US", 0u64));
     let gap = Duration::from_micros(env_or("SCALE_GAP_US", 100u64));
+    raise_descriptor_limit();
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     println!("LISTEN {}", listener.local_addr().expect("addr").port());
     let log = Arc::new(Mutex::new(std::io::BufWriter::new(std::io::stdout())));
@@ -76,6 +83,19 @@ fn server_main() {
                 let _ = serve(stream, first, gap, &log);
             })
             .expect("connection thread");
+    }
+}
+
+/// A descriptor per connection: 4,096 streams need more than the usual soft
+/// limit of 1,024, so the server takes its hard limit.
+fn raise_descriptor_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
     }
 }
 
@@ -247,16 +267,18 @@ fn child(job: &str) {
     let url = parts.next().expect("url").to_string();
     let dir = std::env::temp_dir().join(format!("anvil-scale-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
-    let arrival = match kind.as_str() {
-        "constant" => Arrival::Constant { rate_per_s: rate },
-        _ => Arrival::Poisson { rate_per_s: rate },
+    // A closed row's "rate" is its concurrency.
+    let (arrival, concurrency) = match kind.as_str() {
+        "constant" => (Arrival::Constant { rate_per_s: rate }, 1024),
+        "closed" => (Arrival::ClosedLoop, rate as u32),
+        _ => (Arrival::Poisson { rate_per_s: rate }, 1024),
     };
     let spec = CellSpec {
         name: format!("scale-{kind}-{rate}"),
         model: "s".into(),
         context_tokens: 0,
-        // Bounds a cell that falls behind (its lag is recorded either way).
-        concurrency: 1024,
+        // Open loop: bounds a cell that falls behind (its lag is recorded either way).
+        concurrency,
         arrival,
         requests,
         warmup_requests: 64,
@@ -368,7 +390,11 @@ struct Row {
 
 fn run_row(kind: &str, rate: f64, url: &str, log: &Log, client_core: usize) -> Row {
     let seconds: f64 = env_or("SCALE_SECONDS", 3.0);
-    let requests = ((rate * seconds) as u64).clamp(500, 2_000_000);
+    let requests = if kind == "closed" {
+        (rate as u64 * env_or("SCALE_CLOSED_PER_STREAM", 10u64)).max(5_000)
+    } else {
+        ((rate * seconds) as u64).clamp(500, 2_000_000)
+    };
     let exe = std::env::current_exe().expect("own path");
     let out = Command::new("taskset")
         .args(["-c", &client_core.to_string()])
@@ -434,6 +460,9 @@ fn main() {
                 p(10000.0),
                 p(10000.0),
                 c(20000.0),
+                ("closed".to_string(), 64.0),
+                ("closed".to_string(), 1024.0),
+                ("closed".to_string(), 4096.0),
             ]
         });
     println!(
