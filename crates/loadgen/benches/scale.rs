@@ -32,6 +32,11 @@
 //! the seconds of arrivals per open-loop cell (default 3); `SCALE_FIRST_US`,
 //! `SCALE_GAP_US` the server's delays.
 
+#[path = "common/stamped_recv.rs"]
+mod stamped_recv;
+#[path = "common/vmhwm.rs"]
+mod vmhwm;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -42,6 +47,8 @@ use std::time::Duration;
 
 use anvil_loadgen::{Arrival, CellContext, CellSpec, Progress, Target, nearest_rank};
 use serde_json::{Value, json};
+use stamped_recv::recv_stamped;
+use vmhwm::vmhwm_kib;
 
 const SERVER_ENV: &str = "SCALE_SERVER";
 const JOB_ENV: &str = "SCALE_JOB";
@@ -100,36 +107,6 @@ fn raise_descriptor_limit() {
 }
 
 type LogOut = Mutex<std::io::BufWriter<std::io::Stdout>>;
-
-/// One `recvmsg`: the count and the kernel receive stamp (unix ns).
-fn recv_stamped(fd: i32, buf: &mut [u8]) -> std::io::Result<(usize, Option<u64>)> {
-    let mut control = [0u64; 16];
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control) as _;
-    // SAFETY: every pointer in msg refers to a live local buffer.
-    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let mut stamp = None;
-    // SAFETY: walking the control buffer the kernel just filled.
-    unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS {
-                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
-                stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-        }
-    }
-    Ok((n as usize, stamp))
-}
 
 fn chunk(out: &mut Vec<u8>, payload: &str) {
     out.extend_from_slice(format!("{:x}\r\n", payload.len()).as_bytes());
@@ -239,16 +216,6 @@ fn serve(mut stream: TcpStream, first: Duration, gap: Duration, log: &LogOut) ->
 // ---------------------------------------------------------------------------
 // One cell (child process, pinned to the first core).
 // ---------------------------------------------------------------------------
-
-fn vmhwm_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
 
 /// This process's user + system CPU time so far, µs (exited threads included).
 fn cpu_us() -> u64 {

@@ -25,11 +25,15 @@
 #[path = "common/in_process_sim.rs"]
 mod in_process_sim;
 
+#[path = "common/vmhwm.rs"]
+mod vmhwm;
+
 use std::io::Write as _;
 use std::process::Command;
 
 use anvil_loadgen::{Arrival, CellContext, CellSpec, Progress, Target};
 use serde_json::{Value, json};
+use vmhwm::vmhwm_kib;
 
 const JOB_ENV: &str = "SCHEDULE_BENCH_JOB";
 
@@ -230,16 +234,6 @@ fn start_sim() -> String {
 
 fn load() -> String {
     std::fs::read_to_string("/proc/loadavg").map(|s| s.trim().to_string()).unwrap_or_default()
-}
-
-fn vmhwm_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 /// The cell a job names: `kind,rate,requests,url`.
