@@ -71,6 +71,11 @@ pub enum Command {
         #[arg(long, env = "ANVIL_EXECUTOR", default_value = "local",
               value_parser = clap::builder::PossibleValuesParser::new(crate::executor::names()))]
         executor: String,
+        /// Threads the load generator spreads each cell over (runtime workers
+        /// and sender lanes; one is enough up to ~10,000 req/s, docs/metrics.md).
+        #[arg(long, env = "ANVIL_LOADGEN_WORKERS", default_value_t = 1,
+              value_parser = clap::value_parser!(u32).range(1..=256))]
+        loadgen_workers: u32,
     },
     /// Run some steps of a recipe inside a Slurm job (`anvil run --executor slurm` submits these).
     Worker {
@@ -91,6 +96,9 @@ pub enum Command {
         /// The Slurm job id (default $SLURM_JOB_ID).
         #[arg(long)]
         job: Option<String>,
+        /// As `anvil run --loadgen-workers`.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+        loadgen_workers: u32,
     },
     /// Cancel the Slurm jobs of a run (`anvil runs` lists run ids).
     Cancel { run_id: String },

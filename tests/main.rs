@@ -26,6 +26,7 @@ mod gates;
 mod golden_fingerprints;
 mod https;
 mod import_result;
+mod loadgen_workers;
 mod module_cycles;
 mod recipe_properties;
 mod report;

@@ -35,12 +35,14 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
             report,
             json,
             executor,
+            loadgen_workers,
         } => {
             if dry_run {
                 return plan::plan(&cli.store, &recipe, json).await;
             }
             let executor = crate::executor::choose(&executor).map_err(input)?;
-            let options = crate::run::RunOptions { jobs, force, only, keep_going, gpus, executor };
+            let options =
+                crate::run::RunOptions { jobs, force, only, keep_going, gpus, executor, loadgen_workers };
             run::run(&cli.store, &recipe, options, &run::Outputs { dir: &out, report, json }).await
         }
         Command::Report { target, run, out, format, results } => {
@@ -55,11 +57,11 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Completions { shell } => report::completions(shell),
         Command::Man => report::man(),
-        Command::Worker { recipe, set, sim, steps, force, keep_going, job } => {
+        Command::Worker { recipe, set, sim, steps, force, keep_going, job, loadgen_workers } => {
             let began_ms = crate::executor::slurm::now_ms();
             let store = open_store(&cli.store)?;
             let plan = load_plan(&RecipeArgs { recipe, set, sim }, Some(&store))?;
-            let args = crate::executor::slurm::WorkerArgs { steps, force, keep_going, job };
+            let args = crate::executor::slurm::WorkerArgs { steps, force, keep_going, job, loadgen_workers };
             crate::executor::slurm::worker(store, plan, args, began_ms).await.map_err(|err| match err {
                 crate::executor::slurm::WorkerError::Input(message) => input(message),
                 crate::executor::slurm::WorkerError::Run(err) => err.into(),

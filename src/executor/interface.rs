@@ -78,6 +78,8 @@ pub struct RunSpec<'a> {
     pub run_id: &'a str,
     /// `--keep-going`.
     pub keep_going: bool,
+    /// `--loadgen-workers`, for the cells it measures.
+    pub loadgen_workers: u32,
 }
 
 /// A step whose dependencies are settled, taken out of the plan: what an

@@ -19,6 +19,8 @@ pub struct CellRun<'a> {
     pub run_id: &'a str,
     pub recipe: &'a str,
     pub progress: &'a super::progress::Progress,
+    /// The load generator's threads (`--loadgen-workers`).
+    pub loadgen_workers: u32,
 }
 
 pub async fn run_cell(
@@ -43,6 +45,7 @@ pub async fn run_cell(
             words::Balance::RoundRobin => Balance::RoundRobin,
             words::Balance::LeastOutstanding => Balance::LeastOutstanding,
         },
+        loadgen_workers: at.loadgen_workers,
     };
     let name = name.to_string();
     let progress = |p: &anvil_loadgen::Progress| display.cell(&name, p.done, p.total, p.tok_s, p.failed);

@@ -20,4 +20,6 @@ pub(super) struct Context {
     /// The run's cells are measured elsewhere (a cluster executor takes
     /// them): a gate here measures no extra repeats.
     pub(super) cells_elsewhere: bool,
+    /// `--loadgen-workers`: the load generator's threads per cell.
+    pub(super) loadgen_workers: u32,
 }

@@ -39,6 +39,7 @@ pub(super) async fn measure_cell(
         run_id: &ctx.run_id,
         recipe: &ctx.recipe_key,
         progress: &ctx.progress,
+        loadgen_workers: ctx.loadgen_workers,
     };
     let result = cell::run_cell(name, cell, &info, &at).await;
     match ctx.servers.crashed(server).await {

@@ -63,6 +63,8 @@ pub struct RunOptions {
     /// `--executor NAME` (`crate::executor::REGISTRY`): where the steps it
     /// takes run (None: every step runs here).
     pub executor: Option<Start>,
+    /// `--loadgen-workers`: the load generator's threads per cell (0 is taken as 1).
+    pub loadgen_workers: u32,
 }
 
 /// Run a plan: every selected step not in the store, then the campaign
@@ -89,6 +91,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
                 store: &store,
                 run_id: &run_id,
                 keep_going: options.keep_going,
+                loadgen_workers: options.loadgen_workers.max(1),
             };
             Some(start(&spec).map_err(RunError::Executor)?)
         }
@@ -253,6 +256,7 @@ fn wave_context(
         run_id: run_id.to_string(),
         progress: Arc::new(Progress::new(0)),
         cells_elsewhere,
+        loadgen_workers: options.loadgen_workers.max(1),
     }))
 }
 

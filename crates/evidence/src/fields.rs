@@ -49,6 +49,7 @@ pub(crate) const INPUTS: &[&str] = &[
     "thinking_mode",
     "request_timeout_ms",
     "loadgen_version",
+    "loadgen_workers",
 ];
 
 /// The inputs among [`INPUTS`] that the checks read.

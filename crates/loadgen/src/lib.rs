@@ -91,13 +91,6 @@ impl CellSummary {
     }
 }
 
-/// Worker threads of the load generator's own runtime. The client runs apart
-/// from the caller's runtime (which may host the simulated engine or a UI),
-/// so their work cannot delay our timestamps.
-fn client_threads() -> usize {
-    std::env::var("ANVIL_LOADGEN_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
-}
-
 /// A measured cell whose records live in its record log (unlinked
 /// temporary files), not in memory: [`StreamedCell::write_artifact`]
 /// writes the benchmark/v1 document from them.
@@ -189,7 +182,10 @@ pub async fn run_cell(
 /// streaming each finished record into unlinked temporary files in
 /// `scratch_dir` (best: the directory the artifact will be written to).
 ///
-/// The measurement runs on a dedicated thread with its own tokio runtime;
+/// The measurement runs on a dedicated thread with its own tokio runtime
+/// (`ctx.loadgen_workers` worker threads), apart from the caller's (which
+/// may host the simulated engine or a UI), so their work cannot delay our
+/// timestamps;
 /// `progress` is called on the caller's task after each measured request.
 /// Dropping the returned future cancels the measurement.
 pub async fn run_cell_streamed(
@@ -225,7 +221,8 @@ async fn run_cell_inner(
     let (spec_owned, targets_owned, ctx_owned) = (spec.clone(), targets.to_vec(), ctx.clone());
     std::thread::Builder::new().name(format!("anvil-loadgen-{}", spec.name)).spawn(move || {
         let mut result_tx = result_tx;
-        let runtime = match client_threads() {
+        // One worker: everything on one thread, no work stealing to pay for.
+        let runtime = match ctx_owned.loadgen_workers.max(1) as usize {
             1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
             n => tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(n)

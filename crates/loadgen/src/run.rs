@@ -219,6 +219,8 @@ struct Runner {
     template_overhead: Option<u64>,
     /// Names this cell run's requests in their `X-Request-Id` (`anvil-{tag}-{index}`).
     request_tag: String,
+    /// Sender lanes of an open loop: one per load-generator worker.
+    sender_lanes: usize,
 }
 
 impl Runner {
@@ -598,7 +600,8 @@ async fn run_phase(
     let open_loop = !matches!(arrival, Arrival::ClosedLoop);
     // Threads and timetables are ready before the run's clock starts.
     let mode = pacer::mode();
-    let queue = if open_loop && mode == pacer::Mode::Sender { sender::spawn() } else { None };
+    let queue =
+        if open_loop && mode == pacer::Mode::Sender { sender::spawn(runner.sender_lanes) } else { None };
     let steady = open_loop && steady_load(&runner.spec) && sink.log.is_some();
     let lead = if steady { runner.spec.warmup_requests } else { 0 };
     let schedule_start = Instant::now();
@@ -686,7 +689,11 @@ async fn run_stages(
     sink: &Arc<Sink>,
 ) -> anyhow::Result<()> {
     let (_, any_open) = stages::widest(&runner.spec);
-    let queue = if any_open && pacer::mode() == pacer::Mode::Sender { sender::spawn() } else { None };
+    let queue = if any_open && pacer::mode() == pacer::Mode::Sender {
+        sender::spawn(runner.sender_lanes)
+    } else {
+        None
+    };
     let run_start = Instant::now();
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut start = run_start;
@@ -1184,6 +1191,7 @@ pub async fn measure(
         margins: Default::default(),
         template_overhead,
         request_tag: request_tag(),
+        sender_lanes: ctx.loadgen_workers.max(1) as usize,
         spec,
     });
 

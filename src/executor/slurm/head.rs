@@ -61,8 +61,7 @@ pub fn start(run: &RunSpec<'_>) -> Result<Arc<dyn Executor>, String> {
             plan.nodes[waiting].waits_for.join(", ")
         ));
     }
-    let head: Arc<dyn Executor> =
-        Head::new(plan, run.selected, run.forced, run.store.clone(), run.run_id, run.keep_going)?;
+    let head: Arc<dyn Executor> = Head::new(run)?;
     Ok(head)
 }
 
@@ -106,6 +105,8 @@ pub struct Head {
     due: Vec<bool>,
     forced: BTreeSet<usize>,
     keep_going: bool,
+    /// `--loadgen-workers`, passed on to each job's worker.
+    loadgen_workers: u32,
     run_id: String,
     binary: PathBuf,
     recipe_path: PathBuf,
@@ -117,14 +118,9 @@ impl Head {
     /// Set up for one run: `due` marks the steps this run will execute
     /// unless something stops it. Jobs an earlier head left running for
     /// these fingerprints are adopted: this run waits for them.
-    fn new(
-        plan: &Plan,
-        selected: &[bool],
-        forced: &BTreeSet<usize>,
-        store: Store,
-        run_id: &str,
-        keep_going: bool,
-    ) -> Result<Arc<Head>, String> {
+    fn new(run: &RunSpec<'_>) -> Result<Arc<Head>, String> {
+        let RunSpec { plan, selected, forced, run_id, keep_going, loadgen_workers, .. } = *run;
+        let store = run.store.clone();
         let settings = SlurmSettings::of_recipe(&plan.recipe);
         if !sbatch::available() {
             return Err("--executor slurm: `sbatch` is not on PATH (is this a Slurm login node?)".into());
@@ -162,6 +158,7 @@ impl Head {
             due,
             forced: forced.clone(),
             keep_going,
+            loadgen_workers,
             run_id: run_id.to_string(),
             binary,
             recipe_path,
@@ -419,6 +416,9 @@ impl Head {
         }
         if self.keep_going {
             command.push("--keep-going".into());
+        }
+        if self.loadgen_workers > 1 {
+            command.extend(["--loadgen-workers".into(), self.loadgen_workers.to_string()]);
         }
         command.extend(["--steps".into(), shell_quote(&names.join(","))]);
         for &m in members.iter().filter(|m| self.forced.contains(m)) {

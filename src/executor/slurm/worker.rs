@@ -20,6 +20,8 @@ pub struct WorkerArgs {
     pub force: Vec<String>,
     pub keep_going: bool,
     pub job: Option<String>,
+    /// `--loadgen-workers` of the run that submitted the job.
+    pub loadgen_workers: u32,
 }
 
 /// Why a worker could not run its steps.
@@ -165,6 +167,7 @@ pub async fn worker(store: Store, plan: Plan, args: WorkerArgs, began_ms: u64) -
         only: to_run.clone(),
         force: args.force.clone(),
         keep_going: args.keep_going,
+        loadgen_workers: args.loadgen_workers,
         // The allocation's GPUs (Slurm sets CUDA_VISIBLE_DEVICES for --gres).
         gpus: Some(std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default()),
         ..RunOptions::default()

@@ -92,6 +92,10 @@ pub struct Benchmark {
     pub thinking_mode: ThinkingMode,
     pub request_timeout_ms: u64,
     pub loadgen_version: String,
+    /// The load generator's threads for this cell (`--loadgen-workers`);
+    /// absent in artifacts from before it was recorded (one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loadgen_workers: Option<u32>,
     pub connections: Value,
     pub series: crate::output::series::Series,
     #[serde(skip_serializing_if = "Option::is_none")]

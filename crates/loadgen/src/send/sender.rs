@@ -11,6 +11,10 @@
 //! The thread sleeps with 1 ns timer slack until shortly before the next
 //! due job and spins to it: [`SPIN`], or a twentieth of the gap since the
 //! job before when that is less (see [`crate::send::pacer`]).
+//!
+//! With `--loadgen-workers N` there are N such threads (lanes), and jobs
+//! are dealt to them in turn: each lane sees every Nth arrival, so its gaps
+//! are N times longer and one slow write delays only its own lane.
 
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
@@ -79,9 +83,23 @@ struct State {
     closed: bool,
 }
 
-struct Shared {
+/// One sender thread and its jobs.
+struct Lane {
     state: Mutex<State>,
     thread: std::thread::Thread,
+}
+
+impl Lane {
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.thread.unpark();
+    }
+}
+
+struct Shared {
+    lanes: Vec<Arc<Lane>>,
+    /// The lane the next job goes to (mod the lane count).
+    next: AtomicUsize,
     handles: AtomicUsize,
 }
 
@@ -102,8 +120,7 @@ impl Clone for SendQueue {
 impl Drop for SendQueue {
     fn drop(&mut self) {
         if self.0.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
-            self.0.thread.unpark();
+            self.0.lanes.iter().for_each(|lane| lane.close());
         }
     }
 }
@@ -111,7 +128,9 @@ impl Drop for SendQueue {
 impl SendQueue {
     /// Queues `job`; it comes back if the thread is gone.
     pub fn send(&self, job: SendJob) -> Result<(), SendJob> {
-        let mut state = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        let turn = self.0.next.fetch_add(1, Ordering::Relaxed) % self.0.lanes.len();
+        let lane = &self.0.lanes[turn];
+        let mut state = lane.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.closed {
             return Err(job);
         }
@@ -124,7 +143,7 @@ impl SendQueue {
         if wake {
             state.sleep = Sleep::Awake;
             drop(state);
-            self.0.thread.unpark();
+            lane.thread.unpark();
         }
         Ok(())
     }
@@ -137,17 +156,25 @@ fn spin_for(gap: Duration) -> Duration {
     SPIN.min(gap / 20)
 }
 
-/// Starts the sender thread; `None` if it could not be started (the caller
-/// then sends from the runtime). The thread ends once every handle to the
-/// queue is dropped and no job is left.
-pub fn spawn() -> Option<SendQueue> {
-    let (tx, rx) = std::sync::mpsc::channel::<Arc<Shared>>();
-    let thread = std::thread::Builder::new().name("anvil-loadgen-sender".into()).spawn(move || {
+/// Starts `lanes` sender threads (at least one); `None` if one could not
+/// be started (the caller then sends from the runtime). The threads end
+/// once every handle to the queue is dropped and no job is left.
+pub fn spawn(lanes: usize) -> Option<SendQueue> {
+    let lanes = (0..lanes.max(1)).map(spawn_lane).collect::<Option<Vec<_>>>();
+    let shared = Shared { lanes: lanes?, next: AtomicUsize::new(0), handles: AtomicUsize::new(1) };
+    Some(SendQueue(Arc::new(shared)))
+}
+
+/// One sender thread; it waits for its lane before it looks at any job.
+fn spawn_lane(number: usize) -> Option<Arc<Lane>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Arc<Lane>>();
+    let name = format!("anvil-loadgen-sender-{number}");
+    let thread = std::thread::Builder::new().name(name).spawn(move || {
         let _ = nix::sys::prctl::set_timerslack(1);
-        let Ok(shared) = rx.recv() else { return };
+        let Ok(lane) = rx.recv() else { return };
         let mut last_due: Option<Instant> = None;
         loop {
-            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = lane.state.lock().unwrap_or_else(|e| e.into_inner());
             let Some(due) = state.waiting.peek().map(|d| d.0.due) else {
                 if state.closed {
                     return;
@@ -177,13 +204,12 @@ pub fn spawn() -> Option<SendQueue> {
         }
     });
     let thread = thread.ok()?;
-    let shared = Arc::new(Shared {
+    let lane = Arc::new(Lane {
         state: Mutex::new(State { waiting: BinaryHeap::new(), sleep: Sleep::Awake, closed: false }),
         thread: thread.thread().clone(),
-        handles: AtomicUsize::new(1),
     });
-    tx.send(shared.clone()).ok()?;
-    Some(SendQueue(shared))
+    tx.send(lane.clone()).ok()?;
+    Some(lane)
 }
 
 fn send(job: SendJob) {
@@ -211,7 +237,7 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         client.set_nonblocking(true).unwrap();
         let (mut server, _) = listener.accept().unwrap();
-        let queue = spawn().expect("sender thread");
+        let queue = spawn(1).expect("sender thread");
         let base = Instant::now() + Duration::from_millis(5);
         // Submitted out of order: sent in due order.
         let mut replies = Vec::new();
@@ -236,5 +262,41 @@ mod tests {
         let mut got = [0u8; 3];
         server.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"abc");
+    }
+
+    #[tokio::test]
+    async fn lanes_share_the_jobs_and_each_is_sent_at_its_time() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let queue = spawn(3).expect("sender threads");
+        // Far enough ahead that no lane has taken a job when they are counted.
+        let base = Instant::now() + Duration::from_millis(200);
+        let mut pairs = Vec::new();
+        let mut replies = Vec::new();
+        // One connection per job: lanes write concurrently, so one socket's byte order is not theirs to keep.
+        for k in 0..12u64 {
+            let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            client.set_nonblocking(true).unwrap();
+            let (server, _) = listener.accept().unwrap();
+            let (done, reply) = oneshot::channel();
+            let due = base + Duration::from_micros(300 * k);
+            let job = SendJob { due, socket: Arc::new(client), bytes: Arc::from(&b"x"[..]), done };
+            assert!(queue.send(job).is_ok());
+            replies.push((due, reply));
+            pairs.push(server);
+        }
+        let queued: Vec<usize> =
+            queue.0.lanes.iter().map(|lane| lane.state.lock().unwrap().waiting.len()).collect();
+        assert_eq!(queued, [4, 4, 4], "jobs are dealt to the lanes in turn");
+        drop(queue);
+        for (due, reply) in replies {
+            let sent = reply.await.expect("a reply");
+            assert_eq!(sent.written.unwrap(), 1);
+            assert!(sent.start >= due, "sent before its time");
+        }
+        for mut server in pairs {
+            let mut got = [0u8; 1];
+            server.read_exact(&mut got).unwrap();
+            assert_eq!(&got, b"x");
+        }
     }
 }

@@ -261,6 +261,10 @@ pub struct CellContext {
     pub source_recipe: Option<String>,
     pub max_context_tokens: Option<u64>,
     pub balance: Balance,
+    /// How many threads the load generator spreads the cell over (runtime
+    /// workers and sender lanes; `--loadgen-workers`). How it is measured,
+    /// not what: it is in the artifact, not the fingerprint.
+    pub loadgen_workers: u32,
 }
 
 impl Default for CellContext {
@@ -274,6 +278,7 @@ impl Default for CellContext {
             source_recipe: None,
             max_context_tokens: None,
             balance: Balance::RoundRobin,
+            loadgen_workers: 1,
         }
     }
 }
