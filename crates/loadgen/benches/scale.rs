@@ -24,14 +24,28 @@
 //! Closed-loop rows (`closed:C`) hold C streams open at once instead: C
 //! connections made before the clock, `SCALE_CLOSED_PER_STREAM` requests per
 //! stream (default 10, at least 5,000 in all); their "req/s" column is C and
-//! "achieved" the rate the C streams reached.
+//! "achieved" the rate the C streams reached. Their server answers like a
+//! busy engine, not at once: first content `SCALE_CLOSED_FIRST_US` (default
+//! 200,000) after the request, chunks `SCALE_CLOSED_GAP_US` (20,000) apart;
+//! with 0 and 0 a closed row measures only how fast the client can go.
+//!
+//! A row's third field is `--loadgen-workers` (`constant:20000:2`): the
+//! client is then pinned to cpus 0..N-1, so with N = 2 on a 2-core machine
+//! it shares the server's core (the table says so).
+//!
+//! `bare-constant:R` and `bare-closed:C` run the same schedule with a bare
+//! Rust client (benches/common/bare_client.rs: tokio timers, reqwest,
+//! serde_json per event, a task per request) in the same pinned child,
+//! measured the same way: the reference column.
 //!
 //! `cargo bench -p anvil-loadgen --bench scale`. `SCALE_ROWS=constant:1000,
-//! poisson:10000,closed:1024` picks the rows (default constant 1k, 5k, 10k ×3,
-//! Poisson 10k ×3, constant 20k, closed 64, 1,024, 4,096); `SCALE_SECONDS`
-//! the seconds of arrivals per open-loop cell (default 3); `SCALE_FIRST_US`,
-//! `SCALE_GAP_US` the server's delays.
+//! poisson:10000,closed:1024,constant:20000:2` picks the rows (default: see
+//! `default_rows`); `SCALE_SECONDS` the seconds of arrivals per open-loop
+//! cell (default 3); `SCALE_FIRST_US`, `SCALE_GAP_US` the open-loop rows'
+//! server delays (default 0 and 100).
 
+#[path = "common/bare_client.rs"]
+mod bare_client;
 #[path = "common/stamped_recv.rs"]
 mod stamped_recv;
 #[path = "common/vmhwm.rs"]
@@ -75,8 +89,8 @@ fn load_average() -> String {
 // ---------------------------------------------------------------------------
 
 fn server_main() {
-    let first = Duration::from_micros(env_or("SCALE_FIRST_US", 0u64));
-    let gap = Duration::from_micros(env_or("SCALE_GAP_US", 100u64));
+    let first = Duration::from_micros(env_or("SCALE_SERVER_FIRST_US", 0u64));
+    let gap = Duration::from_micros(env_or("SCALE_SERVER_GAP_US", 100u64));
     raise_descriptor_limit();
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     println!("LISTEN {}", listener.local_addr().expect("addr").port());
@@ -84,12 +98,10 @@ fn server_main() {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let log = log.clone();
-        std::thread::Builder::new()
-            .stack_size(128 * 1024)
-            .spawn(move || {
-                let _ = serve(stream, first, gap, &log);
-            })
-            .expect("connection thread");
+        // Out of threads: the connection is dropped, and its request fails on the client.
+        let _ = std::thread::Builder::new().stack_size(128 * 1024).spawn(move || {
+            let _ = serve(stream, first, gap, &log);
+        });
     }
 }
 
@@ -227,18 +239,23 @@ fn cpu_us() -> u64 {
 }
 
 fn child(job: &str) {
-    let mut parts = job.splitn(4, ',');
+    let mut parts = job.splitn(5, ',');
     let kind = parts.next().expect("kind").to_string();
     let rate: f64 = parts.next().and_then(|r| r.parse().ok()).expect("rate");
     let requests: u32 = parts.next().and_then(|r| r.parse().ok()).expect("requests");
+    let workers: u32 = parts.next().and_then(|r| r.parse().ok()).expect("workers");
     let url = parts.next().expect("url").to_string();
     let dir = std::env::temp_dir().join(format!("anvil-scale-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
+    if let Some(pace) = kind.strip_prefix("bare-") {
+        bare_child(pace, rate, requests, &url, &dir);
+        return;
+    }
     // A closed row's "rate" is its concurrency.
     let (arrival, concurrency) = match kind.as_str() {
-        "constant" => (Arrival::Constant { rate_per_s: rate }, 1024),
+        "constant" => (Arrival::Constant { rate_per_s: rate }, bare_client::IN_FLIGHT_CAP as u32),
         "closed" => (Arrival::ClosedLoop, rate as u32),
-        _ => (Arrival::Poisson { rate_per_s: rate }, 1024),
+        _ => (Arrival::Poisson { rate_per_s: rate }, bare_client::IN_FLIGHT_CAP as u32),
     };
     let spec = CellSpec {
         name: format!("scale-{kind}-{rate}"),
@@ -258,10 +275,10 @@ fn child(job: &str) {
     let target: Target = serde_json::from_value(json!({"base_url": url, "label": "s"})).expect("a target");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let quiet = |_: &Progress| {};
+    let ctx = CellContext { loadgen_workers: workers, ..CellContext::default() };
     let cpu0 = cpu_us();
-    let cell = rt
-        .block_on(anvil_loadgen::run_cell_streamed(&spec, &[target], &CellContext::default(), &quiet, &dir))
-        .expect("cell");
+    let cell =
+        rt.block_on(anvil_loadgen::run_cell_streamed(&spec, &[target], &ctx, &quiet, &dir)).expect("cell");
     cell.write_artifact_file(&cell.artifact, &dir.join("benchmark.json")).expect("artifact");
     let cpu = cpu_us() - cpu0;
     let hwm = vmhwm_kib();
@@ -298,6 +315,49 @@ fn child(job: &str) {
     println!("RESULT {result}");
 }
 
+/// A bare-client row in the child: the same schedule, the same result line.
+fn bare_child(pace: &str, rate: f64, requests: u32, url: &str, dir: &std::path::Path) {
+    // Its warmup opens the connections the measured requests will reuse, as
+    // anvil opens its connections before the clock: a closed row's C at once.
+    let (pace, warmup) = match pace {
+        "closed" => (bare_client::Pace::Closed { concurrency: rate as u32 }, (rate as u32).max(64)),
+        _ => (bare_client::Pace::Constant { rate_per_s: rate }, 64),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let cpu0 = cpu_us();
+    let samples = rt.block_on(bare_client::run(url, pace, warmup, requests));
+    let cpu = cpu_us() - cpu0;
+    let hwm = vmhwm_kib();
+    let mut starts: Vec<u64> = samples.iter().map(|s| s.start_unix_ns).collect();
+    starts.sort_unstable();
+    let span_s = (starts.last().copied().unwrap_or(0) - starts.first().copied().unwrap_or(0)) as f64 / 1e9;
+    let mut lags: Vec<f64> = samples.iter().map(|s| s.lag_ms).collect();
+    lags.sort_by(f64::total_cmp);
+    let lag = |p: u32| if lags.is_empty() { f64::NAN } else { nearest_rank(&lags, p) };
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("samples")).expect("samples"));
+    for s in &samples {
+        if let Some(ttft) = s.ttft_ms {
+            writeln!(out, "{} {} {ttft}", s.id, s.start_unix_ns).expect("sample");
+        }
+    }
+    drop(out);
+    let result = json!({
+        "requests": requests,
+        "failed": samples.iter().filter(|s| s.failed).count(),
+        "recorded": samples.len(),
+        "achieved": if span_s > 0.0 { (starts.len() as f64 - 1.0) / span_s } else { 0.0 },
+        "lag_p50": lag(50),
+        "lag_p99": lag(99),
+        "lag_max": lags.last().copied().unwrap_or(f64::NAN),
+        "cpu_us": cpu,
+        "tokens": samples.iter().map(|s| s.content_chunks).sum::<u64>(),
+        "vmhwm_kib": hwm,
+        "samples": dir.join("samples"),
+        "dir": dir,
+    });
+    println!("RESULT {result}");
+}
+
 // ---------------------------------------------------------------------------
 // The bench (parent).
 // ---------------------------------------------------------------------------
@@ -319,12 +379,32 @@ fn pin_current_thread(core: usize) {
     }
 }
 
-fn spawn_server(core: usize) -> (std::process::Child, String, Log) {
+/// The server's delays for a row: closed rows answer like a busy engine.
+fn server_delays(kind: &str) -> (u64, u64) {
+    match kind.ends_with("closed") {
+        true => (env_or("SCALE_CLOSED_FIRST_US", 200_000), env_or("SCALE_CLOSED_GAP_US", 20_000)),
+        false => (env_or("SCALE_FIRST_US", 0), env_or("SCALE_GAP_US", 100)),
+    }
+}
+
+/// The server child, killed when the row ends (or its child panics).
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_server(core: usize, (first_us, gap_us): (u64, u64)) -> (Server, String, Log) {
     let exe = std::env::current_exe().expect("own path");
     let mut child = Command::new("taskset")
         .args(["-c", &core.to_string()])
         .arg(&exe)
         .env(SERVER_ENV, "1")
+        .env("SCALE_SERVER_FIRST_US", first_us.to_string())
+        .env("SCALE_SERVER_GAP_US", gap_us.to_string())
         .stdout(Stdio::piped())
         .spawn()
         .expect("server child");
@@ -346,7 +426,7 @@ fn spawn_server(core: usize) -> (std::process::Child, String, Log) {
             }
         }
     });
-    (child, format!("http://127.0.0.1:{port}"), log)
+    (Server(child), format!("http://127.0.0.1:{port}"), log)
 }
 
 struct Row {
@@ -355,18 +435,20 @@ struct Row {
     matched: usize,
 }
 
-fn run_row(kind: &str, rate: f64, url: &str, log: &Log, client_core: usize) -> Row {
+fn run_row(kind: &str, rate: f64, workers: u32, url: &str, log: &Log) -> Row {
     let seconds: f64 = env_or("SCALE_SECONDS", 3.0);
-    let requests = if kind == "closed" {
+    let requests = if kind.ends_with("closed") {
         (rate as u64 * env_or("SCALE_CLOSED_PER_STREAM", 10u64)).max(5_000)
     } else {
         ((rate * seconds) as u64).clamp(500, 2_000_000)
     };
     let exe = std::env::current_exe().expect("own path");
+    // N workers: cpus 0..N-1 (the first is the client's alone only when N = 1 or cores > N).
+    let cpus = if workers > 1 { format!("0-{}", workers - 1) } else { "0".to_string() };
     let out = Command::new("taskset")
-        .args(["-c", &client_core.to_string()])
+        .args(["-c", &cpus])
         .arg(exe)
-        .env(JOB_ENV, format!("{kind},{rate},{requests},{url}"))
+        .env(JOB_ENV, format!("{kind},{rate},{requests},{workers},{url}"))
         .output()
         .expect("bench child");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -402,46 +484,32 @@ fn main() {
         child(&job);
         return;
     }
-    let (client_core, server_core) = (0, cores().saturating_sub(1));
+    let total_cores = cores();
+    let (client_core, server_core) = (0, total_cores.saturating_sub(1));
     pin_current_thread(client_core);
-    let rows: Vec<(String, f64)> = std::env::var("SCALE_ROWS")
+    let rows: Vec<(String, f64, u32)> = std::env::var("SCALE_ROWS")
         .ok()
         .map(|v| {
             v.split(',')
                 .filter_map(|r| {
-                    let (k, rate) = r.trim().split_once(':')?;
-                    Some((k.to_string(), rate.parse().ok()?))
+                    let mut f = r.trim().split(':');
+                    let (kind, rate) = (f.next()?, f.next()?.parse().ok()?);
+                    Some((kind.to_string(), rate, f.next().map_or(Some(1), |w| w.parse().ok())?))
                 })
                 .collect()
         })
-        .unwrap_or_else(|| {
-            let c = |r: f64| ("constant".to_string(), r);
-            let p = |r: f64| ("poisson".to_string(), r);
-            vec![
-                c(1000.0),
-                c(5000.0),
-                c(10000.0),
-                c(10000.0),
-                c(10000.0),
-                p(10000.0),
-                p(10000.0),
-                p(10000.0),
-                c(20000.0),
-                ("closed".to_string(), 64.0),
-                ("closed".to_string(), 1024.0),
-                ("closed".to_string(), 4096.0),
-            ]
-        });
+        .unwrap_or_else(default_rows);
     println!(
-        "anvil-loadgen scale bench: client on cpu {client_core}, server on cpu {server_core} (thread per connection, first content +{} us, 2-4 chunks {} us apart); {} s of arrivals per cell; load at start: {}",
-        env_or("SCALE_FIRST_US", 0u64),
-        env_or("SCALE_GAP_US", 100u64),
+        "anvil-loadgen scale bench: client on cpu {client_core}, server on cpu {server_core} (thread per connection; open-loop rows: first content +{} us, 2-4 chunks {} us apart); {} s of arrivals per cell; load at start: {}",
+        server_delays("constant").0,
+        server_delays("constant").1,
         env_or("SCALE_SECONDS", 3.0f64),
         load_average()
     );
     println!(
-        "{:>9} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7}  load",
+        "{:>13} {:>7} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7}  load",
         "arrival",
+        "workers",
         "req/s",
         "achieved",
         "requests",
@@ -456,17 +524,17 @@ fn main() {
         "failed",
         "matched"
     );
-    for (kind, rate) in rows {
+    for (kind, rate, workers) in rows {
         // A fresh server per row: a row that fell behind leaves no threads behind.
-        let (mut server, url, log) = spawn_server(server_core);
-        let r = run_row(&kind, rate, &url, &log, client_core);
-        let _ = server.kill();
-        let _ = server.wait();
+        let (server, url, log) = spawn_server(server_core, server_delays(&kind));
+        let r = run_row(&kind, rate, workers, &url, &log);
+        drop(server);
         let f = |k: &str| r.v[k].as_f64().unwrap_or(f64::NAN);
         let requests = f("requests");
         println!(
-            "{:>9} {:>8.0} {:>9.0} {:>8} {:>8} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>8.1} {:>8.1} {:>8.1} {:>7} {:>7}  {}",
+            "{:>13} {:>7} {:>8.0} {:>9.0} {:>8} {:>8} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>8.1} {:>8.1} {:>8.1} {:>7} {:>7}  {}",
             kind,
+            workers,
             rate,
             f("achieved"),
             requests,
@@ -488,6 +556,34 @@ fn main() {
         let _ = std::io::stdout().flush();
     }
     println!(
-        "(ms; cpu/req and cpu/chk in us of the client process's user+sys time over measured requests and their content chunks)"
+        "(ms; cpu/req and cpu/chk in us of the client process's user+sys time over measured requests and their content chunks; closed rows' server: first content +{} us, chunks {} us apart; with workers > 1 the client runs on cpus 0..N-1, and on {} cores that includes the server's)",
+        server_delays("closed").0,
+        server_delays("closed").1,
+        total_cores
     );
+}
+
+/// The default table: one core's open loop at 1k–20k (constant 10k and
+/// Poisson 10k three times), the bare client beside it, many streams, and
+/// two workers.
+fn default_rows() -> Vec<(String, f64, u32)> {
+    let row = |kind: &str, rate: f64, workers: u32| (kind.to_string(), rate, workers);
+    vec![
+        row("constant", 1000.0, 1),
+        row("constant", 5000.0, 1),
+        row("constant", 10000.0, 1),
+        row("bare-constant", 10000.0, 1),
+        row("constant", 10000.0, 1),
+        row("constant", 10000.0, 1),
+        row("poisson", 10000.0, 1),
+        row("poisson", 10000.0, 1),
+        row("poisson", 10000.0, 1),
+        row("constant", 20000.0, 1),
+        row("constant", 20000.0, 2),
+        row("closed", 64.0, 1),
+        row("closed", 1024.0, 1),
+        row("bare-closed", 1024.0, 1),
+        row("closed", 4096.0, 1),
+        row("closed", 4096.0, 2),
+    ]
 }
