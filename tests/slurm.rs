@@ -430,3 +430,24 @@ fn first_job_running(store: &std::path::Path) -> String {
     });
     id
 }
+
+#[test]
+fn loadgen_workers_reach_the_cells_a_slurm_job_measures() {
+    let Some(_cluster) = slurm_or_skip("loadgen_workers_reach_the_cells_a_slurm_job_measures") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "workers.kdl",
+        r#"
+server "sim" { model "m"; sim { prefill-tok-s 200000; decode-step-ms 1; max-running-seqs 32; } }
+cell "open" server="sim" { context-tokens 32; max-tokens 8; arrival "constant"; rate 200; requests 100; canaries #false; }
+"#,
+    );
+    let run = scratch.run(&recipe, &["--executor", "slurm", "--loadgen-workers", "3"], 0);
+    assert!(run.summary().ok, "{}", run.transcript());
+    assert_eq!(recorded_jobs(&scratch).len(), 1, "{}", run.transcript());
+    let artifact = scratch.stored_json(&recipe, "open", "benchmark.json");
+    assert_eq!(artifact["loadgen_workers"], 3, "the job's worker measured with the run's setting");
+    assert_eq!(artifact["completed"], 100);
+}
