@@ -34,10 +34,11 @@ fn print(report: &compare::Report, verdicts: &VerdictArgs) {
 pub fn compare(store_root: &Path, a: &str, b: &str, verdicts: &VerdictArgs) -> Result<i32, Exit> {
     let options = options(verdicts)?;
     let store = open_store(store_root)?;
-    // Heads only: the records are streamed from the files by the headline rows.
+    // Files only: each pair's heads are read when it is compared, and the
+    // records streamed from the files by the headline rows.
     let a = compare::resolve(&store, a).map_err(input)?;
     let b = compare::resolve(&store, b).map_err(input)?;
-    let report = compare::compare(&a, &b, &options);
+    let report = compare::compare(&a, &b, &options).map_err(input)?;
     print(&report, verdicts);
     Ok(0)
 }
@@ -85,7 +86,7 @@ pub async fn reproduce(
     let run =
         store.run(&summary.run_id)?.ok_or_else(|| failed("the reproduction's run record is missing"))?;
     let reproduced = compare::resolve(&store, &run.run_id).map_err(failed)?;
-    let report = compare::compare(&published, &reproduced, &options);
+    let report = compare::compare(&published, &reproduced, &options).map_err(failed)?;
     print(&report, verdicts);
     let reproduced = report.labels_reproduced();
     if !verdicts.json {

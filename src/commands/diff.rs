@@ -25,7 +25,7 @@ pub struct Resolution {
 fn measured_comparison(store: &Store, a: &Fingerprint, b: &Fingerprint) -> Option<String> {
     let side = |fp: &Fingerprint| crate::compare::resolve(store, &fp.to_string()).ok();
     let (a, b) = (side(a)?, side(b)?);
-    let report = crate::compare::compare(&a, &b, &anvil_evidence::CompareOptions::default());
+    let report = crate::compare::compare(&a, &b, &anvil_evidence::CompareOptions::default()).ok()?;
     (!report.cells.is_empty()).then(|| crate::compare::render(&report, true))
 }
 

@@ -14,7 +14,7 @@ pub fn export_data(store_root: &Path, target: &str, format: DataFormat, out: &Pa
     let DataFormat::Parquet = format;
     let store = open_store(store_root)?;
     // Each cell's records are streamed from its file.
-    let side = crate::compare::resolve_files(&store, target).map_err(input)?;
+    let side = crate::compare::resolve(&store, target).map_err(input)?;
     if side.cells.is_empty() {
         return Err(input(format!("{} has no measured cell to export", side.label)));
     }

@@ -15,7 +15,7 @@ mod side;
 
 pub use render::render;
 pub use report::{Agreement, CellReport, Report};
-pub use side::{Cell, Side, resolve, resolve_files};
+pub use side::{Cell, Side, resolve};
 
 use anvil_evidence::{CompareOptions, Comparison, Verdict};
 use serde_json::Value;
@@ -25,22 +25,35 @@ use crate::plan::changes::{describe, diff_values};
 
 /// The headline rows of two cells, their records streamed from their files
 /// (one key's samples held at a time).
-fn headline(published: &Cell, reproduced: &Cell, options: &CompareOptions) -> Vec<Comparison> {
+fn headline(
+    (published, published_file): (&Value, &std::path::Path),
+    (reproduced, reproduced_file): (&Value, &std::path::Path),
+    options: &CompareOptions,
+) -> Vec<Comparison> {
     anvil_evidence::compare_artifact_files(
-        (&published.head, &published.artifact_file),
-        (&reproduced.head, &reproduced.artifact_file),
+        (published, published_file),
+        (reproduced, reproduced_file),
         options,
     )
     // Records that cannot be read give no samples, as a side without records does.
-    .unwrap_or_else(|_| anvil_evidence::compare_artifacts(&published.head, &reproduced.head, options))
+    .unwrap_or_else(|_| anvil_evidence::compare_artifacts(published, reproduced, options))
 }
 
-pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
+/// Compares the two sides cell by cell. Each pair's heads are read when that
+/// pair is compared and dropped after it (a side only locates its files).
+/// Err: an artifact's head did not read (its message names the file).
+pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Report, String> {
     let mut cells = Vec::new();
-    for (name, published) in &a.cells {
-        let Some(reproduced) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
-        let metrics = headline(published, reproduced, options);
-        let definitions = definitions::between(&published.head, &reproduced.head);
+    for (name, published_cell) in &a.cells {
+        let Some(reproduced_cell) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
+        let read = |cell: &Cell| side::head(&cell.artifact_file).map_err(|e| e.to_string());
+        let (published, reproduced) = (read(published_cell)?, read(reproduced_cell)?);
+        let metrics = headline(
+            (&published, &published_cell.artifact_file),
+            (&reproduced, &reproduced_cell.artifact_file),
+            options,
+        );
+        let definitions = definitions::between(&published, &reproduced);
         let by_definition: Vec<String> = metrics
             .iter()
             .filter(|m| {
@@ -53,15 +66,17 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
         let judged: Vec<Comparison> =
             metrics.iter().filter(|m| !by_definition.contains(&m.metric)).cloned().collect();
         let (verdict, settle_n) = cell_verdict(&judged);
-        let workload = alike::check(&published.head, &reproduced.head);
+        let workload = alike::check(&published, &reproduced);
         let mut configuration = Vec::new();
         // An imported result's preimage names files, not settings: nothing to set against a cell's.
-        let imported = definitions::tool_of(&published.head).is_some()
-            || definitions::tool_of(&reproduced.head).is_some();
-        for (left, right) in
-            [(&published.preimage, &reproduced.preimage), (&published.server, &reproduced.server)]
-                .into_iter()
-                .filter(|_| !imported)
+        let imported =
+            definitions::tool_of(&published).is_some() || definitions::tool_of(&reproduced).is_some();
+        for (left, right) in [
+            (&published_cell.preimage, &reproduced_cell.preimage),
+            (&published_cell.server, &reproduced_cell.server),
+        ]
+        .into_iter()
+        .filter(|_| !imported)
         {
             if let (Some(left), Some(right)) = (left, right) {
                 configuration.extend(
@@ -93,7 +108,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
             })
             .collect::<Vec<_>>()
     };
-    Report {
+    Ok(Report {
         a: a.label.clone(),
         b: b.label.clone(),
         threshold: options.threshold,
@@ -104,7 +119,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Report {
             let other = b.labels.clone().unwrap_or(Value::Null);
             Agreement { name: "decision labels".into(), same: *labels == other, a: labels.clone(), b: other }
         }),
-    }
+    })
 }
 
 /// A cell's verdict from its metrics', which does not round up: `differs`

@@ -9,25 +9,16 @@ use serde_json::Value;
 
 use crate::results::{self, DecisionResult, ScreenResult};
 
-/// A measured cell: its artifact's head and file, and the preimages of it
-/// and its server. The records are never held here: readers stream them
-/// from `artifact_file`, one pair of cells at a time.
+/// A measured cell: its artifact's file, and the preimages of it and its
+/// server. Nothing of the artifact is held here: [`crate::compare::compare`]
+/// reads a pair's heads when it compares that pair, and readers stream the
+/// records from the file, so a side of many cells holds none of them.
 #[derive(Debug, Clone)]
 pub struct Cell {
-    /// Every top-level member of the artifact but `request_timings`
-    /// ([`resolve`]); `Null` when the side was only located ([`resolve_files`]).
-    pub head: Value,
-    /// The artifact's file, for readers that stream it.
+    /// The artifact's file.
     pub artifact_file: PathBuf,
     pub preimage: Option<Value>,
     pub server: Option<Value>,
-}
-
-/// Whether a side's artifacts' heads are read or the files only located.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reading {
-    Head,
-    Located,
 }
 
 #[derive(Debug, Default)]
@@ -43,32 +34,19 @@ pub struct Side {
     pub scratch: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
-/// Read a side: a bundle (`.anvil`), a lone artifact (`.json`), a recipe
+/// Locate a side: a bundle (`.anvil`), a lone artifact (`.json`), a recipe
 /// (`.kdl`: its latest run), a run id, or a stored cell's fingerprint prefix.
-/// Each cell's head is read; its records stay in its file.
+/// Each cell's artifact is only found, not read.
 pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
-    resolve_reading(store, text, Reading::Head)
-}
-
-/// [`resolve`], but each cell's artifact is only located (`head` is `Null`),
-/// for readers that need nothing but the file.
-pub fn resolve_files(store: &Store, text: &str) -> Result<Side, String> {
-    resolve_reading(store, text, Reading::Located)
-}
-
-fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, String> {
     let path = Path::new(text);
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => {
-            let artifact = match reading {
-                Reading::Head => Value::Object(head(path).map_err(|e| e.to_string())?),
-                Reading::Located if path.is_file() => Value::Null,
-                Reading::Located => return Err(format!("cannot read {text}: no such file")),
-            };
+            if !path.is_file() {
+                return Err(format!("cannot read {text}: no such file"));
+            }
             let name =
                 path.file_stem().map_or_else(|| text.to_string(), |s| s.to_string_lossy().into_owned());
-            let cell =
-                Cell { head: artifact, artifact_file: path.to_path_buf(), preimage: None, server: None };
+            let cell = Cell { artifact_file: path.to_path_buf(), preimage: None, server: None };
             Ok(Side { label: text.to_string(), cells: BTreeMap::from([(name, cell)]), ..Side::default() })
         }
         Some("anvil") => {
@@ -76,7 +54,7 @@ fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, 
             let imported = crate::bundle::unpack(path, scratch.path()).map_err(|e| e.to_string())?;
             let temp_store = Store::open(&scratch.path().join("store")).map_err(|e| e.to_string())?;
             crate::bundle::add_entries(&imported, &temp_store).map_err(|e| e.to_string())?;
-            let mut side = from_run(&temp_store, &imported.run, reading);
+            let mut side = from_run(&temp_store, &imported.run);
             side.label = format!("{text} ({})", imported.verified.digest);
             side.scratch = Some(std::sync::Arc::new(scratch));
             Ok(side)
@@ -85,13 +63,13 @@ fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, 
             let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();
             let run = store.last_run_of(&key).map_err(|e| e.to_string())?;
             let run = run.ok_or_else(|| format!("{text} has no recorded run in this store"))?;
-            let mut side = from_run(store, &run, reading);
+            let mut side = from_run(store, &run);
             side.label = format!("{text} (run {})", run.run_id);
             Ok(side)
         }
         _ => {
             if let Ok(Some(run)) = store.run(text) {
-                let mut side = from_run(store, &run, reading);
+                let mut side = from_run(store, &run);
                 side.label = format!("run {text}");
                 return Ok(side);
             }
@@ -101,9 +79,10 @@ fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, 
             let entry =
                 store.read(&fp).map_err(|e| e.to_string())?.ok_or_else(|| format!("{text}: not stored"))?;
             let artifact_file = entry.path_of("benchmark.json");
-            let artifact =
-                read_artifact(&artifact_file, reading).ok_or_else(|| format!("{text} is not a cell"))?;
-            let cell = Cell { head: artifact, artifact_file, preimage: Some(entry.preimage), server: None };
+            if !artifact_file.is_file() {
+                return Err(format!("{text} is not a cell"));
+            }
+            let cell = Cell { artifact_file, preimage: Some(entry.preimage), server: None };
             Ok(Side {
                 label: format!("cell {}", fp.short()),
                 cells: BTreeMap::from([(fp.short(), cell)]),
@@ -114,7 +93,7 @@ fn resolve_reading(store: &Store, text: &str, reading: Reading) -> Result<Side, 
 }
 
 /// What a run stored, step by step.
-fn from_run(store: &Store, run: &RunRecord, reading: Reading) -> Side {
+fn from_run(store: &Store, run: &RunRecord) -> Side {
     let extra = crate::run_extra::RunExtra::of(run);
     let preimage_of = |fp: &anvil_store::Fingerprint| extra.preimage(fp).cloned();
     let mut side = Side::default();
@@ -124,13 +103,14 @@ fn from_run(store: &Store, run: &RunRecord, reading: Reading) -> Side {
         match node.kind.as_str() {
             "cell" => {
                 let artifact_file = entry.path_of("benchmark.json");
-                let Some(artifact) = read_artifact(&artifact_file, reading) else { continue };
+                if !artifact_file.is_file() {
+                    continue;
+                }
                 // The server it ran on: the upstream fingerprint its preimage names.
                 let stored = crate::plan::StoredPreimage::of(&entry.preimage);
                 let server = stored.server().and_then(|fp| extra.preimages.get(fp).cloned());
                 let preimage = preimage_of(&node.fingerprint).or(Some(entry.preimage.clone()));
-                side.cells
-                    .insert(node.name.clone(), Cell { head: artifact, artifact_file, preimage, server });
+                side.cells.insert(node.name.clone(), Cell { artifact_file, preimage, server });
             }
             "screen" => {
                 let Ok(screen) = results::from_value::<ScreenResult>(result.clone()) else { continue };
@@ -156,19 +136,12 @@ fn from_run(store: &Store, run: &RunRecord, reading: Reading) -> Side {
     side
 }
 
-/// Every top-level member of the artifact at `path` but its records: its
-/// `failures` decide eligibility in the reference format.
-fn head(path: &Path) -> Result<serde_json::Map<String, Value>, ArtifactFileError> {
+/// Every top-level member of the artifact at `path` but its records (its
+/// `failures` decide eligibility in the reference format), read when its
+/// pair of cells is compared.
+pub fn head(path: &Path) -> Result<Value, ArtifactFileError> {
     artifact_file::head_with(path, &|key| {
         if key == artifact_file::RECORDS { Member::Absent } else { Member::Kept }
     })
-}
-
-/// A cell's artifact as `reading` asks: its head, or `Null`
-/// once the file is known to be there. `None`: no readable artifact.
-fn read_artifact(path: &Path, reading: Reading) -> Option<Value> {
-    match reading {
-        Reading::Head => head(path).ok().map(Value::Object),
-        Reading::Located => path.is_file().then_some(Value::Null),
-    }
+    .map(Value::Object)
 }

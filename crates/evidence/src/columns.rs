@@ -113,11 +113,12 @@ impl Row {
 /// Rows being written, one per record, in record order.
 pub struct RowWriter {
     out: BufWriter<File>,
+    written: usize,
 }
 
 impl RowWriter {
     pub fn new() -> io::Result<Self> {
-        Ok(Self { out: BufWriter::with_capacity(1 << 16, tempfile::tempfile()?) })
+        Ok(Self { out: BufWriter::with_capacity(1 << 16, tempfile::tempfile()?), written: 0 })
     }
 
     pub fn push(&mut self, row: &Row) -> io::Result<()> {
@@ -125,12 +126,13 @@ impl RowWriter {
         for (chunk, v) in bytes.chunks_exact_mut(8).zip(row.0) {
             chunk.copy_from_slice(&v.to_le_bytes());
         }
+        self.written += 1;
         self.out.write_all(&bytes)
     }
 
     pub fn finish(self) -> io::Result<Rows> {
         let file = self.out.into_inner().map_err(io::IntoInnerError::into_error)?;
-        Ok(Rows { file, failed: RefCell::new(None), spare: RefCell::new(Vec::new()) })
+        Ok(Rows { file, len: self.written, failed: RefCell::new(None), spare: RefCell::new(Vec::new()) })
     }
 }
 
@@ -138,6 +140,8 @@ impl RowWriter {
 /// file is kept (the scan yields no more rows) and reported by [`Rows::error`].
 pub struct Rows {
     file: File,
+    /// Rows written: room enough for any column of them.
+    len: usize,
     failed: RefCell<Option<io::Error>>,
     /// The room of the last column given back ([`Rows::recycle`]): every
     /// statistic loads into the same memory instead of allocating its own
@@ -174,9 +178,11 @@ impl Rows {
         }
     }
 
-    /// The values of `col` of the rows `keep` selects, in record order.
+    /// The values of `col` of the rows `keep` selects, in record order,
+    /// in room for every row taken once (grown by doubling, a column would
+    /// end up to twice its size).
     pub fn column(&self, col: Col, keep: impl Fn(&Row) -> bool) -> Vec<f64> {
-        self.column_within(col, keep, 0)
+        self.column_within(col, keep, self.len)
     }
 
     /// [`Rows::column`] into room for `at_most` values (an upper bound the
@@ -215,8 +221,8 @@ impl Rows {
 }
 
 /// One column of some rows, in record order, visited by reading the row
-/// file again ([`Ordered`]): a statistic that needs the values in order
-/// (batch means) holds none of them.
+/// file again ([`Ordered`]): a statistic holds none of its values, and
+/// finds its order statistics by selection ([`crate::select`]).
 pub struct Column<'r> {
     rows: &'r Rows,
     col: Col,
@@ -225,8 +231,6 @@ pub struct Column<'r> {
     /// Each value is divided by it (1000 for µs read as ms; 1 is exact).
     div: f64,
     len: usize,
-    /// At most this many values (the population's records).
-    at_most: usize,
 }
 
 impl<'r> Column<'r> {
@@ -235,31 +239,27 @@ impl<'r> Column<'r> {
         col: Col,
         (member, eligible_only): (&'r dyn Fn(&Row) -> bool, bool),
         div: f64,
-        at_most: usize,
     ) -> Self {
-        Self { rows, col, member, eligible_only, div, len: 0, at_most }
+        Self { rows, col, member, eligible_only, div, len: 0 }
     }
 
     fn keep(&self, r: &Row) -> bool {
         (self.member)(r) && (!self.eligible_only || r.eligible())
     }
 
-    /// The values, ascending: the one copy a statistic holds.
-    pub fn sorted(&mut self) -> Vec<f64> {
-        let mut v = self.rows.column_within(self.col, |r| self.keep(r), self.at_most);
-        for x in &mut v {
-            *x /= self.div;
-        }
-        // In place: a stable sort would allocate half a column more; `total_cmp`
-        // ties are equal bits, so the order is the same.
-        v.sort_unstable_by(f64::total_cmp);
-        self.len = v.len();
-        v
+    /// Counts the values (one visit), so that [`Ordered::len`] is known
+    /// without loading them.
+    pub fn count(&mut self) -> usize {
+        let mut n = 0;
+        self.rows.scan(|r| n += usize::from(r.get(self.col).is_some() && self.keep(r)));
+        self.len = n;
+        n
     }
 
-    /// Gives back the room of [`Column::sorted`]'s values.
-    pub fn recycle(&self, v: Vec<f64>) {
-        self.rows.recycle(v);
+    /// The values at the 1-based `ranks` of their ascending order, found
+    /// without holding the column ([`crate::select`]); after [`Column::count`].
+    pub fn at_ranks(&self, ranks: &[usize]) -> std::collections::BTreeMap<usize, f64> {
+        crate::select::at_ranks(self, ranks)
     }
 }
 
@@ -272,6 +272,49 @@ impl Ordered for Column<'_> {
         self.rows.scan(|r| {
             if let Some(v) = r.get(self.col).filter(|_| self.keep(r)) {
                 f(v / self.div);
+            }
+        });
+    }
+}
+
+/// Values derived from the rows (`None`: a row gives none), in record
+/// order, visited by reading the row file again: a statistic of them holds
+/// none of them, and finds its order statistics by selection ([`crate::select`]).
+pub struct Visited<'r> {
+    rows: &'r Rows,
+    value: &'r dyn Fn(&Row) -> Option<f64>,
+    len: usize,
+}
+
+impl<'r> Visited<'r> {
+    /// Counts the values (one visit).
+    pub fn new(rows: &'r Rows, value: &'r dyn Fn(&Row) -> Option<f64>) -> Self {
+        let mut len = 0;
+        rows.scan(|r| len += usize::from(value(r).is_some()));
+        Self { rows, value, len }
+    }
+
+    /// The values at the 1-based `ranks` of their ascending order.
+    pub fn at_ranks(&self, ranks: &[usize]) -> std::collections::BTreeMap<usize, f64> {
+        crate::select::at_ranks(self, ranks)
+    }
+
+    /// Nearest-rank percentile `q`; `None` without values.
+    pub fn percentile(&self, q: u32) -> Option<f64> {
+        let rank = crate::stats::nearest_rank_index(q, self.len);
+        (self.len > 0).then(|| self.at_ranks(&[rank])[&rank])
+    }
+}
+
+impl Ordered for Visited<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn each(&self, f: &mut dyn FnMut(f64)) {
+        self.rows.scan(|r| {
+            if let Some(v) = (self.value)(r) {
+                f(v);
             }
         });
     }

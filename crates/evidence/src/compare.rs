@@ -158,8 +158,22 @@ pub fn compare_samples(
     b: &[f64],
     opts: &CompareOptions,
 ) -> Comparison {
-    let (a, b) = (finite(a), finite(b));
-    let (pa, pb) = (stat.of(&mut a.clone()), stat.of(&mut b.clone()));
+    compare_finite(metric, stat, &finite(a), &finite(b), opts)
+}
+
+/// [`compare_samples`] of samples that hold finite values only, used as
+/// they are: no filtered copies beside them (a big cell's columns are the
+/// memory a comparison needs).
+pub(crate) fn compare_finite(
+    metric: &str,
+    stat: Statistic,
+    a: &[f64],
+    b: &[f64],
+    opts: &CompareOptions,
+) -> Comparison {
+    // One scratch copy at a time (the statistic reorders it).
+    let pa = stat.of(&mut a.to_vec());
+    let pb = stat.of(&mut b.to_vec());
     let method = format!(
         "seeded percentile bootstrap (SplitMix64 seed {:#x}, {} resamples) of the ratio of {}s, 95% CI; band ±{}",
         opts.seed,
@@ -192,7 +206,7 @@ pub fn compare_samples(
         row.reason = "published statistic is not positive; the ratio is undefined".into();
         return row;
     }
-    let Some(iv) = ratio_interval(&a, &b, stat, opts.resamples, opts.seed) else {
+    let Some(iv) = ratio_interval(a, b, stat, opts.resamples, opts.seed) else {
         row.reason = "no resample gave a defined ratio".into();
         return row;
     };

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 
 use crate::bootstrap::Statistic;
 use crate::columns::{self, Row, RowWriter, Rows};
-use crate::compare::{CompareOptions, Comparison, Verdict, compare_repeats, compare_samples};
+use crate::compare::{CompareOptions, Comparison, Verdict, compare_finite, compare_repeats};
 use crate::records::Classifier;
 use crate::rederive::RederiveError;
 
@@ -243,8 +243,12 @@ pub fn compare_sampled(
     let combined = client_error_ms(published) + client_error_ms(reproduced);
     for (metric, key, stat) in latency {
         // One key of both sides at a time.
-        let (a, b) = (a_samples.values(key), b_samples.values(key));
-        let mut row = compare_samples(metric, stat, &a, &b, opts);
+        let (mut a, mut b) = (a_samples.values(key), b_samples.values(key));
+        // Filtered in place (no copies): JSON numbers are finite, so this
+        // normally keeps all.
+        a.retain(|v| v.is_finite());
+        b.retain(|v| v.is_finite());
+        let mut row = compare_finite(metric, stat, &a, &b, opts);
         a_samples.recycle(a);
         b_samples.recycle(b);
         if stamped_latency(key) {

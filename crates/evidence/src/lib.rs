@@ -30,6 +30,7 @@ pub mod records;
 pub mod rederive;
 pub mod repeats;
 pub mod report;
+pub mod select;
 pub mod series;
 pub mod stages;
 pub mod stats;

@@ -1,13 +1,17 @@
 //! The `metrics` block of one population of requests (a cell, a repeat, a
 //! stage), derived from the records' stored per-request values: scalars
-//! from the population's [`Tally`], each distribution from its one column of
-//! the row file ([`crate::columns`]), loaded, summarized and dropped.
+//! from the population's [`Tally`], each distribution from its column of
+//! the row file ([`crate::columns`]), read again for each statistic; its
+//! order statistics are found by selection ([`crate::select`]), so no
+//! column is ever held.
+
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
 use crate::columns::{self, Column, Row, Rows};
 use crate::gaps::Pool;
-use crate::stats::{PERCENTILES, Summary};
+use crate::stats::{PERCENTILES, Summary, nearest_rank_index};
 use crate::tally::Tally;
 use crate::{batch_means, quantile_interval};
 
@@ -124,11 +128,9 @@ impl DistDef {
             return None;
         }
         let eligible_only = self.population == Eligible;
-        let at_most = if eligible_only { group.tally.eligible } else { group.tally.attempted } as usize;
         let column = |k: &str, div: f64| {
             // Every source key has a column (see `columns::KEYED`).
-            columns::of_key(k)
-                .map(|c| Column::new(group.rows, c, (group.member, eligible_only), div, at_most))
+            columns::of_key(k).map(|c| Column::new(group.rows, c, (group.member, eligible_only), div))
         };
         match self.source {
             Key(k) | OptionalKey(k) => column(k, 1.0).map(Sample::Ordered),
@@ -144,15 +146,20 @@ impl DistDef {
             let why = format!("request_timings carry no `{}`", self.source_key());
             return keys.into_iter().map(|k| (k, Derived::Unknown(why.clone()))).collect();
         };
-        // Ordered values: the sorted copy held, the record order read again.
-        let (s, n, vals, sorted) = match sample {
+        // Ordered values: never held; the record order is read again, and
+        // the values at the ranks the block needs are found by selection.
+        let (s, n, vals, mut at) = match sample {
             Sample::Ordered(mut column) => {
-                let sorted = column.sorted();
-                (Summary::of_sorted(&column, &sorted, ci_z), sorted.len(), Some(column), sorted)
+                let n = column.count();
+                let mut ranks = Summary::ranks(n);
+                ranks.extend(INTERVAL_PERCENTILES.map(|p| nearest_rank_index(p, n)));
+                let at = if n == 0 { BTreeMap::new() } else { column.at_ranks(&ranks) };
+                let summary = Summary::of_ranked(&column, n, &|r| at[&r], ci_z);
+                (summary, n, Some(column), at)
             }
             // Pooled values (chunk gaps) have no order and are not independent:
             // the artifact bounds none of their percentiles.
-            Sample::Pooled(pool) => (pool.summary(ci_z), pool.len(), None, Vec::new()),
+            Sample::Pooled(pool) => (pool.summary(ci_z), pool.len(), None, BTreeMap::new()),
         };
         let num = |v: Option<f64>| Derived::Value(v.map_or(Value::Null, Value::from));
         let mut figures = vec![
@@ -166,17 +173,27 @@ impl DistDef {
         figures.push(num(s.as_ref().map(|s| s.max)));
         let ordered = vals.is_some();
         let batching = if ordered { batch_means::batching(n) } else { None };
-        for p in INTERVAL_PERCENTILES {
+        let bounds = INTERVAL_PERCENTILES.map(|p| {
             let independent = if ordered { quantile_interval::ranks(n, p) } else { (None, None) };
-            let (l, u) = match (batching, &vals) {
+            match (batching, &vals) {
                 (Some(b), Some(vals)) => {
-                    let estimate = crate::stats::percentile_sorted(&sorted, p);
+                    let estimate = at[&nearest_rank_index(p, n)];
                     batch_means::widened_ranks(vals, b, estimate, p, independent)
                 }
                 _ => independent,
-            };
-            figures.push(num(l.map(|r| sorted[r - 1])));
-            figures.push(num(u.map(|r| sorted[r - 1])));
+            }
+        });
+        // The bounds' ranks depend on the estimates: a second selection.
+        if let Some(column) = &vals {
+            let more: Vec<usize> =
+                bounds.iter().flat_map(|(l, u)| [*l, *u]).flatten().filter(|r| !at.contains_key(r)).collect();
+            if !more.is_empty() {
+                at.extend(column.at_ranks(&more));
+            }
+        }
+        for (l, u) in bounds {
+            figures.push(num(l.map(|r| at[&r])));
+            figures.push(num(u.map(|r| at[&r])));
         }
         let batched = batching.zip(vals.as_ref());
         let mean_interval =
@@ -186,9 +203,6 @@ impl DistDef {
         figures.push(Derived::Value(json!(n)));
         figures.push(Derived::Value(batching.map_or(Value::Null, |(count, _)| json!(count))));
         figures.push(num(batched.and_then(|(b, vals)| batch_means::effective_samples(vals, b))));
-        if let Some(column) = &vals {
-            column.recycle(sorted);
-        }
         keys.into_iter().zip(figures).collect()
     }
 }

@@ -185,8 +185,7 @@ impl<'h> Pass<'h> {
         crate::repeats::check_per_target(c, head, &rows, &self.targets, wall);
         crate::stages::check_stages(c, head, &rows, &self.stages, ci_z);
         crate::series::check_series(c, head, &rows);
-        let counts = (self.cell.attempted as usize, self.cell.eligible as usize);
-        crate::client_error::check(c, head, &rows, open_loop, counts);
+        crate::client_error::check(c, head, &rows, open_loop);
         self.tokens.check(c, head);
 
         c.sweep("metrics", "not a metric benchmark/v1 defines");

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Map;
 
-use crate::columns::{Col, Row, Rows};
+use crate::columns::{Col, Row, Rows, Visited};
 use crate::metrics::{Derived, Group, metrics, per_second};
 use crate::report::Checker;
-use crate::stats::{Summary, percentile_sorted};
+use crate::stats::Summary;
 use crate::tally::Tally;
 use crate::tdist::t95_table;
 
@@ -161,34 +161,22 @@ pub fn check_per_target(
             Some(w) => c.check(&p("throughput_tok_s"), per_second(tokens as f64, w)),
             None => c.uncheck(&p("throughput_tok_s"), "no wall-clock span known"),
         }
-        let vals = |col: Col| match id {
-            Some(id) => rows.column_within(
-                col,
-                |r| r.eligible() && r.is(Col::Target, id as u64),
-                tally.eligible as usize,
-            ),
-            None => Vec::new(),
-        };
         let num = |v: Option<f64>| v.map_or(Value::Null, Value::from);
-        // One column at a time, sorted in place once its mean (in record order) is taken.
-        let sorted = |mut v: Vec<f64>| {
-            v.sort_unstable_by(f64::total_cmp);
-            v
+        // Each column visited again for its mean and its percentiles (by
+        // selection): none is held.
+        let of = |col: Col| {
+            move |r: &Row| {
+                let member = id.is_some_and(|id| r.eligible() && r.is(Col::Target, id as u64));
+                member.then(|| r.get(col)).flatten()
+            }
         };
-        let pct = |sorted: &[f64], q| (!sorted.is_empty()).then(|| percentile_sorted(sorted, q));
-        let ttft = vals(Col::Ttft);
-        let ttft_mean = crate::stats::mean(&ttft);
-        let ttft = sorted(ttft);
-        c.check(&p("ttft_p50_ms"), num(pct(&ttft, 50)));
-        c.check(&p("ttft_p99_ms"), num(pct(&ttft, 99)));
-        c.check(&p("ttft_mean_ms"), num(ttft_mean));
-        rows.recycle(ttft);
-        let tpot = vals(Col::Tpot);
-        c.check(&p("tpot_mean_ms"), num(crate::stats::mean(&tpot)));
-        rows.recycle(tpot);
-        let e2e = sorted(vals(Col::E2e));
-        c.check(&p("e2e_p50_ms"), num(pct(&e2e, 50)));
-        rows.recycle(e2e);
+        let (ttft, tpot, e2e) = (of(Col::Ttft), of(Col::Tpot), of(Col::E2e));
+        let ttft = Visited::new(rows, &ttft);
+        c.check(&p("ttft_p50_ms"), num(ttft.percentile(50)));
+        c.check(&p("ttft_p99_ms"), num(ttft.percentile(99)));
+        c.check(&p("ttft_mean_ms"), num(crate::stats::mean_of(&ttft)));
+        c.check(&p("tpot_mean_ms"), num(crate::stats::mean_of(&Visited::new(rows, &tpot))));
+        c.check(&p("e2e_p50_ms"), num(Visited::new(rows, &e2e).percentile(50)));
         if from_targets.is_some() {
             c.check(&p("label"), json!(label));
         }

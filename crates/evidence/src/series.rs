@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::columns::{Col, Rows};
+use crate::columns::{Col, Row, Rows, Visited};
 use crate::report::Checker;
 use crate::stats::percentile_sorted;
 
@@ -36,6 +36,56 @@ fn overlap(from: f64, to: f64, i: usize, n: usize, width_ms: f64) -> f64 {
     // The last point reaches to infinity.
     let hi = if i + 1 == n { f64::INFINITY } else { (i + 1) as f64 * width_ms };
     (to.min(hi) - from.max(lo)).max(0.0)
+}
+
+/// Most TTFTs held at once: consecutive points are taken together up to
+/// this many values; a point with more has its percentiles found by selection.
+const GROUP_AT_MOST: usize = 8192;
+
+/// Each point's nearest-rank (p50, p99) of the TTFTs `ttft_point` places in
+/// it (`counts`: how many each point has), a group of consecutive points
+/// per scan of the rows, so the column is never held whole.
+fn ttft_percentiles(
+    rows: &Rows,
+    counts: &[usize],
+    ttft_point: &dyn Fn(&Row) -> Option<(usize, f64)>,
+) -> Vec<(Option<f64>, Option<f64>)> {
+    let mut pcts = Vec::with_capacity(counts.len());
+    let mut first = 0;
+    while first < counts.len() {
+        let (mut end, mut total) = (first + 1, counts[first]);
+        while end < counts.len() && total + counts[end] <= GROUP_AT_MOST {
+            total += counts[end];
+            end += 1;
+        }
+        if total > GROUP_AT_MOST {
+            let of_point = |r: &Row| ttft_point(r).filter(|(p, _)| *p == first).map(|(_, t)| t);
+            let one = Visited::new(rows, &of_point);
+            pcts.push((one.percentile(50), one.percentile(99)));
+            first = end;
+            continue;
+        }
+        // The group's values placed point by point, each point's then sorted.
+        let starts: Vec<usize> =
+            counts[first..end].iter().scan(0, |at, n| Some(std::mem::replace(at, *at + n))).collect();
+        let mut next = starts.clone();
+        let mut held = vec![0.0; total];
+        rows.scan(|r| {
+            if let Some((p, t)) = ttft_point(r).filter(|(p, _)| (first..end).contains(p)) {
+                held[next[p - first]] = t;
+                next[p - first] += 1;
+            }
+        });
+        for (k, &from) in starts.iter().enumerate() {
+            let sorted = &mut held[from..from + counts[first + k]];
+            sorted.sort_unstable_by(f64::total_cmp);
+            let sorted = &*sorted;
+            let pct = |q| (!sorted.is_empty()).then(|| percentile_sorted(sorted, q));
+            pcts.push((pct(50), pct(99)));
+        }
+        first = end;
+    }
+    pcts
 }
 
 /// Most runs a series is derived for (a bound on a damaged `repeat`).
@@ -97,31 +147,19 @@ pub fn check_series(c: &mut Checker<'_>, artifact: &Map<String, Value>, rows: &R
             ttft_counts[at + ps] += 1;
         }
     });
-    let starts: Vec<usize> =
-        ttft_counts.iter().scan(0, |at, n| Some(std::mem::replace(at, *at + n))).collect();
-    let mut ttfts = rows.buffer(0);
-    ttfts.resize(ttft_counts.iter().sum(), 0.0);
-    let mut next = starts.clone();
-    rows.scan(|r| {
+    // The point an eligible record with a `ttft_ms` was sent in, and that ttft.
+    let ttft_point = |r: &Row| {
         let run = r.repeat() as usize;
         let (Some(&n), Some(&at), Some(t)) = (counts.get(run), offsets.get(run), r.get(Col::Ttft)) else {
-            return;
+            return None;
         };
-        if r.eligible() {
-            let p = at + point(r.get(Col::ActualSend).unwrap_or(0.0), width_ms, n);
-            ttfts[next[p]] = t;
-            next[p] += 1;
-        }
-    });
-    drop(next);
+        r.eligible().then(|| (at + point(r.get(Col::ActualSend).unwrap_or(0.0), width_ms, n), t))
+    };
+    let pcts = ttft_percentiles(rows, &ttft_counts, &ttft_point);
     let mut cols: [Vec<Value>; 9] = Default::default();
     for (run, (&n, &at)) in counts.iter().zip(&offsets).enumerate() {
         for i in 0..n {
-            let (from, count) = (starts[at + i], ttft_counts[at + i]);
-            let sorted = &mut ttfts[from..from + count];
-            sorted.sort_unstable_by(f64::total_cmp);
-            let sorted = &*sorted;
-            let pct = |q| json!((!sorted.is_empty()).then(|| percentile_sorted(sorted, q)));
+            let (p50, p99) = pcts[at + i];
             let row = [
                 json!(run),
                 json!(i as f64 * w),
@@ -130,15 +168,14 @@ pub fn check_series(c: &mut Checker<'_>, artifact: &Map<String, Value>, rows: &R
                 json!(completed[at + i]),
                 json!(failed[at + i]),
                 json!(tokens[at + i] / w),
-                pct(50),
-                pct(99),
+                json!(p50),
+                json!(p99),
             ];
             for (col, v) in cols.iter_mut().zip(row) {
                 col.push(v);
             }
         }
     }
-    rows.recycle(ttfts);
     let names = [
         "repeat",
         "t",
@@ -197,5 +234,44 @@ mod tests {
         let report = check(&artifact([0.5, 1.0, 0.5]));
         assert_eq!(report.mismatches.len(), 1);
         assert_eq!(report.mismatches[0].path, "series.in_flight");
+    }
+
+    #[test]
+    fn point_percentiles_in_groups_equal_the_sorted_ones() {
+        use crate::bootstrap::SplitMix64;
+        use crate::columns::RowWriter;
+        // A point too big for one group among small ones, and an empty one.
+        let counts = [10, 0, GROUP_AT_MOST + 5, 3, GROUP_AT_MOST / 2, GROUP_AT_MOST / 2 + 1];
+        let mut rng = SplitMix64::new(7);
+        let mut writer = RowWriter::new().unwrap();
+        let mut by_point: Vec<Vec<f64>> = vec![Vec::new(); counts.len()];
+        // Rows of the points interleaved, in record order, with ties.
+        let mut left = counts;
+        while left.iter().any(|n| *n > 0) {
+            let p = rng.index(counts.len());
+            if left[p] == 0 {
+                continue;
+            }
+            left[p] -= 1;
+            let t = (rng.index(500) as f64) / 8.0;
+            by_point[p].push(t);
+            let mut row = Row::default();
+            row.set(Col::Ttft, Some(t));
+            row.set(Col::Stage, Some(p as f64));
+            writer.push(&row).unwrap();
+        }
+        let rows = writer.finish().unwrap();
+        let point_of = |r: &Row| Some((r.get(Col::Stage)? as usize, r.get(Col::Ttft)?));
+        let got = ttft_percentiles(&rows, &counts, &point_of);
+        let want: Vec<(Option<f64>, Option<f64>)> = by_point
+            .iter()
+            .map(|v| {
+                let mut v = v.clone();
+                v.sort_by(f64::total_cmp);
+                let pct = |q| (!v.is_empty()).then(|| percentile_sorted(&v, q));
+                (pct(50), pct(99))
+            })
+            .collect();
+        assert_eq!(got, want);
     }
 }

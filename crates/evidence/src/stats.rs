@@ -123,8 +123,26 @@ impl Summary {
     /// [`Summary::with_z`] of `values` whose ascending copy is `sorted`
     /// (for a caller that holds only the sorted copy and can visit the values).
     pub fn of_sorted(values: &(impl Ordered + ?Sized), sorted: &[f64], z: f64) -> Option<Self> {
+        Self::of_ranked(values, sorted.len(), &|r| sorted[r - 1], z)
+    }
+
+    /// The 1-based ranks [`Summary::of_ranked`] reads, among `n` values.
+    pub fn ranks(n: usize) -> Vec<usize> {
+        let mut ranks = vec![1, n];
+        ranks.extend(PERCENTILES.map(|q| nearest_rank_index(q, n)));
+        ranks
+    }
+
+    /// [`Summary::with_z`] of the `n` `values`, for a caller that holds none
+    /// of them sorted: `at(rank)` is the value at a 1-based rank of
+    /// [`Summary::ranks`] in ascending order.
+    pub fn of_ranked(
+        values: &(impl Ordered + ?Sized),
+        n: usize,
+        at: &dyn Fn(usize) -> f64,
+        z: f64,
+    ) -> Option<Self> {
         let m = mean_of(values)?;
-        let n = sorted.len();
         if n == 0 {
             return None;
         }
@@ -136,9 +154,9 @@ impl Summary {
             sd,
             ci_low: half.map(|h| m - h),
             ci_high: half.map(|h| m + h),
-            min: sorted[0],
-            max: sorted[n - 1],
-            pct: PERCENTILES.map(|q| percentile_sorted(sorted, q)),
+            min: at(1),
+            max: at(n),
+            pct: PERCENTILES.map(|q| at(nearest_rank_index(q, n))),
         })
     }
 

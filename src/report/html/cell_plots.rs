@@ -5,6 +5,7 @@
 //! the one column it needs, so at most one column is held at a time. Pooled
 //! chunk gaps are counted per distinct µs value, failures per class.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -47,6 +48,10 @@ pub(super) struct CellPlots {
     pub failures: BTreeMap<String, u64>,
     pub canaries_checked: usize,
     pub canaries_passed: usize,
+    /// The room of the last column given back ([`CellPlots::recycle`]):
+    /// every plot's column is loaded into the same memory (an allocator
+    /// keeps freed room a while; a column's worth each would add up).
+    spare: RefCell<Vec<f64>>,
 }
 
 /// An absent value in a row (the records' fields are finite when present).
@@ -72,6 +77,7 @@ impl CellPlots {
             failures: BTreeMap::new(),
             canaries_checked: 0,
             canaries_passed: 0,
+            spare: RefCell::new(Vec::new()),
         };
         anvil_evidence::artifact_file::for_each_record(path, |_, t: Timing| {
             let row = plots.row_of(&t);
@@ -154,7 +160,9 @@ impl CellPlots {
     /// out: the one column held at a time (sized to the rows, sorted in
     /// place without a merge buffer).
     pub fn sorted(&self, c: usize, keep: impl Fn(&Row) -> bool) -> Vec<f64> {
-        let mut values = Vec::with_capacity(self.requests);
+        let mut values = std::mem::take(&mut *self.spare.borrow_mut());
+        values.clear();
+        values.reserve(self.requests);
         self.scan(|row| {
             if keep(row)
                 && let Some(v) = get(row, c).filter(|v| v.is_finite())
@@ -164,6 +172,14 @@ impl CellPlots {
         });
         values.sort_unstable_by(f64::total_cmp);
         values
+    }
+
+    /// Keeps `values`' room for the next column [`CellPlots::sorted`] loads.
+    pub fn recycle(&self, values: Vec<f64>) {
+        let mut spare = self.spare.borrow_mut();
+        if values.capacity() > spare.capacity() {
+            *spare = values;
+        }
     }
 
     /// Every `step`-th request in send order (the 1st, the step+1-th, …),
@@ -176,7 +192,7 @@ impl CellPlots {
         for v in sends.iter().step_by(step.max(1)) {
             *wanted.entry(v.to_bits()).or_default() += 1;
         }
-        drop(sends);
+        self.recycle(sends);
         let mut shown: Vec<Row> = Vec::new();
         self.scan(|row| {
             if let Some(left) = wanted.get_mut(&row[col::ACTUAL_SEND].to_bits()).filter(|n| **n > 0) {

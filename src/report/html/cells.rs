@@ -121,6 +121,7 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
                 vec![format!("p{q:.0}"), num(quantile(&values, q))]
             })
             .collect();
+        plots.recycle(values);
         let caption = match label {
             "TTFT" => {
                 "Time to first token per request (eligible requests), cumulative: read the median at 0.5."
@@ -131,7 +132,9 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
     }
 
     // TPOT and decode rate.
-    let (bins, note) = histogram_bins(&plots.eligible_sorted(col::TPOT));
+    let tpots = plots.eligible_sorted(col::TPOT);
+    let (bins, note) = histogram_bins(&tpots);
+    plots.recycle(tpots);
     let svg = plot::histogram(&format!("{}: TPOT", step.name), "ms per output token", &bins, note.as_deref());
     page.figure(
         &svg,
@@ -139,14 +142,17 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         &["from ms", "to ms", "requests"],
         &bin_rows(&bins),
     );
-    let (bins, note) = histogram_bins(&plots.eligible_sorted(col::DECODE));
+    let decodes = plots.eligible_sorted(col::DECODE);
+    let (bins, note) = histogram_bins(&decodes);
+    plots.recycle(decodes);
     let svg =
         plot::histogram(&format!("{}: decode tok/s", step.name), "tokens per second", &bins, note.as_deref());
     page.figure(&svg, "Per-request decode rate.", &["from tok/s", "to tok/s", "requests"], &bin_rows(&bins));
 
     // Chunk gaps, pooled over requests (counted per distinct µs value).
-    let gaps: Vec<(f64, u64)> = plots.gaps_us.iter().map(|(&us, &n)| (f64::from(us) / 1000.0, n)).collect();
-    let (bins, note) = histogram_bins_counted(&gaps);
+    // Read from the counts in place (a list of them would be a second copy).
+    let gaps = plots.gaps_us.iter().map(|(&us, &n)| (f64::from(us) / 1000.0, n));
+    let (bins, note) = histogram_bins_counted(gaps);
     let svg = plot::histogram(
         &format!("{}: chunk gaps", step.name),
         "ms between streamed chunks",
@@ -157,7 +163,7 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         &svg,
         &format!(
             "Raw gaps between consecutive output-bearing chunks, {} gaps over every eligible request.",
-            gaps.iter().map(|(_, n)| n).sum::<u64>()
+            plots.gaps_us.values().sum::<u64>()
         ),
         &["from ms", "to ms", "gaps"],
         &bin_rows(&bins),

@@ -35,41 +35,38 @@ pub(super) fn cdf(sorted: &[f64]) -> (Vec<(f64, f64)>, bool) {
 /// Equal-width bins from the minimum to the p99.5; values above fold into
 /// the last bin, and the note says so.
 pub(super) fn histogram_bins(sorted: &[f64]) -> (Vec<(f64, f64, u64)>, Option<String>) {
-    // Equal values counted once each, so both kinds of input share one rule.
-    let mut counted: Vec<(f64, u64)> = Vec::new();
-    for &v in sorted {
-        match counted.last_mut() {
-            Some((last, n)) if *last == v => *n += 1,
-            _ => counted.push((v, 1)),
-        }
-    }
-    histogram_bins_counted(&counted)
+    // Equal values counted once each, so both kinds of input share one rule;
+    // the runs are visited in place (a list of them would be twice the column).
+    histogram_bins_counted(sorted.chunk_by(|a, b| a == b).map(|run| (run[0], run.len() as u64)))
 }
 
-/// [`histogram_bins`] of sorted distinct values, each with how many times it occurs.
-pub(super) fn histogram_bins_counted(counted: &[(f64, u64)]) -> (Vec<(f64, f64, u64)>, Option<String>) {
-    let Some(&(lo, _)) = counted.first() else { return (Vec::new(), None) };
-    let total: u64 = counted.iter().map(|(_, n)| n).sum();
+/// [`histogram_bins`] of sorted distinct values, each with how many times it
+/// occurs (visited a few times over, never collected).
+pub(super) fn histogram_bins_counted(
+    counted: impl Iterator<Item = (f64, u64)> + Clone,
+) -> (Vec<(f64, f64, u64)>, Option<String>) {
+    let Some((lo, _)) = counted.clone().next() else { return (Vec::new(), None) };
+    let total: u64 = counted.clone().map(|(_, n)| n).sum();
     // Nearest rank of the p99.5 over the counts.
     let rank = ((0.995 * total as f64).ceil() as u64).clamp(1, total);
     let mut seen = 0;
     let top = counted
-        .iter()
+        .clone()
         .find(|(_, n)| {
             seen += n;
             seen >= rank
         })
-        .map_or(lo, |(v, _)| *v);
-    let max = counted.last().map_or(lo, |(v, _)| *v);
+        .map_or(lo, |(v, _)| v);
+    let max = counted.clone().last().map_or(lo, |(v, _)| v);
     let hi = if top > lo { top } else { lo + 1e-6_f64.max(lo.abs() * 0.01) };
     let bins = BINS.min(total.max(1) as usize);
     let width = (hi - lo) / bins as f64;
     let mut counts = vec![0u64; bins];
-    for &(v, n) in counted {
+    for (v, n) in counted.clone() {
         let i = (((v - lo) / width) as usize).min(bins - 1);
         counts[i] += n;
     }
-    let folded: u64 = counted.iter().filter(|(v, _)| *v > hi).map(|(_, n)| n).sum();
+    let folded: u64 = counted.filter(|(v, _)| *v > hi).map(|(_, n)| n).sum();
     let note = (folded > 0)
         .then(|| format!("{folded} values above {} (max {}) in the last bin", num(Some(hi)), num(Some(max))));
     let out = counts
@@ -139,7 +136,8 @@ mod tests {
     fn counted_values_bin_as_the_values_they_count() {
         let v = [1.0, 1.0, 1.0, 2.0, 2.5, 2.5, 9.0, 40.0];
         let counted = [(1.0, 3), (2.0, 1), (2.5, 2), (9.0, 1), (40.0, 1)];
-        assert_eq!(histogram_bins(&v), histogram_bins_counted(&counted));
-        assert_eq!(histogram_bins_counted(&[]), (Vec::new(), None));
+        assert_eq!(histogram_bins(&v), histogram_bins_counted(counted.into_iter()));
+        assert_eq!(histogram_bins_counted(std::iter::empty()), (Vec::new(), None));
+        assert_eq!(histogram_bins(&[]), (Vec::new(), None));
     }
 }

@@ -197,19 +197,19 @@ fn metrics(
     let mut m = Map::new();
     // One metric's values in memory at a time.
     for def in REQUEST_METRICS {
-        let d = Distribution::of(&store.column(def.column, eligible_in(subset))?);
+        let d = Distribution::of_vec(store.column(def.column, eligible_in(subset))?);
         write_distribution(&mut m, def.name, def.style, d.as_ref());
     }
     // Raw chunk gaps, pooled over every eligible request (real inter-chunk latency).
     let gaps: Vec<(f64, u64)> = gaps.sorted().into_iter().map(|(g, n)| (f64::from(g) / 1000.0, n)).collect();
     write_distribution(&mut m, "chunk_gap", KeyStyle::Millis, Distribution::of_sorted_counts(&gaps).as_ref());
     for def in SCHEDULE_METRICS {
-        let d = Distribution::of(&store.column(def.column, eligible_in(subset))?);
+        let d = Distribution::of_vec(store.column(def.column, eligible_in(subset))?);
         write_distribution(&mut m, def.name, def.style, d.as_ref());
     }
     // Client schedule lag covers every attempted request: it is about the client.
     let lags = store.column(col::SEND_LAG, |row| subset.keeps(row))?;
-    write_distribution(&mut m, "send_lag", KeyStyle::Millis, Distribution::of(&lags).as_ref());
+    write_distribution(&mut m, "send_lag", KeyStyle::Millis, Distribution::of_vec(lags).as_ref());
     // How long the first content sat in the socket before the client read
     // it: also about the client (did it keep up?), not the engine.
     let read_delays = store.column(col::READ_DELAY, eligible_in(subset))?;
@@ -217,7 +217,7 @@ fn metrics(
         &mut m,
         "first_content_read_delay",
         KeyStyle::Millis,
-        Distribution::of(&read_delays).as_ref(),
+        Distribution::of_vec(read_delays).as_ref(),
     );
 
     m.insert("output_tokens".into(), json!(t.output_tokens));
@@ -424,9 +424,9 @@ fn per_target(targets: &[Target], store: &Stored, wall_ms: f64) -> std::io::Resu
     for (i, t) in targets.iter().enumerate() {
         let subset = Subset::Target(i);
         let tl = tally(store, subset)?;
-        let ttft = Distribution::of(&store.column(col::TTFT, eligible_in(subset))?);
-        let tpot = Distribution::of(&store.column(col::TPOT, eligible_in(subset))?);
-        let e2e = Distribution::of(&store.column(col::E2E, eligible_in(subset))?);
+        let ttft = Distribution::of_vec(store.column(col::TTFT, eligible_in(subset))?);
+        let tpot = Distribution::of_vec(store.column(col::TPOT, eligible_in(subset))?);
+        let e2e = Distribution::of_vec(store.column(col::E2E, eligible_in(subset))?);
         rows.push(json!({
             "label": t.label,
             "attempted": tl.attempted,

@@ -408,7 +408,9 @@ impl Stored {
 
     /// Values of column `c` over the rows `keep` selects (absent values skipped).
     pub fn column(&self, c: usize, keep: impl Fn(&Row) -> bool) -> io::Result<Vec<f64>> {
-        let mut out = Vec::new();
+        // Room for every slot up front: grown by doubling, a column would
+        // end up to twice its size, and a regrowth holds old and new at once.
+        let mut out = Vec::with_capacity(self.slots as usize);
         self.scan(|row| {
             if keep(row)
                 && let Some(v) = get(row, c)
@@ -427,26 +429,31 @@ impl Stored {
         } else {
             (&self.timings, col::TIMINGS_AT, col::TIMINGS_LEN)
         };
-        let mut spans = Vec::new();
-        // Offsets only (16 bytes a request), so the copy goes in request order.
+        // Each element copied as its row is scanned (rows come in request
+        // order): nothing held per request, not even the offsets.
+        let mut buf = Vec::new();
+        let mut written = 0usize;
+        let mut failed = None;
         self.scan(|row| {
-            if let (Some(a), Some(l)) = (get(row, at), get(row, len)) {
-                spans.push((a as u64, l as usize));
+            let (Some(a), Some(l)) = (get(row, at), get(row, len)) else { return };
+            if failed.is_some() {
+                return;
+            }
+            let mut copy = || -> io::Result<()> {
+                buf.resize(l as usize, 0);
+                file.read_exact_at(&mut buf, a as u64)?;
+                out.write_all(if written == 0 { b"[\n    " } else { b",\n    " })?;
+                out.write_all(&buf)
+            };
+            match copy() {
+                Ok(()) => written += 1,
+                Err(e) => failed = Some(e),
             }
         })?;
-        if spans.is_empty() {
-            return out.write_all(b"[]");
+        if let Some(e) = failed {
+            return Err(e);
         }
-        out.write_all(b"[\n")?;
-        let mut buf = Vec::new();
-        for (i, (a, l)) in spans.iter().enumerate() {
-            buf.resize(*l, 0);
-            file.read_exact_at(&mut buf, *a)?;
-            out.write_all(b"    ")?;
-            out.write_all(&buf)?;
-            out.write_all(if i + 1 < spans.len() { b",\n" } else { b"\n" })?;
-        }
-        out.write_all(b"  ]")
+        out.write_all(if written == 0 { b"[]" } else { b"\n  ]" })
     }
 
     /// The stored records, parsed back, in request order.

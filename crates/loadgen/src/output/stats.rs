@@ -121,12 +121,21 @@ impl Distribution {
     /// are in the order their requests were recorded: the batch intervals
     /// read correlation between neighbours from it.
     pub fn of(values: &[f64]) -> Option<Self> {
-        let ordered: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        Self::of_vec(values.to_vec())
+    }
+
+    /// [`Distribution::of`] a sample the caller gives up: it becomes the
+    /// record-order copy, so a statistic holds two columns (that and the
+    /// sorted one), not three.
+    pub fn of_vec(mut ordered: Vec<f64>) -> Option<Self> {
+        ordered.retain(|v| v.is_finite());
         let mut sorted = ordered.clone();
         if sorted.is_empty() {
             return None;
         }
-        sorted.sort_by(f64::total_cmp);
+        // In place: a stable sort would allocate up to a column more, and
+        // `total_cmp` ties are equal bits, so the order is the same.
+        sorted.sort_unstable_by(f64::total_cmp);
         let n = sorted.len();
         let mean = sorted.iter().sum::<f64>() / n as f64;
         let stddev = (n >= 2).then(|| {
