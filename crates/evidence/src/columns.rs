@@ -182,13 +182,7 @@ impl Rows {
     /// in room for every row taken once (grown by doubling, a column would
     /// end up to twice its size).
     pub fn column(&self, col: Col, keep: impl Fn(&Row) -> bool) -> Vec<f64> {
-        self.column_within(col, keep, self.len)
-    }
-
-    /// [`Rows::column`] into room for `at_most` values (an upper bound the
-    /// caller knows: no regrowth, and no copy of the column while it grows).
-    pub fn column_within(&self, col: Col, keep: impl Fn(&Row) -> bool, at_most: usize) -> Vec<f64> {
-        let mut out = self.buffer(at_most);
+        let mut out = self.buffer(self.len);
         self.scan(|r| {
             if let Some(v) = r.get(col).filter(|_| keep(r)) {
                 out.push(v);
@@ -199,7 +193,7 @@ impl Rows {
 
     /// An empty buffer with room for `at_most` values: the spare one when
     /// there is one. Give it back with [`Rows::recycle`].
-    pub fn buffer(&self, at_most: usize) -> Vec<f64> {
+    fn buffer(&self, at_most: usize) -> Vec<f64> {
         let mut b = std::mem::take(&mut *self.spare.borrow_mut());
         b.clear();
         b.reserve(at_most);

@@ -283,25 +283,19 @@ fn child(job: &str) {
     let cpu = cpu_us() - cpu0;
     let hwm = vmhwm_kib();
     let records = cell.records().expect("records");
-    let mut starts: Vec<u64> = records.iter().map(|r| r.request_start_unix_ns).collect();
-    starts.sort_unstable();
-    let span_s = (starts.last().copied().unwrap_or(0) - starts.first().copied().unwrap_or(0)) as f64 / 1e9;
+    let achieved = achieved_rate(records.iter().map(|r| r.request_start_unix_ns));
     let tokens: u64 = records.iter().filter_map(|r| r.output_tokens).sum();
     let first_failure = records.iter().find_map(|r| r.failure.as_ref()).map(|f| f.detail.clone());
-    // id start_ns ttft_ms, for the parent to match against the server's log.
-    let mut samples = std::io::BufWriter::new(std::fs::File::create(dir.join("samples")).expect("samples"));
-    for r in &records {
-        if let (Some(id), Some(ttft)) = (&r.request_id, r.ttft_ms) {
-            writeln!(samples, "{id} {} {ttft}", r.request_start_unix_ns).expect("sample");
-        }
-    }
-    drop(samples);
+    let samples = write_samples(
+        &dir,
+        records.iter().filter_map(|r| Some((r.request_id.as_deref()?, r.request_start_unix_ns, r.ttft_ms?))),
+    );
     let m = |key: &str| cell.artifact.metric(key).clone();
     let result = json!({
         "requests": cell.artifact.requests,
         "failed": cell.artifact.failed,
         "recorded": records.len(),
-        "achieved": if span_s > 0.0 { (starts.len() as f64 - 1.0) / span_s } else { 0.0 },
+        "achieved": achieved,
         "lag_p50": m("send_lag_p50_ms"),
         "lag_p99": m("send_lag_p99_ms"),
         "lag_max": m("send_lag_max_ms"),
@@ -309,7 +303,7 @@ fn child(job: &str) {
         "tokens": tokens,
         "vmhwm_kib": hwm,
         "first_failure": first_failure,
-        "samples": dir.join("samples"),
+        "samples": samples,
         "dir": dir,
     });
     println!("RESULT {result}");
@@ -328,34 +322,51 @@ fn bare_child(pace: &str, rate: f64, requests: u32, url: &str, dir: &std::path::
     let samples = rt.block_on(bare_client::run(url, pace, warmup, requests));
     let cpu = cpu_us() - cpu0;
     let hwm = vmhwm_kib();
-    let mut starts: Vec<u64> = samples.iter().map(|s| s.start_unix_ns).collect();
-    starts.sort_unstable();
-    let span_s = (starts.last().copied().unwrap_or(0) - starts.first().copied().unwrap_or(0)) as f64 / 1e9;
     let mut lags: Vec<f64> = samples.iter().map(|s| s.lag_ms).collect();
     lags.sort_by(f64::total_cmp);
     let lag = |p: u32| if lags.is_empty() { f64::NAN } else { nearest_rank(&lags, p) };
-    let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("samples")).expect("samples"));
-    for s in &samples {
-        if let Some(ttft) = s.ttft_ms {
-            writeln!(out, "{} {} {ttft}", s.id, s.start_unix_ns).expect("sample");
-        }
-    }
-    drop(out);
+    let file =
+        write_samples(dir, samples.iter().filter_map(|s| Some((s.id.as_str(), s.start_unix_ns, s.ttft_ms?))));
     let result = json!({
         "requests": requests,
         "failed": samples.iter().filter(|s| s.failed).count(),
         "recorded": samples.len(),
-        "achieved": if span_s > 0.0 { (starts.len() as f64 - 1.0) / span_s } else { 0.0 },
+        "achieved": achieved_rate(samples.iter().map(|s| s.start_unix_ns)),
         "lag_p50": lag(50),
         "lag_p99": lag(99),
         "lag_max": lags.last().copied().unwrap_or(f64::NAN),
         "cpu_us": cpu,
         "tokens": samples.iter().map(|s| s.content_chunks).sum::<u64>(),
         "vmhwm_kib": hwm,
-        "samples": dir.join("samples"),
+        "samples": file,
         "dir": dir,
     });
     println!("RESULT {result}");
+}
+
+/// Requests a second over the span of their actual sends (unix ns).
+fn achieved_rate(starts: impl Iterator<Item = u64>) -> f64 {
+    let (mut n, mut first, mut last) = (0u64, u64::MAX, 0u64);
+    for t in starts {
+        (n, first, last) = (n + 1, first.min(t), last.max(t));
+    }
+    let span_s = last.saturating_sub(first) as f64 / 1e9;
+    if span_s > 0.0 { (n as f64 - 1.0) / span_s } else { 0.0 }
+}
+
+/// `id start_ns ttft_ms` lines, for the parent to match against the
+/// server's log; the file's path.
+fn write_samples<'a>(
+    dir: &std::path::Path,
+    samples: impl Iterator<Item = (&'a str, u64, f64)>,
+) -> std::path::PathBuf {
+    let path = dir.join("samples");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).expect("samples"));
+    for (id, start_ns, ttft) in samples {
+        writeln!(out, "{id} {start_ns} {ttft}").expect("sample");
+    }
+    out.flush().expect("samples written");
+    path
 }
 
 // ---------------------------------------------------------------------------

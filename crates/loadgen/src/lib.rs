@@ -222,10 +222,10 @@ async fn run_cell_inner(
     std::thread::Builder::new().name(format!("anvil-loadgen-{}", spec.name)).spawn(move || {
         let mut result_tx = result_tx;
         // One worker: everything on one thread, no work stealing to pay for.
-        let runtime = match ctx_owned.loadgen_workers.max(1) as usize {
+        let runtime = match ctx_owned.workers() {
             1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
             n => tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(n)
+                .worker_threads(n as usize)
                 .thread_name("anvil-loadgen-worker")
                 .enable_all()
                 .build(),

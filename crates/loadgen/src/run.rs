@@ -1191,7 +1191,7 @@ pub async fn measure(
         margins: Default::default(),
         template_overhead,
         request_tag: request_tag(),
-        sender_lanes: ctx.loadgen_workers.max(1) as usize,
+        sender_lanes: ctx.workers() as usize,
         spec,
     });
 

@@ -638,7 +638,7 @@ pub fn build(
         thinking_mode: spec.thinking,
         request_timeout_ms: spec.request_timeout_ms,
         loadgen_version: env!("CARGO_PKG_VERSION").into(),
-        loadgen_workers: Some(ctx.loadgen_workers.max(1)),
+        loadgen_workers: Some(ctx.workers()),
         connections: connections(spec, out),
         series: crate::output::series::build(store, spec.repeat)?,
         stages: if spec.stages.is_empty() { None } else { Some(stages(spec, store)?) },

@@ -267,6 +267,13 @@ pub struct CellContext {
     pub loadgen_workers: u32,
 }
 
+impl CellContext {
+    /// [`CellContext::loadgen_workers`], at least one.
+    pub fn workers(&self) -> u32 {
+        self.loadgen_workers.max(1)
+    }
+}
+
 impl Default for CellContext {
     fn default() -> Self {
         Self {
