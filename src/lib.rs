@@ -18,6 +18,7 @@
 //! crates of their own (anvil-store, anvil-sim, anvil-loadgen, anvil-expr,
 //! anvil-proc, anvil-checks, anvil-evidence).
 
+pub mod engines;
 pub mod recipe;
 
 pub(crate) mod environment;

@@ -17,6 +17,7 @@ mod crash;
 mod diff;
 mod docs_fields;
 mod docs_recipes;
+mod engines;
 mod error_storms;
 mod errors;
 mod export_data;

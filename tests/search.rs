@@ -748,3 +748,84 @@ cell "lost" server="sim" workload="short" {{
     let result = stored_result(&scratch, &recipe, "lost");
     assert_eq!(result["stopped_early"]["reason"], "over-saturated", "{result}");
 }
+
+/// The over-saturation rule judges against the time a request takes: a
+/// server with room for 512 sequences and ~3 s replies, offered 20 req/s
+/// (an eighth of its capacity), fills from idle for 3 s with nothing
+/// ending. The rule must not read that as a queue that grows: all 200
+/// requests complete. (Before the lagged window it stopped at 3.1 s with
+/// nothing completed.)
+#[test]
+fn a_stable_load_with_replies_of_seconds_is_not_stopped_as_over_saturated() {
+    let _one = serial();
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "slow-replies.kdl",
+        r#"
+server "sim" {
+    model "slow"
+    sim {
+        decode-step-ms 10
+        decode-step-ms-per-seq 0
+        max-running-seqs 512
+        output-tokens 300
+    }
+}
+cell "steady" server="sim" {
+    context-tokens 128
+    max-tokens 300
+    thinking "off"
+    arrival "poisson"
+    rate 20
+    requests 200
+    warmup-requests 0
+    concurrency 512
+    stop-when-saturated #true
+}
+"#,
+    );
+    let outcome = scratch.run(&recipe, &[], 0);
+    assert!(!outcome.transcript().contains("stopped early"), "{}", outcome.transcript());
+    let result = stored_result(&scratch, &recipe, "steady");
+    assert!(result.get("stopped_early").is_none_or(Value::is_null), "{result}");
+    assert_eq!(result["completed"], 200, "{result}");
+}
+
+/// The same kind of server offered 1.3 times its capacity (32 sequences of
+/// ~1 s: 32 req/s, offered 42) is stopped as over-saturated, and the run
+/// line says so.
+#[test]
+fn a_load_past_capacity_by_a_third_is_stopped_as_over_saturated() {
+    let _one = serial();
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "past-capacity.kdl",
+        r#"
+server "sim" {
+    model "slow"
+    sim {
+        decode-step-ms 10
+        decode-step-ms-per-seq 0
+        max-running-seqs 32
+        output-tokens 100
+    }
+}
+cell "lost" server="sim" {
+    context-tokens 128
+    max-tokens 100
+    thinking "off"
+    arrival "poisson"
+    rate 42
+    requests 1500
+    warmup-requests 0
+    concurrency 1500
+    stop-when-saturated #true
+}
+"#,
+    );
+    let outcome = scratch.run(&recipe, &[], 0);
+    let transcript = outcome.transcript();
+    assert!(transcript.contains("over-saturated at"), "{transcript}");
+    let result = stored_result(&scratch, &recipe, "lost");
+    assert_eq!(result["stopped_early"]["reason"], "over-saturated", "{result}");
+}

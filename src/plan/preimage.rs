@@ -2,10 +2,12 @@
 //! upstream fingerprints.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
 use super::fingerprint::{JUDGING_RULES, MEASUREMENT_PROTOCOL, PreimageParts, file_digest, fingerprint_of};
+use crate::engines::EnginePreset;
 use crate::recipe::decls::Engine;
 use crate::recipe::{Decl, Kind, Recipe, Spec};
 
@@ -14,6 +16,7 @@ use crate::recipe::{Decl, Kind, Recipe, Spec};
 pub struct World {
     engines: BTreeMap<String, Value>,
     gpu_models: Option<Value>,
+    gpu_driver: Option<Value>,
 }
 
 impl World {
@@ -26,6 +29,60 @@ impl World {
                 None => json!("unknown: nvidia-smi not found"),
             })
             .clone()
+    }
+
+    /// The GPU driver's version: the same engine on another driver may
+    /// measure otherwise.
+    fn gpu_driver(&mut self) -> Value {
+        self.gpu_driver
+            .get_or_insert_with(|| match anvil_proc::gpu_driver() {
+                Some(version) => json!(version),
+                None => json!("unknown: nvidia-smi not found"),
+            })
+            .clone()
+    }
+
+    /// What an engine known by name runs: a Python engine's interpreter and
+    /// the installed packages that decide its results (versions and a digest
+    /// of their installed files), or a binary's path, hash and version; and
+    /// the weights it loads (a local folder's files, or a hub snapshot).
+    fn preset_engine(&mut self, preset: &EnginePreset, base_dir: &Path) -> Value {
+        let weights_path = base_dir.join(&preset.weights);
+        let weights = match weights_path.exists() {
+            true => weights_path.display().to_string(),
+            false => preset.weights.clone(),
+        };
+        let key = format!("{}\u{0}{}\u{0}{weights}\u{0}{:?}", preset.name.as_str(), preset.program, preset.revision);
+        if let Some(known) = self.engines.get(&key) {
+            return known.clone();
+        }
+        let program = if preset.name.is_python() {
+            match anvil_proc::python_identity(&preset.program, preset.distributions()) {
+                Ok(id) => serde_json::to_value(id).unwrap_or(Value::Null),
+                Err(err) => json!({"program": preset.program, "unresolved": err.to_string()}),
+            }
+        } else {
+            self.engine(&preset.program, &["--version".to_string()])
+        };
+        let weights = anvil_proc::weights_identity(&weights, preset.revision.as_deref(), digest_cache().as_deref());
+        let mut weights = serde_json::to_value(weights).unwrap_or(Value::Null);
+        // Files keyed by their path, so a diff names the file that changed.
+        if let Some(files) = weights.get_mut("files")
+            && let Value::Array(list) = files.take()
+        {
+            let by_path = list.into_iter().filter_map(|mut file| {
+                let path = file.as_object_mut()?.remove("path")?.as_str()?.to_string();
+                Some((path, file))
+            });
+            *files = Value::Object(by_path.collect());
+        }
+        let identity = json!({
+            "name": preset.name.as_str(),
+            "program": program,
+            "weights": weights,
+        });
+        self.engines.insert(key, identity.clone());
+        identity
     }
 
     /// Resolved path, content hash and version output of an engine program.
@@ -44,6 +101,16 @@ impl World {
             })
             .clone()
     }
+}
+
+/// Where the digests of weight files are kept between plans, keyed by
+/// each file's path, size, mtime and inode, so a plan reads no weight
+/// bytes twice (`$ANVIL_CACHE/digests`, default `~/.cache/anvil/digests`).
+fn digest_cache() -> Option<PathBuf> {
+    let root = std::env::var_os("ANVIL_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/anvil")))?;
+    Some(root.join("digests"))
 }
 
 /// Whether servers run as themselves or as their simulated twins (`--sim`).
@@ -95,9 +162,17 @@ pub fn preimage_of(
             } else if let Engine::Command(command) = &server.engine
                 && let Some(program) = command.command.first()
             {
-                parts.environment.insert("engine".into(), world.engine(program, &command.version_args));
+                let engine = match &command.preset {
+                    Some(preset) => world.preset_engine(preset, &base_dir),
+                    None => world.engine(program, &command.version_args),
+                };
+                parts.environment.insert("engine".into(), engine);
                 if server.gpus > 0 {
-                    let hardware = json!({"gpu_models": world.gpu_models(), "gpus_per_replica": server.gpus});
+                    let hardware = json!({
+                        "gpu_models": world.gpu_models(),
+                        "gpu_driver": world.gpu_driver(),
+                        "gpus_per_replica": server.gpus,
+                    });
                     parts.environment.insert("hardware".into(), hardware);
                 }
             }

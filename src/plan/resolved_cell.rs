@@ -46,22 +46,42 @@ pub fn resolve_in_recipe(recipe: &Recipe, name: &str) -> Option<CellSpec> {
 /// caller, who may know where it is: `recipe.step` scans every step).
 pub fn resolve_step(step: &Decl, server: Option<&Decl>, seed: u64) -> Option<CellSpec> {
     let Spec::Cell(cell) = &step.spec else { return None };
-    let served = match server.map(|s| &s.spec) {
-        Some(Spec::Server(server)) => Served {
-            model: server.model.as_deref().unwrap_or(DEFAULT_MODEL),
-            tokenizer: server.tokenizer.as_ref(),
-        },
-        _ => Served { model: DEFAULT_MODEL, tokenizer: None },
+    let server = match server.map(|s| &s.spec) {
+        Some(Spec::Server(server)) => Some(server),
+        _ => None,
+    };
+    let canary_body = server.and_then(|s| s.engine.preset()).map(crate::engines::EnginePreset::canary_body);
+    let served = Served {
+        model: server.and_then(|s| s.model.as_deref()).unwrap_or(DEFAULT_MODEL),
+        tokenizer: server.and_then(|s| s.tokenizer.as_ref()),
+        canary_body: canary_body.as_ref(),
     };
     Some(resolve(&step.name, cell, &served, seed))
 }
 
-/// What a cell takes from its server: the model its requests name and
-/// the tokenizer its prompts are built with.
+/// What a cell takes from its server: the model its requests name, the
+/// tokenizer its prompts are built with, and the body fields that make an
+/// engine known by name begin each reply with its canary.
 #[derive(Debug, Clone, Copy)]
 pub struct Served<'a> {
     pub model: &'a str,
     pub tokenizer: Option<&'a anvil_loadgen::TokenizerSpec>,
+    pub canary_body: Option<&'a Value>,
+}
+
+/// The cell's `extra-body` over the engine's canary constraint: the
+/// cell's own fields win, so a recipe can replace or drop the constraint.
+fn with_canary_constraint(extra_body: Value, constraint: Option<&Value>) -> Value {
+    match (constraint, extra_body) {
+        (None, body) => body,
+        (Some(constraint), Value::Null) => constraint.clone(),
+        (Some(Value::Object(constraint)), Value::Object(cell)) => {
+            let mut merged = constraint.clone();
+            merged.extend(cell);
+            Value::Object(merged)
+        }
+        (Some(_), body) => body,
+    }
 }
 
 /// The cell `name` as the load generator runs it against a server serving
@@ -119,7 +139,10 @@ pub fn resolve(name: &str, cell: &CellDecl, served: &Served<'_>, seed: u64) -> C
         },
         request_timeout_ms: load.timeout.map_or(defaults.request_timeout_ms, |t| t.as_millis() as u64),
         seed,
-        extra_body: load.extra_body.as_ref().map(unescape_strings).unwrap_or(Value::Null),
+        extra_body: with_canary_constraint(
+            load.extra_body.as_ref().map(unescape_strings).unwrap_or(Value::Null),
+            served.canary_body.filter(|_| load.canaries.unwrap_or(defaults.canaries)),
+        ),
         slo: load.slo.map(|slo| Slo {
             ttft_ms: slo.ttft.map(ms),
             tpot_ms: slo.tpot.map(ms),

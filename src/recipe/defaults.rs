@@ -38,6 +38,9 @@ pub(super) fn default_engine(server: &mut Draft, problems: &mut Problems) {
     let needs = match engine {
         words::EngineKind::Command => Some(server::key::command),
         words::EngineKind::External => Some(server::key::url),
+        words::EngineKind::Vllm | words::EngineKind::Sglang | words::EngineKind::LlamaCpp => {
+            Some(server::key::weights)
+        }
         words::EngineKind::Sim => None,
     };
     if let Some(needed) = needs

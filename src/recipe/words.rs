@@ -50,7 +50,14 @@ words! {
 
 words! {
     /// How a server is provided.
-    pub enum EngineKind { Command = "command", Sim = "sim", External = "external" }
+    pub enum EngineKind {
+        Command = "command",
+        Sim = "sim",
+        External = "external",
+        Vllm = "vllm",
+        Sglang = "sglang",
+        LlamaCpp = "llama.cpp",
+    }
 }
 
 words! {

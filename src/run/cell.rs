@@ -30,7 +30,11 @@ pub async fn run_cell(
     at: &CellRun<'_>,
 ) -> Result<Produced, Failure> {
     let (fingerprint, display) = (at.fingerprint, at.progress);
-    let served = Served { model: &server.model, tokenizer: server.tokenizer.as_ref() };
+    let served = Served {
+        model: &server.model,
+        tokenizer: server.tokenizer.as_ref(),
+        canary_body: server.canary_body.as_ref(),
+    };
     let mut spec = resolve(name, cell, &served, at.seed);
     resolve_paths(&mut spec, at.recipe);
     let context = CellContext {
@@ -103,9 +107,16 @@ pub async fn run_cell(
     artifact.server_startup_ms = Some(server.startup_ms.clone());
     let summary = &report.summary;
     if summary.completed == 0 {
-        let failures = report.failures(50).unwrap_or_default();
-        return Err(Failure::new(format!("no request completed ({} failed)", summary.failed))
-            .with_detail(serde_json::to_string(&failures).unwrap_or_default()));
+        let failures = report.failures(FAILURES_READ).unwrap_or_default();
+        let mut why = match failures.is_empty() {
+            true => format!("no request completed ({} failed)", summary.failed),
+            false => format!("no request completed: {}", failure_classes(summary.failed, &failures)),
+        };
+        // A rule that stopped the run says why nothing was left to complete.
+        if let Some(ending) = artifact.ending.as_ref().filter(|e| e.stopped_early()) {
+            why.push_str(&format!("; stopped early: {}", ending.detail));
+        }
+        return Err(Failure::new(why).with_detail(serde_json::to_string(&failures).unwrap_or_default()));
     }
     // The load generator always measures the offered load; only an
     // artifact read back from an older one lacks it.
@@ -136,6 +147,27 @@ pub async fn run_cell(
     let storm = artifact.ending.as_ref().is_some_and(|e| e.reason == anvil_loadgen::EndReason::ErrorStorm);
     let fault = storm.then_some(crate::executor::interface::Fault::ErrorStorm);
     Ok(Produced { result: results::to_value(&result), files, summary: line, fault, ..Produced::default() })
+}
+
+/// At most this many failed records are read to name a failed cell's classes.
+const FAILURES_READ: usize = 10_000;
+
+/// `16 failed: canary (16); first: marker_at_start=false … reply starts "Hello"`:
+/// the failure classes, most frequent first, and the first failure's detail
+/// (for a canary, the start of what the server replied).
+fn failure_classes(failed: u32, failures: &[Value]) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for failure in failures {
+        let class = failure["class"].as_str().unwrap_or("unknown").to_string();
+        match counts.iter_mut().find(|(c, _)| *c == class) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((class, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    let classes: Vec<String> = counts.iter().map(|(class, n)| format!("{class} ({n})")).collect();
+    let first = failures.first().and_then(|f| f["detail"].as_str()).unwrap_or_default();
+    format!("{failed} failed: {}; first: {first}", classes.join(", "))
 }
 
 /// The cell's line in the run's output: its figures, the load it offered,

@@ -24,4 +24,8 @@ pub struct ServerInfo {
     pub gpu_ids: Vec<String>,
     /// What the server's `warmup` did before its first step.
     pub warmup: Value,
+    /// An engine known by name: the body fields that constrain each reply
+    /// to begin with its canary (kept for a simulated twin too, so its
+    /// cells resolve as the real server's do).
+    pub canary_body: Option<Value>,
 }

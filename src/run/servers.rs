@@ -181,9 +181,13 @@ impl ServerPool {
         let simulated = matches!(engine, Engine::Sim);
         let model = decl.model.clone().unwrap_or_else(|| "default".to_string());
         let replicas = decl.replicas as usize;
-        let args: &[String] = match &decl.engine {
-            Engine::Command(command) => &command.args,
-            Engine::Sim | Engine::External { .. } => &[],
+        // A preset's own command line is part of what it was asked to run.
+        let args: Vec<&String> = match &decl.engine {
+            Engine::Command(command) if command.preset.is_some() => {
+                command.command.iter().skip(1).chain(&command.args).collect()
+            }
+            Engine::Command(command) => command.args.iter().collect(),
+            Engine::Sim | Engine::External { .. } => Vec::new(),
         };
         let mut info = ServerInfo {
             name: server_name.clone(),
@@ -201,6 +205,7 @@ impl ServerPool {
             log_paths: Vec::new(),
             gpu_ids: Vec::new(),
             warmup: Value::Null,
+            canary_body: decl.engine.preset().map(crate::engines::EnginePreset::canary_body),
             serve_flags: json!({
                 "engine": engine.kind().as_str(),
                 "replicas": replicas,
@@ -277,6 +282,9 @@ impl ServerPool {
 }
 
 fn engine_label(command: &CommandEngine) -> String {
+    if let Some(preset) = &command.preset {
+        return preset.name.as_str().to_string();
+    }
     let program = command.command.first().cloned().unwrap_or_default();
     Path::new(&program).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or(program)
 }

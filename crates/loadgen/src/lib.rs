@@ -22,6 +22,7 @@ pub use anvil_tokens::{TokenizerSpec, hf_cache as tokenizer_cache};
 pub use observe::failure::{Failure, FailureClass};
 pub use observe::precision::{Look, LookedAt, StoppingRecord};
 pub use observe::record::{ControlledOutput, RequestRecord};
+pub use observe::saturation::{FlightLog, Saturated, SaturationWatch};
 pub use observe::sse;
 pub use output::artifact::{PROTOCOL, SCHEMA};
 pub use output::benchmark::{

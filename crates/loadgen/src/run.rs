@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 use crate::observe::failure::FailureClass;
 use crate::observe::precision::{PrecisionWatch, StoppingRecord};
 use crate::observe::record::{RecordInputs, RequestRecord, derive};
-use crate::observe::saturation::SaturationWatch;
+use crate::observe::saturation::{FlightLog, SaturationWatch};
 use crate::output::ending::{EndReason, Ending};
 use crate::output::record_log::{FAILURE_CLASSES, RecordLog, Stored};
 use crate::output::tokens::{TokenAccount, TokenTally};
@@ -415,6 +415,9 @@ struct Sink {
     failures_by_class: [AtomicU32; FAILURE_CLASSES.len()],
     /// `stall-timeout`: the cell's last-byte clock, read when a request stalls.
     liveness: Option<Arc<Liveness>>,
+    /// When the ended requests were sent and how long they took, for the
+    /// over-saturation rule.
+    flights: FlightLog,
 }
 
 /// The rules that may end a measured phase from its records.
@@ -448,6 +451,7 @@ impl Sink {
             error_budget,
             liveness,
             failures_by_class: Default::default(),
+            flights: FlightLog::default(),
         })
     }
 
@@ -476,6 +480,9 @@ impl Sink {
     fn finished(&self, rec: RequestRecord) {
         let counter = if rec.performance_eligible { &self.completed } else { &self.failed };
         counter.fetch_add(1, Ordering::Relaxed);
+        if let Some(ms) = rec.e2e_ms {
+            self.flights.ended(rec.actual_send_ms, ms);
+        }
         if let Some(p) = &self.progress {
             p.record(&rec);
         }
@@ -809,6 +816,9 @@ async fn launch(
                 && load.margins.is_none()
                 && runner.source.schedule().is_none();
             let mut watch = SaturationWatch::default();
+            if watched {
+                sink.flights.reset();
+            }
             let (planned, ended_before) = (arrivals.len(), sink.ended());
             for k in 0u64.. {
                 let Some(intended) = arrivals.next(trace) else { break };
@@ -849,7 +859,8 @@ async fn launch(
                 if watched
                     && let t = run_start.elapsed().as_secs_f64()
                     && watch.due(t)
-                    && let Some(saturated) = watch.look(t, k, sink.ended() - ended_before)
+                    && let Some(saturated) =
+                        watch.look(t, k, sink.ended() - ended_before, &sink.flights)
                 {
                     tasks.abort_all();
                     let ending = Ending {

@@ -1,18 +1,13 @@
 //! What exactly is the engine binary: its resolved path, a hash of its
 //! bytes, and what it says about its version.
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use serde::Serialize;
 
 use crate::error::ProcError;
-use crate::teardown;
+use crate::timed_command;
 
 /// How long `--version` may take before it is abandoned (some engines
 /// import large Python stacks just to print a version).
@@ -48,7 +43,7 @@ pub fn engine_identity_with_timeout(
     Ok(EngineIdentity { program_path: path.display().to_string(), blake3, version_output })
 }
 
-fn resolve(program: &str) -> Result<PathBuf, ProcError> {
+pub(crate) fn resolve(program: &str) -> Result<PathBuf, ProcError> {
     let found = if program.contains('/') {
         std::fs::canonicalize(program).map_err(|e| e.to_string())
     } else {
@@ -69,36 +64,8 @@ fn hash_file(path: &Path) -> Result<String, ProcError> {
 }
 
 fn version_output(path: &Path, args: &[&str], timeout: Duration) -> Option<String> {
-    let mut child = Command::new(path)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0) // so a timeout can kill whatever it forked
-        .spawn()
-        .ok()?;
-    let pgid = child.id() as i32;
-    let mut stdout = child.stdout.take()?;
-    let mut stderr = child.stderr.take()?;
-    let (done_tx, done_rx) = mpsc::channel();
-    // Readers run on threads so a chatty child never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut out = String::new();
-        let mut err = String::new();
-        let err_reader = std::thread::spawn(move || {
-            let _ = stderr.read_to_string(&mut err);
-            err
-        });
-        let _ = stdout.read_to_string(&mut out);
-        let err = err_reader.join().unwrap_or_default();
-        let _ = done_tx.send((out, err));
-    });
-    let outputs = done_rx.recv_timeout(timeout);
-    if outputs.is_err() {
-        teardown::signal_group(pgid, Signal::SIGKILL);
-    }
-    let _ = child.wait();
-    let (out, err) = outputs.ok()?;
+    let captured = timed_command::run_captured(path, args, timeout).ok()?;
+    let (out, err) = (captured.stdout, captured.stderr);
     let combined =
         [out.trim(), err.trim()].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n");
     (!combined.is_empty()).then_some(combined)

@@ -45,6 +45,9 @@ pub enum ProcError {
         source: std::io::Error,
     },
 
+    #[error("cannot read the Python environment of `{python}`: {reason}")]
+    PythonProbe { python: String, reason: String },
+
     #[error("cannot scrape metrics from {url}: {reason}")]
     Metrics { url: String, reason: String },
 

@@ -9,10 +9,14 @@
 //!   leaves behind is killed by the next anvil ([`reap_orphans`]).
 //! - Around the servers: [`free_port`], [`engine_identity`], [`GpuPool`],
 //!   [`scrape_metrics`] / [`metric_deltas`], [`GpuSampler`].
+//! - What a run really ran, cheap enough for every plan: a Python engine's
+//!   interpreter and distributions ([`python_identity`]), the model weights
+//!   ([`weights_identity`]) and the GPU driver ([`gpu_driver`]).
 
 mod engine_identity;
 mod error;
 mod free_port;
+mod gpu_driver;
 mod gpu_pool;
 mod gpu_sampler;
 mod launch;
@@ -21,14 +25,18 @@ mod live_servers;
 mod metrics;
 mod metrics_sampler;
 pub mod proc_table;
+mod python_identity;
 mod running_server;
 mod server_log;
 mod server_registry;
 mod teardown;
+mod timed_command;
+mod weights_identity;
 
 pub use engine_identity::{EngineIdentity, VERSION_TIMEOUT, engine_identity, engine_identity_with_timeout};
 pub use error::ProcError;
 pub use free_port::free_port;
+pub use gpu_driver::gpu_driver;
 pub use gpu_pool::{GpuLease, GpuPool};
 pub use gpu_sampler::GpuSampler;
 pub use launch::launch;
@@ -38,5 +46,13 @@ pub use metrics::{
     is_cumulative, metric_deltas, metric_name, parse_prometheus_text, scrape_metrics, scrape_metrics_with_tls,
 };
 pub use metrics_sampler::{MetricsSample, MetricsSampler, SampledMetrics, kept_in_series};
+pub use python_identity::{
+    InstalledDistribution, PYTHON_PROBE_TIMEOUT, PythonIdentity, SGLANG_DISTRIBUTIONS, TorchBuild,
+    VLLM_DISTRIBUTIONS, python_identity, python_identity_with_timeout,
+};
 pub use running_server::{RunningServer, StopReport, StopSignal};
 pub use server_registry::{ReapedServer, ServerRecord, reap_orphans};
+pub use weights_identity::{
+    HubWeights, LocalWeights, RACY_WINDOW, WeightsFile, WeightsIdentity, default_hub_cache, weights_identity,
+    weights_identity_with_hub_cache,
+};

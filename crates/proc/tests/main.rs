@@ -13,5 +13,7 @@ mod launch_readiness;
 mod llama_server;
 mod metrics;
 mod owner_death;
+mod python_identity;
 mod shutdown_all;
 mod teardown;
+mod weights_identity;

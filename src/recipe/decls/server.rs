@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::super::problem::Problems;
 use super::super::settings::{Draft, settings};
 use super::super::words::EngineKind;
+use crate::engines::{EngineName, EnginePreset};
 
 /// Settings that a server's simulated twin keeps; the real command line
 /// cannot change a simulated result, so it does not count there.
@@ -22,7 +23,8 @@ pub const TWIN_SETTINGS: &[&str] =
 settings! {
     #[derive(Debug, Clone)]
     pub struct ServerDecl {
-        /// `sim`, `command` or `external` (the loader infers it when unset).
+        /// `sim`, `command`, `external`, or an engine anvil knows by name
+        /// (`vllm`, `sglang`, `llama.cpp`); the loader infers it when unset.
         key engine = "engine" as Word(EngineKind),
         pub engine: Engine,
         /// A launched server's program and arguments.
@@ -60,6 +62,14 @@ settings! {
         key tls_insecure = unhashed "tls-insecure" as Bool,
         pub reads: Vec<String> = many "reads" as Strings,
         key version_args = "version-args" as Strings,
+        // An engine known by name: its command line is made from these.
+        key weights = "weights" as Str,
+        key revision = "revision" as Str,
+        key python = "python" as Str,
+        key binary = "binary" as Str,
+        key tensor_parallel = "tensor-parallel" as Int,
+        key chunked_prefill = "chunked-prefill" as Int,
+        key speculative_config = "speculative-config" as Str,
         /// `warmup requests=4 max-tokens=16`.
         key warmup = many "warmup" as Props,
         pub warmup: Warmup,
@@ -93,8 +103,21 @@ impl Engine {
     pub fn kind(&self) -> EngineKind {
         match self {
             Engine::Sim => EngineKind::Sim,
-            Engine::Command(_) => EngineKind::Command,
+            Engine::Command(command) => match command.preset.as_ref().map(|p| p.name) {
+                None => EngineKind::Command,
+                Some(EngineName::Vllm) => EngineKind::Vllm,
+                Some(EngineName::Sglang) => EngineKind::Sglang,
+                Some(EngineName::LlamaCpp) => EngineKind::LlamaCpp,
+            },
             Engine::External { .. } => EngineKind::External,
+        }
+    }
+
+    /// The engine preset of a server launched by engine name.
+    pub fn preset(&self) -> Option<&EnginePreset> {
+        match self {
+            Engine::Command(command) => command.preset.as_ref(),
+            Engine::Sim | Engine::External { .. } => None,
         }
     }
 }
@@ -113,6 +136,9 @@ pub struct CommandEngine {
     pub grace: Duration,
     /// How to ask the engine binary its version (for the fingerprint).
     pub version_args: Vec<String>,
+    /// Launched by engine name: what anvil knows of it (`command` is then
+    /// the preset's command line).
+    pub preset: Option<EnginePreset>,
 }
 
 /// `ready http="/health" status=200 timeout="10m" log="…"`.
@@ -137,45 +163,18 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
     let s = &draft.settings;
     // The loader has settled `engine` (declared, or inferred from url/command).
-    let engine = match s.str(key::engine).and_then(EngineKind::from_word).unwrap_or(EngineKind::Sim) {
+    let kind = s.str(key::engine).and_then(EngineKind::from_word).unwrap_or(EngineKind::Sim);
+    let engine = match kind {
         EngineKind::Sim => Engine::Sim,
         EngineKind::External => Engine::External {
             url: s.string(key::url).unwrap_or_default(),
             api_key_env: s.string(key::api_key_env),
         },
-        EngineKind::Command => {
-            let ready = s.props(key::ready);
-            let text = |key: &str| ready.get(key).and_then(Value::as_str).map(str::to_string);
-            let port = s.u64(key::port).and_then(|p| match u16::try_from(p) {
-                Ok(port) => Some(port),
-                Err(_) => {
-                    problems.push(
-                        draft
-                            .problem_at(key::port, format!("port {p} is out of range (1 … 65535)"))
-                            .label("port"),
-                    );
-                    None
-                }
-            });
-            Engine::Command(CommandEngine {
-                command: s.strings(key::command),
-                args: s.strings(key::args),
-                env: s.text_props(key::env),
-                cwd: s.string(key::cwd),
-                port,
-                ready: ReadyDecl {
-                    http: text("http"),
-                    status: ready.get("status").and_then(Value::as_u64).and_then(|v| u16::try_from(v).ok()),
-                    timeout: text("timeout").and_then(|t| super::super::schema::parse_duration(&t).ok()),
-                    log: text("log"),
-                },
-                grace: s.duration(key::grace).unwrap_or(DEFAULT_GRACE),
-                version_args: if s.contains(key::version_args) {
-                    s.strings(key::version_args)
-                } else {
-                    vec!["--version".to_string()]
-                },
-            })
+        EngineKind::Command => Engine::Command(command_engine(draft, problems, s.strings(key::command), None)),
+        EngineKind::Vllm | EngineKind::Sglang | EngineKind::LlamaCpp => {
+            let preset = preset(draft, problems, kind);
+            let argv = preset.command_line();
+            Engine::Command(command_engine(draft, problems, argv, Some(preset)))
         }
     };
     let warmup = s.props(key::warmup);
@@ -219,4 +218,92 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
         tls,
     };
     ServerDecl::from_settings(s, rest)
+}
+
+/// The launch settings every launched server has, around its command line.
+fn command_engine(
+    draft: &Draft,
+    problems: &mut Problems,
+    command: Vec<String>,
+    preset: Option<EnginePreset>,
+) -> CommandEngine {
+    let s = &draft.settings;
+    let ready = s.props(key::ready);
+    let text = |key: &str| ready.get(key).and_then(Value::as_str).map(str::to_string);
+    let port = s.u64(key::port).and_then(|p| match u16::try_from(p) {
+        Ok(port) => Some(port),
+        Err(_) => {
+            problems.push(draft.problem_at(key::port, format!("port {p} is out of range (1 … 65535)")).label("port"));
+            None
+        }
+    });
+    // A preset knows its engine's readiness and stop; the recipe may still say.
+    let ready_http = text("http").or_else(|| preset.as_ref().map(|p| p.ready_path().to_string()));
+    let default_grace = preset.as_ref().map_or(DEFAULT_GRACE, EnginePreset::grace);
+    CommandEngine {
+        command,
+        args: s.strings(key::args),
+        env: s.text_props(key::env),
+        cwd: s.string(key::cwd),
+        port,
+        ready: ReadyDecl {
+            http: ready_http,
+            status: ready.get("status").and_then(Value::as_u64).and_then(|v| u16::try_from(v).ok()),
+            timeout: text("timeout").and_then(|t| super::super::schema::parse_duration(&t).ok()),
+            log: text("log"),
+        },
+        grace: s.duration(key::grace).unwrap_or(default_grace),
+        version_args: if s.contains(key::version_args) {
+            s.strings(key::version_args)
+        } else if preset.as_ref().is_some_and(|p| p.name.is_python()) {
+            // A Python engine is identified by its packages, not `python3 --version`.
+            Vec::new()
+        } else {
+            vec!["--version".to_string()]
+        },
+        preset,
+    }
+}
+
+/// An engine known by name, from its typed settings; a setting the engine
+/// has no use for is a problem at its span.
+fn preset(draft: &Draft, problems: &mut Problems, kind: EngineKind) -> EnginePreset {
+    let s = &draft.settings;
+    let name = match kind {
+        EngineKind::Vllm => EngineName::Vllm,
+        EngineKind::Sglang => EngineName::Sglang,
+        _ => EngineName::LlamaCpp,
+    };
+    let (program_key, other_key) =
+        if name.is_python() { (key::python, key::binary) } else { (key::binary, key::python) };
+    let mut refuse = |setting: &str, why: String| {
+        if s.contains(setting) {
+            problems.push(draft.problem_at(setting, why).label(setting));
+        }
+    };
+    refuse(
+        other_key,
+        format!("engine \"{kind}\" is started by `{program_key}`, not `{other_key}`"),
+    );
+    refuse(key::command, format!("engine \"{kind}\" makes its own command line: put extra flags in `args`"));
+    if name != EngineName::Vllm {
+        refuse(
+            key::speculative_config,
+            format!("`speculative-config` is vLLM's; give engine \"{kind}\" its speculative flags in `args`"),
+        );
+    }
+    if name == EngineName::LlamaCpp {
+        refuse(key::tensor_parallel, "llama.cpp splits a model with `--split-mode` in `args`".into());
+        refuse(key::revision, "llama.cpp loads a local GGUF file: `weights` is its path".into());
+    }
+    EnginePreset {
+        name,
+        program: s.string(program_key).unwrap_or_else(|| name.default_program().to_string()),
+        weights: s.string(key::weights).unwrap_or_default(),
+        revision: s.string(key::revision),
+        served_name: s.string(key::model).unwrap_or_else(|| "default".to_string()),
+        tensor_parallel: s.u64(key::tensor_parallel),
+        chunked_prefill: s.u64(key::chunked_prefill),
+        speculative_config: s.string(key::speculative_config),
+    }
 }

@@ -10,6 +10,6 @@ pub(crate) mod precision;
 pub(crate) mod proptests;
 pub(crate) mod read_times;
 pub(crate) mod record;
-pub(crate) mod saturation;
+pub mod saturation;
 pub mod sse;
 pub(crate) mod stream;

@@ -1,0 +1,194 @@
+//! What anvil knows of each engine it launches by name (`engine "vllm"`,
+//! `"sglang"`, `"llama.cpp"`): the command line a recipe's typed settings
+//! make, when the server is ready, how long its stop may take, how its own
+//! constrained decoding makes any model begin a reply with its canary, which
+//! installed packages decide its results (for the fingerprint) and the size
+//! of its prefix-cache blocks. Anything else is `engine "command"`.
+//!
+//! A preset is a leaf: the recipe builds one from a server's settings, the
+//! launcher, the planner and the load generator's resolved cell read it.
+
+mod llama_cpp;
+mod sglang;
+mod vllm;
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// An engine anvil knows by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineName {
+    Vllm,
+    Sglang,
+    LlamaCpp,
+}
+
+impl EngineName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineName::Vllm => "vllm",
+            EngineName::Sglang => "sglang",
+            EngineName::LlamaCpp => "llama.cpp",
+        }
+    }
+
+    /// Whether the engine is a Python program started by an interpreter
+    /// (`python`), rather than a binary (`binary`).
+    pub fn is_python(self) -> bool {
+        matches!(self, EngineName::Vllm | EngineName::Sglang)
+    }
+
+    /// The program run when the recipe names none.
+    pub fn default_program(self) -> &'static str {
+        match self {
+            EngineName::Vllm | EngineName::Sglang => "python3",
+            EngineName::LlamaCpp => "llama-server",
+        }
+    }
+}
+
+/// A launched engine known by name, with the settings a user varies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnginePreset {
+    pub name: EngineName,
+    /// The interpreter whose environment holds the engine (vLLM, SGLang),
+    /// or the `llama-server` binary.
+    pub program: String,
+    /// A local folder or file, or a hub id (`Org/Name`).
+    pub weights: String,
+    /// The hub revision (branch, tag or commit) of `weights`.
+    pub revision: Option<String>,
+    /// The model name requests carry (`--served-model-name`, `--alias`).
+    pub served_name: String,
+    pub tensor_parallel: Option<u64>,
+    /// Prompt tokens prefilled per step (vLLM's `--max-num-batched-tokens`,
+    /// SGLang's `--chunked-prefill-size`, llama.cpp's `--batch-size`).
+    pub chunked_prefill: Option<u64>,
+    /// vLLM's `--speculative-config` JSON, as written.
+    pub speculative_config: Option<String>,
+}
+
+impl EnginePreset {
+    /// The program and its arguments before the recipe's `args`, with the
+    /// run-time placeholders `{host}` and `{port}` left to fill.
+    pub fn command_line(&self) -> Vec<String> {
+        let mut argv = match self.name {
+            EngineName::Vllm => vllm::command_line(self),
+            EngineName::Sglang => sglang::command_line(self),
+            EngineName::LlamaCpp => llama_cpp::command_line(self),
+        };
+        argv.insert(0, self.program.clone());
+        argv
+    }
+
+    /// The readiness probe: the path that answers 200 once the engine serves.
+    pub fn ready_path(&self) -> &'static str {
+        match self.name {
+            // vLLM and SGLang answer /health as soon as the API server is up;
+            // /v1/models answers only once the engine is loaded.
+            EngineName::Vllm | EngineName::Sglang => "/v1/models",
+            EngineName::LlamaCpp => "/health",
+        }
+    }
+
+    /// How long a stop waits after SIGTERM: vLLM and SGLang shut down an
+    /// engine-core process and its workers, and free their memory.
+    pub fn grace(&self) -> Duration {
+        match self.name {
+            EngineName::Vllm | EngineName::Sglang => Duration::from_secs(30),
+            EngineName::LlamaCpp => Duration::from_secs(10),
+        }
+    }
+
+    /// The request-body fields that make the engine's constrained decoding
+    /// begin every reply with its canary (`{marker}` is filled per request),
+    /// so canaries hold on models that do not follow the instruction.
+    pub fn canary_body(&self) -> Value {
+        match self.name {
+            EngineName::Vllm => vllm::canary_body(),
+            EngineName::Sglang => sglang::canary_body(),
+            EngineName::LlamaCpp => llama_cpp::canary_body(),
+        }
+    }
+
+    /// The installed distributions whose versions and files decide a Python
+    /// engine's results (empty for a binary: its bytes are hashed instead).
+    pub fn distributions(&self) -> &'static [&'static str] {
+        match self.name {
+            EngineName::Vllm => anvil_proc::VLLM_DISTRIBUTIONS,
+            EngineName::Sglang => anvil_proc::SGLANG_DISTRIBUTIONS,
+            EngineName::LlamaCpp => &[],
+        }
+    }
+
+    /// The engine's prefix-cache block, in tokens, at its defaults: a cached
+    /// prefix counts only whole blocks, counted from the templated prompt's
+    /// first token, so the ideal cached tokens round down to it.
+    pub fn cache_block_tokens(&self) -> u64 {
+        match self.name {
+            EngineName::Vllm => vllm::CACHE_BLOCK_TOKENS,
+            EngineName::Sglang => sglang::CACHE_BLOCK_TOKENS,
+            EngineName::LlamaCpp => llama_cpp::CACHE_BLOCK_TOKENS,
+        }
+    }
+}
+
+/// The regex every reply must match: the marker, a space, then any text
+/// without an underscore. A small model asked for the marker tends to say
+/// it again (`ANVIL_REQ_…` is in its prompt), and a second marker fails the
+/// canary; no underscore means no second marker, at the cost of one
+/// character prose rarely needs.
+fn canary_regex() -> &'static str {
+    "{marker} [^_]*"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset(name: EngineName) -> EnginePreset {
+        EnginePreset {
+            name,
+            program: name.default_program().into(),
+            weights: "/models/smol".into(),
+            revision: Some("main".into()),
+            served_name: "smol".into(),
+            tensor_parallel: Some(2),
+            chunked_prefill: Some(2048),
+            speculative_config: None,
+        }
+    }
+
+    #[test]
+    fn each_engine_gets_its_own_flags_for_the_same_settings() {
+        let vllm = preset(EngineName::Vllm).command_line().join(" ");
+        assert_eq!(
+            vllm,
+            "python3 -m vllm.entrypoints.openai.api_server --model /models/smol --revision main \
+             --served-model-name smol --host {host} --port {port} --tensor-parallel-size 2 \
+             --max-num-batched-tokens 2048"
+        );
+        let sglang = preset(EngineName::Sglang).command_line().join(" ");
+        assert_eq!(
+            sglang,
+            "python3 -m sglang.launch_server --model-path /models/smol --revision main \
+             --served-model-name smol --host {host} --port {port} --tp-size 2 --chunked-prefill-size 2048 \
+             --enable-metrics"
+        );
+        let llama = preset(EngineName::LlamaCpp).command_line().join(" ");
+        assert_eq!(
+            llama,
+            "llama-server -m /models/smol --alias smol --host {host} --port {port} --metrics \
+             --batch-size 2048"
+        );
+    }
+
+    #[test]
+    fn canary_bodies_carry_the_marker_placeholder() {
+        for name in [EngineName::Vllm, EngineName::Sglang, EngineName::LlamaCpp] {
+            let body = preset(name).canary_body().to_string();
+            assert!(body.contains("{marker}"), "{name:?}: {body}");
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! SGLang's server (`python -m sglang.launch_server`).
+
+use serde_json::{Value, json};
+
+use super::EnginePreset;
+
+/// SGLang's radix cache matches prefixes token by token (`--page-size` 1).
+pub const CACHE_BLOCK_TOKENS: u64 = 1;
+
+pub fn command_line(p: &EnginePreset) -> Vec<String> {
+    let mut argv: Vec<String> =
+        ["-m", "sglang.launch_server", "--model-path", &p.weights].map(String::from).to_vec();
+    if let Some(revision) = &p.revision {
+        argv.extend(["--revision".into(), revision.clone()]);
+    }
+    argv.extend(
+        ["--served-model-name", &p.served_name, "--host", "{host}", "--port", "{port}"].map(String::from),
+    );
+    if let Some(tp) = p.tensor_parallel {
+        argv.extend(["--tp-size".into(), tp.to_string()]);
+    }
+    if let Some(tokens) = p.chunked_prefill {
+        argv.extend(["--chunked-prefill-size".into(), tokens.to_string()]);
+    }
+    // Its Prometheus /metrics is off unless asked for.
+    argv.push("--enable-metrics".into());
+    argv
+}
+
+/// SGLang reads `regex` as a sampling parameter of its OpenAI API.
+pub fn canary_body() -> Value {
+    json!({"regex": super::canary_regex()})
+}
