@@ -4,6 +4,7 @@
 #   scripts/test.sh            build (or reuse) the real llama.cpp server, then run all tests
 #   ANVIL_SKIP_REAL_ENGINE=1 scripts/test.sh   skip the llama.cpp build (its tests then say they were skipped)
 #   ANVIL_SKIP_SYSTEM=1 scripts/test.sh        neither install Chromium nor start Slurm (those tests then skip)
+#   ANVIL_SKIP_VLLM=1 scripts/test.sh          skip the vLLM install (~9 min, 6.3 GB the first time; its test then skips)
 #
 # Slow builds are cached outside the checkout ($ANVIL_CACHE, default ~/.cache/anvil),
 # so a second run on the same machine starts testing within seconds.
@@ -15,6 +16,21 @@ if [ "${ANVIL_SKIP_REAL_ENGINE:-0}" != "1" ]; then
   eval "$(bash scripts/llama-server.sh --print-env)"
   echo "[test.sh] llama-server ready in $(( $(date +%s) - started ))s: $LLAMA_SERVER" >&2
   export LLAMA_SERVER SMOLLM2_GGUF
+fi
+
+# The real vLLM (CPU build) for tests/vllm.rs, installed once into the cache.
+if [ "${ANVIL_SKIP_REAL_ENGINE:-0}" != "1" ] && [ "${ANVIL_SKIP_VLLM:-0}" != "1" ]; then
+  started=$(date +%s)
+  if env_lines="$(bash scripts/vllm.sh --print-env)"; then
+    eval "$env_lines"
+    export VLLM_PYTHON VLLM_MODEL_DIR ANVIL_REQUIRE_VLLM=1
+    echo "[test.sh] vLLM ready in $(( $(date +%s) - started ))s: $VLLM_PYTHON" >&2
+  elif [ -n "${CI:-}" ]; then
+    echo "[test.sh] could not install vLLM, and CI runs its test: failing" >&2
+    exit 1
+  else
+    echo "[test.sh] could not install vLLM: its test will skip" >&2
+  fi
 fi
 
 # The browser test needs Chromium, the cluster tests a real Slurm: bring

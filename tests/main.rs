@@ -44,6 +44,7 @@ mod stopping;
 mod sweeps;
 mod tokenizer;
 mod traffic;
+mod vllm;
 
 /// With `autotests = false`, a test file that no `mod` line names is never
 /// built, so never run: in every crate of the workspace, each `tests/*.rs`

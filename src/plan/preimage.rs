@@ -113,6 +113,14 @@ fn digest_cache() -> Option<PathBuf> {
     Some(root.join("digests"))
 }
 
+/// The request-body fields a cell's server preset adds to constrain each
+/// reply to its canary, when the cell has canaries on.
+fn canary_constraint(recipe: &Recipe, cell: &crate::recipe::decls::CellDecl) -> Option<Value> {
+    let Spec::Server(server) = &recipe.step(&cell.server)?.spec else { return None };
+    let canaries = cell.load.canaries.unwrap_or(anvil_loadgen::CellSpec::default().canaries);
+    server.engine.preset().filter(|_| canaries).map(EnginePreset::canary_body)
+}
+
 /// Whether servers run as themselves or as their simulated twins (`--sim`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineMode {
@@ -181,6 +189,11 @@ pub fn preimage_of(
         Spec::Cell(_) | Spec::Check(_) | Spec::Search(_) => {
             if let Spec::Cell(cell) = &step.spec {
                 settings.extend(super::resolved_cell::fingerprinted_defaults(&cell.load));
+                // An engine known by name constrains every reply to its canary:
+                // that is part of what is sent (a simulated twin is sent it too).
+                if let Some(body) = canary_constraint(recipe, cell) {
+                    settings.insert("canary-constraint".into(), body);
+                }
             }
             parts.environment.insert("protocol".into(), json!(MEASUREMENT_PROTOCOL));
             parts.environment.insert("campaign_seed".into(), json!(recipe.campaign.seed));

@@ -37,7 +37,7 @@ pub async fn run_cell(
     };
     let mut spec = resolve(name, cell, &served, at.seed);
     resolve_paths(&mut spec, at.recipe);
-    let context = CellContext {
+    let mut context = CellContext {
         engine: server.engine.clone(),
         simulated: server.simulated,
         gpu: server.gpu_label.clone(),
@@ -50,10 +50,12 @@ pub async fn run_cell(
             words::Balance::LeastOutstanding => Balance::LeastOutstanding,
         },
         loadgen_workers: at.loadgen_workers,
+        cache_block_tokens: None,
     };
     let name = name.to_string();
     let progress = |p: &anvil_loadgen::Progress| display.cell(&name, p.done, p.total, p.tok_s, p.failed);
     let before = server_metrics::scrape_all(server).await;
+    context.cache_block_tokens = server_metrics::cache_block_tokens(&before).or(server.cache_block_tokens);
     let series = server_metrics::SeriesSampling::start(server);
     let sampler = anvil_proc::GpuSampler::start(&server.gpu_ids, std::time::Duration::from_millis(500));
     // Records stream to disk as they finish, so memory does not grow with the request count.

@@ -28,4 +28,7 @@ pub struct ServerInfo {
     /// to begin with its canary (kept for a simulated twin too, so its
     /// cells resolve as the real server's do).
     pub canary_body: Option<Value>,
+    /// An engine known by name: its prefix-cache block at its defaults
+    /// (what its own `/metrics` says comes first).
+    pub cache_block_tokens: Option<u64>,
 }

@@ -17,6 +17,17 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 
 type Scrape = Result<BTreeMap<String, f64>, String>;
 
+/// The prefix-cache block the server says it uses in its own `/metrics`
+/// (vLLM: `vllm:cache_config_info{block_size="128",…}`), from the first
+/// replica that says.
+pub fn cache_block_tokens(scrapes: &[Scrape]) -> Option<u64> {
+    scrapes.iter().flatten().flat_map(|metrics| metrics.keys()).find_map(|key| {
+        let labels = key.strip_prefix("vllm:cache_config_info{")?;
+        let value = labels.split("block_size=\"").nth(1)?.split('"').next()?;
+        value.parse().ok()
+    })
+}
+
 /// Each replica's metrics (an error where `/metrics` is not served).
 pub async fn scrape_all(server: &ServerInfo) -> Vec<Scrape> {
     let mut out = Vec::new();
@@ -87,5 +98,16 @@ impl SeriesSampling {
             out.push(series);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_cache_block_comes_from_vllms_cache_config_info() {
+        let text = "vllm:cache_config_info{_block_size_resolved=\"True\",block_size=\"128\",engine=\"0\"} 1.0\n";
+        let scrape = anvil_proc::parse_prometheus_text(text);
+        assert_eq!(super::cache_block_tokens(&[Err("down".into()), Ok(scrape)]), Some(128));
+        assert_eq!(super::cache_block_tokens(&[]), None);
     }
 }

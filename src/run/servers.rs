@@ -206,6 +206,10 @@ impl ServerPool {
             gpu_ids: Vec::new(),
             warmup: Value::Null,
             canary_body: decl.engine.preset().map(crate::engines::EnginePreset::canary_body),
+            cache_block_tokens: match simulated {
+                true => None,
+                false => decl.engine.preset().map(crate::engines::EnginePreset::cache_block_tokens),
+            },
             serve_flags: json!({
                 "engine": engine.kind().as_str(),
                 "replicas": replicas,

@@ -1278,7 +1278,7 @@ pub async fn measure(
         }
     }
     let (ending_by_rule, stopping) = stopping_outcome(&measured, runner.spec.requests);
-    measured.tokens.fill(&mut tokens);
+    measured.tokens.fill(&mut tokens, ctx.cache_block_tokens);
     drop(measured);
     let log = Arc::try_unwrap(log).map_err(|_| anyhow::anyhow!("the record log is still in use"))?;
     let store = log.finish().context("writing the request records")?;

@@ -101,6 +101,18 @@ pub struct PrefixCache {
     pub ideal_with_template_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ratio_with_template: Option<f64>,
+    /// The server's prefix-cache block, in tokens (its own `/metrics`, or its
+    /// engine's default): a cache holds whole blocks counted from the
+    /// templated prompt's first token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_tokens: Option<u64>,
+    /// Per request, the template's cached part plus the ideal, rounded down
+    /// to whole blocks, summed: what a server that caches whole blocks can
+    /// report at best, and `server_cached_tokens` over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ideal_in_whole_blocks: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_in_whole_blocks: Option<f64>,
 }
 
 /// Speculative decoding's counts over the requests that reported them.
@@ -117,7 +129,7 @@ pub struct Speculative {
 #[derive(Debug, Default)]
 pub struct TokenTally(Mutex<Sums>);
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct Sums {
     met: u64,
     missed: u64,
@@ -127,6 +139,9 @@ struct Sums {
     ideal: u64,
     cached: u64,
     cached_where_none: u64,
+    /// Requests by their ideal cached tokens (few distinct values: whole
+    /// trace blocks), to round each to the server's blocks at the end.
+    ideal_counts: std::collections::BTreeMap<u64, u64>,
     draft_requests: u64,
     drafted: u64,
     accepted: u64,
@@ -150,6 +165,7 @@ impl TokenTally {
             s.cache_requests += 1;
             s.ideal += ideal;
             s.cached += cached;
+            *s.ideal_counts.entry(ideal).or_default() += 1;
             if ideal == 0 {
                 s.cached_where_none += cached;
             }
@@ -161,9 +177,10 @@ impl TokenTally {
         }
     }
 
-    /// The tallies into `account` (each part only where a record had it).
-    pub fn fill(&self, account: &mut TokenAccount) {
-        let Ok(s) = self.0.lock().map(|s| *s) else { return };
+    /// The tallies into `account` (each part only where a record had it),
+    /// the ideal cache also in whole blocks of `block_tokens` when known.
+    pub fn fill(&self, account: &mut TokenAccount, block_tokens: Option<u64>) {
+        let Ok(s) = self.0.lock().map(|s| s.clone()) else { return };
         if let Some((lo, hi)) = s.difference.or((s.unreported > 0).then_some((0, 0))) {
             account.prompt_length = Some(PromptLengths {
                 met: s.met,
@@ -182,6 +199,9 @@ impl TokenTally {
                 server_cached_where_ideal_is_zero: s.cached_where_none,
                 ideal_with_template_tokens: None,
                 ratio_with_template: None,
+                block_tokens: None,
+                ideal_in_whole_blocks: None,
+                ratio_in_whole_blocks: None,
             });
             if let (Some(cache), Some(template)) = (&mut account.prefix_cache, account.template_cached_tokens)
             {
@@ -189,6 +209,15 @@ impl TokenTally {
                 cache.ideal_with_template_tokens = Some(ideal);
                 cache.ratio_with_template =
                     (ideal > 0).then(|| cache.server_cached_tokens as f64 / ideal as f64);
+            }
+            if let (Some(cache), Some(block)) = (&mut account.prefix_cache, block_tokens.filter(|b| *b > 0)) {
+                let template = account.template_cached_tokens.unwrap_or(0);
+                let whole: u64 =
+                    s.ideal_counts.iter().map(|(ideal, n)| (template + ideal) / block * block * n).sum();
+                cache.block_tokens = Some(block);
+                cache.ideal_in_whole_blocks = Some(whole);
+                cache.ratio_in_whole_blocks =
+                    (whole > 0).then(|| cache.server_cached_tokens as f64 / whole as f64);
             }
         }
         if s.draft_requests > 0 {
@@ -241,6 +270,12 @@ impl TokenAccount {
                 line.push_str(&format!(
                     "; {with} with the template's {t} cached tokens on each request after the first (ratio {})",
                     ratio(c.ratio_with_template)
+                ));
+            }
+            if let (Some(whole), Some(block)) = (c.ideal_in_whole_blocks, c.block_tokens) {
+                line.push_str(&format!(
+                    "; {whole} in whole {block}-token blocks from the templated prompt's start (ratio {})",
+                    ratio(c.ratio_in_whole_blocks)
                 ));
             }
             lines.push(line);

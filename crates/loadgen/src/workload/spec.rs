@@ -265,6 +265,10 @@ pub struct CellContext {
     /// workers and sender lanes; `--loadgen-workers`). How it is measured,
     /// not what: it is in the artifact, not the fingerprint.
     pub loadgen_workers: u32,
+    /// The server's prefix-cache block in tokens (its own `/metrics`, or its
+    /// engine's default), to set its cached tokens against the ideal ones
+    /// in whole blocks.
+    pub cache_block_tokens: Option<u64>,
 }
 
 impl CellContext {
@@ -286,6 +290,7 @@ impl Default for CellContext {
             max_context_tokens: None,
             balance: Balance::RoundRobin,
             loadgen_workers: 1,
+            cache_block_tokens: None,
         }
     }
 }

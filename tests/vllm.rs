@@ -1,0 +1,176 @@
+//! A real vLLM (the registry's CPU build, `scripts/vllm.sh`) launched by
+//! anvil through `engine "vllm"`, serving SmolLM2-135M's real weights.
+//! One run, two launches (vLLM takes ~2.5 min to start on 2 cores): a
+//! plain server and its ngram-speculative twin, one after the other.
+//!
+//! - canaries hold on a model that cannot follow the marker instruction:
+//!   the preset's constrained decoding makes every reply begin with it;
+//! - prompts are token-exact with `tokenizer "server"` (vLLM's /tokenize)
+//!   and with the model's own `tokenizer.json`, both checked against every
+//!   reply's `usage.prompt_tokens`;
+//! - a trace's shared blocks hit vLLM's prefix cache, and the server's
+//!   cached tokens equal the ideal ones in whole blocks of the block size
+//!   vLLM reports in its own /metrics;
+//! - ngram speculation's acceptance is re-derived from the raw /metrics deltas;
+//! - after the run no vLLM process is left.
+//!
+//! Needs `VLLM_PYTHON` and `VLLM_MODEL_DIR` (`eval "$(scripts/vllm.sh
+//! --print-env)"`; scripts/test.sh does it). Without them it says it was
+//! skipped, unless `ANVIL_REQUIRE_VLLM=1` (set by scripts/test.sh once vLLM
+//! is installed), when it fails.
+
+use std::path::Path;
+
+
+use crate::common::Scratch;
+
+fn vllm() -> Option<(String, String)> {
+    match (std::env::var("VLLM_PYTHON"), std::env::var("VLLM_MODEL_DIR")) {
+        (Ok(python), Ok(model)) if Path::new(&python).exists() && Path::new(&model).exists() => {
+            Some((python, model))
+        }
+        _ => {
+            assert!(
+                std::env::var("ANVIL_REQUIRE_VLLM").as_deref() != Ok("1"),
+                "ANVIL_REQUIRE_VLLM=1 but VLLM_PYTHON / VLLM_MODEL_DIR do not name an install"
+            );
+            eprintln!("skipped: no vLLM (eval \"$(scripts/vllm.sh --print-env)\" to run it)");
+            None
+        }
+    }
+}
+
+/// Twelve lines whose 64-token blocks repeat in known ways: lines that
+/// begin with the same ids share exactly those blocks' tokens.
+const TRACE: &str = r#"{"timestamp": 0, "input_length": 256, "output_length": 8, "hash_ids": [1, 2, 3, 4]}
+{"timestamp": 400, "input_length": 256, "output_length": 8, "hash_ids": [1, 2, 3, 5]}
+{"timestamp": 800, "input_length": 256, "output_length": 8, "hash_ids": [1, 2, 6, 7]}
+{"timestamp": 1200, "input_length": 320, "output_length": 8, "hash_ids": [1, 2, 3, 4, 8]}
+{"timestamp": 1600, "input_length": 128, "output_length": 8, "hash_ids": [9, 10]}
+{"timestamp": 2000, "input_length": 320, "output_length": 8, "hash_ids": [1, 2, 3, 5, 11]}
+{"timestamp": 2400, "input_length": 192, "output_length": 8, "hash_ids": [9, 10, 12]}
+{"timestamp": 2800, "input_length": 384, "output_length": 8, "hash_ids": [1, 2, 3, 4, 8, 13]}
+{"timestamp": 3200, "input_length": 64, "output_length": 8, "hash_ids": [14]}
+{"timestamp": 3600, "input_length": 256, "output_length": 8, "hash_ids": [1, 2, 6, 15]}
+{"timestamp": 4000, "input_length": 192, "output_length": 8, "hash_ids": [9, 10, 12]}
+{"timestamp": 4400, "input_length": 320, "output_length": 8, "hash_ids": [1, 2, 3, 4, 16]}
+"#;
+
+const RECIPE: &str = r##"
+campaign "vllm-real" { seed 11; }
+param "python" "python3"
+param "weights" "missing"
+
+server "vllm" {
+    engine "vllm"
+    python "{python}"
+    weights "{weights}"
+    model "smol"
+    tokenizer "server"
+    args "--max-model-len" "2048" "--dtype" "bfloat16" "--enable-prompt-tokens-details"
+    env VLLM_CPU_KVCACHE_SPACE="1" HF_HUB_OFFLINE="1"
+    ready timeout="15m"
+    warmup requests=2 max-tokens=8
+}
+server "vllm-ngram" {
+    engine "vllm"
+    python "{python}"
+    weights "{weights}"
+    model "smol"
+    tokenizer "{weights}/tokenizer.json"
+    speculative-config #"{{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}}"#
+    args "--max-model-len" "2048" "--dtype" "bfloat16"
+    env VLLM_CPU_KVCACHE_SPACE="1" HF_HUB_OFFLINE="1"
+    ready timeout="15m"
+    warmup requests=2 max-tokens=8
+}
+
+cell "exact" server="vllm" {
+    context-tokens 200
+    max-tokens 32
+    concurrency 4
+    requests 16
+    warmup-requests 0
+}
+cell "trace" server="vllm" after="exact" {
+    trace "trace.jsonl" format="mooncake" block-tokens=64
+}
+cell "spec" server="vllm-ngram" after="trace" {
+    context-tokens 200
+    max-tokens 48
+    concurrency 2
+    requests 8
+    warmup-requests 0
+}
+"##;
+
+fn vllm_processes(model: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("vllm") && cmdline.contains(model) {
+            found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
+    let Some((python, model)) = vllm() else { return };
+    let scratch = Scratch::new();
+    scratch.write("trace.jsonl", TRACE);
+    let recipe = scratch.write("vllm.kdl", RECIPE);
+    let sets = [format!("python={python}"), format!("weights={model}")];
+    let args = ["--set", &sets[0], "--set", &sets[1], "--jobs", "1"];
+    let outcome = scratch.run(&recipe, &args, 0);
+    let transcript = outcome.transcript();
+
+    // Canaries and token-exact prompts, counted by vLLM's /tokenize.
+    let exact = scratch.stored_json(&recipe, "exact", "benchmark.json");
+    assert_eq!(exact["engine"], "vllm", "{transcript}");
+    assert_eq!(exact["metrics"]["request_canary_passed"], 16, "{}", exact["metrics"]);
+    let lengths = &exact["tokens"]["prompt_length"];
+    assert_eq!((lengths["met"].as_u64(), lengths["missed"].as_u64()), (Some(16), Some(0)), "{lengths}");
+
+    // The same with the model's tokenizer.json: both agree with vLLM's usage.
+    let spec = scratch.stored_json(&recipe, "spec", "benchmark.json");
+    let tokenizer = &spec["tokens"]["tokenizer"];
+    assert!(tokenizer["source"].as_str().is_some_and(|s| s.ends_with("tokenizer.json")), "{tokenizer}");
+    assert!(tokenizer["blake3"].is_string(), "{tokenizer}");
+    let lengths = &spec["tokens"]["prompt_length"];
+    assert_eq!((lengths["met"].as_u64(), lengths["missed"].as_u64()), (Some(8), Some(0)), "{lengths}");
+    assert_eq!(spec["metrics"]["request_canary_passed"], 8, "{}", spec["metrics"]);
+
+    // The trace's shared blocks, against vLLM's own count in its own blocks.
+    let trace = scratch.stored_json(&recipe, "trace", "benchmark.json");
+    let cache = &trace["tokens"]["prefix_cache"];
+    assert_eq!(cache["block_tokens"], 128, "vLLM's CPU block, from its /metrics: {cache}");
+    let ideal = cache["ideal_cached_tokens"].as_u64().unwrap();
+    assert!(ideal > 0, "{cache}");
+    assert_eq!(cache["server_cached_tokens"], cache["ideal_in_whole_blocks"], "{cache}");
+
+    // ngram speculation: acceptance per cell from vLLM's counters, re-derived.
+    let delta = spec["telemetry"]["server_metrics_delta"][0]["delta"].clone();
+    let counter = |name: &str| -> f64 {
+        delta
+            .as_object()
+            .and_then(|m| m.iter().find(|(k, _)| k.starts_with(name)).and_then(|(_, v)| v.as_f64()))
+            .unwrap_or_else(|| panic!("no {name} in {delta}"))
+    };
+    let (drafted, accepted) =
+        (counter("vllm:spec_decode_num_draft_tokens_total{"), counter("vllm:spec_decode_num_accepted_tokens_total{"));
+    assert!(drafted > 0.0, "{delta}");
+    let rate = spec["telemetry"]["server_derived"]["spec_acceptance_rate"].as_f64().unwrap();
+    assert!((rate - accepted / drafted).abs() < 1e-12, "{rate} vs {accepted}/{drafted}");
+    assert!(transcript.contains("draft acceptance"), "{transcript}");
+
+    // Nothing of vLLM's is left: its API server, engine core and workers.
+    let left = vllm_processes(&model);
+    assert!(left.is_empty(), "left running: {left:#?}");
+    eprintln!(
+        "vllm: exact 16/16, tokenizer.json 8/8, cache {} of ideal {} ({} in whole 128-token blocks), acceptance {:.3} ({accepted}/{drafted})",
+        cache["server_cached_tokens"], ideal, cache["ideal_in_whole_blocks"], rate
+    );
+}
