@@ -21,6 +21,7 @@ mod engines;
 mod error_storms;
 mod errors;
 mod export_data;
+mod failed_cells;
 mod flow;
 mod full_disk;
 mod gates;

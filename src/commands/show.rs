@@ -2,16 +2,20 @@
 
 use std::path::Path;
 
-use anvil_store::NodeStatus;
+use anvil_store::{Fingerprint, NodeStatus, Store};
 use serde_json::json;
 
 use super::common::{Exit, input, open_store};
 use super::diff::{label_of, resolve_step_or_prefix};
+use crate::results::FailedCell;
 
 pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
     let fp = resolve_step_or_prefix(&store, prefix)?;
     let Some(entry) = store.read(&fp)? else {
+        if let Some(shown) = show_failed(&store, &fp, as_json)? {
+            return Ok(shown);
+        }
         return Err(input(format!(
             "{fp} is recorded but not stored (it failed, or gc removed it) {}",
             label_of(&store, &fp)
@@ -53,6 +57,53 @@ pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit>
         );
     }
     Ok(0)
+}
+
+/// A step that failed in its newest run and kept its evidence there (a
+/// cell that measured nothing): why, by failure class with the first reply
+/// of each, and where the records are. Exit 1: nothing is stored.
+fn show_failed(store: &Store, fp: &Fingerprint, as_json: bool) -> Result<Option<i32>, Exit> {
+    let runs = store.runs()?;
+    let failed_in = runs.iter().rev().find(|run| {
+        run.nodes.iter().any(|n| n.fingerprint == *fp && n.status == NodeStatus::Failed)
+    });
+    let Some(run) = failed_in else { return Ok(None) };
+    let dir = store.failed_dir(&run.run_id, fp);
+    let Some(failed) = std::fs::read(dir.join("failed-cell.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<FailedCell>(&bytes).ok())
+    else {
+        return Ok(None);
+    };
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| d.flatten().map(|f| f.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    if as_json {
+        let shown = json!({"fingerprint": fp.to_string(), "failed_in": run.run_id, "failed": failed, "evidence": dir, "files": files});
+        println!("{}", serde_json::to_string_pretty(&shown).unwrap_or_default());
+        return Ok(Some(1));
+    }
+    println!("{fp} {}", label_of(store, fp));
+    println!("FAILED in {}: nothing stored under this fingerprint; a rerun runs it again
+", run.run_id);
+    println!("{:<20} {:>7}  first (request, status, detail)", "failure class", "count");
+    for class in &failed.classes {
+        let status = class.first_http_status.map_or("-".to_string(), |s| s.to_string());
+        println!(
+            "{:<20} {:>7}  #{} {status} {}",
+            class.class, class.count, class.first_request_index, class.first_detail
+        );
+    }
+    if let Some(stopped) = &failed.stopped {
+        println!("
+stopped early: {stopped}");
+    }
+    println!("
+evidence: {}", dir.display());
+    for file in files {
+        println!("  {file}");
+    }
+    Ok(Some(1))
 }
 
 pub fn runs(store_root: &Path, as_json: bool) -> Result<i32, Exit> {

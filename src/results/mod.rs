@@ -25,6 +25,7 @@
 mod cell;
 mod check;
 mod decision;
+mod failed_cell;
 mod gate;
 mod measured_more;
 mod named;
@@ -37,6 +38,7 @@ mod word_serde;
 pub use cell::{CELL_RESULT_SCHEMA, CellLoad, CellResult};
 pub use check::CheckResult;
 pub use decision::{DecisionResult, Promotion, RuleResult};
+pub use failed_cell::{FAILED_CELL_SCHEMA, FailedCell, FailureClassCount};
 pub use gate::{GateResult, Requirement};
 pub use measured_more::{MeasuredMore, PooledCell};
 pub use named::NamedMap;

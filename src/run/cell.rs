@@ -10,7 +10,7 @@ use super::servers::ServerInfo;
 use crate::plan::resolved_cell::{Served, resolve, resolve_paths};
 use crate::recipe::decls::CellDecl;
 use crate::recipe::words;
-use crate::results::{self, CELL_RESULT_SCHEMA, CellLoad, CellResult};
+use crate::results::{self, CELL_RESULT_SCHEMA, CellLoad, CellResult, FailedCell};
 
 /// Where a cell is measured: the facts its artifact carries besides the cell itself.
 pub struct CellRun<'a> {
@@ -109,16 +109,27 @@ pub async fn run_cell(
     artifact.server_startup_ms = Some(server.startup_ms.clone());
     let summary = &report.summary;
     if summary.completed == 0 {
+        // Nothing to store as a result; what was sent and received, and
+        // why it failed, is kept with the run as a failed measurement.
         let failures = report.failures(FAILURES_READ).unwrap_or_default();
-        let mut why = match failures.is_empty() {
-            true => format!("no request completed ({} failed)", summary.failed),
-            false => format!("no request completed: {}", failure_classes(summary.failed, &failures)),
-        };
-        // A rule that stopped the run says why nothing was left to complete.
-        if let Some(ending) = artifact.ending.as_ref().filter(|e| e.stopped_early()) {
-            why.push_str(&format!("; stopped early: {}", ending.detail));
+        let stopped = artifact.ending.as_ref().filter(|e| e.stopped_early()).map(|e| e.detail.clone());
+        let failed = FailedCell::from_failures(&failures, stopped);
+        let path = scratch.path().join("benchmark.json");
+        let mut evidence = vec![ProducedFile::Bytes {
+            name: "failed-cell.json".into(),
+            bytes: serde_json::to_vec_pretty(&failed).unwrap_or_default(),
+        }];
+        if report.write_artifact_file(&artifact, &path).is_ok() {
+            evidence.push(ProducedFile::Scratch {
+                name: "benchmark.json".into(),
+                folder: scratch,
+                file: "benchmark.json".into(),
+            });
         }
-        return Err(Failure::new(why).with_detail(serde_json::to_string(&failures).unwrap_or_default()));
+        evidence.extend(server_logs(server));
+        return Err(Failure::new(failed.reason.clone())
+            .with_detail(serde_json::to_string(&failed).unwrap_or_default())
+            .with_evidence(evidence));
     }
     // The load generator always measures the offered load; only an
     // artifact read back from an older one lacks it.
@@ -141,11 +152,7 @@ pub async fn run_cell(
         folder: scratch,
         file: "benchmark.json".into(),
     }];
-    for (i, log) in server.log_paths.iter().enumerate() {
-        if log.exists() {
-            files.push(ProducedFile::Copy { name: format!("server-{i}.log"), from: log.clone() });
-        }
-    }
+    files.extend(server_logs(server));
     let storm = artifact.ending.as_ref().is_some_and(|e| e.reason == anvil_loadgen::EndReason::ErrorStorm);
     let fault = storm.then_some(crate::executor::interface::Fault::ErrorStorm);
     Ok(Produced { result: results::to_value(&result), files, summary: line, fault, ..Produced::default() })
@@ -154,22 +161,10 @@ pub async fn run_cell(
 /// At most this many failed records are read to name a failed cell's classes.
 const FAILURES_READ: usize = 10_000;
 
-/// `16 failed: canary (16); first: marker_at_start=false … reply starts "Hello"`:
-/// the failure classes, most frequent first, and the first failure's detail
-/// (for a canary, the start of what the server replied).
-fn failure_classes(failed: u32, failures: &[Value]) -> String {
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for failure in failures {
-        let class = failure["class"].as_str().unwrap_or("unknown").to_string();
-        match counts.iter_mut().find(|(c, _)| *c == class) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((class, 1)),
-        }
-    }
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
-    let classes: Vec<String> = counts.iter().map(|(class, n)| format!("{class} ({n})")).collect();
-    let first = failures.first().and_then(|f| f["detail"].as_str()).unwrap_or_default();
-    format!("{failed} failed: {}; first: {first}", classes.join(", "))
+/// The server's logs as they stand, one file per replica.
+fn server_logs(server: &ServerInfo) -> Vec<ProducedFile> {
+    let logs = server.log_paths.iter().enumerate().filter(|(_, log)| log.exists());
+    logs.map(|(i, log)| ProducedFile::Copy { name: format!("server-{i}.log"), from: log.clone() }).collect()
 }
 
 /// The cell's line in the run's output: its figures, the load it offered,

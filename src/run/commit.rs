@@ -39,3 +39,31 @@ pub(super) fn commit_entry(
     staged.commit()?;
     Ok(String::new())
 }
+
+/// Keep a failed step's evidence files with run `run_id` (never under its
+/// fingerprint's entry: a failure is not a result).
+pub(super) fn keep_failed(
+    store: &Store,
+    run_id: &str,
+    fingerprint: &anvil_store::Fingerprint,
+    files: &[ProducedFile],
+) -> Result<std::path::PathBuf, anvil_store::StoreError> {
+    use anvil_store::EvidenceFile;
+    let scratch: Vec<std::path::PathBuf> = files
+        .iter()
+        .map(|f| match f {
+            ProducedFile::Scratch { folder, file, .. } => folder.path().join(file),
+            _ => std::path::PathBuf::new(),
+        })
+        .collect();
+    let evidence: Vec<EvidenceFile<'_>> = files
+        .iter()
+        .zip(&scratch)
+        .map(|(f, scratch)| match f {
+            ProducedFile::Bytes { name, bytes } => EvidenceFile::Bytes { name, bytes },
+            ProducedFile::Copy { name, from } => EvidenceFile::Copy { name, from },
+            ProducedFile::Scratch { name, .. } => EvidenceFile::Copy { name, from: scratch },
+        })
+        .collect();
+    store.keep_failed(run_id, fingerprint, &evidence)
+}

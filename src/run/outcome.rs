@@ -42,7 +42,8 @@ pub enum ProducedFile {
     },
 }
 
-/// A step could not produce a result; failures are never stored.
+/// A step could not produce a result; failures are never stored as
+/// results, but their evidence is kept with the run (`evidence`).
 #[derive(Debug)]
 pub struct Failure {
     pub reason: String,
@@ -51,11 +52,19 @@ pub struct Failure {
     /// What from outside caused it, when classified (a stalled server is
     /// restarted before its next step).
     pub fault: Option<crate::executor::interface::Fault>,
+    /// Files that show why (what was sent and received), kept under the
+    /// store's `failed/<run_id>/<fingerprint>/`.
+    pub evidence: Vec<ProducedFile>,
 }
 
 impl Failure {
     pub fn new(reason: impl Into<String>) -> Failure {
-        Failure { reason: reason.into(), detail: None, fault: None }
+        Failure { reason: reason.into(), detail: None, fault: None, evidence: Vec::new() }
+    }
+
+    pub fn with_evidence(mut self, files: Vec<ProducedFile>) -> Failure {
+        self.evidence = files;
+        self
     }
 
     pub fn with_fault(mut self, fault: crate::executor::interface::Fault) -> Failure {

@@ -53,9 +53,23 @@ impl From<(Ending, String, Option<String>, bool)> for StepEnd {
 
 impl From<Failure> for StepEnd {
     fn from(failure: Failure) -> Self {
-        let Failure { reason, detail, fault } = failure;
+        let Failure { reason, detail, fault, .. } = failure;
         StepEnd { fault, ..(Ending::Failed, reason, detail, true).into() }
     }
+}
+
+/// Keeps a failure's evidence with the run (`failed/<run_id>/<fp>/`); the
+/// failure stands whether or not that could be written.
+fn keep_evidence(ctx: &Context, fingerprint: &Fingerprint, failure: &mut Failure) {
+    if failure.evidence.is_empty() {
+        return;
+    }
+    let files = std::mem::take(&mut failure.evidence);
+    let kept = super::commit::keep_failed(&ctx.store, &ctx.run_id, fingerprint, &files);
+    failure.reason.push_str(&match kept {
+        Ok(dir) => format!(" (evidence: {})", dir.display()),
+        Err(err) => format!(" (its evidence could not be kept: {err})"),
+    });
 }
 
 async fn run_step(ctx: &Context, job: &ReadyStep) -> StepEnd {
@@ -100,7 +114,10 @@ async fn run_step(ctx: &Context, job: &ReadyStep) -> StepEnd {
             };
             StepEnd { began: produced.began, fault: end.fault.or(produced.fault), ..end }
         }
-        Err(failure) => failure.into(),
+        Err(mut failure) => {
+            keep_evidence(ctx, &job.fingerprint, &mut failure);
+            failure.into()
+        }
     }
 }
 

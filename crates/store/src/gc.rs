@@ -66,6 +66,12 @@ impl Store {
             self.collect_temp_files(&dir, &mut report)?;
         }
         self.collect_cache(&mut report)?;
+        // Failed steps' evidence lives as long as its run's record.
+        let orphaned = self.orphaned_failures()?;
+        report.bytes_freed += orphaned.iter().map(|(_, bytes)| bytes).sum::<u64>();
+        if !report.dry_run {
+            self.remove_failures(&orphaned)?;
+        }
         Ok(report)
     }
 

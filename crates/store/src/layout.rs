@@ -27,6 +27,8 @@ pub(crate) const RUNS_DIR: &str = "runs";
 pub(crate) const JOBS_DIR: &str = "jobs";
 /// Derived data anvil can rebuild (parsed recipes): no entry depends on it.
 pub(crate) const CACHE_DIR: &str = "cache";
+/// Failed steps' evidence, per run (`failed.rs`).
+pub(crate) const FAILED_DIR: &str = "failed";
 
 /// The subdirectories every store has.
 pub(crate) const SUBDIRS: [&str; 4] = [ENTRIES_DIR, STAGING_DIR, LOCKS_DIR, RUNS_DIR];
@@ -131,6 +133,7 @@ impl Layout {
             || SUBDIRS.contains(&name)
             || name == JOBS_DIR
             || name == CACHE_DIR
+            || name == FAILED_DIR
             || name.starts_with(crate::fsutil::TMP_PREFIX)
     }
 }

@@ -14,6 +14,7 @@
 pub mod cache;
 mod entry;
 mod error;
+mod failed;
 mod fingerprint;
 mod fsutil;
 mod gc;
@@ -29,6 +30,7 @@ mod verify;
 
 pub use entry::Entry;
 pub use error::StoreError;
+pub use failed::EvidenceFile;
 pub use fingerprint::{Fingerprint, ParseFingerprintError};
 pub use gc::GcReport;
 pub use lease_lock::{
