@@ -85,10 +85,13 @@ impl EnginePreset {
     /// The readiness probe: the path that answers 200 once the engine serves.
     pub fn ready_path(&self) -> &'static str {
         match self.name {
-            // vLLM and SGLang answer /health as soon as the API server is up;
-            // /v1/models answers only once the engine is loaded.
-            EngineName::Vllm | EngineName::Sglang => "/v1/models",
-            EngineName::LlamaCpp => "/health",
+            // vLLM's /health answers once its API server is up; /v1/models
+            // once the engine behind it is loaded.
+            EngineName::Vllm => "/v1/models",
+            // SGLang's /health is 503 until its own warm-up request has run
+            // (its /v1/models answers before that request ends, and the
+            // request would count in the first cell's counters).
+            EngineName::Sglang | EngineName::LlamaCpp => "/health",
         }
     }
 
@@ -174,7 +177,7 @@ mod tests {
             sglang,
             "python3 -m sglang.launch_server --model-path /models/smol --revision main \
              --served-model-name smol --host {host} --port {port} --tp-size 2 --chunked-prefill-size 2048 \
-             --enable-metrics"
+             --enable-metrics --enable-cache-report"
         );
         let llama = preset(EngineName::LlamaCpp).command_line().join(" ");
         assert_eq!(

@@ -4,7 +4,10 @@ use serde_json::{Value, json};
 
 use super::EnginePreset;
 
-/// SGLang's radix cache matches prefixes token by token (`--page-size` 1).
+/// SGLang's radix cache matches whole pages, of 1 token with its default
+/// backends on Ampere and Hopper (64 or 128 with some Blackwell backends):
+/// the running engine says which in its `/metrics` (`sglang:page_size`),
+/// read first.
 pub const CACHE_BLOCK_TOKENS: u64 = 1;
 
 pub fn command_line(p: &EnginePreset) -> Vec<String> {
@@ -22,8 +25,9 @@ pub fn command_line(p: &EnginePreset) -> Vec<String> {
     if let Some(tokens) = p.chunked_prefill {
         argv.extend(["--chunked-prefill-size".into(), tokens.to_string()]);
     }
-    // Its Prometheus /metrics is off unless asked for.
-    argv.push("--enable-metrics".into());
+    // Its Prometheus /metrics is off unless asked for, and so are the
+    // cached tokens in each reply's usage.
+    argv.extend(["--enable-metrics".into(), "--enable-cache-report".into()]);
     argv
 }
 

@@ -18,10 +18,14 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 type Scrape = Result<BTreeMap<String, f64>, String>;
 
 /// The prefix-cache block the server says it uses in its own `/metrics`
-/// (vLLM: `vllm:cache_config_info{block_size="128",…}`), from the first
-/// replica that says.
+/// (vLLM: `vllm:cache_config_info{block_size="128",…}`; SGLang:
+/// `sglang:page_size`), from the first replica that says.
 pub fn cache_block_tokens(scrapes: &[Scrape]) -> Option<u64> {
-    scrapes.iter().flatten().flat_map(|metrics| metrics.keys()).find_map(|key| {
+    scrapes.iter().flatten().flat_map(|metrics| metrics.iter()).find_map(|(key, value)| {
+        // SGLang: the page its radix cache matches in, as a gauge.
+        if key == "sglang:page_size" || key.starts_with("sglang:page_size{") {
+            return (*value >= 1.0).then_some(*value as u64);
+        }
         let labels = key.strip_prefix("vllm:cache_config_info{")?;
         let value = labels.split("block_size=\"").nth(1)?.split('"').next()?;
         value.parse().ok()
@@ -109,5 +113,7 @@ mod tests {
         let scrape = anvil_proc::parse_prometheus_text(text);
         assert_eq!(super::cache_block_tokens(&[Err("down".into()), Ok(scrape)]), Some(128));
         assert_eq!(super::cache_block_tokens(&[]), None);
+        let sglang = anvil_proc::parse_prometheus_text("sglang:page_size{model_name=\"m\"} 64\n");
+        assert_eq!(super::cache_block_tokens(&[Ok(sglang)]), Some(64));
     }
 }

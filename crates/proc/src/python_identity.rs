@@ -44,31 +44,53 @@ pub const VLLM_DISTRIBUTIONS: &[&str] = &[
     "intel-openmp",
 ];
 
-/// The same for SGLang, after the `srt`, `srt_hip` and `srt_cpu` extras of
-/// SGLang's `python/pyproject.toml` (sgl-kernel, flashinfer_python, torch,
-/// torchao, transformers, xgrammar, llguidance, outlines, cuda-python,
-/// intel-openmp) plus what those load at run time (tokenizers, safetensors,
-/// triton) and the CUDA libraries.
+/// The same for SGLang: the `srt`, `srt_hip` and `srt_cpu` extras of
+/// SGLang's `python/pyproject.toml` (0.5.1) and the requirements of the
+/// 0.5.23 wheel (the kernel renamed `sglang-kernel`, its CPU build
+/// `sglang-kernel-cpu`, the attention and GEMM kernels, the CUDA 13
+/// libraries under their new names), plus what those load at run time.
+/// A name that is not installed is simply absent from the identity.
 pub const SGLANG_DISTRIBUTIONS: &[&str] = &[
     "sglang",
     "sgl-kernel",
+    "sglang-kernel",
+    "sglang-kernel-cpu",
     "flashinfer-python",
+    "flash-attn-4",
+    "sgl-flash-mla",
+    "sgl-deep-gemm",
+    "sgl-deep-ep",
+    "quack-kernels",
+    "tilelang",
+    "nvidia-cutlass-dsl",
+    "humming-kernels",
+    "kernels",
     "torch",
     "torchao",
     "transformers",
     "tokenizers",
+    "sentencepiece",
+    "tiktoken",
+    "mistral-common",
+    "openai-harmony",
     "safetensors",
     "triton",
     "xgrammar",
     "llguidance",
     "outlines",
+    "outlines-core",
     "compressed-tensors",
     "cuda-python",
+    "cuda-toolkit",
     "torch-memory-saver",
     "nvidia-cublas-cu12",
     "nvidia-cudnn-cu12",
     "nvidia-nccl-cu12",
     "nvidia-cuda-runtime-cu12",
+    "nvidia-cublas",
+    "nvidia-cuda-runtime",
+    "nvidia-cudnn-cu13",
+    "nvidia-nccl-cu13",
     "intel-openmp",
 ];
 
