@@ -176,3 +176,73 @@ cell "replay" server="sim" after="append" {
     scratch.run(&recipe, &[], 0);
     assert_eq!(scratch.last_run_statuses().get("replay").map(String::as_str), Some("ran"));
 }
+
+#[test]
+fn a_line_that_says_two_things_stops_the_plan_and_the_run() {
+    let scratch = Scratch::new();
+    std::fs::copy(
+        Path::new(CORPUS).join("jsonl-prompt-and-input-tokens.jsonl"),
+        scratch.path().join("t.jsonl"),
+    )
+    .unwrap();
+    let recipe = scratch.write(
+        "recipe.kdl",
+        "server \"sim\" engine=\"sim\"\ncell \"c\" server=\"sim\" {\n    trace \"t.jsonl\" format=\"jsonl\"\n}\n",
+    );
+    let says = "trace t.jsonl, line 2: holds both `input_tokens` and `prompt`, which exclude each other";
+    let plan = scratch.anvil(&["plan", "recipe.kdl"]).expect_code(2);
+    assert!(unwrapped(&plan.stderr).contains(says), "{}", plan.stderr);
+    assert!(plan.stderr.contains("[recipe.kdl:3:5]"), "{}", plan.stderr);
+    let run = scratch.run(&recipe, &[], 2);
+    assert!(unwrapped(&run.stderr).contains(says), "{}", run.stderr);
+    assert!(scratch.runs().is_empty(), "no run was recorded");
+}
+
+#[test]
+fn an_unknown_key_is_a_warning_at_its_first_line_and_the_plan_goes_on() {
+    let scratch = Scratch::new();
+    // `promt` (a typo) on lines 3 and 4, `user` (a field of the source's own) on line 4.
+    scratch.write(
+        "t.jsonl",
+        concat!(
+            "{\"timestamp_ms\": 0, \"input_tokens\": 16, \"output_tokens\": 2}\n",
+            "\n",
+            "{\"timestamp_ms\": 10, \"input_tokens\": 16, \"promt\": \"hello\", \"output_tokens\": 2}\n",
+            "{\"timestamp_ms\": 20, \"input_tokens\": 16, \"promt\": \"again\", \"output_tokens\": 2, \"user\": 7}\n",
+        ),
+    );
+    scratch.write(
+        "d.json",
+        "[\n {\"id\": \"a\",\n  \"conversations\": [{\"from\": \"human\", \"value\": \"hi\", \"lang\": \"en\"}]}\n]\n",
+    );
+    let recipe = scratch.write(
+        "recipe.kdl",
+        concat!(
+            "server \"sim\" engine=\"sim\"\n",
+            "cell \"replay\" server=\"sim\" {\n    trace \"t.jsonl\" format=\"jsonl\"\n}\n",
+            "cell \"again\" server=\"sim\" {\n    trace \"t.jsonl\" format=\"jsonl\" time-scale=0.5\n}\n",
+            "cell \"prompts\" server=\"sim\" {\n    dataset \"d.json\" format=\"sharegpt\"\n    requests 2\n}\n",
+        ),
+    );
+    let expected = [
+        "warning: trace t.jsonl, line 3: unknown key `promt`, ignored (did you mean `prompt`?)\n",
+        "warning: trace t.jsonl, line 4: unknown key `user`, ignored (a line reads `timestamp_ms`, \
+         `input_tokens`, `prompt`, `output_tokens`, `session`, `prefix`, `prefix_tokens`)\n",
+        "warning: dataset d.json, line 3: unknown key `lang`, ignored (a turn reads `from`, `value`)\n",
+    ];
+    // Warnings go to stderr: `plan --json` still prints its JSON alone.
+    let plan = scratch.anvil(&["plan", "recipe.kdl", "--json"]).expect_code(0);
+    plan.json();
+    for warning in expected {
+        assert_eq!(
+            plan.stderr.matches(warning).count(),
+            1,
+            "once per key per file: {warning}\n{}",
+            plan.stderr
+        );
+    }
+    assert_eq!(plan.stderr.matches("warning:").count(), expected.len(), "{}", plan.stderr);
+    let run = scratch.run(&recipe, &[], 0);
+    assert_eq!(run.summary().failed, 0);
+    assert!(run.stderr.contains(expected[0]), "{}", run.transcript());
+}

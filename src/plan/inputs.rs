@@ -4,7 +4,10 @@
 //! a server's tokenizer and CA bundle, and the files steps `reads`.
 //!
 //! A problem points at the recipe's setting and names the file's line and
-//! column. Each file is checked once however many steps name it. Run as
+//! column. A trace or dataset key its format does not read is not an
+//! error: it is printed on stderr as a warning naming the key and the
+//! first line that holds it (there is no other channel for warnings at
+//! plan time). Each file is checked once however many steps name it. Run as
 //! twins (`--sim`), a server's weights and CA bundle are not read, so not
 //! checked; its tokenizer is (the twin's prompts are built with it).
 
@@ -40,19 +43,23 @@ pub fn check_inputs(recipe: &Recipe, mode: EngineMode) -> Result<(), RecipeError
                 TrafficDecl::Trace(trace) => {
                     let path = dir.join(&trace.file);
                     first_time(&path, "reads"); // read through here: not again as a bare read
-                    if first_time(&path, "trace")
-                        && let Err(problem) = anvil_loadgen::check_trace(&path, trace.format())
-                    {
-                        problems.push(file_problem(step, "trace", &trace.file, &problem));
+                    if first_time(&path, "trace") {
+                        match anvil_loadgen::check_trace(&path, trace.format()) {
+                            Ok(summary) => warn_unknown_keys("trace", &trace.file, &summary),
+                            Err(problem) => problems.push(file_problem(step, "trace", &trace.file, &problem)),
+                        }
                     }
                 }
                 TrafficDecl::Dataset(dataset) => {
                     let path = dir.join(&dataset.file);
                     first_time(&path, "reads");
-                    if first_time(&path, "dataset")
-                        && let Err(problem) = anvil_loadgen::check_dataset(&path, dataset.format())
-                    {
-                        problems.push(file_problem(step, "dataset", &dataset.file, &problem));
+                    if first_time(&path, "dataset") {
+                        match anvil_loadgen::check_dataset(&path, dataset.format()) {
+                            Ok(summary) => warn_unknown_keys("dataset", &dataset.file, &summary),
+                            Err(problem) => {
+                                problems.push(file_problem(step, "dataset", &dataset.file, &problem));
+                            }
+                        }
                     }
                 }
                 TrafficDecl::Synthetic | TrafficDecl::Sessions(_) => {}
@@ -103,6 +110,21 @@ pub fn check_inputs(recipe: &Recipe, mode: EngineMode) -> Result<(), RecipeError
         }
     }
     problems.into_result(&recipe.path.display().to_string(), ())
+}
+
+/// The keys of a trace or dataset its format does not read (ignored: real
+/// traces carry more fields than a replay needs, but one may be a typo),
+/// each once, at the first line that holds it, on stderr.
+fn warn_unknown_keys(key: &str, file: &str, summary: &anvil_loadgen::InputSummary) {
+    for unknown in &summary.unknown_keys {
+        eprintln!("warning: {key} {file}, line {}: {unknown}", unknown.line);
+    }
+    if summary.more_unknown_keys {
+        eprintln!(
+            "warning: {key} {file}: more unknown keys, ignored (only the first {} are named)",
+            anvil_loadgen::UNKNOWN_KEYS_NAMED
+        );
+    }
 }
 
 /// A read is a file or a folder that can be opened.

@@ -46,7 +46,9 @@ pub use run::LoadMargins;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;
 pub use workload::error_budget::{DEFAULT_AFTER as DEFAULT_ERROR_BUDGET_AFTER, ErrorBudget};
-pub use workload::input_check::{FileProblem, InputSummary, check_dataset, check_trace};
+pub use workload::input_check::{
+    FileProblem, InputSummary, UNKNOWN_KEYS_NAMED, UnknownKey, check_dataset, check_trace,
+};
 pub use workload::options::{OptionKind, REQUEST_OPTIONS, RequestOption, RequestOptions, option_setting};
 pub use workload::prompt::marker;
 pub use workload::spec::{

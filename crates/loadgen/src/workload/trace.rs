@@ -612,5 +612,11 @@ mod tests {
         let f = write("{\"timestamp_ms\": 5, \"output_tokens\": 1}\n");
         let e = format!("{:#}", Trace::load(&spec(&f.0, TraceFormat::Jsonl)).unwrap_err());
         assert!(e.contains("line 1: needs `input_tokens` or `prompt`"), "{e}");
+        // A line that says two things is refused by the replay as by the check.
+        let f = write(
+            "{\"timestamp_ms\": 0, \"input_tokens\": 3, \"output_tokens\": 1}\n{\"timestamp_ms\": 5, \"input_tokens\": 3, \"prompt\": \"a\", \"output_tokens\": 1}\n",
+        );
+        let e = format!("{:#}", Trace::load(&spec(&f.0, TraceFormat::Jsonl)).unwrap_err());
+        assert!(e.contains("line 2: holds both `input_tokens` and `prompt`"), "{e}");
     }
 }

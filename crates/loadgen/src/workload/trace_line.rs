@@ -78,13 +78,42 @@ struct JsonlLine<'a> {
     prefix_tokens: Option<u64>,
 }
 
+/// The keys a line of each format reads (docs/workloads.md). Any other key
+/// is ignored; the input check warns about it (a typo of one of these).
+pub(crate) const MOONCAKE_KEYS: &[&str] =
+    &["timestamp", "input_length", "output_length", "hash_ids", "text_input"];
+pub(crate) const JSONL_KEYS: &[&str] =
+    &["timestamp_ms", "input_tokens", "prompt", "output_tokens", "session", "prefix", "prefix_tokens"];
+
+/// The keys a line of `format` reads.
+pub(crate) fn known_keys(format: TraceFormat) -> &'static [&'static str] {
+    match format {
+        TraceFormat::Mooncake => MOONCAKE_KEYS,
+        TraceFormat::Jsonl => JSONL_KEYS,
+    }
+}
+
+/// A line holding two keys that exclude each other (a `null` value counts
+/// as absent, as it reads).
+fn exclusive(a: &str, b: &str, why: &str) -> LineProblem {
+    LineProblem::new(format!("holds both `{a}` and `{b}`, which exclude each other: {why}"))
+}
+
 /// Read one non-empty line of a trace in `format`.
 pub(crate) fn parse(format: TraceFormat, text: &str) -> Result<TraceLine<'_>, LineProblem> {
     let line = match format {
         TraceFormat::Mooncake => {
             let l: MooncakeLine = serde_json::from_str(text).map_err(|e| LineProblem::from_json(&e))?;
+            // A line is built from its length and ids, or sent as its text:
+            // one holding both would be a guess either way.
+            const EITHER: &str =
+                "a line is built from `input_length` and its `hash_ids`, or sent as its `text_input`";
             let prompt = match (l.input_length, l.text_input) {
-                (_, Some(t)) => Prompt::Text(t),
+                (Some(_), Some(_)) => return Err(exclusive("input_length", "text_input", EITHER)),
+                (None, Some(_)) if !l.hash_ids.is_empty() => {
+                    return Err(exclusive("hash_ids", "text_input", EITHER));
+                }
+                (None, Some(t)) => Prompt::Text(t),
                 (Some(n), None) => Prompt::Tokens(n),
                 (None, None) => return Err(LineProblem::new("needs `input_length` or `text_input`")),
             };
@@ -99,8 +128,23 @@ pub(crate) fn parse(format: TraceFormat, text: &str) -> Result<TraceLine<'_>, Li
         }
         TraceFormat::Jsonl => {
             let l: JsonlLine = serde_json::from_str(text).map_err(|e| LineProblem::from_json(&e))?;
+            // A prompt is generated to a length (a shared prefix first) or
+            // given as text: one holding both would be a guess either way.
+            const PREFIXED: &str =
+                "a shared prefix begins a generated prompt (`input_tokens`); a `prompt` is sent as written";
             let prompt = match (l.input_tokens, l.prompt) {
-                (_, Some(t)) => Prompt::Text(t),
+                (Some(_), Some(_)) => {
+                    return Err(exclusive(
+                        "input_tokens",
+                        "prompt",
+                        "a line's prompt is one of the two, a length to generate or the text to send",
+                    ));
+                }
+                (None, Some(_)) if l.prefix.is_some() => return Err(exclusive("prefix", "prompt", PREFIXED)),
+                (None, Some(_)) if l.prefix_tokens.is_some() => {
+                    return Err(exclusive("prefix_tokens", "prompt", PREFIXED));
+                }
+                (None, Some(t)) => Prompt::Text(t),
                 (Some(n), None) => Prompt::Tokens(n),
                 (None, None) => return Err(LineProblem::new("needs `input_tokens` or `prompt`")),
             };
