@@ -804,7 +804,7 @@ fn llama_server_cells_complete_every_request_and_pass_the_gate() {
 
 /// `anvil plan` accepts the template as written, and `anvil run --sim`
 /// runs every cell in it on the servers' simulated twins.
-fn check_engine_template(name: &str) {
+fn check_engine_template(name: &str, engine: &str) {
     let bench = Bench::new();
     let recipe = repo_path(&format!("recipes/engines/{name}.kdl"));
     // Planned as twins: as declared, a template names weights this machine
@@ -821,7 +821,7 @@ fn check_engine_template(name: &str) {
         let artifact = bench.benchmark(&plan, cell);
         assert_eq!(artifact["simulated"], true, "{name}/{cell}: labelled simulated");
         assert_eq!(
-            artifact["serve_flags"]["simulated_twin_of"], "command",
+            artifact["serve_flags"]["simulated_twin_of"], engine,
             "{name}/{cell}: says whose twin it is"
         );
         assert_eq!(artifact["completed"], artifact["requests"], "{name}/{cell}: all requests completed");
@@ -835,17 +835,17 @@ fn check_engine_template(name: &str) {
 
 #[test]
 fn the_sglang_template_plans_and_runs_on_its_twin() {
-    check_engine_template("sglang");
+    check_engine_template("sglang", "sglang");
 }
 
 #[test]
 fn the_vllm_template_plans_and_runs_on_its_twin() {
-    check_engine_template("vllm");
+    check_engine_template("vllm", "vllm");
 }
 
 #[test]
 fn the_llama_cpp_template_plans_and_runs_on_its_twin() {
-    check_engine_template("llama-cpp");
+    check_engine_template("llama-cpp", "llama.cpp");
 }
 
 // ---------------------------------------------------------------------------

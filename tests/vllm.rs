@@ -121,11 +121,14 @@ fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
     let Some((python, model)) = vllm() else { return };
     let scratch = Scratch::new();
     scratch.write("trace.jsonl", TRACE);
-    let recipe = scratch.write("vllm.kdl", RECIPE);
-    let sets = [format!("python={python}"), format!("weights={model}")];
-    let args = ["--set", &sets[0], "--set", &sets[1], "--jobs", "1"];
-    let outcome = scratch.run(&recipe, &args, 0);
+    // The install's paths as the params' defaults, so every later `plan` resolves as the run did.
+    let text = RECIPE.replace(r#""python3""#, &format!("{python:?}")).replace(r#""missing""#, &format!("{model:?}"));
+    let recipe = scratch.write("vllm.kdl", &text);
+    let args = ["run", recipe.to_str().unwrap(), "--jobs", "1"];
+    // Two launches of ~2.5 min each on 2 cores, and the cells.
+    let outcome = scratch.anvil_within(&args, std::time::Duration::from_secs(1200)).expect_code(0);
     let transcript = outcome.transcript();
+    eprintln!("{transcript}");
 
     // Canaries and token-exact prompts, counted by vLLM's /tokenize.
     let exact = scratch.stored_json(&recipe, "exact", "benchmark.json");

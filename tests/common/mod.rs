@@ -58,13 +58,19 @@ impl Scratch {
 
     /// Run `anvil ARGS…` to the end.
     pub fn anvil(&self, args: &[&str]) -> Outcome {
+        self.anvil_within(args, COMMAND_LIMIT)
+    }
+
+    /// Run `anvil ARGS…` to the end, killed after `limit` (a real engine
+    /// that takes minutes to start needs more than [`COMMAND_LIMIT`]).
+    pub fn anvil_within(&self, args: &[&str], limit: Duration) -> Outcome {
         let mut command = assert_cmd::Command::new(anvil_binary());
         command
             .current_dir(self.dir.path())
             .env("ANVIL_STORE", self.store())
             .env("NO_COLOR", "1")
             .args(args)
-            .timeout(COMMAND_LIMIT);
+            .timeout(limit);
         Outcome::from_output(args, command.output().expect("start anvil"))
     }
 
