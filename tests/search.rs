@@ -7,14 +7,13 @@
 //! documented.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::common::{Scratch, anvil_binary, entry_dir};
+use crate::common::{Scratch, entry_dir};
+use crate::support_servers::ExternalSim;
 use serde_json::Value;
 
 /// The probes are timed on a shared machine: one search test at a time.
@@ -22,74 +21,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `anvil sim` on its own port, so its request counter outlives anvil runs.
-struct ExternalSim {
-    child: Child,
-    port: u16,
-}
-
-impl ExternalSim {
-    fn start(settings: &[&str]) -> ExternalSim {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut command = Command::new(anvil_binary());
-        command.args(["sim", "--port", &port.to_string()]);
-        for s in settings {
-            command.args(["--set", s]);
-        }
-        let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start anvil sim");
-        let sim = ExternalSim { child, port };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while sim.get("/v1/models").is_none() {
-            assert!(Instant::now() < deadline, "anvil sim did not start on port {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        sim
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn get(&self, path: &str) -> Option<String> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text).ok()?;
-        text.starts_with("HTTP/1.1 200").then_some(text)
-    }
-
-    /// Requests the server completed, by its Prometheus counter.
-    fn requests_served(&self) -> u64 {
-        let text = self.get("/metrics").expect("the sim serves /metrics");
-        text.lines()
-            .filter(|l| l.starts_with("vllm:request_success_total"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>() as u64
-    }
-}
-
-impl ExternalSim {
-    /// The request count once it stops moving (requests in flight finish).
-    fn settled_count(&self) -> u64 {
-        let mut last = self.requests_served();
-        loop {
-            std::thread::sleep(Duration::from_millis(500));
-            let now = self.requests_served();
-            if now == last {
-                return now;
-            }
-            last = now;
-        }
-    }
-}
-
-impl Drop for ExternalSim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The stored result of step `name` of the recipe, by its planned fingerprint.

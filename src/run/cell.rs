@@ -142,7 +142,11 @@ pub async fn run_cell(
     let result = CellResult { load, ..cell_result(server, summary, &artifact) };
     let acceptance =
         artifact.telemetry.as_ref().and_then(|t| t.server_derived.as_ref()?.spec_acceptance_rate);
-    let line = run_line(summary, &result, server.simulated, acceptance);
+    let mut line = run_line(summary, &result, server.simulated, acceptance);
+    // Unique prompts the server had cached anyway: say so, loudly.
+    if let Some(warning) = artifact.tokens.as_ref().and_then(|t| t.cold?.warning()) {
+        line.push_str(&format!("; {warning}"));
+    }
     let path = scratch.path().join("benchmark.json");
     report
         .write_artifact_file(&artifact, &path)

@@ -68,7 +68,16 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
         Some((second, value)) => {
             let margin =
                 if *value == 0.0 { f64::INFINITY } else { (best - value).abs() / value.abs() * 100.0 };
-            let overlap = intervals_overlap(inputs, &winner, second, metric);
+            // The leader against every other variant with an interval: one
+            // that overlaps is a variant the leader may not beat.
+            let overlapping = ranked[1..]
+                .iter()
+                .find(|(other, _)| intervals_overlap(inputs, &winner, other, metric) == Some(true));
+            let overlap = match overlapping {
+                Some(_) => Some(true),
+                None => intervals_overlap(inputs, &winner, second, metric),
+            };
+            let (second, value) = overlapping.map_or((second, value), |(n, v)| (n, v));
             match overlap {
                 Some(true) => (
                     false,
@@ -125,27 +134,30 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
 }
 
 /// A screen with `confidence`: the leader wins only when its 95% interval
-/// of the metric lies wholly on the better side of the runner-up's;
-/// otherwise it names no winner. Returns the winner, whether it is one,
-/// and why.
+/// of the metric lies wholly on the better side of every other variant's
+/// (a comparison with the best: the runner-up by point estimate may have a
+/// narrow interval while a third variant's wide one still reaches past the
+/// leader's); otherwise it names no winner. Returns the winner, whether it
+/// is one, and why.
 fn at_confidence(
     screen: &ScreenDecl,
     inputs: &Value,
     ranked: &[(String, f64)],
 ) -> (Option<String>, bool, String) {
     let (leader, best) = &ranked[0];
-    let Some((second, value)) = ranked.get(1) else {
+    if ranked.len() == 1 {
         return (Some(leader.clone()), true, format!("{leader} is the only variant"));
-    };
+    }
     let reference = screen.expression.as_ref().and_then(|e| e.parsed.references().into_iter().next());
     let interval = |name: &str| {
         let reference = Reference { name: name.to_string(), ..reference.clone()? };
         interval_verdict::interval_of(inputs, &reference)
     };
-    let (a, b) = (interval(leader), interval(second));
-    let (Some(a), Some(b)) = (a, b) else {
-        let without: Vec<&str> =
-            [(leader, a), (second, b)].iter().filter(|(_, i)| i.is_none()).map(|(n, _)| n.as_str()).collect();
+    let intervals: Vec<_> = ranked.iter().map(|(name, _)| interval(name)).collect();
+    let without: Vec<&str> =
+        ranked.iter().zip(&intervals).filter(|(_, i)| i.is_none()).map(|((n, _), _)| n.as_str()).collect();
+    if !without.is_empty() {
+        let (second, value) = &ranked[1];
         return (
             None,
             false,
@@ -157,25 +169,36 @@ fn at_confidence(
                 fmt(*value)
             ),
         );
-    };
-    let separated = match screen.goal {
+    }
+    let intervals: Vec<_> = intervals.into_iter().flatten().collect();
+    let a = &intervals[0];
+    let separated_from = |b: &interval_verdict::Ends| match screen.goal {
         Goal::Maximize => a.low > b.high,
         Goal::Minimize => a.high < b.low,
     };
-    if separated {
-        let reason = format!(
-            "{leader} ({}, 95% interval {a}) beats {second} ({}, {b}): the intervals are separated",
-            fmt(*best),
-            fmt(*value)
-        );
-        return (Some(leader.clone()), true, reason);
+    // The first variant the leader's interval does not clear, if any.
+    let overlapping = ranked.iter().zip(&intervals).skip(1).find(|(_, b)| !separated_from(b));
+    match overlapping {
+        None => {
+            let others = ranked.len() - 1;
+            let (second, value) = &ranked[1];
+            let reason = format!(
+                "{leader} ({}, 95% interval {a}) beats every other variant ({others}; the runner-up {second} {}, {}): the intervals are separated",
+                fmt(*best),
+                fmt(*value),
+                intervals[1]
+            );
+            (Some(leader.clone()), true, reason)
+        }
+        Some(((other, value), b)) => {
+            let reason = format!(
+                "undecided at 95% confidence: {leader} ({}, 95% interval {a}) and {other} ({}, {b}) overlap, so either may be the better; measure more (`repeat`, more requests, `extra-repeats`) to separate them",
+                fmt(*best),
+                fmt(*value)
+            );
+            (None, false, reason)
+        }
     }
-    let reason = format!(
-        "undecided at 95% confidence: {leader} ({}, 95% interval {a}) and {second} ({}, {b}) overlap, so either may be the better; measure more (`repeat`, more requests, `extra-repeats`) to separate them",
-        fmt(*best),
-        fmt(*value)
-    );
-    (None, false, reason)
 }
 
 /// Whether two cells' across-repeat CIs of the metric overlap (None when a
@@ -193,4 +216,51 @@ fn intervals_overlap(inputs: &Value, a: &str, b: &str, metric: &str) -> Option<b
 
 fn fmt(x: f64) -> String {
     anvil_expr::format_number(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::recipe::Spec;
+    use crate::results::ScreenResult;
+
+    fn screen(confidence: bool) -> crate::recipe::decls::ScreenDecl {
+        let confidence = if confidence { "confidence 0.95" } else { "" };
+        let recipe = crate::recipe::testing::load_text(&format!(
+            r#"
+server "s" {{}}
+cell "v-{{x}}" server="s" {{ sweep "x" "a" "b" "c"; }}
+screen "pick" {{ over "cell.v-*"; metric "aggregate_tok_s"; {confidence} }}
+"#
+        ))
+        .expect("recipe");
+        match &recipe.step("pick").expect("screen").spec {
+            Spec::Screen(screen) => screen.clone(),
+            _ => panic!("not a screen"),
+        }
+    }
+
+    /// The leader clears the runner-up's narrow interval, but a third
+    /// variant's wide interval reaches past its own: no winner.
+    fn inputs() -> serde_json::Value {
+        let cell = |value: f64, low: f64, high: f64| json!({"aggregate_tok_s": value, "repeats": {"throughput_tok_s": {"ci95_low": low, "ci95_high": high}}});
+        json!({"cell": {"v-a": cell(100.0, 96.0, 104.0), "v-b": cell(90.0, 88.0, 92.0), "v-c": cell(80.0, 50.0, 110.0)}})
+    }
+
+    #[test]
+    fn a_winner_must_beat_every_other_variant_not_only_the_runner_up() {
+        for confident in [true, false] {
+            let produced = super::run_screen(&screen(confident), &inputs()).expect("screen");
+            let result: ScreenResult = serde_json::from_value(produced.result).expect("a screen result");
+            assert!(!result.meaningful, "{confident}: {}", result.selection_reason);
+            assert!(result.selection_reason.contains("v-c"), "{confident}: {}", result.selection_reason);
+        }
+        // Without the wide third variant, the leader wins.
+        let mut two = inputs();
+        two["cell"]["v-c"]["repeats"]["throughput_tok_s"] = json!({"ci95_low": 70.0, "ci95_high": 85.0});
+        let produced = super::run_screen(&screen(true), &two).expect("screen");
+        let result: ScreenResult = serde_json::from_value(produced.result).expect("a screen result");
+        assert!(result.meaningful && result.winner.as_deref() == Some("v-a"), "{}", result.selection_reason);
+    }
 }

@@ -859,8 +859,7 @@ async fn launch(
                 if watched
                     && let t = run_start.elapsed().as_secs_f64()
                     && watch.due(t)
-                    && let Some(saturated) =
-                        watch.look(t, k, sink.ended() - ended_before, &sink.flights)
+                    && let Some(saturated) = watch.look(t, k, sink.ended() - ended_before, &sink.flights)
                 {
                     tasks.abort_all();
                     let ending = Ending {
@@ -1278,7 +1277,10 @@ pub async fn measure(
         }
     }
     let (ending_by_rule, stopping) = stopping_outcome(&measured, runner.spec.requests);
-    measured.tokens.fill(&mut tokens, ctx.cache_block_tokens);
+    // Synthetic unique prompts share nothing with any earlier request.
+    let meant_cold = runner.spec.traffic.is_synthetic()
+        && matches!(runner.spec.prompt_cache_mode, crate::workload::spec::PromptCacheMode::Unique);
+    measured.tokens.fill(&mut tokens, ctx.cache_block_tokens, meant_cold);
     drop(measured);
     let log = Arc::try_unwrap(log).map_err(|_| anyhow::anyhow!("the record log is still in use"))?;
     let store = log.finish().context("writing the request records")?;

@@ -42,6 +42,40 @@ pub struct TokenAccount {
     pub prefix_cache: Option<PrefixCache>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<Speculative>,
+    /// A cell whose prompts are meant cold (synthetic, `prompt-cache
+    /// "unique"`): what the server said it had cached anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<ColdCheck>,
+}
+
+/// Whether prompts meant to be new to the server were: the server's
+/// cached tokens beyond the template's cached part (`template_cached_tokens`,
+/// 0 when not measured), over the requests that reported them. Unique
+/// prompts share nothing but the template, so a cache that holds more holds
+/// an earlier run's prompts (a rerun against the same running server).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ColdCheck {
+    /// Requests whose reply reported cached tokens.
+    pub requests: u64,
+    /// Of them, those with cached tokens beyond the template.
+    pub requests_hit: u64,
+    pub prompt_tokens: u64,
+    pub cached_beyond_template: u64,
+    /// More than half the prompt tokens were served from the cache: not a
+    /// cold measurement (its TTFT is the cache's).
+    pub hot: bool,
+}
+
+impl ColdCheck {
+    /// The run line's warning, when hot.
+    pub fn warning(&self) -> Option<String> {
+        self.hot.then(|| {
+            format!(
+                "CACHE-HOT: {} of {} unique prompt tokens were already in the server's cache ({} of {} requests): not a cold measurement",
+                self.cached_beyond_template, self.prompt_tokens, self.requests_hit, self.requests
+            )
+        })
+    }
 }
 
 /// One probe of the template overhead: a content of `content_tokens` exact
@@ -142,6 +176,9 @@ struct Sums {
     /// Requests by their ideal cached tokens (few distinct values: whole
     /// trace blocks), to round each to the server's blocks at the end.
     ideal_counts: std::collections::BTreeMap<u64, u64>,
+    /// Requests with no ideal (synthetic prompts) by their (cached, prompt)
+    /// tokens, to set against the template's cached part at the end.
+    unplanned_cached: std::collections::BTreeMap<(u64, u64), u64>,
     draft_requests: u64,
     drafted: u64,
     accepted: u64,
@@ -170,6 +207,11 @@ impl TokenTally {
                 s.cached_where_none += cached;
             }
         }
+        if let (None, Some(cached), Some(prompt)) =
+            (rec.ideal_cached_tokens, rec.cached_prompt_tokens, rec.prompt_tokens)
+        {
+            *s.unplanned_cached.entry((cached, prompt)).or_default() += 1;
+        }
         if let (Some(drafted), Some(accepted)) = (rec.draft_tokens, rec.draft_accepted_tokens) {
             s.draft_requests += 1;
             s.drafted += drafted;
@@ -178,9 +220,29 @@ impl TokenTally {
     }
 
     /// The tallies into `account` (each part only where a record had it),
-    /// the ideal cache also in whole blocks of `block_tokens` when known.
-    pub fn fill(&self, account: &mut TokenAccount, block_tokens: Option<u64>) {
+    /// the ideal cache also in whole blocks of `block_tokens` when known,
+    /// and, for prompts `meant_cold`, whether they were.
+    pub fn fill(&self, account: &mut TokenAccount, block_tokens: Option<u64>, meant_cold: bool) {
         let Ok(s) = self.0.lock().map(|s| s.clone()) else { return };
+        if meant_cold && !s.unplanned_cached.is_empty() {
+            let template = account.template_cached_tokens.unwrap_or(0);
+            let mut cold = ColdCheck {
+                requests: 0,
+                requests_hit: 0,
+                prompt_tokens: 0,
+                cached_beyond_template: 0,
+                hot: false,
+            };
+            for (&(cached, prompt), &n) in &s.unplanned_cached {
+                cold.requests += n;
+                cold.prompt_tokens += prompt * n;
+                let beyond = cached.saturating_sub(template);
+                cold.cached_beyond_template += beyond * n;
+                cold.requests_hit += if beyond > 0 { n } else { 0 };
+            }
+            cold.hot = 2 * cold.cached_beyond_template > cold.prompt_tokens;
+            account.cold = Some(cold);
+        }
         if let Some((lo, hi)) = s.difference.or((s.unreported > 0).then_some((0, 0))) {
             account.prompt_length = Some(PromptLengths {
                 met: s.met,
@@ -288,6 +350,14 @@ impl TokenAccount {
                 s.acceptance_rate.map_or("-".into(), |r| format!("{:.1}%", r * 100.0)),
                 s.requests
             ));
+        }
+        if let Some(cold) = &self.cold {
+            lines.push(cold.warning().unwrap_or_else(|| {
+                format!(
+                    "cold: {} of {} prompt tokens were cached beyond the template ({} of {} requests)",
+                    cold.cached_beyond_template, cold.prompt_tokens, cold.requests_hit, cold.requests
+                )
+            }));
         }
         lines
     }
