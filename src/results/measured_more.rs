@@ -19,9 +19,12 @@ pub struct MeasuredMore {
     pub stopped: String,
     /// Verdicts taken: the first, then one per round.
     pub looks: u32,
-    /// What the verdict's confidence still is after `looks` looks at 95%
-    /// each: at least 1 − looks · 5% (Bonferroni), which decision labels
-    /// carry in place of 0.95.
+    /// The procedure's confidence: it may look up to `budget + 1` times at
+    /// 95% each and stops at the first look that decides, so its verdict
+    /// errs with probability at most (budget + 1) · 5% (Bonferroni), however
+    /// few looks this run happened to take (when it stops depends on the
+    /// data: counting only the looks taken would understate the error).
+    /// Decision labels carry it in place of 0.95.
     pub confidence_at_least: f64,
 }
 
@@ -43,7 +46,8 @@ impl MeasuredMore {
 
     pub fn new(budget: u32, rounds: u32, cells: Vec<PooledCell>, stopped: &str) -> MeasuredMore {
         let looks = rounds + 1;
-        let confidence_at_least = (1.0 - f64::from(looks) * 0.05).max(0.0);
+        let planned_looks = budget + 1;
+        let confidence_at_least = (1.0 - f64::from(planned_looks) * 0.05).max(0.0);
         // Rounded as a level is written: 0.85, not 0.8499999999999999.
         let confidence_at_least = (confidence_at_least * 1e6).round() / 1e6;
         MeasuredMore { budget, rounds, cells, stopped: stopped.to_string(), looks, confidence_at_least }

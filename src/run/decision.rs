@@ -32,6 +32,16 @@ fn confidences_read(when: &anvil_expr::Expr, inputs: &Value) -> Vec<Option<f64>>
         .collect()
 }
 
+/// The confidence of a label whose rule reads verdicts of these
+/// confidences: when every verdict it reads is right, the rule evaluates as
+/// it would on the truth, whatever its `&&`, `||` and `!`; so the label errs
+/// at most as often as any of them does, 1 − Σ(1 − cᵢ) (Bonferroni). The
+/// least of them would hold only for one verdict read.
+fn union_bound(confidences: &[f64]) -> f64 {
+    let error: f64 = confidences.iter().map(|c| 1.0 - c).sum();
+    ((1.0 - error).max(0.0) * 1e6).round() / 1e6
+}
+
 pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);
     let mut labels = Vec::new();
@@ -47,8 +57,7 @@ pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced,
                 let confidences = confidences_read(&rule.when.parsed, inputs);
                 if confidences.iter().any(Option::is_some) {
                     let all = confidences.iter().copied().collect::<Option<Vec<f64>>>();
-                    label_confidence
-                        .insert(rule.label.clone(), all.and_then(|c| c.into_iter().reduce(f64::min)));
+                    label_confidence.insert(rule.label.clone(), all.map(|c| union_bound(&c)));
                 }
             }
             for (key, text) in &rule.statements {
@@ -89,4 +98,16 @@ pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced,
         label_confidence,
     };
     Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_label_reading_several_verdicts_errs_as_often_as_any_of_them() {
+        assert_eq!(super::union_bound(&[0.95]), 0.95);
+        // Two verdicts at 95%, however the rule combines them: at least 90%.
+        assert_eq!(super::union_bound(&[0.95, 0.95]), 0.9);
+        assert_eq!(super::union_bound(&[0.95, 0.85, 0.75]), 0.55);
+        assert_eq!(super::union_bound(&[0.5, 0.4]), 0.0);
+    }
 }
