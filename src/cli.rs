@@ -213,7 +213,9 @@ pub enum Command {
     },
     /// Run a bundle's recipe here (its servers as declared, or their
     /// simulated twins with --sim) and say, noise-aware, which of its
-    /// results reproduce. Exit 0 when every decision label does.
+    /// results reproduce. Exit 0 when every decision label does and no
+    /// headline metric of the headline cells (every cell without a
+    /// decision) differs; 1 otherwise.
     Reproduce {
         bundle: PathBuf,
         /// Run every server as its simulated twin.

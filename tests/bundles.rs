@@ -219,6 +219,13 @@ fn a_bundle_reproduces_on_its_simulated_twins() {
     let elsewhere = Scratch::new();
     let outcome = elsewhere.anvil(&["reproduce", bundle.to_str().expect("utf-8"), "--sim"]).expect_code(0);
     assert!(outcome.stdout.contains("every decision label reproduced"), "{}", outcome.transcript());
+    // The headline cell is one run of 24 requests: its run-to-run spread is
+    // unknown, so a chance difference of its metrics is said, not failed on.
+    assert!(
+        outcome.stdout.contains("headline metrics of the decision's headline cells (headline)"),
+        "{}",
+        outcome.transcript()
+    );
     assert!(outcome.stdout.contains("decode-step                      same"), "{}", outcome.transcript());
     // Metric verdicts depend on this machine's noise (tests run side by side):
     // the labels, the screen's winner and the gates are what must hold.
@@ -307,4 +314,74 @@ fn comparing_unlike_workloads_says_so_before_any_verdict() {
     assert!(unlike < verdicts, "the workloads come before the verdicts: {text}");
     let json = here.anvil(&["compare", reference, &fp[..12], "--json"]).expect_code(0).json();
     assert_eq!(json["cells"][0]["workload"]["alike"], false, "{json}");
+}
+
+/// One simulated cell measured three times, no decision: its decode step a
+/// param, so `reproduce --set step=…` makes a slower twin of it. Chosen so
+/// that an unchanged rerun rarely differs by chance on a loaded machine:
+/// 20 ms steps (a few ms of scheduling noise stay well inside ±10%), and
+/// 3 × 12 = 36 requests per side, below the 40 a p95 row needs to be
+/// judged, so only the p50s, the mean decode speed and the throughput of
+/// the repeats are (a p95's tail moved by one stall was the usual
+/// chance `differs` with 48).
+const ONE_CELL: &str = r#"campaign "one-cell"
+param "step" 20
+server "sim" {
+    model "m"
+    sim { prefill-tok-s 20000; decode-step-ms "{step}"; max-running-seqs 16; }
+}
+cell "c" server="sim" {
+    context-tokens 128
+    max-tokens 12
+    concurrency 4
+    requests 12
+    repeat 3
+    canaries #false
+    thinking "off"
+}
+"#;
+
+fn one_cell_bundle() -> (Scratch, PathBuf) {
+    let publisher = Scratch::new();
+    let recipe = publisher.write("one-cell.kdl", ONE_CELL);
+    publisher.run(&recipe, &[], 0);
+    publisher.anvil(&["export", "one-cell.kdl", "-o", "one-cell.anvil"]).expect_code(0);
+    let bundle = scratch_path(&publisher, "one-cell.anvil");
+    (publisher, bundle)
+}
+
+#[test]
+fn a_slowed_twin_without_a_decision_fails_and_names_what_differs() {
+    let (_publisher, bundle) = one_cell_bundle();
+    let elsewhere = Scratch::new();
+    // Every decode step 4x slower here: throughput down, latencies up.
+    let outcome = elsewhere
+        .anvil(&["reproduce", bundle.to_str().expect("utf-8"), "--sim", "--set", "step=80"])
+        .expect_code(1);
+    let text = &outcome.stdout;
+    assert!(
+        !text.contains("every decision label reproduced"),
+        "no decision to reproduce: {}",
+        outcome.transcript()
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("reproduction failed: cell c: "))
+        .unwrap_or_else(|| panic!("the failing cell is named: {}", outcome.transcript()));
+    for metric in ["throughput_tok_s -", "e2e_p50_ms +", "tpot_p50_ms +"] {
+        assert!(line.contains(metric), "{metric} in {line:?}: {}", outcome.transcript());
+    }
+}
+
+#[test]
+fn the_same_one_cell_recipe_reproduced_unchanged_exits_0() {
+    let (_publisher, bundle) = one_cell_bundle();
+    let elsewhere = Scratch::new();
+    let outcome = elsewhere.anvil(&["reproduce", bundle.to_str().expect("utf-8"), "--sim"]).expect_code(0);
+    assert!(
+        outcome.stdout.contains("headline metrics of every cell (c): none differs beyond ±10%"),
+        "{}",
+        outcome.transcript()
+    );
+    assert!(!outcome.stdout.contains("decision label"), "{}", outcome.transcript());
 }

@@ -9,6 +9,7 @@ use crate::bundle::Invocation;
 use crate::cli::VerdictArgs;
 use crate::compare::{self, Side};
 use crate::plan::{EngineMode, Plan};
+use crate::recipe::Spec;
 use crate::run::{RunOptions, execute};
 
 use super::common::{Exit, failed, input, open_store};
@@ -70,6 +71,7 @@ pub async fn reproduce(
     let recipe =
         crate::recipe::load(&recipe_path, &overrides).map_err(|e| Exit::Input(miette::Report::new(e)))?;
     let plan = Plan::build(recipe, Some(&store), mode).map_err(|e| Exit::Input(miette::Report::new(e)))?;
+    let headline = headline_cells(&plan);
     eprintln!(
         "anvil: reproducing {} ({}) from {} — servers {}",
         manifest.campaign,
@@ -88,16 +90,73 @@ pub async fn reproduce(
     let reproduced = compare::resolve(&store, &run.run_id).map_err(failed)?;
     let report = compare::compare(&published, &reproduced, &options).map_err(failed)?;
     print(&report, verdicts);
-    let reproduced = report.labels_reproduced();
+    let labels_reproduced = report.labels_reproduced();
+    let judged = report.metrics_judged(&headline);
+    let failure = judged.failure_words();
     if !verdicts.json {
-        println!(
-            "\n{}",
-            if reproduced {
-                "every decision label reproduced"
-            } else {
-                "DECISION LABELS DIFFER: the published conclusion did not reproduce here"
-            }
-        );
+        println!();
+        if report.labels.is_some() {
+            println!(
+                "{}",
+                if labels_reproduced {
+                    "every decision label reproduced"
+                } else {
+                    "DECISION LABELS DIFFER: the published conclusion did not reproduce here"
+                }
+            );
+        }
+        println!("{}", metrics_summary(&judged, failure.as_deref(), !headline.is_empty(), options.threshold));
     }
-    Ok(if reproduced { 0 } else { 1 })
+    Ok(if labels_reproduced && failure.is_none() { 0 } else { 1 })
+}
+
+/// Names of the cells a recipe's decision heads its summary with (empty:
+/// no decision, or one that names none).
+fn headline_cells(plan: &Plan) -> Vec<String> {
+    plan.recipe
+        .steps
+        .iter()
+        .filter_map(|s| match &s.spec {
+            Spec::Decision(d) => Some(d.headline.iter().cloned()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// The line that says what `reproduce` judged of the headline metrics, and
+/// which differ (`failure`, from [`compare::MetricsJudged::failure_words`]).
+fn metrics_summary(
+    judged: &compare::MetricsJudged<'_>,
+    failure: Option<&str>,
+    decision_headline: bool,
+    threshold: f64,
+) -> String {
+    if let Some(failure) = failure {
+        return format!("reproduction failed: {failure}");
+    }
+    let names: Vec<&str> = judged.cells.iter().map(|c| c.name.as_str()).collect();
+    let scope = if decision_headline { "the decision's headline cells" } else { "every cell" };
+    let mut line = if names.is_empty() {
+        format!("headline metrics: none judged ({scope}: no cell compared)")
+    } else {
+        format!(
+            "headline metrics of {scope} ({}): none differs beyond ±{:.0}%",
+            names.join(", "),
+            threshold * 100.0
+        )
+    };
+    if !judged.missing.is_empty() {
+        line.push_str(&format!("; not compared: {}", judged.missing.join(", ")));
+    }
+    let single: Vec<&str> = judged.differing_single_runs().map(|c| c.name.as_str()).collect();
+    if !single.is_empty() {
+        line.push_str(&format!(
+            "; {} differ{} but {} measured once on a side, so its run-to-run spread is unknown: not failed on (give it `repeat 2` or more)",
+            single.join(", "),
+            if single.len() == 1 { "s" } else { "" },
+            if single.len() == 1 { "was" } else { "were" }
+        ));
+    }
+    line
 }

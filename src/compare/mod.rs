@@ -14,7 +14,7 @@ mod report;
 mod side;
 
 pub use render::render;
-pub use report::{Agreement, CellReport, Report};
+pub use report::{Agreement, CellReport, MetricsJudged, Report};
 pub use side::{Cell, Side, resolve};
 
 use anvil_evidence::{CompareOptions, Comparison, Verdict};
@@ -88,6 +88,9 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Report, S
                 );
             }
         }
+        let runs = |head: &Value| {
+            head.get("resolved_cell").and_then(|c| c.get("repeat")).and_then(Value::as_u64).unwrap_or(1)
+        };
         cells.push(CellReport {
             name: name.clone(),
             workload,
@@ -97,6 +100,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Report, S
             verdict,
             settle_n,
             configuration,
+            runs: [runs(&published), runs(&reproduced)],
         });
     }
     let agree = |left: &std::collections::BTreeMap<String, Value>,

@@ -160,7 +160,14 @@ pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
             other => IntervalVerdict::Plain(other),
         };
     }
-    intervals.truncate(MOST_INTERVALS);
+    if intervals.len() > MOST_INTERVALS {
+        // Reading the rest as points would claim a confidence they lack.
+        return IntervalVerdict::Undecided(format!(
+            "\"{text}\" reads {} numbers with intervals; at most {MOST_INTERVALS} are judged together (every corner of their intervals): split it into several `require` lines (point value: {})",
+            intervals.len(),
+            point.detail()
+        ));
+    }
     let (mut held, mut failed) = (0u32, 0u32);
     for corner in 0u32..(1 << intervals.len()) {
         let values = intervals
@@ -179,7 +186,12 @@ pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
         }
     }
     let read: Vec<String> = intervals.iter().map(|(r, e)| format!("{r} in {e}")).collect();
-    let read = read.join(", ");
+    let mut read = read.join(", ");
+    // Right whenever every interval holds its truth: at least 1 − k·5%.
+    if intervals.len() > 1 {
+        let k = intervals.len();
+        read.push_str(&format!("; {k} intervals: right with probability at least {}", fmt(1.0 - 0.05 * k as f64)));
+    }
     match (held, failed) {
         (_, 0) => {
             IntervalVerdict::Passed(format!("{} (holds over the 95% intervals: {read})", point.detail()))
