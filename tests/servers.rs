@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::common;
 use crate::common::Outcome;
 use crate::support_servers;
-use crate::support_servers::{Bench, alive, finish, http_get, processes_marked, signal, wait_until};
+use crate::support_servers::{Bench, alive, finish, processes_marked, wait_until};
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
@@ -852,32 +852,6 @@ fn the_llama_cpp_template_plans_and_runs_on_its_twin() {
 // A server that goes silent mid-cell (`stall-timeout`)
 // ---------------------------------------------------------------------------
 
-/// Once the server whose command line holds `marker` has generated
-/// `tokens` (its own counter `metric` on `/metrics` says so: the measured
-/// requests are under way), freeze it (SIGSTOP).
-fn freeze_once_serving(marker: &str, metric: &str, tokens: f64) -> u32 {
-    let mut found = None;
-    let port_of = |cmdline: &str| -> Option<u16> {
-        let words: Vec<&str> = cmdline.split_whitespace().collect();
-        words.iter().position(|w| *w == "--port").and_then(|i| words.get(i + 1)?.parse().ok())
-    };
-    let started = wait_until(|| {
-        found = processes_marked(marker).into_iter().find_map(|p| Some((p.pid, port_of(&p.cmdline)?)));
-        found.is_some()
-    });
-    let (pid, port) = found.filter(|_| started).expect("the server started");
-    let generated =
-        || http_get(port, "/metrics").and_then(|(_, page)| support_servers::prometheus_value(&page, metric));
-    // Polled for as long as the server needs to start and warm up (on 2
-    // busy cores a CPU llama.cpp can take a second or more per reply).
-    let deadline = std::time::Instant::now() + Duration::from_secs(180);
-    while generated().is_none_or(|n| n < tokens) {
-        assert!(std::time::Instant::now() < deadline, "{marker} generated {tokens} tokens within 3 minutes");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    signal(pid, Signal::SIGSTOP);
-    pid
-}
 
 /// The stall test on one server (`command`: its launch line, holding
 /// `marker`): the first cell fails as stalled once the server is frozen,
@@ -908,7 +882,7 @@ cell "after-restart" server="s" {{
     let run = bench.spawn_run(&recipe, &["-j", "1", "--keep-going", "--json"]);
     // Replies are 16 tokens: 64 is the length probe's and a few measured
     // requests' (a server counts a reply's tokens when it ends).
-    let frozen = freeze_once_serving(marker, metric, 64.0);
+    let frozen = support_servers::freeze_once_serving(marker, metric, 64.0, Duration::from_secs(180));
     let outcome = finish(run, "run").expect_code(1);
     let transcript = outcome.transcript();
     let statuses = bench.scratch.last_run_statuses();

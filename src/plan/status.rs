@@ -149,7 +149,7 @@ fn why_pending(plan: &Plan, i: usize, store: Option<&Store>, last_run: &HashMap<
     }
     let old = store.and_then(|s| crate::history::preimage_of(s, &previous.fingerprint));
     match old {
-        Some(old) => explain_change(plan, &old, node),
+        Some(old) => explain_change(plan, &old, node, &|d| server_change(plan, d, store, last_run)),
         None => {
             format!("changed since the last run (was {}; its preimage is gone)", previous.fingerprint.short())
         }
@@ -159,8 +159,32 @@ fn why_pending(plan: &Plan, i: usize, store: Option<&Store>, last_run: &HashMap<
 /// A fingerprint's length in hex: no shorter path can hold one.
 const FINGERPRINT_HEX_LEN: usize = 64;
 
-/// One line: the first changed fields, or the upstream step that changed.
-fn explain_change(plan: &Plan, old: &serde_json::Value, node: &PlannedNode) -> String {
+/// What moved in an upstream server since the last run, in its own
+/// preimage (a server is not stored: its preimage is in the run record):
+/// `environment.engine.program.distributions.vllm.version: "0.32.0" → "0.33.0"`.
+fn server_change(
+    plan: &Plan,
+    d: usize,
+    store: Option<&Store>,
+    last_run: &HashMap<&str, &RunNode>,
+) -> Option<String> {
+    let server = &plan.nodes[d];
+    let previous = last_run.get(server.name.as_str())?;
+    let old = crate::history::preimage_of(store?, &previous.fingerprint)?;
+    let changes = diff_values(&old, &server.preimage.value());
+    let own: Vec<_> = changes.iter().filter(|c| !c.path.starts_with("upstream")).collect();
+    let more = if own.len() > 1 { format!(" (+{} more)", own.len() - 1) } else { String::new() };
+    own.first().map(|first| format!("{}{more}", describe(first)))
+}
+
+/// One line: the first changed fields, or the upstream step that changed
+/// (for a server, what moved in it, from `server_change`).
+fn explain_change(
+    plan: &Plan,
+    old: &serde_json::Value,
+    node: &PlannedNode,
+    server_change: &dyn Fn(usize) -> Option<String>,
+) -> String {
     let changes = diff_values(old, &node.preimage.value());
     let own: Vec<_> = changes.iter().filter(|c| !c.path.starts_with("upstream")).collect();
     if let Some(first) = own.first() {
@@ -179,7 +203,13 @@ fn explain_change(plan: &Plan, old: &serde_json::Value, node: &PlannedNode) -> S
             let fp = plan.nodes[d].fingerprint.to_string();
             values.contains(fp.as_str()) || long_paths.iter().any(|p| p.contains(&fp))
         })
-        .map(|&d| plan.recipe.steps[d].qualified())
+        .map(|&d| match plan.nodes[d].kind {
+            Kind::Server => match server_change(d) {
+                Some(change) => format!("{} ({change})", plan.recipe.steps[d].qualified()),
+                None => plan.recipe.steps[d].qualified(),
+            },
+            _ => plan.recipe.steps[d].qualified(),
+        })
         .collect();
     if upstream_names.is_empty() {
         "upstream changed".to_string()

@@ -190,7 +190,10 @@ pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
     // Right whenever every interval holds its truth: at least 1 − k·5%.
     if intervals.len() > 1 {
         let k = intervals.len();
-        read.push_str(&format!("; {k} intervals: right with probability at least {}", fmt(1.0 - 0.05 * k as f64)));
+        read.push_str(&format!(
+            "; {k} intervals: right with probability at least {}",
+            fmt(1.0 - 0.05 * k as f64)
+        ));
     }
     match (held, failed) {
         (_, 0) => {

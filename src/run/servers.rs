@@ -210,6 +210,7 @@ impl ServerPool {
                 true => None,
                 false => decl.engine.preset().map(crate::engines::EnginePreset::cache_block_tokens),
             },
+            scrape_targets: Vec::new(),
             serve_flags: json!({
                 "engine": engine.kind().as_str(),
                 "replicas": replicas,
@@ -219,6 +220,15 @@ impl ServerPool {
         };
         // A simulated twin serves plain http whatever the real server does.
         let tls = if simulated { TlsSettings::default() } else { self.tls_of(server_name, decl)? };
+        // A simulated twin uses no GPU an exporter watches: it reads no `scrape` target.
+        if !simulated || declared == EngineKind::Sim {
+            // An https target is trusted as the server is (`ca-bundle`, `tls-insecure`).
+            let scrape_tls = match decl.scrape.iter().any(|url| url.starts_with("https://")) {
+                true => self.tls_of(server_name, decl)?,
+                false => TlsSettings::default(),
+            };
+            info.scrape_targets = super::server_metrics::scrape_targets(&decl.scrape, &scrape_tls);
+        }
         if let Engine::External { url, api_key_env } = engine {
             let api_key = api_key_env.as_ref().and_then(|var| std::env::var(var).ok());
             let base_url = url.trim_end_matches('/').to_string();

@@ -477,3 +477,31 @@ impl Drop for ExternalSim {
         let _ = self.child.wait();
     }
 }
+
+/// Once the server whose command line holds `marker` has generated
+/// `tokens` (its own counter `metric` on `/metrics` says so: the measured
+/// requests are under way), freeze it (SIGSTOP).
+pub fn freeze_once_serving(marker: &str, metric: &str, tokens: f64, within: Duration) -> u32 {
+    let mut found = None;
+    let port_of = |cmdline: &str| -> Option<u16> {
+        let words: Vec<&str> = cmdline.split_whitespace().collect();
+        words.iter().position(|w| *w == "--port").and_then(|i| words.get(i + 1)?.parse().ok())
+    };
+    let started = wait_until(|| {
+        found = processes_marked(marker).into_iter().find_map(|p| Some((p.pid, port_of(&p.cmdline)?)));
+        found.is_some()
+    });
+    let (pid, port) = found.filter(|_| started).expect("the server started");
+    let generated =
+        || http_get(port, "/metrics").and_then(|(_, page)| prometheus_value(&page, metric));
+    // Polled for as long as the server needs to start and warm up (on 2
+    // busy cores a CPU llama.cpp can take a second or more per reply, a CPU
+    // vLLM minutes to start).
+    let deadline = std::time::Instant::now() + within;
+    while generated().is_none_or(|n| n < tokens) {
+        assert!(std::time::Instant::now() < deadline, "{marker} generated {tokens} tokens within {within:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(pid, nix::sys::signal::Signal::SIGSTOP);
+    pid
+}

@@ -142,6 +142,7 @@ mod tests {
         assert!(kept_in_series("vllm:num_requests_running{model_name=\"m\"}"));
         assert!(kept_in_series("llamacpp:spec_decode_num_accepted_tokens_total"));
         assert!(kept_in_series("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\"}"));
+        assert!(kept_in_series("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"}"));
         assert!(!kept_in_series("vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}"));
         assert!(!kept_in_series("vllm:time_to_first_token_seconds_bucket{le=\"0.1\"}"));
         assert!(!kept_in_series("process_resident_memory_bytes"));

@@ -60,6 +60,10 @@ settings! {
         // decide whether a connection is made, not what a result is.
         key ca_bundle = unhashed "ca-bundle" as Str,
         key tls_insecure = unhashed "tls-insecure" as Bool,
+        /// More Prometheus endpoints to read with the server's own `/metrics`
+        /// (a DCGM exporter, a node exporter): `scrape "http://HOST:PORT/metrics"`,
+        /// one or more. Unhashed: they decide what is observed, not what is measured.
+        pub scrape: Vec<String> = unhashed many "scrape" as Strings,
         pub reads: Vec<String> = many "reads" as Strings,
         key version_args = "version-args" as Strings,
         // An engine known by name: its command line is made from these.
@@ -170,7 +174,9 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
             url: s.string(key::url).unwrap_or_default(),
             api_key_env: s.string(key::api_key_env),
         },
-        EngineKind::Command => Engine::Command(command_engine(draft, problems, s.strings(key::command), None)),
+        EngineKind::Command => {
+            Engine::Command(command_engine(draft, problems, s.strings(key::command), None))
+        }
         EngineKind::Vllm | EngineKind::Sglang | EngineKind::LlamaCpp => {
             let preset = preset(draft, problems, kind);
             let argv = preset.command_line();
@@ -200,6 +206,12 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
                 .label(setting),
         );
     }
+    for url in s.strings(key::scrape) {
+        if let Err(why) = scrape_base_url(&url) {
+            problems
+                .push(draft.problem_at(key::scrape, format!("scrape \"{url}\": {why}")).label(key::scrape));
+        }
+    }
     let tokenizer = s.str(key::tokenizer).and_then(|word| match anvil_loadgen::TokenizerSpec::parse(word) {
         Ok(spec) => Some(spec),
         Err(problem) => {
@@ -220,6 +232,23 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
     ServerDecl::from_settings(s, rest)
 }
 
+/// A `scrape` target's address without its `/metrics`: it is read, as the
+/// engine's own, at `<base>/metrics`.
+pub fn scrape_base_url(url: &str) -> Result<&str, String> {
+    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+    let Some(rest) = rest else { return Err("give an http:// or https:// URL".into()) };
+    if rest.starts_with('/') || rest.is_empty() {
+        return Err("the URL has no host".into());
+    }
+    if url.contains(['?', '#']) {
+        return Err("a scrape URL takes no query or fragment".into());
+    }
+    match url.trim_end_matches('/').strip_suffix("/metrics") {
+        Some(base) if base.len() > url.len() - rest.len() => Ok(base),
+        _ => Err("the URL must end in `/metrics` (e.g. \"http://127.0.0.1:9400/metrics\")".into()),
+    }
+}
+
 /// The launch settings every launched server has, around its command line.
 fn command_engine(
     draft: &Draft,
@@ -233,7 +262,9 @@ fn command_engine(
     let port = s.u64(key::port).and_then(|p| match u16::try_from(p) {
         Ok(port) => Some(port),
         Err(_) => {
-            problems.push(draft.problem_at(key::port, format!("port {p} is out of range (1 … 65535)")).label("port"));
+            problems.push(
+                draft.problem_at(key::port, format!("port {p} is out of range (1 … 65535)")).label("port"),
+            );
             None
         }
     });
@@ -281,10 +312,7 @@ fn preset(draft: &Draft, problems: &mut Problems, kind: EngineKind) -> EnginePre
             problems.push(draft.problem_at(setting, why).label(setting));
         }
     };
-    refuse(
-        other_key,
-        format!("engine \"{kind}\" is started by `{program_key}`, not `{other_key}`"),
-    );
+    refuse(other_key, format!("engine \"{kind}\" is started by `{program_key}`, not `{other_key}`"));
     refuse(key::command, format!("engine \"{kind}\" makes its own command line: put extra flags in `args`"));
     if name != EngineName::Vllm {
         refuse(

@@ -2,17 +2,23 @@
 //! Prometheus series sampled during the cell (`server_metrics_series`), and
 //! what follows per cell from its counters' deltas (`server_derived`):
 //! speculative decoding's acceptance, and energy per output token where a
-//! DCGM exporter's energy counter is among the scraped endpoints.
+//! DCGM exporter's energy counter is among the scraped endpoints (the
+//! engine's replicas and the server's `scrape` targets).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// One replica's Prometheus counters over the cell, after minus before.
+/// One replica's Prometheus counters over the cell, after minus before,
+/// or a `scrape` target's (an exporter's).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ReplicaMetrics {
+    /// The replica's label, or a `scrape` target's URL.
     pub replica: String,
+    /// A target of the server's `scrape` setting, not one of its replicas.
+    #[serde(skip_serializing_if = "is_false")]
+    pub scrape_target: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta: Option<BTreeMap<String, f64>>,
     /// Why the replica's `/metrics` could not be read.
@@ -24,7 +30,11 @@ pub struct ReplicaMetrics {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ReplicaSeries {
+    /// The replica's label, or a `scrape` target's URL.
     pub replica: String,
+    /// A target of the server's `scrape` setting, not one of its replicas.
+    #[serde(skip_serializing_if = "is_false")]
+    pub scrape_target: bool,
     pub interval_ms: u64,
     /// When sampling started (ns since the Unix epoch): `at_ms` counts from here.
     pub started_unix_ns: u64,
@@ -56,12 +66,26 @@ pub struct ServerDerived {
     /// Accepted draft tokens per draft (vLLM's "mean acceptance length" is this plus 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spec_mean_accepted_per_draft: Option<f64>,
-    /// DCGM's `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` over the cell, mJ, every GPU.
+    /// The energy the GPUs used over the cell (J): the increase of an energy
+    /// counter ([`Self::energy_counter`]), summed over its series (one per GPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    /// `energy_j` over the measured requests' output tokens (J).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_per_output_token_j: Option<f64>,
+    /// The counter `energy_j` is the increase of (`DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_counter: Option<String>,
+    /// `energy_j` in mJ (the report reads it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub energy_mj: Option<f64>,
-    /// `energy_mj` over the measured requests' output tokens.
+    /// `energy_per_output_token_j` in mJ (the report reads it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub energy_per_output_token_mj: Option<f64>,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// The counters' names, per engine, that each figure sums.
@@ -70,7 +94,8 @@ const DRAFT_TOKENS: &[&str] =
     &["vllm:spec_decode_num_draft_tokens_total", "llamacpp:spec_decode_num_draft_tokens_total"];
 const ACCEPTED: &[&str] =
     &["vllm:spec_decode_num_accepted_tokens_total", "llamacpp:spec_decode_num_accepted_tokens_total"];
-const ENERGY: &[&str] = &["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"];
+/// Energy counters, in millijoules: DCGM's (per GPU, labelled `gpu`).
+const ENERGY_MJ: &[&str] = &["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"];
 
 /// The sum over replicas and label sets of the deltas of `names` (`None`: no replica exports one).
 fn summed(deltas: &[ReplicaMetrics], names: &[&str]) -> Option<f64> {
@@ -92,13 +117,19 @@ pub fn derive(deltas: &[ReplicaMetrics], output_tokens: u64) -> Option<ServerDer
     };
     let (drafts, draft_tokens, accepted) =
         (summed(deltas, DRAFTS), summed(deltas, DRAFT_TOKENS), summed(deltas, ACCEPTED));
-    let energy_mj = summed(deltas, ENERGY);
+    // The first energy counter any target exports, every GPU's series summed.
+    let energy = ENERGY_MJ.iter().find_map(|name| Some((*name, summed(deltas, &[name])?)));
+    let energy_mj = energy.map(|(_, mj)| mj);
+    let energy_j = energy_mj.map(|mj| mj / 1000.0);
     let derived = ServerDerived {
         spec_drafts: drafts,
         spec_draft_tokens: draft_tokens,
         spec_accepted_tokens: accepted,
         spec_acceptance_rate: ratio(accepted, draft_tokens),
         spec_mean_accepted_per_draft: ratio(accepted, drafts),
+        energy_j,
+        energy_per_output_token_j: ratio(energy_j, Some(output_tokens as f64)),
+        energy_counter: energy.map(|(name, _)| name.to_string()),
         energy_mj,
         energy_per_output_token_mj: ratio(energy_mj, Some(output_tokens as f64)),
     };
@@ -113,7 +144,7 @@ mod tests {
         ReplicaMetrics {
             replica: "r".into(),
             delta: Some(pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()),
-            unavailable: None,
+            ..ReplicaMetrics::default()
         }
     }
 
@@ -131,8 +162,13 @@ mod tests {
         let d = derive(&deltas, 400).unwrap();
         assert_eq!(d.spec_acceptance_rate, Some(0.75));
         assert_eq!(d.spec_mean_accepted_per_draft, Some(3.0));
-        assert_eq!(d.energy_mj, Some(8000.0));
-        assert_eq!(d.energy_per_output_token_mj, Some(20.0));
+        assert_eq!(d.energy_j, Some(8.0));
+        assert_eq!(d.energy_per_output_token_j, Some(0.02));
+        assert_eq!(d.energy_counter.as_deref(), Some("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"));
+        assert_eq!((d.energy_mj, d.energy_per_output_token_mj), (Some(8000.0), Some(20.0)));
+        // No output tokens: the energy, not a per-token figure.
+        let d = derive(&deltas[1..], 0).unwrap();
+        assert_eq!((d.energy_j, d.energy_per_output_token_j), (Some(3.0), None));
         assert_eq!(derive(&[replica(&[("vllm:num_requests_running", 2.0)])], 10), None);
     }
 }
