@@ -56,8 +56,11 @@ fn set_version(site: &Path, version: &str) {
     std::fs::create_dir_all(&info).unwrap();
     std::fs::write(info.join("METADATA"), format!("Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"))
         .unwrap();
-    std::fs::write(info.join("RECORD"), format!("vllm/__init__.py,sha256=x,0\nvllm-{version}.dist-info/METADATA,,\n"))
-        .unwrap();
+    std::fs::write(
+        info.join("RECORD"),
+        format!("vllm/__init__.py,sha256=x,0\nvllm-{version}.dist-info/METADATA,,\n"),
+    )
+    .unwrap();
 }
 
 fn site_of(venv: &Path) -> PathBuf {
@@ -101,7 +104,10 @@ fn an_engine_by_name_launches_from_its_preset_and_constrains_canaries() {
     let artifact = scratch.stored_json(&recipe, "c", "benchmark.json");
     // What was launched: the preset's command line, as the artifact records it.
     let flags = artifact["serve_flags"].to_string();
-    assert!(flags.contains("vllm.entrypoints.openai.api_server") && flags.contains("--served-model-name"), "{flags}");
+    assert!(
+        flags.contains("vllm.entrypoints.openai.api_server") && flags.contains("--served-model-name"),
+        "{flags}"
+    );
     assert_eq!(artifact["metrics"]["request_canary_passed"], 4, "{}", artifact["metrics"]);
     // Every request carried vLLM's constrained decoding with its own marker.
     let body = artifact["resolved_cell"]["extra_body"].to_string();
@@ -123,8 +129,15 @@ fn a_new_engine_version_or_new_weights_make_the_server_and_its_cells_pending() {
     // Upgrade the engine: its cell is pending (the server starts for it),
     // and diff says what moved.
     set_version(&site_of(&venv), "0.33.0");
-    let pending = scratch.plan(&recipe, &[]).pending();
-    assert_eq!(pending, ["c"], "{pending:?}");
+    let plan = scratch.plan(&recipe, &[]);
+    assert_eq!(plan.pending(), ["c"], "{:?}", plan.pending());
+    // The plan names what moved, not only that the server did.
+    let cell = plan.nodes().iter().find(|n| n["name"] == "c").unwrap();
+    let reason = cell["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("distributions.vllm.version") && reason.contains(r#""0.32.0" → "0.33.0""#),
+        "{reason}"
+    );
     let recipe_arg = format!("{}:vllm", recipe.display());
     let diff = scratch.anvil(&["diff", &recipe_arg]).expect_code(0);
     assert!(diff.stdout.contains("0.32.0") && diff.stdout.contains("0.33.0"), "{}", diff.transcript());
@@ -181,7 +194,11 @@ fn the_preimage_records_the_packages_and_weights_it_fingerprinted() {
     let server = run["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "vllm").unwrap().clone();
     let preimage = &run["extra"]["preimages"][server["fingerprint"].as_str().unwrap()];
     let engine = preimage.pointer("/environment/engine").cloned().unwrap_or(Value::Null);
-    assert_eq!(engine.pointer("/program/distributions/vllm/version"), Some(&Value::from("0.32.0")), "{engine}");
+    assert_eq!(
+        engine.pointer("/program/distributions/vllm/version"),
+        Some(&Value::from("0.32.0")),
+        "{engine}"
+    );
     let files = engine.pointer("/weights/files").and_then(Value::as_object).cloned().unwrap_or_default();
     let names: Vec<&str> = files.keys().map(String::as_str).collect();
     assert_eq!(names, ["config.json", "model.safetensors"], "{engine}");

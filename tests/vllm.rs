@@ -1,7 +1,8 @@
 //! A real vLLM (the registry's CPU build, `scripts/vllm.sh`) launched by
 //! anvil through `engine "vllm"`, serving SmolLM2-135M's real weights.
-//! One run, two launches (vLLM takes ~2.5 min to start on 2 cores): a
-//! plain server and its ngram-speculative twin, one after the other.
+//! One run (vLLM takes 1.5–2.5 min to start on 2 cores): a plain server,
+//! frozen during its first cell and restarted, and its ngram-speculative
+//! twin, one after the other.
 //!
 //! - canaries hold on a model that cannot follow the marker instruction:
 //!   the preset's constrained decoding makes every reply begin with it;
@@ -12,6 +13,9 @@
 //!   cached tokens equal the ideal ones in whole blocks of the block size
 //!   vLLM reports in its own /metrics;
 //! - ngram speculation's acceptance is re-derived from the raw /metrics deltas;
+//! - every request's `X-Request-Id` is in vLLM's own log (`--enable-log-requests`);
+//! - a vLLM frozen mid-cell (SIGSTOP) is classified as stalled, killed,
+//!   and started afresh for the next cell (so three launches in all);
 //! - after the run no vLLM process is left.
 //!
 //! Needs `VLLM_PYTHON` and `VLLM_MODEL_DIR` (`eval "$(scripts/vllm.sh
@@ -21,8 +25,9 @@
 
 use std::path::Path;
 
+use std::time::Duration;
 
-use crate::common::Scratch;
+use crate::support_servers::{Bench, alive, finish, freeze_once_serving};
 
 fn vllm() -> Option<(String, String)> {
     match (std::env::var("VLLM_PYTHON"), std::env::var("VLLM_MODEL_DIR")) {
@@ -68,6 +73,7 @@ server "vllm" {
     model "smol"
     tokenizer "server"
     args "--max-model-len" "2048" "--dtype" "bfloat16" "--enable-prompt-tokens-details"
+    args "--enable-log-requests"
     env VLLM_CPU_KVCACHE_SPACE="1" HF_HUB_OFFLINE="1"
     ready timeout="15m"
     warmup requests=2 max-tokens=8
@@ -85,6 +91,16 @@ server "vllm-ngram" {
     warmup requests=2 max-tokens=8
 }
 
+// Frozen by the test once it serves: stalled, and the server restarted.
+cell "frozen" server="vllm" {
+    context-tokens 32
+    max-tokens 16
+    requests 2000
+    concurrency 2
+    warmup-requests 0
+    canaries #false
+    stall-timeout "5s"
+}
 cell "exact" server="vllm" {
     context-tokens 200
     max-tokens 32
@@ -92,10 +108,11 @@ cell "exact" server="vllm" {
     requests 16
     warmup-requests 0
 }
-cell "trace" server="vllm" after="exact" {
+cell "trace" server="vllm" {
     trace "trace.jsonl" format="mooncake" block-tokens=64
 }
-cell "spec" server="vllm-ngram" after="trace" {
+// `--jobs 1`: one step at a time, in this order, so one engine at a time.
+cell "spec" server="vllm-ngram" {
     context-tokens 200
     max-tokens 48
     concurrency 2
@@ -119,26 +136,38 @@ fn vllm_processes(model: &str) -> Vec<String> {
 #[test]
 fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
     let Some((python, model)) = vllm() else { return };
-    let scratch = Scratch::new();
-    scratch.write("trace.jsonl", TRACE);
+    let bench = Bench::new();
+    bench.scratch.write("trace.jsonl", TRACE);
     // The install's paths as the params' defaults, so every later `plan` resolves as the run did.
-    let text = RECIPE.replace(r#""python3""#, &format!("{python:?}")).replace(r#""missing""#, &format!("{model:?}"));
-    let recipe = scratch.write("vllm.kdl", &text);
-    let args = ["run", recipe.to_str().unwrap(), "--jobs", "1"];
-    // Two launches of ~2.5 min each on 2 cores, and the cells.
-    let outcome = scratch.anvil_within(&args, std::time::Duration::from_secs(1200)).expect_code(0);
+    let text =
+        RECIPE.replace(r#""python3""#, &format!("{python:?}")).replace(r#""missing""#, &format!("{model:?}"));
+    let recipe = bench.recipe("vllm.kdl", &text);
+    let run = bench.spawn_run(&recipe, &["--jobs", "1", "--keep-going"]);
+    // Once the first cell's requests are under way (the 16 warm-up tokens
+    // and some of its own), freeze the API server.
+    let frozen =
+        freeze_once_serving(&bench.marker(), "vllm:generation_tokens_total", 64.0, Duration::from_secs(600));
+    let outcome = finish(run, "run").expect_code(1);
     let transcript = outcome.transcript();
     eprintln!("{transcript}");
+    assert!(!alive(frozen), "the frozen vLLM was killed");
+    assert!(transcript.contains("server `vllm` stalled: a request got no byte for 5000 ms"), "{transcript}");
+    let statuses = bench.scratch.last_run_statuses();
+    for (step, status) in [("frozen", "failed"), ("exact", "ran"), ("trace", "ran"), ("spec", "ran")] {
+        assert_eq!(statuses[step], status, "{step}: {transcript}");
+    }
+    let plan = bench.plan(&recipe, &[]);
+    let stored = |step: &str| bench.benchmark(&plan, step);
 
     // Canaries and token-exact prompts, counted by vLLM's /tokenize.
-    let exact = scratch.stored_json(&recipe, "exact", "benchmark.json");
+    let exact = stored("exact");
     assert_eq!(exact["engine"], "vllm", "{transcript}");
     assert_eq!(exact["metrics"]["request_canary_passed"], 16, "{}", exact["metrics"]);
     let lengths = &exact["tokens"]["prompt_length"];
     assert_eq!((lengths["met"].as_u64(), lengths["missed"].as_u64()), (Some(16), Some(0)), "{lengths}");
 
     // The same with the model's tokenizer.json: both agree with vLLM's usage.
-    let spec = scratch.stored_json(&recipe, "spec", "benchmark.json");
+    let spec = stored("spec");
     let tokenizer = &spec["tokens"]["tokenizer"];
     assert!(tokenizer["source"].as_str().is_some_and(|s| s.ends_with("tokenizer.json")), "{tokenizer}");
     assert!(tokenizer["blake3"].is_string(), "{tokenizer}");
@@ -147,7 +176,7 @@ fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
     assert_eq!(spec["metrics"]["request_canary_passed"], 8, "{}", spec["metrics"]);
 
     // The trace's shared blocks, against vLLM's own count in its own blocks.
-    let trace = scratch.stored_json(&recipe, "trace", "benchmark.json");
+    let trace = stored("trace");
     let cache = &trace["tokens"]["prefix_cache"];
     assert_eq!(cache["block_tokens"], 128, "vLLM's CPU block, from its /metrics: {cache}");
     let ideal = cache["ideal_cached_tokens"].as_u64().unwrap();
@@ -162,12 +191,27 @@ fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
             .and_then(|m| m.iter().find(|(k, _)| k.starts_with(name)).and_then(|(_, v)| v.as_f64()))
             .unwrap_or_else(|| panic!("no {name} in {delta}"))
     };
-    let (drafted, accepted) =
-        (counter("vllm:spec_decode_num_draft_tokens_total{"), counter("vllm:spec_decode_num_accepted_tokens_total{"));
+    let (drafted, accepted) = (
+        counter("vllm:spec_decode_num_draft_tokens_total{"),
+        counter("vllm:spec_decode_num_accepted_tokens_total{"),
+    );
     assert!(drafted > 0.0, "{delta}");
     let rate = spec["telemetry"]["server_derived"]["spec_acceptance_rate"].as_f64().unwrap();
     assert!((rate - accepted / drafted).abs() < 1e-12, "{rate} vs {accepted}/{drafted}");
     assert!(transcript.contains("draft acceptance"), "{transcript}");
+
+    // Every request id anvil sent is in vLLM's own log of the cell.
+    let log =
+        std::fs::read_to_string(bench.entry(&plan, "exact").join("server-0.log")).expect("the server's log");
+    let ids: Vec<&str> = exact["request_timings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["request_id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 16, "{}", exact["request_timings"]);
+    let missing: Vec<&&str> = ids.iter().filter(|id| !log.contains(**id)).collect();
+    assert!(missing.is_empty(), "request ids not in vLLM's log: {missing:?}");
 
     // Nothing of vLLM's is left: its API server, engine core and workers.
     let left = vllm_processes(&model);

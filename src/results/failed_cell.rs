@@ -52,7 +52,7 @@ impl FailedCell {
                 }),
             }
         }
-        classes.sort_by(|a, b| b.count.cmp(&a.count));
+        classes.sort_by_key(|c| std::cmp::Reverse(c.count));
         let mut cell = FailedCell {
             schema: FAILED_CELL_SCHEMA.to_string(),
             reason: String::new(),
@@ -69,7 +69,8 @@ impl FailedCell {
         let mut words = match self.classes.first() {
             None => format!("no request completed ({} failed)", self.failed),
             Some(first) => {
-                let classes: Vec<String> = self.classes.iter().map(|c| format!("{} ({})", c.class, c.count)).collect();
+                let classes: Vec<String> =
+                    self.classes.iter().map(|c| format!("{} ({})", c.class, c.count)).collect();
                 format!(
                     "no request completed: {} failed: {}; first: {}",
                     self.failed,

@@ -96,7 +96,9 @@ impl ServerDecl {
 pub enum Engine {
     /// anvil's simulated engine.
     Sim,
-    Command(CommandEngine),
+    /// Boxed: a launched engine's settings (and its preset) are far larger
+    /// than the other kinds'.
+    Command(Box<CommandEngine>),
     External {
         url: String,
         api_key_env: Option<String>,
@@ -175,12 +177,12 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
             api_key_env: s.string(key::api_key_env),
         },
         EngineKind::Command => {
-            Engine::Command(command_engine(draft, problems, s.strings(key::command), None))
+            Engine::Command(Box::new(command_engine(draft, problems, s.strings(key::command), None)))
         }
         EngineKind::Vllm | EngineKind::Sglang | EngineKind::LlamaCpp => {
             let preset = preset(draft, problems, kind);
             let argv = preset.command_line();
-            Engine::Command(command_engine(draft, problems, argv, Some(preset)))
+            Engine::Command(Box::new(command_engine(draft, problems, argv, Some(preset))))
         }
     };
     let warmup = s.props(key::warmup);
