@@ -174,7 +174,9 @@ fn server_change(
     let changes = diff_values(&old, &server.preimage.value());
     let own: Vec<_> = changes.iter().filter(|c| !c.path.starts_with("upstream")).collect();
     let more = if own.len() > 1 { format!(" (+{} more)", own.len() - 1) } else { String::new() };
-    own.first().map(|first| format!("{}{more}", describe(first)))
+    // A version says more to a reader than the digest that moved with it.
+    let first = own.iter().find(|c| c.path.ends_with(".version")).or(own.first())?;
+    Some(format!("{}{more}", describe(first)))
 }
 
 /// One line: the first changed fields, or the upstream step that changed
