@@ -37,7 +37,8 @@ fn a_cell_that_measured_nothing_says_why_everywhere_and_keeps_its_records() {
     assert_eq!(json["failed"]["classes"][0]["class"], "http_status", "{json}");
     assert_eq!(json["failed"]["classes"][0]["count"], 4, "{json}");
     let evidence = std::path::PathBuf::from(json["evidence"].as_str().unwrap());
-    let records: Value = serde_json::from_slice(&std::fs::read(evidence.join("benchmark.json")).unwrap()).unwrap();
+    let records: Value =
+        serde_json::from_slice(&std::fs::read(evidence.join("benchmark.json")).unwrap()).unwrap();
     assert_eq!(records["request_timings"].as_array().map(Vec::len), Some(4), "what was sent and received");
     assert!(evidence.join("server-0.log").exists());
 
@@ -50,4 +51,26 @@ fn a_cell_that_measured_nothing_says_why_everywhere_and_keeps_its_records() {
     // gc keeps the evidence of recorded runs.
     scratch.anvil(&["gc"]).expect_code(0);
     assert!(evidence.join("failed-cell.json").exists(), "gc removed the evidence of a recorded run");
+}
+
+/// When the decision's headline never ran (here: a GPU server on a machine
+/// whose pool has none), no decision summary or manifest is written as if
+/// it were a result, and the GPU error says how to go on.
+#[test]
+fn nothing_is_published_when_the_headline_never_ran() {
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "gpu.kdl",
+        r#"
+campaign "needs-a-gpu"
+server "big" { command "true"; gpus 1; }
+cell "headline" server="big" { requests 2; }
+decision "d" { headline "headline"; rule label="fast" when="cell.headline.completed > 0"; }
+"#,
+    );
+    let outcome = scratch.anvil(&["run", recipe.to_str().unwrap(), "--gpus", ""]).expect_code(1);
+    let text = outcome.transcript();
+    assert!(text.contains("`--gpus 0,1,…`") && text.contains("`--sim`"), "{text}");
+    assert!(text.contains("no campaign outputs written"), "{text}");
+    assert!(!scratch.path().join("results/needs-a-gpu/decision-summary.json").exists(), "{text}");
 }

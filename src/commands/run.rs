@@ -45,7 +45,13 @@ pub async fn run(
     );
     let summary = execute(plan, store.clone(), options).await?;
     let has_decision = summary.plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision);
-    let outputs = if summary.interrupted.is_none() && has_decision {
+    let unmeasured = headline_unmeasured(&summary, &store);
+    if let Some(names) = &unmeasured {
+        eprintln!(
+            "no campaign outputs written: no headline cell of the decision has a result ({names}); nothing to publish"
+        );
+    }
+    let outputs = if summary.interrupted.is_none() && has_decision && unmeasured.is_none() {
         crate::report::campaign::write_outputs(&summary, &store, out.dir)
             .map_err(|e| failed(format!("writing the campaign outputs in {}: {e}", out.dir.display())))?
     } else {
@@ -75,6 +81,26 @@ pub async fn run(
         None if summary.succeeded() => 0,
         None => 1,
     })
+}
+
+/// The decision's headline cells, when it names some and none of them has
+/// a stored result (the run could not measure them: no GPU, a server that
+/// did not start): a summary then would publish a decision without its
+/// evidence.
+fn headline_unmeasured(summary: &crate::run::RunSummary, store: &anvil_store::Store) -> Option<String> {
+    let plan = &summary.plan;
+    let headline: Vec<&str> = plan
+        .recipe
+        .steps
+        .iter()
+        .filter_map(|s| match &s.spec {
+            crate::recipe::Spec::Decision(d) => Some(d.headline.iter().map(String::as_str)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let measured = |name: &str| plan.nodes.iter().any(|n| n.name == name && store.contains(&n.fingerprint));
+    (!headline.is_empty() && !headline.iter().any(|name| measured(name))).then(|| headline.join(", "))
 }
 
 /// The HTML report after a run: written, or where `anvil report` would write it.

@@ -241,7 +241,11 @@ impl ServerPool {
         for replica in 0..replicas {
             let lease = match decl.gpus {
                 n if n > 0 && !simulated => {
-                    Some(self.gpus.acquire_for(server_name, n as usize).await.map_err(|e| e.to_string())?)
+                    Some(self.gpus.acquire_for(server_name, n as usize).await.map_err(|e| {
+                        format!(
+                            "{e}: name this machine's GPUs with `--gpus 0,1,…`, or rehearse on the servers' simulated twins with `--sim`"
+                        )
+                    })?)
                 }
                 _ => None,
             };
