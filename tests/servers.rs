@@ -852,7 +852,6 @@ fn the_llama_cpp_template_plans_and_runs_on_its_twin() {
 // A server that goes silent mid-cell (`stall-timeout`)
 // ---------------------------------------------------------------------------
 
-
 /// The stall test on one server (`command`: its launch line, holding
 /// `marker`): the first cell fails as stalled once the server is frozen,
 /// the frozen process is killed, and the second cell runs on a fresh one.

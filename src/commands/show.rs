@@ -64,9 +64,10 @@ pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit>
 /// of each, and where the records are. Exit 1: nothing is stored.
 fn show_failed(store: &Store, fp: &Fingerprint, as_json: bool) -> Result<Option<i32>, Exit> {
     let runs = store.runs()?;
-    let failed_in = runs.iter().rev().find(|run| {
-        run.nodes.iter().any(|n| n.fingerprint == *fp && n.status == NodeStatus::Failed)
-    });
+    let failed_in = runs
+        .iter()
+        .rev()
+        .find(|run| run.nodes.iter().any(|n| n.fingerprint == *fp && n.status == NodeStatus::Failed));
     let Some(run) = failed_in else { return Ok(None) };
     let dir = store.failed_dir(&run.run_id, fp);
     let Some(failed) = std::fs::read(dir.join("failed-cell.json"))
@@ -84,8 +85,7 @@ fn show_failed(store: &Store, fp: &Fingerprint, as_json: bool) -> Result<Option<
         return Ok(Some(1));
     }
     println!("{fp} {}", label_of(store, fp));
-    println!("FAILED in {}: nothing stored under this fingerprint; a rerun runs it again
-", run.run_id);
+    println!("FAILED in {}: nothing stored under this fingerprint; a rerun runs it again\n", run.run_id);
     println!("{:<20} {:>7}  first (request, status, detail)", "failure class", "count");
     for class in &failed.classes {
         let status = class.first_http_status.map_or("-".to_string(), |s| s.to_string());
@@ -95,11 +95,9 @@ fn show_failed(store: &Store, fp: &Fingerprint, as_json: bool) -> Result<Option<
         );
     }
     if let Some(stopped) = &failed.stopped {
-        println!("
-stopped early: {stopped}");
+        println!("\nstopped early: {stopped}");
     }
-    println!("
-evidence: {}", dir.display());
+    println!("\nevidence: {}", dir.display());
     for file in files {
         println!("  {file}");
     }

@@ -52,7 +52,12 @@ impl World {
             true => weights_path.display().to_string(),
             false => preset.weights.clone(),
         };
-        let key = format!("{}\u{0}{}\u{0}{weights}\u{0}{:?}", preset.name.as_str(), preset.program, preset.revision);
+        let key = format!(
+            "{}\u{0}{}\u{0}{weights}\u{0}{:?}",
+            preset.name.as_str(),
+            preset.program,
+            preset.revision
+        );
         if let Some(known) = self.engines.get(&key) {
             return known.clone();
         }
@@ -64,7 +69,8 @@ impl World {
         } else {
             self.engine(&preset.program, &["--version".to_string()])
         };
-        let weights = anvil_proc::weights_identity(&weights, preset.revision.as_deref(), digest_cache().as_deref());
+        let weights =
+            anvil_proc::weights_identity(&weights, preset.revision.as_deref(), digest_cache().as_deref());
         let mut weights = serde_json::to_value(weights).unwrap_or(Value::Null);
         // Files keyed by their path, so a diff names the file that changed.
         if let Some(files) = weights.get_mut("files")

@@ -492,8 +492,7 @@ pub fn freeze_once_serving(marker: &str, metric: &str, tokens: f64, within: Dura
         found.is_some()
     });
     let (pid, port) = found.filter(|_| started).expect("the server started");
-    let generated =
-        || http_get(port, "/metrics").and_then(|(_, page)| prometheus_value(&page, metric));
+    let generated = || http_get(port, "/metrics").and_then(|(_, page)| prometheus_value(&page, metric));
     // Polled for as long as the server needs to start and warm up (on 2
     // busy cores a CPU llama.cpp can take a second or more per reply, a CPU
     // vLLM minutes to start).

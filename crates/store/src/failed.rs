@@ -14,9 +14,15 @@ use crate::store::Store;
 
 /// One file of a failed step's evidence.
 pub enum EvidenceFile<'a> {
-    Bytes { name: &'a str, bytes: &'a [u8] },
+    Bytes {
+        name: &'a str,
+        bytes: &'a [u8],
+    },
     /// Copied from a file that exists now (a scratch artifact, a server log).
-    Copy { name: &'a str, from: &'a Path },
+    Copy {
+        name: &'a str,
+        from: &'a Path,
+    },
 }
 
 impl Store {
