@@ -859,7 +859,12 @@ async fn launch(
                 if watched
                     && let t = run_start.elapsed().as_secs_f64()
                     && watch.due(t)
-                    && let Some(saturated) = watch.look(t, k, sink.ended() - ended_before, &sink.flights)
+                    && let Some(saturated) = watch.look(
+                        t,
+                        arrivals_due(load.arrival, k, t, intended, run_start),
+                        sink.ended() - ended_before,
+                        &sink.flights,
+                    )
                 {
                     tasks.abort_all();
                     let ending = Ending {
@@ -904,6 +909,22 @@ async fn launch(
         }
     }
     Ok(())
+}
+
+/// Arrivals of an open loop due by `t` seconds, for the over-saturation
+/// rule: `k` (those sent or being sent) while the loop keeps its schedule;
+/// when it has fallen behind (its in-flight cap holds arrivals back while
+/// the backlog fills it), those its rate has made due since, which the
+/// server is not taking: what was sent alone would follow the completions
+/// and hide the overload.
+fn arrivals_due(arrival: Arrival, k: u64, t: f64, intended: Instant, run_start: Instant) -> u64 {
+    let behind = t - intended.saturating_duration_since(run_start).as_secs_f64() > 0.05;
+    match arrival {
+        Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s } if behind => {
+            k.max((rate_per_s * t) as u64)
+        }
+        _ => k,
+    }
 }
 
 /// Connections per target the run can use at once.
