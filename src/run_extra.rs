@@ -4,6 +4,8 @@
 //! keys (a newer anvil's) are kept through a read and a rewrite; a record
 //! of an older anvil lacks some and reads with their defaults.
 
+use std::collections::BTreeMap;
+
 use anvil_store::{Fingerprint, RunRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -36,12 +38,34 @@ pub struct RunExtra {
     /// Jobs an executor submitted (Slurm), for `anvil cancel`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs: Option<Value>,
+    /// The files the run froze when it started (`src/run/frozen.rs`): the
+    /// recipe and its includes (named as read, with their text) and every
+    /// file a step reads (relative to the recipe's folder, digest only).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub frozen_inputs: BTreeMap<String, FrozenInput>,
+    /// The campaign's description, as the run's recipe said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign_description: Option<String>,
+    /// Each step's `description`, as the run's recipe said (a report shows
+    /// them without reading the recipe, which may have changed since).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub descriptions: BTreeMap<String, String>,
     /// A Slurm worker's record: the job it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_job: Option<String>,
     /// Keys this anvil does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,
+}
+
+/// One input as a run found it when it started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrozenInput {
+    /// `blake3:<hex>` of its bytes.
+    pub blake3: String,
+    /// Its text, for the recipe and its includes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 impl RunExtra {

@@ -24,6 +24,7 @@ mod errors;
 mod export_data;
 mod failed_cells;
 mod flow;
+mod frozen_inputs;
 mod full_disk;
 mod gates;
 mod golden_fingerprints;

@@ -57,10 +57,11 @@ pub fn report(store_root: &Path, args: &ReportArgs<'_>) -> Result<i32, Exit> {
 }
 
 /// Write the HTML report of a recorded run (what `anvil run --report` does).
-pub fn write_html(store: &Store, run_id: &str, recipe: &Path, results: &Path) -> Result<PathBuf, String> {
+/// `_recipe` is not read: the run's record says what the report shows of it.
+pub fn write_html(store: &Store, run_id: &str, _recipe: &Path, results: &Path) -> Result<PathBuf, String> {
     let run =
         store.run(run_id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no recorded run {run_id}"))?;
-    let report = from_store(store, run, recipe);
+    let report = from_store(store, run);
     let path = results.join(&report.campaign).join("report.html");
     let text = crate::report::html::render(&report);
     write(&path, &text).map_err(|e| format!("{:?}", e.report()))?;
@@ -80,8 +81,7 @@ fn resolve(store_root: &Path, args: &ReportArgs<'_>, scratch: &Path) -> Result<R
         let run = store
             .run(run_id)?
             .ok_or_else(|| input(format!("no recorded run `{run_id}` in {}", store_root.display())))?;
-        let recipe = PathBuf::from(&run.recipe);
-        return Ok(from_store(&store, run, &recipe));
+        return Ok(from_store(&store, run));
     }
     let Some(target) = args.target else {
         return Err(input("name a recipe (.kdl), a bundle (.anvil) or --run RUN_ID"));
@@ -98,16 +98,17 @@ fn resolve(store_root: &Path, args: &ReportArgs<'_>, scratch: &Path) -> Result<R
                     store_root.display()
                 ))
             })?;
-            Ok(from_store(&store, run, target))
+            Ok(from_store(&store, run))
         }
     }
 }
 
-/// A recorded run, its outputs as stored with it.
-fn from_store(store: &Store, run: RunRecord, recipe: &Path) -> Report {
+/// A recorded run, its outputs as stored with it (the recipe file is not
+/// read: the run's record says what the report shows of it).
+fn from_store(store: &Store, run: RunRecord) -> Report {
     let label = format!("{} (run {})", run.recipe_path, run.run_id);
     let outputs = crate::report::stored_outputs::entry_of(store, &run).map(|e| e.dir);
-    let sources = Sources { outputs, recipe: Some(recipe), label, link_files: true };
+    let sources = Sources { outputs, label, link_files: true };
     model::load(store, run, sources)
 }
 
@@ -117,12 +118,12 @@ fn from_bundle(bundle: &Path, scratch: &Path) -> Result<Report, Exit> {
     let temp_store = Store::open(&scratch.join("store"))?;
     crate::bundle::add_entries(&imported, &temp_store)
         .map_err(|e| failed(format!("{}: {e}", bundle.display())))?;
-    let recipe = crate::bundle::extract_recipe(&imported, &scratch.join("recipe-out")).ok();
+    // Its outputs are extracted beside the recipe; the recipe itself is not read.
+    let _ = crate::bundle::extract_recipe(&imported, &scratch.join("recipe-out"));
     let outputs = scratch.join("recipe-out").join("outputs");
     let outputs = if outputs.is_dir() { outputs } else { imported.verified.dir.join("outputs") };
     let sources = Sources {
         outputs: Some(outputs),
-        recipe: recipe.as_deref(),
         label: format!("bundle {} ({})", bundle.display(), imported.verified.digest),
         link_files: false,
     };

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::EnginePreset;
+use super::preset::EnginePreset;
 
 /// llama-server reuses a slot's cached prompt token by token.
 pub const CACHE_BLOCK_TOKENS: u64 = 1;

@@ -9,6 +9,7 @@
 //! launcher, the planner and the load generator's resolved cell read it.
 
 mod llama_cpp;
+mod preset;
 mod sglang;
 mod vllm;
 
@@ -16,58 +17,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// An engine anvil knows by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineName {
-    Vllm,
-    Sglang,
-    LlamaCpp,
-}
-
-impl EngineName {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineName::Vllm => "vllm",
-            EngineName::Sglang => "sglang",
-            EngineName::LlamaCpp => "llama.cpp",
-        }
-    }
-
-    /// Whether the engine is a Python program started by an interpreter
-    /// (`python`), rather than a binary (`binary`).
-    pub fn is_python(self) -> bool {
-        matches!(self, EngineName::Vllm | EngineName::Sglang)
-    }
-
-    /// The program run when the recipe names none.
-    pub fn default_program(self) -> &'static str {
-        match self {
-            EngineName::Vllm | EngineName::Sglang => "python3",
-            EngineName::LlamaCpp => "llama-server",
-        }
-    }
-}
-
-/// A launched engine known by name, with the settings a user varies.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EnginePreset {
-    pub name: EngineName,
-    /// The interpreter whose environment holds the engine (vLLM, SGLang),
-    /// or the `llama-server` binary.
-    pub program: String,
-    /// A local folder or file, or a hub id (`Org/Name`).
-    pub weights: String,
-    /// The hub revision (branch, tag or commit) of `weights`.
-    pub revision: Option<String>,
-    /// The model name requests carry (`--served-model-name`, `--alias`).
-    pub served_name: String,
-    pub tensor_parallel: Option<u64>,
-    /// Prompt tokens prefilled per step (vLLM's `--max-num-batched-tokens`,
-    /// SGLang's `--chunked-prefill-size`, llama.cpp's `--batch-size`).
-    pub chunked_prefill: Option<u64>,
-    /// vLLM's `--speculative-config` JSON, as written.
-    pub speculative_config: Option<String>,
-}
+pub use preset::{EngineName, EnginePreset};
 
 impl EnginePreset {
     /// The program and its arguments before the recipe's `args`, with the
@@ -135,15 +85,6 @@ impl EnginePreset {
             EngineName::LlamaCpp => llama_cpp::CACHE_BLOCK_TOKENS,
         }
     }
-}
-
-/// The regex every reply must match: the marker, a space, then any text
-/// without an underscore. A small model asked for the marker tends to say
-/// it again (`ANVIL_REQ_…` is in its prompt), and a second marker fails the
-/// canary; no underscore means no second marker, at the cost of one
-/// character prose rarely needs.
-fn canary_regex() -> &'static str {
-    "{marker} [^_]*"
 }
 
 #[cfg(test)]

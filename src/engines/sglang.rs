@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::EnginePreset;
+use super::preset::EnginePreset;
 
 /// SGLang's radix cache matches whole pages, of 1 token with its default
 /// backends on Ampere and Hopper (64 or 128 with some Blackwell backends):
@@ -33,5 +33,5 @@ pub fn command_line(p: &EnginePreset) -> Vec<String> {
 
 /// SGLang reads `regex` as a sampling parameter of its OpenAI API.
 pub fn canary_body() -> Value {
-    json!({"regex": super::canary_regex()})
+    json!({"regex": super::preset::canary_regex()})
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::EnginePreset;
+use super::preset::EnginePreset;
 
 /// vLLM's prefix-cache block on GPUs (`CacheConfig.DEFAULT_BLOCK_SIZE`);
 /// its CPU platform uses 128. The running engine says which in its
@@ -33,5 +33,5 @@ pub fn command_line(p: &EnginePreset) -> Vec<String> {
 /// vLLM's structured outputs (0.32 reads `structured_outputs`; the older
 /// `guided_regex` is ignored there).
 pub fn canary_body() -> Value {
-    json!({"structured_outputs": {"regex": super::canary_regex()}})
+    json!({"structured_outputs": {"regex": super::preset::canary_regex()}})
 }

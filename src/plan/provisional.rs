@@ -3,7 +3,8 @@
 //! them once the results are stored.
 //!
 //! Settling loads the recipe again with the results' values
-//! (`recipe::load_with_results`) and plans it: a settled step's settings hold
+//! (`recipe::reload_with_results`, from the text the plan was first loaded
+//! from: an edit to the file during a run changes nothing) and plans it: a settled step's settings hold
 //! the resolved value, so its fingerprint is the one the same step written by
 //! hand would have. A new winner changes exactly the steps that read it (and
 //! what depends on them); an unchanged winner changes nothing.
@@ -50,7 +51,6 @@ impl Plan {
     /// recipe again with their values and plan it, until nothing more settles.
     pub fn settle_results(self, store: &Store) -> Result<Plan, RecipeError> {
         let mut plan = self;
-        let cache = super::cache::recipe_cache(store);
         loop {
             let unresolved =
                 |plan: &Plan| plan.recipe.steps.iter().map(|s| s.unresolved.len()).sum::<usize>();
@@ -61,12 +61,9 @@ impl Plan {
             if !fills_something {
                 return Ok(plan);
             }
-            let recipe = crate::recipe::load_with_results(
-                &plan.recipe.path,
-                &plan.recipe.overrides,
-                &values,
-                cache.as_ref(),
-            )?;
+            // From the text the plan was loaded from, never the files: a
+            // recipe edited during a run must not change the run.
+            let recipe = crate::recipe::reload_with_results(&plan.recipe, &values)?;
             same_steps(&plan.recipe, &recipe)?;
             let next = Plan::build_once(recipe, Some(store), plan.mode)?;
             if unresolved(&next) >= before {

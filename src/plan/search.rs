@@ -75,6 +75,7 @@ impl Plan {
             workloads: Vec::new(),
             executor: None,
             files: Vec::new(),
+            sources: Vec::new(),
         };
         Some(ProbeSite {
             name: self.nodes[i].name.clone(),

@@ -80,10 +80,44 @@ const TOP_LEVEL: &[&str] = &[
 ];
 
 pub fn load_files(main: &Path, problems: &mut Problems) -> Loaded {
+    load_files_from(main, None, problems)
+}
+
+/// [`load_files`], taking every file's text from `frozen` (what a run read
+/// when it started) instead of the file system: `None` reads the files.
+pub fn load_files_from(main: &Path, frozen: Option<&FrozenTexts>, problems: &mut Problems) -> Loaded {
     let mut loaded = Loaded::default();
     let mut stack = Vec::new();
-    read_file(main, None, &mut stack, &mut loaded, problems);
+    read_file(main, None, &mut stack, &mut loaded, frozen, problems);
     loaded
+}
+
+/// The recipe files' texts as a run read them when it started (the main
+/// file and its includes): loading from them reads no file, so an edit
+/// during the run changes nothing it loads.
+#[derive(Debug, Clone, Default)]
+pub struct FrozenTexts {
+    /// By canonical path and by the name the file was read under.
+    texts: std::collections::HashMap<PathBuf, String>,
+}
+
+impl FrozenTexts {
+    /// `files` (canonical) and `sources` (their texts, named as read), as a
+    /// load left them.
+    pub fn of(files: &[PathBuf], sources: &[SourceText]) -> FrozenTexts {
+        let mut texts = std::collections::HashMap::new();
+        for (file, source) in files.iter().zip(sources) {
+            texts.insert(file.clone(), source.inner().clone());
+            texts.insert(PathBuf::from(source.name()), source.inner().clone());
+        }
+        FrozenTexts { texts }
+    }
+
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        self.texts.get(&canonical_of(path)).or_else(|| self.texts.get(path)).cloned().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, "not among the files read when the run started")
+        })
+    }
 }
 
 /// Where an `include` came from, to point at it when the included file is unreadable.
@@ -97,6 +131,7 @@ fn read_file(
     site: Option<IncludeSite<'_>>,
     stack: &mut Vec<PathBuf>,
     loaded: &mut Loaded,
+    frozen: Option<&FrozenTexts>,
     problems: &mut Problems,
 ) {
     let canonical = canonical_of(path);
@@ -116,7 +151,11 @@ fn read_file(
     if loaded.files.contains(&canonical) {
         return; // included twice through different paths: once is enough
     }
-    let text = match std::fs::read_to_string(path) {
+    let read = match frozen {
+        Some(frozen) => frozen.read(path),
+        None => std::fs::read_to_string(path),
+    };
+    let text = match read {
         Ok(text) => text,
         Err(err) => {
             match site {
@@ -148,7 +187,7 @@ fn read_file(
     // Where this file's reading began: a long file's nodes may come again (parse.rs).
     let (mark, problems_before) = (loaded.mark(), problems.len());
     let parsed = super::parse::for_each_node(&text, |visit| match visit {
-        Visit::Node(node) => read_top_level(node, &source, &dir, stack, loaded, problems),
+        Visit::Node(node) => read_top_level(node, &source, &dir, stack, loaded, frozen, problems),
         Visit::Restart => {
             loaded.rewind(&mark);
             problems.truncate(problems_before);
@@ -178,6 +217,7 @@ fn read_top_level(
     dir: &Path,
     stack: &mut Vec<PathBuf>,
     loaded: &mut Loaded,
+    frozen: Option<&FrozenTexts>,
     problems: &mut Problems,
 ) {
     let word = node.name().value();
@@ -185,7 +225,7 @@ fn read_top_level(
         "include" => {
             let Some(target) = single_string(node, source, problems) else { return };
             let site = IncludeSite { source, span: node.span() };
-            read_file(&dir.join(target), Some(site), stack, loaded, problems);
+            read_file(&dir.join(target), Some(site), stack, loaded, frozen, problems);
         }
         "param" => read_param(node, source, loaded, problems),
         "campaign" => read_campaign(node, source, loaded, problems),

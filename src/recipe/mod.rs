@@ -31,6 +31,7 @@ pub use decl::Decl;
 pub use decls::Spec;
 pub use expression::Expression;
 pub use kind::Kind;
+pub use loader::FrozenTexts;
 pub use parse_cache::ParseCache;
 pub use problem::{Problem, Problems, RecipeError, SourceText, did_you_mean};
 pub use result_refs::ResultValues;
@@ -69,6 +70,10 @@ pub struct Recipe {
     pub executor: Option<decls::ExecutorDecl>,
     /// Every recipe file read.
     pub files: Vec<PathBuf>,
+    /// The text of each of `files` as it was read (named as read): what a
+    /// run loads again from when it settles upstream results
+    /// ([`reload_with_results`]), never the files, which may have changed.
+    pub sources: Vec<SourceText>,
 }
 
 impl Recipe {
@@ -82,6 +87,11 @@ impl Recipe {
 
     pub fn step(&self, name: &str) -> Option<&Decl> {
         self.steps.iter().find(|d| d.name == name)
+    }
+
+    /// The recipe files' texts as this recipe read them.
+    pub fn frozen_texts(&self) -> FrozenTexts {
+        FrozenTexts::of(&self.files, &self.sources)
     }
 }
 
@@ -123,10 +133,35 @@ pub fn load_with_results(
     results: &ResultValues,
     cache: Option<&ParseCache>,
 ) -> Result<Recipe, RecipeError> {
+    load_from(path, overrides, results, Texts::Files(cache))
+}
+
+/// `recipe` loaded again, with the upstream results known now, from the
+/// text it was first read from (`Recipe::sources`): an edit to the recipe
+/// or an include since then changes nothing.
+pub fn reload_with_results(recipe: &Recipe, results: &ResultValues) -> Result<Recipe, RecipeError> {
+    load_from(&recipe.path, &recipe.overrides, results, Texts::Frozen(&recipe.frozen_texts()))
+}
+
+/// Where a load takes the recipe files' texts from.
+enum Texts<'a> {
+    /// The files, through the parse cache when there is one.
+    Files(Option<&'a ParseCache>),
+    /// What an earlier load read.
+    Frozen(&'a FrozenTexts),
+}
+
+fn load_from(
+    path: &Path,
+    overrides: &[String],
+    results: &ResultValues,
+    texts: Texts<'_>,
+) -> Result<Recipe, RecipeError> {
     let mut problems = Problems::default();
-    let mut loaded = match cache {
-        Some(cache) => cache.load(path, &mut problems),
-        None => loader::load_files(path, &mut problems),
+    let mut loaded = match texts {
+        Texts::Files(Some(cache)) => cache.load(path, &mut problems),
+        Texts::Files(None) => loader::load_files(path, &mut problems),
+        Texts::Frozen(frozen) => loader::load_files_from(path, Some(frozen), &mut problems),
     };
     let params = resolve_params(&loaded.params, overrides, &mut problems);
 
@@ -201,6 +236,7 @@ pub fn load_with_results(
             workloads,
             executor: loaded.executors.last().cloned(),
             files: loaded.files,
+            sources: loaded.sources,
         },
     )
 }

@@ -5,7 +5,7 @@
 //! Nothing here renders; `html` and `export` read a [`Report`].
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anvil_store::{RunRecord, Store};
 use serde::Deserialize;
@@ -194,21 +194,21 @@ impl Report {
 }
 
 /// Where to look for what the run did not store itself.
-pub struct Sources<'a> {
+pub struct Sources {
     /// The run's campaign outputs folder (`results/<campaign>/`, or a bundle's `outputs/`).
     pub outputs: Option<PathBuf>,
-    /// The recipe, for descriptions (best effort: it may have changed since).
-    pub recipe: Option<&'a Path>,
     pub label: String,
     pub link_files: bool,
 }
 
 /// Read a run and everything it stored.
-pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
+///
+/// Everything comes from the run's stored documents: its record (with the
+/// descriptions the recipe gave when the run started), its entries and its
+/// outputs. The recipe file is never read: it may have changed since.
+pub fn load(store: &Store, run: RunRecord, sources: Sources) -> Report {
     let extra = RunExtra::of(&run);
-    let recipe = sources.recipe.and_then(|path| crate::recipe::load(path, &extra.invocation.set).ok());
-    let description_of =
-        |name: &str| recipe.as_ref().and_then(|r| r.step(name)).and_then(|d| d.description.clone());
+    let description_of = |name: &str| extra.descriptions.get(name).cloned();
     let steps = run
         .nodes
         .iter()
@@ -238,11 +238,7 @@ pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
             }
         })
         .collect();
-    let campaign = extra
-        .campaign
-        .clone()
-        .or_else(|| recipe.as_ref().map(|r| r.campaign.name.clone()))
-        .unwrap_or_else(|| run.recipe_path.clone());
+    let campaign = extra.campaign.clone().unwrap_or_else(|| run.recipe_path.clone());
     let summary = sources
         .outputs
         .as_deref()
@@ -251,7 +247,7 @@ pub fn load(store: &Store, run: RunRecord, sources: Sources<'_>) -> Report {
         .filter(|s| summary_is_of(s, &run));
     Report {
         campaign,
-        description: recipe.as_ref().and_then(|r| r.campaign.description.clone()),
+        description: extra.campaign_description.clone(),
         source: sources.label,
         run,
         extra,

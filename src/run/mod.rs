@@ -8,6 +8,7 @@ mod context;
 mod decision;
 mod error;
 mod finished;
+mod frozen;
 mod gate;
 pub(crate) mod interval_verdict;
 mod launch;
@@ -102,6 +103,17 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     let executes = will_execute(&plan, &selected, &forced);
     let environment = if executes { None } else { record::carried_environment(&store, &plan) };
     let mut record = record::started(&plan, &run_id, &started_at, environment);
+    // What the recipe says that a report shows, kept with the run: a report
+    // never reads the recipe, which may have changed since.
+    let mut extra = crate::run_extra::RunExtra::of(&record);
+    extra.campaign_description = plan.recipe.campaign.description.clone();
+    extra.descriptions =
+        plan.recipe.steps.iter().filter_map(|s| Some((s.name.clone(), s.description.clone()?))).collect();
+    // The run's inputs as they are now (src/run/frozen.rs): a run that
+    // executes nothing reads none of them again.
+    let frozen = if executes { frozen::freeze(&plan) } else { BTreeMap::new() };
+    extra.frozen_inputs = frozen.clone();
+    extra.write_to(&mut record);
     if executes {
         // A gc root while the run stores entries; a run that stores nothing
         // writes its record once, at the end.
@@ -150,6 +162,24 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         })?;
         plan = keep_what_ended(plan, settled, &done);
         let progress = Progress::new(0);
+        for i in 0..plan.nodes.len() {
+            // A file it reads was edited during the run: measuring it would mix two inputs in one run.
+            let changed = frozen::changed_since_start(&plan, i, &frozen);
+            if done[i].is_some() || changed.is_empty() {
+                continue;
+            }
+            let (file, then, now) = &changed[0];
+            let reason = format!(
+                "{file} changed during the run (at its start {}, now {}): nothing was measured; run again to plan it anew",
+                short_digest(then),
+                short_digest(now)
+            );
+            let node = &plan.nodes[i];
+            progress.finished(&node.name, node.kind, Ending::Failed, &reason, Duration::ZERO, selected[i]);
+            let mut failed = Finished::without_work(i, Ending::Failed, reason);
+            failed.fault = Some(crate::executor::interface::Fault::InputChanged);
+            done[i] = Some(failed);
+        }
         for i in plan.waiting() {
             if done[i].is_none() && scheduler::waited_for(&plan, i).iter().all(|&d| done[d].is_some()) {
                 // What it waits for ended without a value (failed, skipped): it cannot run.
@@ -338,6 +368,13 @@ fn selection(plan: &Plan, only: &[String]) -> Result<Vec<bool>, RunError> {
         }
     }
     Ok(selected)
+}
+
+fn short_digest(digest: &str) -> String {
+    match digest.strip_prefix("blake3:") {
+        Some(hex) => format!("blake3:{}…", &hex[..hex.len().min(12)]),
+        None => digest.to_string(),
+    }
 }
 
 pub fn now_rfc3339() -> String {

@@ -12,7 +12,7 @@ use anvil_loadgen::{ReplicaMetrics, ReplicaSeries};
 use anvil_net::TlsSettings;
 
 use super::server_info::ScrapeTarget;
-use super::servers::ServerInfo;
+use super::server_info::ServerInfo;
 
 /// How often the series is sampled. One scrape a second costs the cell
 /// less than its run-to-run noise (docs/servers.md "Engine identity and metrics").
