@@ -680,6 +680,36 @@ cell "lost" server="sim" workload="short" {{
     assert_eq!(result["stopped_early"]["reason"], "over-saturated", "{result}");
 }
 
+/// A simulated server of `slots` sequences whose replies are `tokens` decode
+/// steps of 10 ms (so `tokens / 100` seconds, whatever the batch), one
+/// open-loop Poisson cell `name` at `rate` with the over-saturation rule on.
+fn slow_replies_recipe(name: &str, slots: u32, tokens: u32, rate: u32, requests: u32) -> String {
+    format!(
+        r#"
+server "sim" {{
+    model "slow"
+    sim {{
+        decode-step-ms 10
+        decode-step-ms-per-seq 0
+        max-running-seqs {slots}
+        output-tokens {tokens}
+    }}
+}}
+cell "{name}" server="sim" {{
+    context-tokens 128
+    max-tokens {tokens}
+    thinking "off"
+    arrival "poisson"
+    rate {rate}
+    requests {requests}
+    warmup-requests 0
+    concurrency {requests}
+    stop-when-saturated #true
+}}
+"#
+    )
+}
+
 /// The over-saturation rule judges against the time a request takes: a
 /// server with room for 512 sequences and ~3 s replies, offered 20 req/s
 /// (an eighth of its capacity), fills from idle for 3 s with nothing
@@ -690,31 +720,7 @@ cell "lost" server="sim" workload="short" {{
 fn a_stable_load_with_replies_of_seconds_is_not_stopped_as_over_saturated() {
     let _one = serial();
     let scratch = Scratch::new();
-    let recipe = scratch.write(
-        "slow-replies.kdl",
-        r#"
-server "sim" {
-    model "slow"
-    sim {
-        decode-step-ms 10
-        decode-step-ms-per-seq 0
-        max-running-seqs 512
-        output-tokens 300
-    }
-}
-cell "steady" server="sim" {
-    context-tokens 128
-    max-tokens 300
-    thinking "off"
-    arrival "poisson"
-    rate 20
-    requests 200
-    warmup-requests 0
-    concurrency 512
-    stop-when-saturated #true
-}
-"#,
-    );
+    let recipe = scratch.write("slow-replies.kdl", &slow_replies_recipe("steady", 512, 300, 20, 200));
     let outcome = scratch.run(&recipe, &[], 0);
     assert!(!outcome.transcript().contains("stopped early"), "{}", outcome.transcript());
     let result = stored_result(&scratch, &recipe, "steady");
@@ -729,31 +735,7 @@ cell "steady" server="sim" {
 fn a_load_past_capacity_by_a_third_is_stopped_as_over_saturated() {
     let _one = serial();
     let scratch = Scratch::new();
-    let recipe = scratch.write(
-        "past-capacity.kdl",
-        r#"
-server "sim" {
-    model "slow"
-    sim {
-        decode-step-ms 10
-        decode-step-ms-per-seq 0
-        max-running-seqs 32
-        output-tokens 100
-    }
-}
-cell "lost" server="sim" {
-    context-tokens 128
-    max-tokens 100
-    thinking "off"
-    arrival "poisson"
-    rate 42
-    requests 1500
-    warmup-requests 0
-    concurrency 1500
-    stop-when-saturated #true
-}
-"#,
-    );
+    let recipe = scratch.write("past-capacity.kdl", &slow_replies_recipe("lost", 32, 100, 42, 1500));
     let outcome = scratch.run(&recipe, &[], 0);
     let transcript = outcome.transcript();
     assert!(transcript.contains("over-saturated at"), "{transcript}");

@@ -62,3 +62,30 @@ pub struct EnginePreset {
 pub(super) fn canary_regex() -> &'static str {
     "{marker} [^_]*"
 }
+
+/// The flags a Python engine's launcher shares with the other's, in their
+/// own spellings: `-m MODULE MODEL_FLAG W [--revision R] --served-model-name
+/// M --host {host} --port {port} [TP_FLAG N] [CHUNK_FLAG C]`.
+pub(super) struct PythonFlags<'a> {
+    pub module: &'a str,
+    pub model: &'a str,
+    pub tensor_parallel: &'a str,
+    pub chunked_prefill: &'a str,
+}
+
+pub(super) fn python_command_line(p: &EnginePreset, flags: &PythonFlags<'_>) -> Vec<String> {
+    let mut argv: Vec<String> = ["-m", flags.module, flags.model, &p.weights].map(String::from).to_vec();
+    if let Some(revision) = &p.revision {
+        argv.extend(["--revision".into(), revision.clone()]);
+    }
+    argv.extend(
+        ["--served-model-name", &p.served_name, "--host", "{host}", "--port", "{port}"].map(String::from),
+    );
+    if let Some(tp) = p.tensor_parallel {
+        argv.extend([flags.tensor_parallel.to_string(), tp.to_string()]);
+    }
+    if let Some(tokens) = p.chunked_prefill {
+        argv.extend([flags.chunked_prefill.to_string(), tokens.to_string()]);
+    }
+    argv
+}

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::preset::EnginePreset;
+use super::preset::{EnginePreset, PythonFlags, python_command_line};
 
 /// SGLang's radix cache matches whole pages, of 1 token with its default
 /// backends on Ampere and Hopper (64 or 128 with some Blackwell backends):
@@ -11,20 +11,13 @@ use super::preset::EnginePreset;
 pub const CACHE_BLOCK_TOKENS: u64 = 1;
 
 pub fn command_line(p: &EnginePreset) -> Vec<String> {
-    let mut argv: Vec<String> =
-        ["-m", "sglang.launch_server", "--model-path", &p.weights].map(String::from).to_vec();
-    if let Some(revision) = &p.revision {
-        argv.extend(["--revision".into(), revision.clone()]);
-    }
-    argv.extend(
-        ["--served-model-name", &p.served_name, "--host", "{host}", "--port", "{port}"].map(String::from),
-    );
-    if let Some(tp) = p.tensor_parallel {
-        argv.extend(["--tp-size".into(), tp.to_string()]);
-    }
-    if let Some(tokens) = p.chunked_prefill {
-        argv.extend(["--chunked-prefill-size".into(), tokens.to_string()]);
-    }
+    let flags = PythonFlags {
+        module: "sglang.launch_server",
+        model: "--model-path",
+        tensor_parallel: "--tp-size",
+        chunked_prefill: "--chunked-prefill-size",
+    };
+    let mut argv = python_command_line(p, &flags);
     // Its Prometheus /metrics is off unless asked for, and so are the
     // cached tokens in each reply's usage.
     argv.extend(["--enable-metrics".into(), "--enable-cache-report".into()]);

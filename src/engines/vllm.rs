@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::preset::EnginePreset;
+use super::preset::{EnginePreset, PythonFlags, python_command_line};
 
 /// vLLM's prefix-cache block on GPUs (`CacheConfig.DEFAULT_BLOCK_SIZE`);
 /// its CPU platform uses 128. The running engine says which in its
@@ -10,20 +10,13 @@ use super::preset::EnginePreset;
 pub const CACHE_BLOCK_TOKENS: u64 = 16;
 
 pub fn command_line(p: &EnginePreset) -> Vec<String> {
-    let mut argv: Vec<String> =
-        ["-m", "vllm.entrypoints.openai.api_server", "--model", &p.weights].map(String::from).to_vec();
-    if let Some(revision) = &p.revision {
-        argv.extend(["--revision".into(), revision.clone()]);
-    }
-    argv.extend(
-        ["--served-model-name", &p.served_name, "--host", "{host}", "--port", "{port}"].map(String::from),
-    );
-    if let Some(tp) = p.tensor_parallel {
-        argv.extend(["--tensor-parallel-size".into(), tp.to_string()]);
-    }
-    if let Some(tokens) = p.chunked_prefill {
-        argv.extend(["--max-num-batched-tokens".into(), tokens.to_string()]);
-    }
+    let flags = PythonFlags {
+        module: "vllm.entrypoints.openai.api_server",
+        model: "--model",
+        tensor_parallel: "--tensor-parallel-size",
+        chunked_prefill: "--max-num-batched-tokens",
+    };
+    let mut argv = python_command_line(p, &flags);
     if let Some(config) = &p.speculative_config {
         argv.extend(["--speculative-config".into(), config.clone()]);
     }
