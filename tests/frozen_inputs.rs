@@ -208,3 +208,25 @@ fn a_recipe_edited_during_a_run_changes_neither_the_run_nor_its_report() {
         plan.nodes().iter().find(|n| n["name"] == "on-winner").map(|n| n["reason"].to_string()).unwrap();
     assert!(reason.contains("requests") && reason.contains('4') && reason.contains('9'), "{reason}");
 }
+
+/// A bundle exported after the recipe was edited carries the recipe its
+/// run read (the run record's frozen text), not the edited file.
+#[test]
+fn a_bundle_carries_the_recipe_its_run_read_not_a_later_edit() {
+    let scratch = Scratch::new();
+    let original = r#"
+server "sim" { model "m"; }
+cell "c" server="sim" { requests 4; max-tokens 8; context-tokens 16; }
+"#;
+    let recipe = scratch.write("frozen-export.kdl", original);
+    scratch.run(&recipe, &[], 0);
+    // Edited after the run: a comment and a changed setting.
+    scratch.write("frozen-export.kdl", &original.replace("requests 4", "requests 9 /* EDITED */"));
+    scratch.anvil(&["export", "frozen-export.kdl", "-o", "b.anvil"]).expect_code(0);
+    let elsewhere = Scratch::new();
+    let bundle = scratch.path().join("b.anvil");
+    elsewhere.anvil(&["import", bundle.to_str().unwrap(), "--into", "theirs"]).expect_code(0);
+    let unpacked =
+        std::fs::read_to_string(elsewhere.path().join("theirs/frozen-export.kdl")).expect("unpacked recipe");
+    assert_eq!(unpacked, original, "the bundle carries the edited recipe");
+}

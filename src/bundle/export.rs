@@ -45,6 +45,8 @@ pub enum ExportError {
     Outside { path: PathBuf, base: PathBuf },
     #[error("{} changed while it was exported", path.display())]
     Changed { path: PathBuf },
+    #[error("{} changed since run {run} read it, and the run kept only its digest: restore it to export that run", path.display())]
+    ChangedSinceRun { path: PathBuf, run: String },
     #[error(transparent)]
     Store(#[from] anvil_store::StoreError),
 }
@@ -135,10 +137,12 @@ fn collect(
     files.dedup();
     let base = common_folder(&files).unwrap_or_else(|| dir.clone());
     let mut sources = Vec::new();
+    let frozen = crate::run_extra::RunExtra::of(&request.run).frozen_inputs;
     for file in &files {
         let relative = relative_to(file, &base)
             .ok_or_else(|| ExportError::Outside { path: file.clone(), base: base.clone() })?;
-        sources.push((format!("recipe/{relative}"), file.clone()));
+        let packed = as_the_run_read_it(file, &frozen, scratch, &relative, &request.run.run_id)?;
+        sources.push((format!("recipe/{relative}"), packed));
     }
     let main = canonical(&recipe.path)?;
     let main_recipe = format!("recipe/{}", relative_to(&main, &base).unwrap_or_default());
@@ -174,6 +178,44 @@ fn collect(
         }
     }
     Ok((sources, main_recipe))
+}
+
+/// The file as the run read it when it started (its record's frozen
+/// inputs, src/run/frozen.rs): the file itself while its bytes are the ones
+/// the run froze; the frozen text, written into `scratch`, for a recipe or
+/// include edited since; an error for an edited file of which the run kept
+/// only a digest. A run recorded before inputs were frozen packs the file.
+fn as_the_run_read_it(
+    file: &Path,
+    frozen: &std::collections::BTreeMap<String, crate::run_extra::FrozenInput>,
+    scratch: &Path,
+    relative: &str,
+    run_id: &str,
+) -> Result<PathBuf, ExportError> {
+    if frozen.is_empty() {
+        return Ok(file.to_path_buf());
+    }
+    let bytes = std::fs::read(file).map_err(io_error("reading", file))?;
+    let now = format!("blake3:{}", blake3::hash(&bytes).to_hex());
+    if frozen.values().any(|f| f.blake3 == now) {
+        return Ok(file.to_path_buf());
+    }
+    // The frozen entry of this file: its name is the path the run saw.
+    let same_file = |name: &str| {
+        Path::new(name).canonicalize().is_ok_and(|p| p == file)
+            || Path::new(name).file_name().is_some_and(|n| Some(n) == file.file_name())
+    };
+    let text =
+        frozen.iter().find(|(name, f)| f.text.is_some() && same_file(name)).and_then(|(_, f)| f.text.clone());
+    let Some(text) = text else {
+        return Err(ExportError::ChangedSinceRun { path: file.to_path_buf(), run: run_id.to_string() });
+    };
+    let out = scratch.join("frozen").join(relative);
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent).map_err(io_error("creating", parent))?;
+    }
+    std::fs::write(&out, text).map_err(io_error("writing", &out))?;
+    Ok(out)
 }
 
 /// The deepest folder holding every file.
