@@ -45,13 +45,24 @@ pub enum IntervalVerdict {
     Plain(Evaluation),
 }
 
+/// The `metrics` key that marks a cell measured under a stopping rule
+/// (`until`): the level of the intervals its rule guarantees.
+const STOPPING_CONFIDENCE: &str = "stopping_confidence";
+
 /// The interval keys beside a metric key, most specific first: a
-/// percentile's, then a mean's batch-means and independent ones.
-fn interval_keys(key: &str) -> Vec<(String, String)> {
+/// percentile's, then a mean's batch-means and independent ones. In a
+/// stopped cell's block (`stopped`), only the stopping rule's interval
+/// (`e2e_mean_stopping_low_ms`): the stop was chosen by looking at the
+/// intervals, so the `_ci95_` ones do not hold at 95% there (docs/metrics.md
+/// "Stopping rules"), and a metric the rule did not watch has none.
+fn interval_keys(key: &str, stopped: bool) -> Vec<(String, String)> {
     let (base, unit) = match key.strip_suffix("_ms") {
         Some(base) => (base, "_ms"),
         None => (key, ""),
     };
+    if stopped {
+        return vec![(format!("{base}_stopping_low{unit}"), format!("{base}_stopping_high{unit}"))];
+    }
     let mut keys = Vec::new();
     if let Some(metric) = base.strip_suffix("_mean") {
         keys.push((
@@ -74,7 +85,8 @@ pub fn interval_of(inputs: &Value, reference: &Reference) -> Option<Ends> {
         Some(v) => v.as_f64(),
         None => None,
     };
-    for (low, high) in interval_keys(last) {
+    let stopped = parent.get(STOPPING_CONFIDENCE).is_some_and(Value::is_number);
+    for (low, high) in interval_keys(last, stopped) {
         if let (Some(l), Some(h)) = (side(parent.get(&low), 0.0), side(parent.get(&high), f64::MAX)) {
             return Some(Ends { low: l, high: h });
         }
@@ -211,4 +223,43 @@ pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
 
 fn fmt(x: f64) -> String {
     anvil_expr::format_number(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn read(inputs: &Value, path: &str) -> Option<Ends> {
+        let parsed = anvil_expr::parse(&format!("{path} > 0")).unwrap();
+        interval_of(inputs, &parsed.references()[0])
+    }
+
+    /// A stopped cell's 95% intervals were looked at to choose the stop, so
+    /// a verdict reads the rule's (wider) intervals there, and none for a
+    /// metric the rule did not watch; a cell measured without a rule reads
+    /// its 95% ones as before.
+    #[test]
+    fn a_stopped_cell_is_judged_on_its_rules_intervals_only() {
+        let block = json!({
+            "e2e_mean_ms": 100.0,
+            "e2e_mean_batch_ci95_low_ms": 98.0, "e2e_mean_batch_ci95_high_ms": 102.0,
+            "e2e_p90_ms": 150.0, "e2e_p90_ci95_low_ms": 140.0, "e2e_p90_ci95_high_ms": 160.0,
+            "e2e_batches": 10,
+        });
+        let plain = json!({ "cell": { "a": { "metrics": block.clone() } } });
+        assert_eq!(read(&plain, "cell.a.metrics.e2e_mean_ms"), Some(Ends { low: 98.0, high: 102.0 }));
+        assert_eq!(read(&plain, "cell.a.metrics.e2e_p90_ms"), Some(Ends { low: 140.0, high: 160.0 }));
+
+        let mut stopped = block;
+        let m = stopped.as_object_mut().unwrap();
+        m.insert("stopping_confidence".into(), json!(0.9909));
+        m.insert("e2e_mean_stopping_low_ms".into(), json!(97.0));
+        m.insert("e2e_mean_stopping_high_ms".into(), json!(103.0));
+        let stopped = json!({ "cell": { "a": { "metrics": stopped } } });
+        assert_eq!(read(&stopped, "cell.a.metrics.e2e_mean_ms"), Some(Ends { low: 97.0, high: 103.0 }));
+        // p90 was not watched: its 95% interval is not valid at the stop, and no other is given.
+        assert_eq!(read(&stopped, "cell.a.metrics.e2e_p90_ms"), None);
+    }
 }

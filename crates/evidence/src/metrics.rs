@@ -174,13 +174,14 @@ impl DistDef {
         let ordered = vals.is_some();
         let batching = if ordered { batch_means::batching(n) } else { None };
         let bounds = INTERVAL_PERCENTILES.map(|p| {
-            let independent = if ordered { quantile_interval::ranks(n, p) } else { (None, None) };
+            // Below 50 values (no batches) no interval: the exact ranks
+            // would assume independent requests, and the mean has none there.
             match (batching, &vals) {
                 (Some(b), Some(vals)) => {
                     let estimate = at[&nearest_rank_index(p, n)];
-                    batch_means::widened_ranks(vals, b, estimate, p, independent)
+                    batch_means::widened_ranks(vals, b, estimate, p, quantile_interval::ranks(n, p))
                 }
-                _ => independent,
+                _ => (None, None),
             }
         });
         // The bounds' ranks depend on the estimates: a second selection.

@@ -142,6 +142,40 @@ pub struct StoppingRecord {
 
 pub const METHOD: &str = "pocock-planned-looks";
 
+/// The `metrics` key that marks a cell measured under a stopping rule: its
+/// value is the level of the intervals the rule guarantees (the looks'
+/// level, [`StoppingRecord::look_confidence`]). A verdict reads a stopped
+/// cell's intervals only from the keys [`stopping_key`] names, never its
+/// `_ci95_` ones: those were looked at to choose the stop.
+pub const STOPPING_CONFIDENCE_KEY: &str = "stopping_confidence";
+
+/// Where the `metrics` block holds the rule's interval of watched `key`
+/// (`e2e_mean_ms`, `decode_tok_s_p50`): `side` (`low` or `high`) after the
+/// statistic and `stopping`, before a `_ms` unit (`e2e_mean_stopping_low_ms`).
+pub fn stopping_key(key: &str, side: &str) -> String {
+    match key.strip_suffix("_ms") {
+        Some(base) => format!("{base}_stopping_{side}_ms"),
+        None => format!("{key}_stopping_{side}"),
+    }
+}
+
+/// Writes into a `metrics` block the stopping rule's level
+/// ([`STOPPING_CONFIDENCE_KEY`]) and each watched metric's interval at it,
+/// `intervals` (by watched key; a metric without values is left out, so a
+/// verdict finds no interval for it).
+pub fn write_stopping_intervals(
+    metrics: &mut serde_json::Map<String, serde_json::Value>,
+    level: Level,
+    intervals: &BTreeMap<String, Estimate>,
+) {
+    let num = |v: Option<f64>| v.map_or(serde_json::Value::Null, serde_json::Value::from);
+    metrics.insert(STOPPING_CONFIDENCE_KEY.into(), level.confidence.into());
+    for (key, e) in intervals {
+        metrics.insert(stopping_key(key, "low"), num(e.low));
+        metrics.insert(stopping_key(key, "high"), num(e.high));
+    }
+}
+
 /// The watched values so far and the looks taken.
 pub struct PrecisionWatch {
     rule: StoppingRule,
@@ -238,6 +272,7 @@ impl PrecisionWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::interval::Statistic;
     use crate::workload::stopping::WATCHABLE;
 
     #[test]
@@ -255,6 +290,82 @@ mod tests {
         // Doubling looks, 100 to 1600: five of them.
         let level = level_for(&[100, 200, 400, 800, 1600]).confidence;
         assert!(level > 0.95 && level < 1.0 - 0.05 / 5.0, "{level}");
+    }
+
+    /// The Clopper–Pearson 95% interval of a share `k` of `n`.
+    pub(crate) fn clopper_pearson(k: u32, n: u32) -> (f64, f64) {
+        use statrs::distribution::{Beta, ContinuousCDF};
+        let (k, n) = (f64::from(k), f64::from(n));
+        let low = if k == 0.0 { 0.0 } else { Beta::new(k, n - k + 1.0).unwrap().inverse_cdf(0.025) };
+        let high = if k == n { 1.0 } else { Beta::new(k + 1.0, n - k).unwrap().inverse_cdf(0.975) };
+        (low, high)
+    }
+
+    /// Coverage as a statistic: seeded lognormal(0, 1.5) draws (the right
+    /// skew of latencies: a sample whose spread came out small has a small
+    /// mean too, so stopping when the interval looks narrow picks samples
+    /// that miss below), stopped by the rule at the first precise look. Of
+    /// the intervals at the stop, the 95% ones (what a verdict read before)
+    /// hold the true mean less often than 95%, the rule's own at least 95%
+    /// (within the Clopper–Pearson interval of the share). Misses below and
+    /// above are counted apart.
+    #[test]
+    fn at_the_stop_the_rules_intervals_hold_and_the_95_percent_ones_do_not() {
+        let sigma = 1.5f64;
+        let truth = (sigma * sigma / 2.0).exp();
+        let looks = [50u64, 100, 200, 400, 800, 1600];
+        let level = level_for(&looks);
+        let within = 0.25;
+        let mut rng = SplitMix64::new(43, 7);
+        let trials = 2000u32;
+        // [95%, rule's level] × [below, above]
+        let mut missed = [[0u32; 2]; 2];
+        let mut stopped_at = BTreeMap::<u64, u32>::new();
+        let mut fixed_held = 0u32;
+        for _ in 0..trials {
+            let mut values = Vec::new();
+            let mut stop = *looks.last().unwrap();
+            for &n in &looks {
+                while values.len() < n as usize {
+                    values.push((sigma * standard_normal(&mut rng)).exp());
+                }
+                let e = interval::estimate(&values, Statistic::Mean, level).unwrap();
+                if e.relative_half_width().is_some_and(|w| w <= within) {
+                    stop = n;
+                    break;
+                }
+            }
+            *stopped_at.entry(stop).or_default() += 1;
+            // The control: a fixed count (800, the commonest stop), no choice.
+            while values.len() < 800 {
+                values.push((sigma * standard_normal(&mut rng)).exp());
+            }
+            let fixed = interval::estimate(&values[..800], Statistic::Mean, Level::NINETY_FIVE).unwrap();
+            fixed_held += u32::from(fixed.low.unwrap() <= truth && truth <= fixed.high.unwrap());
+            values.truncate(stop as usize);
+            for (i, l) in [Level::NINETY_FIVE, level].into_iter().enumerate() {
+                let e = interval::estimate(&values, Statistic::Mean, l).unwrap();
+                missed[i][0] += u32::from(e.high.unwrap() < truth);
+                missed[i][1] += u32::from(e.low.unwrap() > truth);
+            }
+        }
+        let held = |m: [u32; 2]| trials - m[0] - m[1];
+        let (_, high95) = clopper_pearson(held(missed[0]), trials);
+        let (_, high_rule) = clopper_pearson(held(missed[1]), trials);
+        let report = format!(
+            "stops {stopped_at:?}; 95% at a fixed 800: held {fixed_held}; 95% at the stop: held {} (below {}, above {}); rule's {:.4}: held {} (below {}, above {})",
+            held(missed[0]),
+            missed[0][0],
+            missed[0][1],
+            level.confidence,
+            held(missed[1]),
+            missed[1][0],
+            missed[1][1]
+        );
+        eprintln!("{report}");
+        assert!(high95 < 0.95, "the 95% intervals at the stop should fall short: {report}");
+        assert!(held(missed[0]) < fixed_held, "stopping makes them shorter still: {report}");
+        assert!(high_rule >= 0.95, "the rule's intervals should hold: {report}");
     }
 
     #[test]

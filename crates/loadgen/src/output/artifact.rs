@@ -6,13 +6,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
+use crate::observe::precision::{StoppingRecord, write_stopping_intervals};
 use crate::output::benchmark::{
     AcrossRepeats, ArrivalDoc, Benchmark, RepeatRun, Repeats, StageFigures, TargetLabel, WarmupCounts,
 };
+use crate::output::interval;
 use crate::output::record_log::{FAILURE_CLASSES, GapCounts, Row, Stored, col, element_bytes, get, is};
 use crate::output::stats::{Distribution, KeyStyle, P99_MIN_SAMPLES, t95, write_distribution};
+use crate::output::student_t::Level;
 use crate::run::RunOutput;
 use crate::workload::spec::{Arrival, CellContext, CellSpec, PromptCacheMode, Target, ThinkingMode};
+use crate::workload::stopping::watched;
 
 pub const SCHEMA: &str = "anvil-serving.benchmark/v1";
 pub const PROTOCOL: &str = "capacity-v4-reasoning";
@@ -259,6 +263,31 @@ fn metrics(
         m.insert("goodput_tok_s".into(), per_second(t.good_tokens as f64, wall_ms));
     }
     Ok(m)
+}
+
+/// A stopped cell's intervals a verdict may read (docs/metrics.md "Stopping
+/// rules"): each watched metric over every measured request, in recorded
+/// order as the `_ci95_` keys are, at the rule's look level, beside that level.
+fn stopping_intervals(
+    store: &Stored,
+    stopping: &StoppingRecord,
+    m: &mut Map<String, Value>,
+) -> std::io::Result<()> {
+    let level = Level { confidence: stopping.look_confidence };
+    let mut intervals = BTreeMap::new();
+    for key in &stopping.rule.until {
+        let Ok(w) = watched(key) else { continue };
+        let Some(def) = REQUEST_METRICS.iter().chain(SCHEDULE_METRICS).find(|d| d.name == w.base) else {
+            continue;
+        };
+        let mut values = store.column(def.column, eligible_in(Subset::All))?;
+        values.retain(|v| v.is_finite());
+        if let Some(e) = interval::estimate(&values, w.statistic, level) {
+            intervals.insert(key.clone(), e);
+        }
+    }
+    write_stopping_intervals(m, level, &intervals);
+    Ok(())
 }
 
 fn metric_population(t: &Tally, metrics: &Map<String, Value>) -> Value {
@@ -546,7 +575,10 @@ pub fn build(
     }
     let t = tally(store, Subset::All)?;
     let wall_ms = total_wall_ms(store, spec.repeat)?;
-    let metrics = metrics(store, Subset::All, &t, &all_gaps, wall_ms, spec)?;
+    let mut metrics = metrics(store, Subset::All, &t, &all_gaps, wall_ms, spec)?;
+    if let Some(stopping) = &out.stopping {
+        stopping_intervals(store, stopping, &mut metrics)?;
+    }
     let population = metric_population(&t, &metrics);
     let completed = t.eligible;
     let mut failure_counts: BTreeMap<&str, u64> = BTreeMap::new();

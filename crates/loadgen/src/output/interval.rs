@@ -1,6 +1,6 @@
 //! One statistic's estimate and interval at any level, computed as the
-//! artifact computes its 95% ones (exact order-statistic ranks, widened by
-//! batch means from 50 values on; the batch-means interval of the mean).
+//! artifact computes its 95% ones (exact order-statistic ranks widened by
+//! batch means; the batch-means interval of the mean; none below 50 values).
 //! A stopping rule asks for them at the level its looks leave it.
 
 use super::batch_means::{self, Batching};
@@ -60,12 +60,7 @@ pub fn estimate(ordered: &[f64], statistic: Statistic, level: Level) -> Option<E
                     );
                     (Some(low), Some(high))
                 }
-                // Too few to batch: Student-t over independent values.
-                None if n >= 2 => {
-                    let ss: f64 = ordered.iter().map(|v| (v - value).powi(2)).sum();
-                    let half = level.t(n - 1).unwrap_or(level.z()) * (ss / (n - 1) as f64 / n as f64).sqrt();
-                    (Some(value - half), Some(value + half))
-                }
+                // Too few to batch: no interval (as for a percentile).
                 None => (None, None),
             };
             Some(Estimate { value, low, high })

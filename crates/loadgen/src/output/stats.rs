@@ -94,8 +94,11 @@ pub fn quantile_interval_ranks_at(n: usize, percent: u32, level: Level) -> (Opti
 
 /// The interval of the `percent`-th percentile at `level`: the exact
 /// order-statistic ranks ([`quantile_interval_ranks_at`]), widened by the
-/// batch-means variance inflation when the sample is cut into `batches`;
+/// batch-means variance inflation of the sample cut into `batches`;
 /// `ordered` is the sample in recorded order, `sorted` the same sorted.
+/// No interval (both sides `None`) without batches: below 50 values, where
+/// the mean has none either (too few to see correlation, and the exact
+/// ranks would assume independence).
 pub fn percentile_bounds(
     ordered: &[f64],
     sorted: &[f64],
@@ -104,15 +107,11 @@ pub fn percentile_bounds(
     level: Level,
 ) -> (Option<f64>, Option<f64>) {
     let n = sorted.len();
+    let Some(b) = batches else { return (None, None) };
     let ranks = quantile_interval_ranks_at(n, percent, level);
-    let (l, u) = match batches {
-        Some(b) => {
-            let p = f64::from(percent) / 100.0;
-            let w = batch_means::rank_widening(ordered, b, nearest_rank(sorted, percent), p, level);
-            batch_means::widen_ranks(n, p, ranks, w)
-        }
-        None => ranks,
-    };
+    let p = f64::from(percent) / 100.0;
+    let w = batch_means::rank_widening(ordered, b, nearest_rank(sorted, percent), p, level);
+    let (l, u) = batch_means::widen_ranks(n, p, ranks, w);
     (l.map(|r| sorted[r - 1]), u.map(|r| sorted[r - 1]))
 }
 
@@ -368,6 +367,20 @@ mod tests {
         assert!(share(mean_held) >= 0.92, "mean: {}", share(mean_held));
         assert!(share(median_held) >= 0.92, "median: {}", share(median_held));
         assert!(share(independent_held) < 0.75, "independence should fail here: {}", share(independent_held));
+    }
+
+    /// Below 50 values neither the mean nor a percentile has an interval
+    /// (both would have to assume independent requests); from 50 on both do.
+    /// Before, the percentiles' exact ranks were written from 6 values on.
+    #[test]
+    fn below_fifty_values_no_statistic_has_an_interval() {
+        let values: Vec<f64> = (0..50).map(|i| f64::from((i * 37) % 50)).collect();
+        let few = Distribution::of(&values[..49]).unwrap();
+        assert_eq!((few.batches, few.mean_batch_ci95), (None, None));
+        assert_eq!(few.percentile_ci95, [(None, None); 4]);
+        let enough = Distribution::of(&values).unwrap();
+        assert!(enough.mean_batch_ci95.is_some());
+        assert!(enough.percentile_ci95[0].0.is_some() && enough.percentile_ci95[0].1.is_some());
     }
 
     #[test]
