@@ -328,3 +328,23 @@ fn mutated_recipes_never_panic() {
         }
     }
 }
+
+/// A recipe error that only a later wave can find (an upstream result fills
+/// a setting with a value of the wrong type) exits 2 with its span, as at
+/// plan time, not 1 with a bare message.
+#[test]
+fn a_recipe_error_found_in_a_later_wave_exits_2_with_its_span() {
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "wave.kdl",
+        r#"server "sim" { model "m"; }
+cell "v-{x}" server="sim" { sweep "x" "a" "b"; requests 4; max-tokens 8; context-tokens 16; }
+screen "s" { over "cell.v-*"; metric "aggregate_tok_s"; }
+cell "w" server="sim" { requests "{screen.s.winner}"; max-tokens 8; }
+"#,
+    );
+    let outcome = scratch.run(&recipe, &[], 2);
+    let text = outcome.transcript();
+    assert!(text.contains("`requests` expects an integer"), "{text}");
+    assert!(text.contains("wave.kdl:4:"), "{text}");
+}

@@ -33,6 +33,10 @@ impl Exit {
 
 impl From<crate::run::RunError> for Exit {
     fn from(err: crate::run::RunError) -> Exit {
+        // A recipe error keeps its diagnostic: file, line and span.
+        if let crate::run::RunError::Recipe(recipe) = err {
+            return Exit::Input(miette::Report::new(*recipe));
+        }
         let code = err.exit_code();
         let report = miette::miette!("{err}");
         if code == 2 { Exit::Input(report) } else { Exit::Failed(report) }

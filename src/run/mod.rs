@@ -157,9 +157,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
             plan.waiting().into_iter().filter(|&i| done[i].is_none()).count()
         };
         let before = still_held(&plan, &done);
-        let settled = plan.clone().settle_results(&store).map_err(|err| {
-            RunError::Executor(format!("settling the steps that read upstream results: {err}"))
-        })?;
+        let settled = plan.clone().settle_results(&store).map_err(|err| RunError::Recipe(Box::new(err)))?;
         plan = keep_what_ended(plan, settled, &done);
         let progress = Progress::new(0);
         for i in 0..plan.nodes.len() {
