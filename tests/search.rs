@@ -742,3 +742,56 @@ fn a_load_past_capacity_by_a_third_is_stopped_as_over_saturated() {
     let result = stored_result(&scratch, &recipe, "lost");
     assert_eq!(result["stopped_early"]["reason"], "over-saturated", "{result}");
 }
+
+/// A capacity search where replies last about a second (32 sequences of 100
+/// tokens at 10 ms a step: the sim's own model gives ~30 req/s) finds the
+/// capacity: its rate probes run with the over-saturation rule on, which
+/// before the rule judged against the time a request takes stopped every
+/// probe while the server was still filling, so the search reported a
+/// capacity far below the true one.
+#[test]
+fn a_capacity_search_with_replies_of_a_second_finds_the_capacity() {
+    let _one = serial();
+    let scratch = Scratch::new();
+    let profile = anvil_sim::SimProfile {
+        decode_step_ms: 10.0,
+        decode_step_ms_per_seq: 0.0,
+        max_running_seqs: 32,
+        prefill_tok_s: 20_000.0,
+        prefix_cache: false,
+        ..Default::default()
+    };
+    let capacity = profile.capacity_rps(128, 100);
+    let recipe = scratch.write(
+        "slow-capacity.kdl",
+        r#"
+server "sim" {
+    model "slow"
+    sim { decode-step-ms 10; decode-step-ms-per-seq 0; max-running-seqs 32; prefill-tok-s 20000; prefix-cache #false; }
+}
+workload "second" {
+    context-tokens 128
+    max-tokens 100
+    thinking "off"
+    requests 300
+    warmup-requests 0
+    concurrency 2000
+}
+search "capacity" server="sim" workload="second" {
+    variable "rate"
+    range 8 80
+    slo "probe.ttft_p99_ms <= 1000"
+    precision "10%"
+    budget 8
+}
+"#,
+    );
+    scratch.run(&recipe, &[], 0);
+    let result = stored_result(&scratch, &recipe, "capacity");
+    print_curve(&format!("analytic capacity {capacity:.2} req/s"), &result);
+    let pass = result["max_rate"].as_f64().unwrap();
+    assert!(
+        pass >= 0.9 * capacity && pass <= 1.1 * capacity,
+        "max_rate {pass} vs the model's capacity {capacity:.2} req/s: {result}"
+    );
+}
