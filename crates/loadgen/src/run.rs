@@ -861,7 +861,14 @@ async fn launch(
                     && watch.due(t)
                     && let Some(saturated) = watch.look(
                         t,
-                        arrivals_due(load.arrival, k, t, intended, run_start),
+                        arrivals_due(
+                            load.arrival,
+                            k,
+                            t,
+                            intended,
+                            run_start,
+                            runner.cap_held.load(Ordering::Relaxed) > 0,
+                        ),
                         sink.ended() - ended_before,
                         &sink.flights,
                     )
@@ -913,12 +920,21 @@ async fn launch(
 
 /// Arrivals of an open loop due by `t` seconds, for the over-saturation
 /// rule: `k` (those sent or being sent) while the loop keeps its schedule;
-/// when it has fallen behind (its in-flight cap holds arrivals back while
-/// the backlog fills it), those its rate has made due since, which the
-/// server is not taking: what was sent alone would follow the completions
-/// and hide the overload.
-fn arrivals_due(arrival: Arrival, k: u64, t: f64, intended: Instant, run_start: Instant) -> u64 {
-    let behind = t - intended.saturating_duration_since(run_start).as_secs_f64() > 0.05;
+/// when its in-flight cap has held arrivals back (`cap_held`: the backlog
+/// fills the cap) and the loop has fallen behind, those its rate has made
+/// due since, which the server is not taking: what was sent alone would
+/// follow the completions and hide the overload. A loop behind for want of
+/// CPU, with the cap never reached, keeps `k`: the server cannot be blamed
+/// for what the client did not send.
+fn arrivals_due(
+    arrival: Arrival,
+    k: u64,
+    t: f64,
+    intended: Instant,
+    run_start: Instant,
+    cap_held: bool,
+) -> u64 {
+    let behind = cap_held && t - intended.saturating_duration_since(run_start).as_secs_f64() > 0.05;
     match arrival {
         Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s } if behind => {
             k.max((rate_per_s * t) as u64)
