@@ -30,7 +30,7 @@ use crate::recipe::{Decl, Recipe, Spec};
 pub const TRACE_IN_FLIGHT_CAP: u32 = 1024;
 
 /// The model name a server's requests carry when its declaration names none.
-pub const DEFAULT_MODEL: &str = "default";
+pub use crate::recipe::decls::DEFAULT_MODEL;
 
 /// The cell `name` of `recipe` as [`resolve`] makes it, its server's
 /// model taken from the recipe (what `anvil plan` and the golden tests

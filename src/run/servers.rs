@@ -179,7 +179,7 @@ impl ServerPool {
         // `--sim` runs every server as its simulated twin.
         let engine = if self.mode == EngineMode::SimulatedTwins { &Engine::Sim } else { &decl.engine };
         let simulated = matches!(engine, Engine::Sim);
-        let model = decl.model.clone().unwrap_or_else(|| "default".to_string());
+        let model = decl.model.clone().unwrap_or_else(|| crate::recipe::decls::DEFAULT_MODEL.to_string());
         let replicas = decl.replicas as usize;
         // A preset's own command line is part of what it was asked to run.
         let args: Vec<&String> = match &decl.engine {

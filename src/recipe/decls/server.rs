@@ -166,6 +166,10 @@ pub struct Warmup {
 
 const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
+/// The model name a server's requests carry (and an engine by name serves)
+/// when its declaration names none.
+pub const DEFAULT_MODEL: &str = "default";
+
 pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
     let s = &draft.settings;
     // The loader has settled `engine` (declared, or inferred from url/command).
@@ -331,7 +335,7 @@ fn preset(draft: &Draft, problems: &mut Problems, kind: EngineKind) -> EnginePre
         program: s.string(program_key).unwrap_or_else(|| name.default_program().to_string()),
         weights: s.string(key::weights).unwrap_or_default(),
         revision: s.string(key::revision),
-        served_name: s.string(key::model).unwrap_or_else(|| "default".to_string()),
+        served_name: s.string(key::model).unwrap_or_else(|| DEFAULT_MODEL.to_string()),
         tensor_parallel: s.u64(key::tensor_parallel),
         chunked_prefill: s.u64(key::chunked_prefill),
         speculative_config: s.string(key::speculative_config),
