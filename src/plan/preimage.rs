@@ -17,6 +17,9 @@ pub struct World {
     engines: BTreeMap<String, Value>,
     gpu_models: Option<Value>,
     gpu_driver: Option<Value>,
+    /// Each server's canary constraint, looked up once (`recipe.step`
+    /// scans every step: once per cell would make planning quadratic).
+    canary_constraints: BTreeMap<String, Option<Value>>,
 }
 
 impl World {
@@ -91,6 +94,17 @@ impl World {
         identity
     }
 
+    /// The request-body fields a cell's server preset adds to constrain each
+    /// reply to its canary, when the cell has canaries on.
+    fn canary_constraint(&mut self, recipe: &Recipe, cell: &crate::recipe::decls::CellDecl) -> Option<Value> {
+        let canaries = cell.load.canaries.unwrap_or(anvil_loadgen::CellSpec::default().canaries);
+        let body = self.canary_constraints.entry(cell.server.clone()).or_insert_with(|| {
+            let Spec::Server(server) = &recipe.step(&cell.server)?.spec else { return None };
+            server.engine.preset().map(EnginePreset::canary_body)
+        });
+        body.clone().filter(|_| canaries)
+    }
+
     /// Resolved path, content hash and version output of an engine program.
     fn engine(&mut self, program: &str, version_args: &[String]) -> Value {
         let key = format!("{program}\u{0}{}", version_args.join("\u{0}"));
@@ -117,14 +131,6 @@ fn digest_cache() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/anvil")))?;
     Some(root.join("digests"))
-}
-
-/// The request-body fields a cell's server preset adds to constrain each
-/// reply to its canary, when the cell has canaries on.
-fn canary_constraint(recipe: &Recipe, cell: &crate::recipe::decls::CellDecl) -> Option<Value> {
-    let Spec::Server(server) = &recipe.step(&cell.server)?.spec else { return None };
-    let canaries = cell.load.canaries.unwrap_or(anvil_loadgen::CellSpec::default().canaries);
-    server.engine.preset().filter(|_| canaries).map(EnginePreset::canary_body)
 }
 
 /// Whether servers run as themselves or as their simulated twins (`--sim`).
@@ -197,7 +203,7 @@ pub fn preimage_of(
                 settings.extend(super::resolved_cell::fingerprinted_defaults(&cell.load));
                 // An engine known by name constrains every reply to its canary:
                 // that is part of what is sent (a simulated twin is sent it too).
-                if let Some(body) = canary_constraint(recipe, cell) {
+                if let Some(body) = world.canary_constraint(recipe, cell) {
                     settings.insert("canary-constraint".into(), body);
                 }
             }
