@@ -60,6 +60,8 @@ screen "clear" {{ over "cell.pair-*"; metric "metrics.e2e_p50_ms"; goal "minimiz
 screen "twins" {{ over "cell.twin-*"; metric "metrics.e2e_p50_ms"; goal "minimize"; confidence 0.95; }}
 decision "d" {{
     rule label="a-is-faster" when="gate.faster.passed"
+    promote-when "gate.faster.passed && gate.counted.passed"
+    family-error 0.1
 }}
 "#
         ),
@@ -98,6 +100,14 @@ decision "d" {{
     let decision = stored(&scratch, &recipe, "d");
     assert_eq!(decision["decision_labels"], serde_json::json!(["a-is-faster"]));
     assert_eq!(decision["label_confidence"]["a-is-faster"], 0.95, "{decision}");
+    // Promotion reads two verdicts through `&&`: it errs at most as the worse
+    // of them (5%); with the label, the family at most 10%, as declared.
+    let control = &decision["error_control"];
+    assert_eq!(control["claims"][0]["claim"], "promotion", "{control}");
+    assert_eq!(control["claims"][0]["error_at_most"], 0.05, "{control}");
+    assert_eq!(control["claims"][0]["verdicts"], serde_json::json!(["gate.counted", "gate.faster"]));
+    assert_eq!(control["family_error_at_most"], 0.1, "{control}");
+    assert_eq!(control["family_error_declared"], 0.1, "{control}");
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(find_summary(&scratch)).unwrap()).unwrap();
     assert_eq!(
@@ -117,6 +127,45 @@ fn find_summary(scratch: &Scratch) -> std::path::PathBuf {
         }
     }
     panic!("no decision-summary.json under {}", results.display());
+}
+
+/// `family-error` is checked when the recipe loads: claims that could err
+/// more together are refused at the setting, each claim's share named; a
+/// claim with no stated rate (`!` of a verdict) says why.
+#[test]
+fn a_family_error_the_claims_cannot_meet_is_refused_with_its_place() {
+    let scratch = Scratch::new();
+    let gates = r#"
+gate "g1" { confidence 0.95; require "cell.twin-a.metrics.e2e_p50_ms < 1000"; }
+gate "g2" { confidence 0.95; require "cell.twin-b.metrics.e2e_p50_ms < 1000"; }
+"#;
+    scratch.write(
+        "recipe.kdl",
+        &format!(
+            "{SERVERS}{gates}decision \"d\" {{\n    rule label=\"either\" when=\"gate.g1.passed || gate.g2.passed\"\n    promote-when \"gate.g1.passed && gate.g2.passed\"\n    family-error 0.1\n}}\n"
+        ),
+    );
+    let outcome = scratch.anvil(&["plan", "recipe.kdl"]).expect_code(2);
+    assert!(outcome.stderr.contains("[recipe.kdl:"), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("up to 0.15 (promotion 0.05, label \"either\" 0.1)"),
+        "{}",
+        outcome.stderr
+    );
+
+    scratch.write(
+        "recipe.kdl",
+        &format!(
+            "{SERVERS}{gates}decision \"d\" {{\n    rule label=\"slow\" when=\"!gate.g1.passed\"\n    family-error 0.2\n}}\n"
+        ),
+    );
+    let outcome = scratch.anvil(&["plan", "recipe.kdl"]).expect_code(2);
+    assert!(outcome.stderr.contains("no error rate can be stated"), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("undecided"), "{}", outcome.stderr);
+
+    scratch.write("recipe.kdl", &format!("{SERVERS}{gates}decision \"d\" {{\n    family-error 1.5\n}}\n"));
+    let outcome = scratch.anvil(&["plan", "recipe.kdl"]).expect_code(2);
+    assert!(outcome.stderr.contains("between 0 and 1"), "{}", outcome.stderr);
 }
 
 #[test]

@@ -9,8 +9,10 @@ mod convert;
 mod decl;
 pub mod decls;
 mod defaults;
+pub mod error_bound;
 mod expand;
 mod expression;
+pub mod family_error;
 mod kind;
 mod loader;
 mod params;
@@ -214,6 +216,7 @@ fn load_from(
         if decl.kind == Kind::Workload { workloads.push(decl) } else { steps.push(decl) }
     }
 
+    family_error::check(&steps, &mut problems);
     let recipe_name = path.display().to_string();
     let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();
     let campaign = Campaign {

@@ -24,6 +24,37 @@ pub struct DecisionResult {
     /// decision whose rules read no gate or screen with a confidence.
     #[serde(default, skip_serializing_if = "NamedMap::is_empty")]
     pub label_confidence: NamedMap<Option<f64>>,
+    /// How often the decision's claims can be wrong, each and together;
+    /// absent when they read no gate or screen and no `family-error` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_control: Option<ErrorControl>,
+}
+
+/// What the decision's verdicts guarantee (`src/recipe/error_bound.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorControl {
+    /// How the bounds are formed, in words, with references.
+    pub procedure: String,
+    /// Each claim: promotion and every labelled rule, held or not.
+    pub claims: Vec<ClaimError>,
+    /// The chance that any claim is wrong (which also bounds the expected
+    /// number of wrong labels); `null` when some claim states no rate.
+    pub family_error_at_most: Option<f64>,
+    /// `family-error` as the recipe declared it (checked when it loaded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family_error_declared: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimError {
+    /// `promotion`, or the rule's label.
+    pub claim: String,
+    /// `null` when no rate can be stated; `why` says why.
+    pub error_at_most: Option<f64>,
+    /// The gates and screens whose verdicts it reads.
+    pub verdicts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// One `rule`: its condition and how it evaluated (any of the expression
@@ -142,6 +173,7 @@ mod tests {
             promotion,
             statements,
             label_confidence: NamedMap::new(),
+            error_control: None,
         })
     }
 

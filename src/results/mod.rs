@@ -37,7 +37,7 @@ mod word_serde;
 
 pub use cell::{CELL_RESULT_SCHEMA, CellLoad, CellResult};
 pub use check::CheckResult;
-pub use decision::{DecisionResult, Promotion, RuleResult};
+pub use decision::{ClaimError, DecisionResult, ErrorControl, Promotion, RuleResult};
 pub use failed_cell::{FAILED_CELL_SCHEMA, FailedCell, FailureClassCount};
 pub use gate::{GateResult, Requirement};
 pub use measured_more::{MeasuredMore, PooledCell};

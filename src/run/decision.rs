@@ -7,43 +7,53 @@ use serde_json::Value;
 use super::gate::eval_status;
 use super::outcome::{Failure, Produced};
 use crate::recipe::decls::DecisionDecl;
-use crate::results::{self, DecisionResult, NamedMap, Promotion, RuleResult};
+use crate::recipe::error_bound::ErrorBound;
+use crate::recipe::family_error::{self, Claim, family_bound};
+use crate::results::{self, ClaimError, DecisionResult, ErrorControl, NamedMap, Promotion, RuleResult};
 
-/// The `confidence` of each gate and screen `when` reads (`None` for one
-/// that judged point values; `measured_more.confidence_at_least` for one
-/// that measured more); empty when it reads none.
-fn confidences_read(when: &anvil_expr::Expr, inputs: &Value) -> Vec<Option<f64>> {
-    let mut read: Vec<(String, String)> = when
-        .references()
-        .into_iter()
-        .filter(|r| (r.kind == "gate" || r.kind == "screen") && !r.is_wildcard())
-        .map(|r| (r.kind, r.name))
-        .collect();
-    read.sort();
-    read.dedup();
-    read.iter()
-        .map(|(kind, name)| {
-            let result = inputs.get(kind)?.get(name)?;
-            // One that measured more looked several times: its confidence is
-            // the lower bound over those looks.
-            let after_more = result.get("measured_more").and_then(|m| m.get("confidence_at_least"));
-            after_more.or(result.get("confidence"))?.as_f64()
-        })
-        .collect()
+/// The stated error of each gate's and screen's verdict in this run's
+/// results: `1 − confidence`, or `1 − measured_more.confidence_at_least`
+/// for one that measured more (its procedure may look several times);
+/// `None` for one judged at point values.
+fn verdict_errors(inputs: &Value) -> impl Fn(&str, &str) -> Option<f64> + '_ {
+    move |kind, name| {
+        let result = inputs.get(kind)?.get(name)?;
+        let after_more = result.get("measured_more").and_then(|m| m.get("confidence_at_least"));
+        let confidence = after_more.or(result.get("confidence"))?.as_f64()?;
+        Some(1.0 - confidence)
+    }
 }
 
-/// The confidence of a label whose rule reads verdicts of these
-/// confidences: when every verdict it reads is right, the rule evaluates as
-/// it would on the truth, whatever its `&&`, `||` and `!`; so the label errs
-/// at most as often as any of them does, 1 − Σ(1 − cᵢ) (Bonferroni). The
-/// least of them would hold only for one verdict read.
-fn union_bound(confidences: &[f64]) -> f64 {
-    let error: f64 = confidences.iter().map(|c| 1.0 - c).sum();
-    ((1.0 - error).max(0.0) * 1e6).round() / 1e6
+/// What the decision's claims guarantee, each and together; `None` when
+/// they read no verdict and no `family-error` was declared.
+fn error_control(decision: &DecisionDecl, claims: &[Claim]) -> Option<ErrorControl> {
+    if decision.family_error.is_none() && claims.iter().all(|c| c.bound.verdicts.is_empty()) {
+        return None;
+    }
+    Some(ErrorControl {
+        procedure: PROCEDURE.to_string(),
+        claims: claims
+            .iter()
+            .map(|c| ClaimError {
+                claim: c.name.clone(),
+                error_at_most: c.bound.bound.error(),
+                verdicts: c.bound.verdicts.clone(),
+                why: match &c.bound.bound {
+                    ErrorBound::Uncontrolled(why) => Some(why.clone()),
+                    _ => None,
+                },
+            })
+            .collect(),
+        family_error_at_most: family_bound(claims).error(),
+        family_error_declared: decision.family_error.as_ref().map(|f| f.level),
+    })
 }
+
+const PROCEDURE: &str = "each verdict errs at most 1 − its confidence (a gate or screen that measured more: (extra repeats + 1) × 5%); a claim `a && b` at most as its worst operand (intersection–union test, Berger 1982), `a || b` at most their sum, `!` of a verdict and a measurement read at its point value state no rate; the family of claims errs at most their sum (Bonferroni), which also bounds the expected number of wrong labels and so their false-discovery rate";
 
 pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);
+    let claims = family_error::claims(decision, &verdict_errors(inputs));
     let mut labels = Vec::new();
     let mut rules = Vec::new();
     // What the decision says in words: statements carried by the rules that hold.
@@ -54,10 +64,11 @@ pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced,
         if matches!(evaluation, Evaluation::Passed { .. }) {
             if !rule.label.is_empty() {
                 labels.push(rule.label.clone());
-                let confidences = confidences_read(&rule.when.parsed, inputs);
-                if confidences.iter().any(Option::is_some) {
-                    let all = confidences.iter().copied().collect::<Option<Vec<f64>>>();
-                    label_confidence.insert(rule.label.clone(), all.map(|c| union_bound(&c)));
+                // The label's claim, as `claims` bounded it.
+                let claim = claims.iter().find(|c| c.name == rule.label).map(|c| &c.bound);
+                if let Some(claim) = claim.filter(|c| !c.verdicts.is_empty()) {
+                    let confidence = claim.bound.error().map(|e| ((1.0 - e) * 1e6).round() / 1e6);
+                    label_confidence.insert(rule.label.clone(), confidence);
                 }
             }
             for (key, text) in &rule.statements {
@@ -96,18 +107,7 @@ pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced,
         promotion,
         statements,
         label_confidence,
+        error_control: error_control(decision, &claims),
     };
     Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_label_reading_several_verdicts_errs_as_often_as_any_of_them() {
-        assert_eq!(super::union_bound(&[0.95]), 0.95);
-        // Two verdicts at 95%, however the rule combines them: at least 90%.
-        assert_eq!(super::union_bound(&[0.95, 0.95]), 0.9);
-        assert_eq!(super::union_bound(&[0.95, 0.85, 0.75]), 0.55);
-        assert_eq!(super::union_bound(&[0.5, 0.4]), 0.0);
-    }
 }

@@ -16,6 +16,7 @@ use anvil_expr::{Evaluation, JsonResolver, PathSegment, Reference, Resolved, Res
 use serde_json::{Value, json};
 
 use crate::recipe::Expression;
+use crate::recipe::error_bound::is_sampled;
 
 /// Most numbers with intervals one expression may read: 2^k evaluations.
 const MOST_INTERVALS: usize = 8;
@@ -100,14 +101,6 @@ pub fn interval_of(inputs: &Value, reference: &Reference) -> Option<Ends> {
         });
     }
     None
-}
-
-/// Whether a reference reads a sampled measurement of a cell (a latency,
-/// a rate: a value with noise), as opposed to a count, a check's verdict
-/// or a setting, which are exact.
-fn is_sampled(reference: &Reference) -> bool {
-    let Some(PathSegment::Key(last)) = reference.field.last() else { return false };
-    reference.kind == "cell" && (last.ends_with("_ms") || last.contains("_tok_s") || last.ends_with("_req_s"))
 }
 
 /// Whether two references read the same path (wherever they are written).

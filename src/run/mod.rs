@@ -6,6 +6,8 @@ mod check;
 mod commit;
 mod context;
 mod decision;
+#[cfg(test)]
+mod decision_family_tests;
 mod error;
 mod finished;
 mod frozen;

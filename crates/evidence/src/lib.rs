@@ -12,6 +12,7 @@
 
 pub mod artifact_file;
 pub mod batch_means;
+pub mod binomial;
 pub mod bootstrap;
 pub mod civil_time;
 pub mod client_error;

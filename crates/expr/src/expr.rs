@@ -6,6 +6,7 @@ use crate::ast::{Node, NodeKind};
 use crate::error::EvalError;
 use crate::eval::evaluate;
 use crate::evaluation::{Evaluation, outcome_to_result};
+use crate::logic::Logic;
 use crate::print::{annotated, canonical};
 use crate::reference::Reference;
 use crate::resolver::Resolver;
@@ -43,6 +44,11 @@ impl Expr {
             }
         });
         references
+    }
+
+    /// Its `&&`, `||` and `!` over the atoms below them.
+    pub fn logic(&self) -> Logic {
+        Logic::of(&self.root)
     }
 
     /// Evaluates as a gate: the result must be true or false.

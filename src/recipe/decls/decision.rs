@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::super::expression::Expression;
-use super::super::problem::Problems;
+use miette::SourceSpan;
+
+use super::super::problem::{Problems, SourceText};
 use super::super::settings::{Draft, settings};
 
 /// What a rule may say besides its label and condition, as the decision
@@ -28,9 +30,22 @@ settings! {
         pub limitations: Vec<String> = many "limitation" as Strings,
         pub controls: Vec<String> = many "control" as Strings,
         pub identity: BTreeMap<String, Value> = many "identity" as Props,
+        /// `family-error 0.1`: the most the decision's claims (promotion and
+        /// every label) may err together, checked when the recipe loads
+        /// (`src/recipe/family_error.rs`).
+        key family_error = "family-error" as Number,
+        pub family_error: Option<FamilyError>,
     }
     /// The parsed rules and promotion.
     struct DecisionRest;
+}
+
+/// `family-error α` and where it is written, for the error that says the
+/// decision's claims can err more.
+#[derive(Debug, Clone)]
+pub struct FamilyError {
+    pub level: f64,
+    pub at: (SourceText, SourceSpan),
 }
 
 /// `rule label="x" when="…" winner="…"`.
@@ -83,5 +98,27 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> DecisionDecl {
         }
         _ => None,
     };
-    DecisionDecl::from_settings(s, DecisionRest { rules, promote_when })
+    let family_error = family_error(draft, problems);
+    DecisionDecl::from_settings(s, DecisionRest { rules, promote_when, family_error })
+}
+
+/// `family-error α`, a probability strictly between 0 and 1.
+fn family_error(draft: &Draft, problems: &mut Problems) -> Option<FamilyError> {
+    let setting = draft.settings.setting(key::family_error)?;
+    let level = draft.settings.f64(key::family_error)?;
+    if !(level > 0.0 && level < 1.0) {
+        problems.push(
+            draft
+                .problem_at(
+                    key::family_error,
+                    format!("`family-error` is a probability between 0 and 1; found {level}"),
+                )
+                .label("out of range")
+                .help(
+                    "e.g. `family-error 0.1`: the decision's claims are all right at least 90% of the time",
+                ),
+        );
+        return None;
+    }
+    Some(FamilyError { level, at: (setting.source.clone(), setting.span) })
 }

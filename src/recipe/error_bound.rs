@@ -1,0 +1,228 @@
+//! How often a decision's claim can be wrong, from the shape of its
+//! expression and the stated error of each verdict it reads.
+//!
+//! A claim (a rule's label, `promote-when`) is wrong when it holds while,
+//! on the true values, it would not. Each verdict read positively (a gate
+//! `passed`, its `status == "passed"` or `"rejected"`, a screen's `winner`)
+//! errs at most as its procedure states: `1 − confidence`, or
+//! `(budget + 1) · 5%` for one that may measure more. Then:
+//!
+//! - `a && b && …` is the intersection–union test (Berger, *Technometrics*
+//!   24, 1982): it can hold falsely only if some operand that is false in
+//!   truth holds, so it errs at most as often as its worst operand, with no
+//!   adjustment whatever the dependence between them;
+//! - `a || b || …` errs at most the sum of its operands' errors (Bonferroni);
+//! - `!v` of a verdict is true whenever the verdict is undecided: no rate
+//!   can be stated (the chance of an undecided verdict is the test's power,
+//!   not an error it controls);
+//! - a comparison that reads a sampled measurement at its point value (a
+//!   latency, a throughput) states no rate either; counts, checks, tasks
+//!   and settings are exact.
+//!
+//! The claims of one decision are a family: the chance that any of them is
+//! wrong is at most the sum of their bounds (Bonferroni), which also bounds
+//! the expected number of false labels and so their false-discovery rate.
+
+use anvil_expr::{Atom, Logic, PathSegment, Reference};
+
+/// How often a claim or a verdict can be wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ErrorBound {
+    /// Right whenever the values it reads are what they are.
+    Exact,
+    /// Wrong at most this often.
+    AtMost(f64),
+    /// No rate can be stated, and why.
+    Uncontrolled(String),
+}
+
+impl ErrorBound {
+    /// The bound as a number: 0 when exact, `None` when none can be stated.
+    pub fn error(&self) -> Option<f64> {
+        match self {
+            ErrorBound::Exact => Some(0.0),
+            ErrorBound::AtMost(e) => Some(*e),
+            ErrorBound::Uncontrolled(_) => None,
+        }
+    }
+
+    fn from_error(error: f64) -> ErrorBound {
+        if error <= 0.0 { ErrorBound::Exact } else { ErrorBound::AtMost(round(error.min(1.0))) }
+    }
+}
+
+/// Kept to six decimals: sums of 0.05s must read 0.15, not 0.15000000000000002.
+fn round(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// A claim's bound and the verdicts (`gate.slo`, `screen.tp`) it reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimBound {
+    pub bound: ErrorBound,
+    pub verdicts: Vec<String>,
+}
+
+/// The stated error of the verdict of step `kind.name` (a gate or a
+/// screen): `Some(error)` when it judged at a confidence, `None` when it
+/// judged point values.
+pub type VerdictErrors<'a> = dyn Fn(&str, &str) -> Option<f64> + 'a;
+
+/// The bound of a claim of this shape.
+pub fn claim_bound(logic: &Logic, verdicts: &VerdictErrors<'_>) -> ClaimBound {
+    let mut read = Vec::new();
+    let bound = bound_of(logic, verdicts, &mut read);
+    read.sort();
+    read.dedup();
+    ClaimBound { bound, verdicts: read }
+}
+
+fn bound_of(logic: &Logic, verdicts: &VerdictErrors<'_>, read: &mut Vec<String>) -> ErrorBound {
+    match logic {
+        Logic::All(operands) => {
+            let mut worst = 0.0f64;
+            for operand in operands {
+                match bound_of(operand, verdicts, read) {
+                    ErrorBound::Uncontrolled(why) => return ErrorBound::Uncontrolled(why),
+                    bound => worst = worst.max(bound.error().unwrap_or(0.0)),
+                }
+            }
+            ErrorBound::from_error(worst)
+        }
+        Logic::Any(operands) => {
+            let mut sum = 0.0;
+            for operand in operands {
+                match bound_of(operand, verdicts, read) {
+                    ErrorBound::Uncontrolled(why) => return ErrorBound::Uncontrolled(why),
+                    bound => sum += bound.error().unwrap_or(0.0),
+                }
+            }
+            ErrorBound::from_error(sum)
+        }
+        Logic::Not(inner) => match bound_of(inner, verdicts, read) {
+            ErrorBound::Exact => ErrorBound::Exact,
+            ErrorBound::Uncontrolled(why) => ErrorBound::Uncontrolled(why),
+            ErrorBound::AtMost(_) => ErrorBound::Uncontrolled(
+                "`!` of a verdict also holds when it is undecided, which no confidence bounds".to_string(),
+            ),
+        },
+        Logic::Atom(atom) => atom_bound(atom, verdicts, read),
+    }
+}
+
+/// The field a reference reads, when it is one key (`passed`, `winner`).
+fn field(reference: &Reference) -> Option<&str> {
+    match reference.field.as_slice() {
+        [PathSegment::Key(key)] => Some(key),
+        _ => None,
+    }
+}
+
+fn atom_bound(atom: &Atom, verdicts: &VerdictErrors<'_>, read: &mut Vec<String>) -> ErrorBound {
+    // A verdict read the way its procedure decides it.
+    let positive = match atom {
+        Atom::Holds(r) if r.kind == "gate" && field(r) == Some("passed") => Some(r),
+        Atom::Equals(r, word)
+            if r.kind == "gate" && field(r) == Some("status") && (word == "passed" || word == "rejected") =>
+        {
+            Some(r)
+        }
+        Atom::Equals(r, _) if r.kind == "screen" && matches!(field(r), Some("winner" | "winner_server")) => {
+            Some(r)
+        }
+        _ => None,
+    };
+    if let Some(r) = positive {
+        read.push(format!("{}.{}", r.kind, r.name));
+        return match verdicts(&r.kind, &r.name) {
+            Some(error) => ErrorBound::from_error(error),
+            None => ErrorBound::Uncontrolled(format!(
+                "{}.{} judges point values (no `confidence`), so its verdict has no stated error",
+                r.kind, r.name
+            )),
+        };
+    }
+    let references: Vec<&Reference> = match atom {
+        Atom::Holds(r) | Atom::Equals(r, _) => vec![r],
+        Atom::Other(read) => read.iter().collect(),
+    };
+    match references.into_iter().find(|r| !is_exact(r)) {
+        None => ErrorBound::Exact,
+        Some(r) if r.kind == "gate" || r.kind == "screen" => ErrorBound::Uncontrolled(format!(
+            "{r} is read other than as the verdict its confidence decides (`passed`, `status == \"passed\"` or `\"rejected\"`, a screen's `winner`)"
+        )),
+        Some(r) => ErrorBound::Uncontrolled(format!("{r} is a sampled measurement read at its point value")),
+    }
+}
+
+/// Whether a reference reads a sampled measurement of a cell (a latency,
+/// a rate: a value with noise), as opposed to a count, a check's verdict
+/// or a setting, which are exact.
+pub fn is_sampled(reference: &Reference) -> bool {
+    let Some(PathSegment::Key(last)) = reference.field.last() else { return false };
+    reference.kind == "cell" && (last.ends_with("_ms") || last.contains("_tok_s") || last.ends_with("_req_s"))
+}
+
+/// A value a claim may read as it is: a check's or a task's outcome, a
+/// cell's count or setting.
+fn is_exact(reference: &Reference) -> bool {
+    match reference.kind.as_str() {
+        "check" | "task" => true,
+        "cell" => !is_sampled(reference),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Gates `a` and `b` at 95%, `more` measured more (3 looks), `point` without a confidence.
+    fn verdicts(kind: &str, name: &str) -> Option<f64> {
+        match (kind, name) {
+            ("gate", "point") => None,
+            ("gate", "more") => Some(0.15),
+            _ => Some(0.05),
+        }
+    }
+
+    fn bound(src: &str) -> ErrorBound {
+        claim_bound(&anvil_expr::parse(src).unwrap().logic(), &verdicts).bound
+    }
+
+    #[test]
+    fn a_conjunction_errs_as_its_worst_operand() {
+        assert_eq!(bound("gate.a.passed && gate.b.passed"), ErrorBound::AtMost(0.05));
+        assert_eq!(bound("gate.a.passed && gate.more.passed && check.json.passed"), ErrorBound::AtMost(0.15));
+        assert_eq!(bound("gate.a.status == \"rejected\" && cell.a.completed > 10"), ErrorBound::AtMost(0.05));
+    }
+
+    #[test]
+    fn a_disjunction_errs_as_its_operands_together() {
+        assert_eq!(bound("gate.a.passed || gate.b.passed"), ErrorBound::AtMost(0.1));
+        assert_eq!(bound("gate.a.passed || gate.b.passed && gate.more.passed"), ErrorBound::AtMost(0.2));
+        assert_eq!(bound("screen.tp.winner == \"tp4\" || check.x.passed"), ErrorBound::AtMost(0.05));
+    }
+
+    #[test]
+    fn what_no_confidence_decides_states_no_rate() {
+        for src in [
+            "!gate.a.passed",
+            "gate.a.passed == false",
+            "gate.a.status == \"undecided\"",
+            "gate.point.passed",
+            "gate.a.passed && cell.a.ttft_p99_ms < 500",
+        ] {
+            assert!(matches!(bound(src), ErrorBound::Uncontrolled(_)), "{src}");
+        }
+        assert_eq!(bound("!check.x.passed && cell.a.failed == 0"), ErrorBound::Exact);
+    }
+
+    #[test]
+    fn a_claim_names_the_verdicts_it_reads_once() {
+        let logic = anvil_expr::parse("gate.b.passed && gate.a.passed || gate.b.status == \"passed\"")
+            .unwrap()
+            .logic();
+        assert_eq!(claim_bound(&logic, &verdicts).verdicts, ["gate.a", "gate.b"]);
+    }
+}

@@ -1,0 +1,115 @@
+//! A decision's claims as a family, declared when the recipe loads: its
+//! promotion and each labelled rule, each bounded by `error_bound`, and the
+//! chance that any of them is wrong bounded by their sum (Bonferroni).
+//! `family-error α` on the decision makes that a requirement: a recipe
+//! whose claims could err more together does not load, and the error says
+//! which claim costs what.
+
+use super::decl::Decl;
+use super::decls::{DecisionDecl, Spec};
+use super::error_bound::{ClaimBound, ErrorBound, VerdictErrors, claim_bound};
+use super::problem::{Problem, Problems};
+
+/// One claim a decision makes: `promotion`, or a rule's label.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    /// `promotion`, or the label.
+    pub name: String,
+    pub bound: ClaimBound,
+}
+
+/// The decision's claims: its promotion (when it has `promote-when`) and
+/// each rule with a label (a rule of statements only claims nothing).
+pub fn claims(decision: &DecisionDecl, verdicts: &VerdictErrors<'_>) -> Vec<Claim> {
+    let promotion = decision.promote_when.iter().map(|when| Claim {
+        name: "promotion".to_string(),
+        bound: claim_bound(&when.parsed.logic(), verdicts),
+    });
+    let labels = decision.rules.iter().filter(|r| !r.label.is_empty()).map(|rule| Claim {
+        name: rule.label.clone(),
+        bound: claim_bound(&rule.when.parsed.logic(), verdicts),
+    });
+    promotion.chain(labels).collect()
+}
+
+/// The chance that any of the claims is wrong: at most the sum of their
+/// bounds, which also bounds the expected number of wrong ones.
+pub fn family_bound(claims: &[Claim]) -> ErrorBound {
+    let mut sum = 0.0;
+    for claim in claims {
+        match &claim.bound.bound {
+            ErrorBound::Uncontrolled(why) => {
+                return ErrorBound::Uncontrolled(format!("{}: {why}", claim_words(&claim.name)));
+            }
+            bound => sum += bound.error().unwrap_or(0.0),
+        }
+    }
+    if sum <= 0.0 { ErrorBound::Exact } else { ErrorBound::AtMost((sum.min(1.0) * 1e6).round() / 1e6) }
+}
+
+/// `promotion`, or `label "fast"`.
+pub fn claim_words(name: &str) -> String {
+    if name == "promotion" { name.to_string() } else { format!("label \"{name}\"") }
+}
+
+/// The stated error of each gate's and screen's verdict as the recipe
+/// declares it: `(extra-repeats + 1) · (1 − confidence)` (every look may err,
+/// `src/run/measure_more.rs`), `None` for one judged at point values.
+pub fn declared_verdict_errors(steps: &[Decl]) -> impl Fn(&str, &str) -> Option<f64> + '_ {
+    move |kind, name| {
+        let step = steps.iter().find(|s| s.kind.as_str() == kind && s.name == name)?;
+        let (confidence, extra) = match &step.spec {
+            Spec::Gate(gate) => (gate.confidence?, gate.extra_repeats),
+            Spec::Screen(screen) => (screen.confidence?, screen.extra_repeats),
+            _ => return None,
+        };
+        Some((extra + 1) as f64 * (1.0 - confidence))
+    }
+}
+
+/// Each decision with `family-error α` whose claims could err more than α
+/// together is a problem at its `family-error`.
+pub(super) fn check(steps: &[Decl], problems: &mut Problems) {
+    let verdicts = declared_verdict_errors(steps);
+    for step in steps {
+        let Spec::Decision(decision) = &step.spec else { continue };
+        let Some(family) = &decision.family_error else { continue };
+        let claims = claims(decision, &verdicts);
+        let each = claims
+            .iter()
+            .map(|c| match c.bound.bound.error() {
+                Some(e) => format!("{} {}", claim_words(&c.name), fmt(e)),
+                None => format!("{} (none)", claim_words(&c.name)),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let problem =
+            |message: String, label: &str| Problem::new(&family.at.0, family.at.1, message).label(label);
+        match family_bound(&claims) {
+            ErrorBound::Uncontrolled(why) => problems.push(
+                problem(
+                    format!("decision `{}` asks family-error {}, but no error rate can be stated for it: {why}", step.name, fmt(family.level)),
+                    "cannot be met",
+                )
+                .help("read gates and screens that judge with `confidence 0.95`, through `passed`, `status == \"passed\"` or a screen's `winner`"),
+            ),
+            ErrorBound::AtMost(total) if total > family.level + 1e-12 => problems.push(
+                problem(
+                    format!(
+                        "decision `{}` asks family-error {}, but its claims can be wrong together up to {} ({each})",
+                        step.name,
+                        fmt(family.level),
+                        fmt(total)
+                    ),
+                    "not met",
+                )
+                .help("raise `family-error`, or let fewer claims read fewer verdicts: each verdict at 95% errs up to 0.05, one that measures more (N + 1) × 0.05"),
+            ),
+            _ => {}
+        }
+    }
+}
+
+fn fmt(x: f64) -> String {
+    anvil_expr::format_number(x)
+}

@@ -1,0 +1,190 @@
+//! The decision's stated error rates, tested as statistics: seeded
+//! campaigns whose truth is known, judged by the real gates over intervals
+//! computed as artifacts compute them, each claim's false rate counted over
+//! many campaigns and set beside the rate the decision states.
+
+use serde_json::{Value, json};
+
+use super::decision::run_decision;
+use super::gate::evaluate_gate;
+use crate::recipe::Spec;
+use crate::recipe::testing::load_text;
+use crate::results::DecisionResult;
+
+const GATES: usize = 4;
+/// Requests per cell: enough for a p90 interval at 95%.
+const REQUESTS: usize = 200;
+const CAMPAIGNS: u64 = 600;
+
+/// The true p90 of an exponential latency of mean 100 ms.
+fn true_p90() -> f64 {
+    100.0 * 10f64.ln()
+}
+
+/// Four gates, each on its own cell's p90 below its threshold; promotion
+/// reads all four (`&&`), the label `any-ok` any of them (`||`), and the
+/// label `all-ok` all four.
+fn recipe(thresholds: [f64; GATES], confidence: bool) -> String {
+    let mut text = String::from(
+        "server \"s\" { model \"m\"; sim { decode-step-ms 1; } }\nworkload \"w\" { requests 200; canaries #false; }\n",
+    );
+    for g in 1..=GATES {
+        text.push_str(&format!("cell \"c{g}\" server=\"s\" workload=\"w\"\n"));
+        let level = if confidence { "confidence 0.95; " } else { "" };
+        text.push_str(&format!(
+            "gate \"g{g}\" {{ {level}blocking #false; require \"cell.c{g}.metrics.ttft_p90_ms < {}\"; }}\n",
+            thresholds[g - 1]
+        ));
+    }
+    let all = (1..=GATES).map(|g| format!("gate.g{g}.passed")).collect::<Vec<_>>();
+    text.push_str(&format!(
+        "decision \"d\" {{\n  rule label=\"any-ok\" when=\"{}\"\n  rule label=\"all-ok\" when=\"{}\"\n  promote-when \"{}\"\n}}\n",
+        all.join(" || "),
+        all.join(" && "),
+        all.join(" && ")
+    ));
+    text
+}
+
+/// A seeded exponential sample (xorshift64*: deterministic, no crate).
+fn exponential(seed: u64, n: usize) -> Vec<f64> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            let u = (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
+            -100.0 * (1.0 - u).ln()
+        })
+        .collect()
+}
+
+/// A cell's `metrics` as an artifact holds its p90: the estimate and its
+/// 95% interval, computed by the load generator's own estimator.
+fn cell_metrics(samples: &[f64]) -> Value {
+    let e = anvil_loadgen::estimate(
+        samples,
+        anvil_loadgen::Statistic::Percentile(90),
+        anvil_loadgen::Level::NINETY_FIVE,
+    )
+    .expect("samples");
+    json!({ "metrics": {
+        "ttft_p90_ms": e.value,
+        "ttft_p90_ci95_low_ms": e.low,
+        "ttft_p90_ci95_high_ms": e.high,
+    }})
+}
+
+/// Each claim's count of campaigns where it held, and of campaigns where
+/// some claim held (every claim is false in truth here).
+struct Tally {
+    promoted: u64,
+    any_ok: u64,
+    all_ok: u64,
+    some_claim: u64,
+    stated: DecisionResult,
+}
+
+fn campaigns(thresholds: [f64; GATES], confidence: bool) -> Tally {
+    let recipe = load_text(&recipe(thresholds, confidence)).expect("recipe loads");
+    let gate = |g: usize| match &recipe.step(&format!("g{g}")).expect("gate").spec {
+        Spec::Gate(gate) => gate.clone(),
+        _ => unreachable!(),
+    };
+    let Spec::Decision(decision) = &recipe.step("d").expect("decision").spec else { unreachable!() };
+    let gates: Vec<_> = (1..=GATES).map(gate).collect();
+    let (mut promoted, mut any_ok, mut all_ok, mut some_claim) = (0, 0, 0, 0);
+    let mut stated = None;
+    for campaign in 0..CAMPAIGNS {
+        let mut gate_results = serde_json::Map::new();
+        for (i, decl) in gates.iter().enumerate() {
+            let cells = json!({ "cell": { format!("c{}", i + 1): cell_metrics(&exponential(campaign * 97 + i as u64, REQUESTS)) } });
+            let produced = evaluate_gate(decl, &cells).expect("gate judges");
+            gate_results.insert(format!("g{}", i + 1), produced.result);
+        }
+        let inputs = json!({ "gate": gate_results });
+        let result: DecisionResult =
+            crate::results::from_value(run_decision(decision, &inputs).expect("decision").result)
+                .expect("typed");
+        let labelled = |l: &str| result.decision_labels.iter().any(|x| x == l);
+        promoted += u64::from(result.promotion_authorized);
+        any_ok += u64::from(labelled("any-ok"));
+        all_ok += u64::from(labelled("all-ok"));
+        some_claim += u64::from(result.promotion_authorized || !result.decision_labels.is_empty());
+        stated.get_or_insert(result);
+    }
+    Tally { promoted, any_ok, all_ok, some_claim, stated: stated.expect("campaigns ran") }
+}
+
+/// The exact (Clopper–Pearson) two-sided 95% interval of a share k/n.
+fn clopper_pearson(k: u64, n: u64) -> (f64, f64) {
+    anvil_evidence::binomial::clopper_pearson(k, n, 0.95)
+}
+
+fn stated_error(result: &DecisionResult, claim: &str) -> f64 {
+    let control = result.error_control.as_ref().expect("error control stated");
+    control.claims.iter().find(|c| c.claim == claim).and_then(|c| c.error_at_most).expect("a rate")
+}
+
+/// Every gate's truth sits exactly at its threshold (`p90 < threshold` is
+/// false in truth), the case where a verdict's false pass is likeliest: each
+/// claim holds falsely no more often than the decision says, nor does the
+/// family, judged by the Clopper–Pearson interval of each observed share.
+#[test]
+fn each_claim_and_the_family_err_no_more_than_stated() {
+    let tally = campaigns([true_p90(); GATES], true);
+    let stated = &tally.stated;
+    let control = stated.error_control.as_ref().expect("stated");
+    assert_eq!(stated_error(stated, "promotion"), 0.05);
+    assert_eq!(stated_error(stated, "all-ok"), 0.05);
+    assert_eq!(stated_error(stated, "any-ok"), 0.2);
+    assert_eq!(control.family_error_at_most, Some(0.3));
+    for (what, count, bound) in [
+        ("promotion", tally.promoted, 0.05),
+        ("all-ok", tally.all_ok, 0.05),
+        ("any-ok", tally.any_ok, 0.2),
+        ("the family", tally.some_claim, 0.3),
+    ] {
+        let (low, high) = clopper_pearson(count, CAMPAIGNS);
+        eprintln!(
+            "{what}: held falsely {count}/{CAMPAIGNS} = {:.4} (95% CP {low:.4}–{high:.4}); stated at most {bound}",
+            count as f64 / CAMPAIGNS as f64
+        );
+        assert!(low <= bound, "{what}: {count}/{CAMPAIGNS} falsely, above the stated {bound}");
+    }
+    // The test can see errors: the disjunction errs in some campaigns.
+    assert!(tally.any_ok > 0, "no false `any-ok` in {CAMPAIGNS} campaigns: the test would not see an excess");
+}
+
+/// The same campaigns judged on point values: about half of the gates pass
+/// falsely, so a claim reading them is wrong far above any stated rate, and
+/// the decision states none.
+#[test]
+fn point_verdicts_err_far_more_and_state_no_rate() {
+    let tally = campaigns([true_p90(); GATES], false);
+    let control = tally.stated.error_control.as_ref().expect("stated");
+    assert!(control.claims.iter().all(|c| c.error_at_most.is_none() && c.why.is_some()), "{control:?}");
+    assert_eq!(control.family_error_at_most, None);
+    let (low, _) = clopper_pearson(tally.any_ok, CAMPAIGNS);
+    assert!(low > 0.5, "any-ok on point values held falsely {}/{CAMPAIGNS}", tally.any_ok);
+}
+
+/// Where the conjunction errs most: one gate at its threshold, the other
+/// three true with room (their thresholds twice the truth). `all-ok` and
+/// promotion are false in truth and hold only when the first gate passes
+/// falsely: at most its own 5%, with no adjustment for the four it reads.
+#[test]
+fn a_conjunction_errs_no_more_than_its_worst_verdict() {
+    let p90 = true_p90();
+    let tally = campaigns([p90, 2.0 * p90, 2.0 * p90, 2.0 * p90], true);
+    for (what, count) in [("promotion", tally.promoted), ("all-ok", tally.all_ok)] {
+        let (low, high) = clopper_pearson(count, CAMPAIGNS);
+        eprintln!(
+            "{what} with one gate at its threshold: held falsely {count}/{CAMPAIGNS} (95% CP {low:.4}–{high:.4}); stated at most 0.05"
+        );
+        assert!(low <= 0.05, "{what}: {count}/{CAMPAIGNS}");
+    }
+    // `any-ok` is true in truth here (three gates pass in truth): not a false claim.
+    assert!(tally.any_ok > CAMPAIGNS * 9 / 10, "the true gates pass: {}", tally.any_ok);
+}
