@@ -111,7 +111,7 @@ mod tests {
             vllm,
             "python3 -m vllm.entrypoints.openai.api_server --model /models/smol --revision main \
              --served-model-name smol --host {host} --port {port} --tensor-parallel-size 2 \
-             --max-num-batched-tokens 2048"
+             --max-num-batched-tokens 2048 --enable-prompt-tokens-details"
         );
         let sglang = preset(EngineName::Sglang).command_line().join(" ");
         assert_eq!(

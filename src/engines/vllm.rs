@@ -20,6 +20,11 @@ pub fn command_line(p: &EnginePreset) -> Vec<String> {
     if let Some(config) = &p.speculative_config {
         argv.extend(["--speculative-config".into(), config.clone()]);
     }
+    // The cached tokens of each reply's usage (`prompt_tokens_details`) are
+    // off unless asked for: without them a cell meant cold cannot tell that
+    // it hit what an earlier run left in the cache (`tokens.cold`). A flag
+    // also in `args` is harmless: vLLM's parser takes it twice.
+    argv.push("--enable-prompt-tokens-details".into());
     argv
 }
 
