@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::decision::run_decision;
 use super::gate::evaluate_gate;
+use super::statistics_testing::{clopper_pearson, exponential, exponential_p90};
 use crate::recipe::Spec;
 use crate::recipe::testing::load_text;
 use crate::results::DecisionResult;
@@ -15,11 +16,6 @@ const GATES: usize = 4;
 /// Requests per cell: enough for a p90 interval at 95%.
 const REQUESTS: usize = 200;
 const CAMPAIGNS: u64 = 600;
-
-/// The true p90 of an exponential latency of mean 100 ms.
-fn true_p90() -> f64 {
-    100.0 * 10f64.ln()
-}
 
 /// Four gates, each on its own cell's p90 below its threshold; promotion
 /// reads all four (`&&`), the label `any-ok` any of them (`||`), and the
@@ -44,20 +40,6 @@ fn recipe(thresholds: [f64; GATES], confidence: bool) -> String {
         all.join(" && ")
     ));
     text
-}
-
-/// A seeded exponential sample (xorshift64*: deterministic, no crate).
-fn exponential(seed: u64, n: usize) -> Vec<f64> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            let u = (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
-            -100.0 * (1.0 - u).ln()
-        })
-        .collect()
 }
 
 /// A cell's `metrics` as an artifact holds its p90: the estimate and its
@@ -117,11 +99,6 @@ fn campaigns(thresholds: [f64; GATES], confidence: bool) -> Tally {
     Tally { promoted, any_ok, all_ok, some_claim, stated: stated.expect("campaigns ran") }
 }
 
-/// The exact (Clopper–Pearson) two-sided 95% interval of a share k/n.
-fn clopper_pearson(k: u64, n: u64) -> (f64, f64) {
-    anvil_evidence::binomial::clopper_pearson(k, n, 0.95)
-}
-
 fn stated_error(result: &DecisionResult, claim: &str) -> f64 {
     let control = result.error_control.as_ref().expect("error control stated");
     control.claims.iter().find(|c| c.claim == claim).and_then(|c| c.error_at_most).expect("a rate")
@@ -133,7 +110,7 @@ fn stated_error(result: &DecisionResult, claim: &str) -> f64 {
 /// family, judged by the Clopper–Pearson interval of each observed share.
 #[test]
 fn each_claim_and_the_family_err_no_more_than_stated() {
-    let tally = campaigns([true_p90(); GATES], true);
+    let tally = campaigns([exponential_p90(); GATES], true);
     let stated = &tally.stated;
     let control = stated.error_control.as_ref().expect("stated");
     assert_eq!(stated_error(stated, "promotion"), 0.05);
@@ -162,7 +139,7 @@ fn each_claim_and_the_family_err_no_more_than_stated() {
 /// the decision states none.
 #[test]
 fn point_verdicts_err_far_more_and_state_no_rate() {
-    let tally = campaigns([true_p90(); GATES], false);
+    let tally = campaigns([exponential_p90(); GATES], false);
     let control = tally.stated.error_control.as_ref().expect("stated");
     assert!(control.claims.iter().all(|c| c.error_at_most.is_none() && c.why.is_some()), "{control:?}");
     assert_eq!(control.family_error_at_most, None);
@@ -176,7 +153,7 @@ fn point_verdicts_err_far_more_and_state_no_rate() {
 /// falsely: at most its own 5%, with no adjustment for the four it reads.
 #[test]
 fn a_conjunction_errs_no_more_than_its_worst_verdict() {
-    let p90 = true_p90();
+    let p90 = exponential_p90();
     let tally = campaigns([p90, 2.0 * p90, 2.0 * p90, 2.0 * p90], true);
     for (what, count) in [("promotion", tally.promoted), ("all-ok", tally.all_ok)] {
         let (low, high) = clopper_pearson(count, CAMPAIGNS);

@@ -8,6 +8,10 @@ mod context;
 mod decision;
 #[cfg(test)]
 mod decision_family_tests;
+#[cfg(test)]
+mod gate_oc_tests;
+#[cfg(test)]
+mod statistics_testing;
 mod error;
 mod finished;
 mod frozen;
