@@ -11,6 +11,8 @@ mod decision_family_tests;
 #[cfg(test)]
 mod gate_oc_tests;
 #[cfg(test)]
+mod screen_oc_tests;
+#[cfg(test)]
 mod statistics_testing;
 mod error;
 mod finished;
