@@ -620,3 +620,151 @@ fn the_check_passes_a_crate_without_cycles() {
     .collect();
     assert_eq!(edge_names(&g), expected);
 }
+
+/// Every `.rs` file under `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display())).flatten()
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Where a file names the recipe: a path with a `recipe` segment (in code,
+/// in an import, in macro arguments) or a `recipe` field (`plan.recipe`).
+#[derive(Default)]
+struct RecipeMentions {
+    found: Vec<String>,
+}
+
+impl RecipeMentions {
+    fn tokens(&mut self, tokens: TokenStream) {
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        for (i, tt) in tts.iter().enumerate() {
+            match tt {
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                // `recipe::x` or `.recipe` written in a macro's arguments.
+                TokenTree::Ident(id) if id == "recipe" => {
+                    let before = i.checked_sub(1).and_then(|j| tts.get(j));
+                    let after = tts.get(i + 1);
+                    let is_path = matches!(after, Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                    let is_field = matches!(before, Some(TokenTree::Punct(p)) if p.as_char() == '.');
+                    if is_path || is_field {
+                        self.found.push(format!("`recipe` in a macro's arguments (tokens {i})"));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for RecipeMentions {
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        if p.segments.len() > 1 && p.segments.iter().any(|s| s.ident == "recipe") {
+            let words: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+            self.found.push(words.join("::"));
+        }
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        fn names_recipe(tree: &syn::UseTree) -> bool {
+            match tree {
+                syn::UseTree::Path(p) => p.ident == "recipe" || names_recipe(&p.tree),
+                syn::UseTree::Name(n) => n.ident == "recipe",
+                syn::UseTree::Rename(r) => r.ident == "recipe",
+                syn::UseTree::Glob(_) => false,
+                syn::UseTree::Group(g) => g.items.iter().any(names_recipe),
+            }
+        }
+        fn text(tree: &syn::UseTree) -> String {
+            match tree {
+                syn::UseTree::Path(p) => format!("{}::{}", p.ident, text(&p.tree)),
+                syn::UseTree::Name(n) => n.ident.to_string(),
+                syn::UseTree::Rename(r) => format!("{} as {}", r.ident, r.rename),
+                syn::UseTree::Glob(_) => "*".to_string(),
+                syn::UseTree::Group(g) => {
+                    format!("{{{}}}", g.items.iter().map(text).collect::<Vec<_>>().join(","))
+                }
+            }
+        }
+        if names_recipe(&u.tree) {
+            self.found.push(format!("use {}", text(&u.tree)));
+        }
+        syn::visit::visit_item_use(self, u);
+    }
+
+    fn visit_expr_field(&mut self, f: &'ast syn::ExprField) {
+        if matches!(&f.member, syn::Member::Named(id) if id == "recipe") {
+            self.found.push(".recipe (a plan's recipe)".to_string());
+        }
+        syn::visit::visit_expr_field(self, f);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.visit_path(&m.path);
+        self.tokens(m.tokens.clone());
+    }
+}
+
+/// The report renders from the run's plan (its typed view,
+/// `plan::campaign_view`), its record and its typed results, never from the
+/// recipe's declarations (issue 42): no file under `src/report`, tests
+/// included, names a module of `src/recipe`, directly or through a name it
+/// imported, nor reads a plan's `recipe`.
+#[test]
+fn the_report_never_reads_the_recipe() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let graph = file_graph(&workspace.join("src/lib.rs"));
+    let in_report = |f: &str| f.starts_with("report/") || f == "report.rs";
+    let in_recipe = |f: &str| f.starts_with("recipe/") || f == "recipe.rs";
+    assert!(graph.files.iter().any(|f| in_report(f)), "found no file of src/report in {:?}", graph.files);
+    let mut problems: Vec<String> = graph
+        .edges
+        .iter()
+        .filter(|&&(a, b)| in_report(&graph.files[a]) && in_recipe(&graph.files[b]))
+        .map(|e| format!("src/{} → src/{} ({})", graph.files[e.0], graph.files[e.1], graph.why[e]))
+        .collect();
+    let files = rust_files(&workspace.join("src/report"));
+    assert!(files.len() > 5, "read too few files of src/report: {files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", file.display()));
+        let mut mentions = RecipeMentions::default();
+        mentions.visit_file(&ast);
+        let shown = file.strip_prefix(workspace).unwrap_or(&file).display().to_string();
+        problems.extend(mentions.found.into_iter().map(|m| format!("{shown}: {m}")));
+    }
+    assert!(problems.is_empty(), "src/report reads the recipe:\n  {}", problems.join("\n  "));
+}
+
+#[test]
+fn the_recipe_check_sees_paths_imports_and_fields() {
+    let text = r#"
+        use crate::recipe::{Decl, Kind};
+        use crate::{plan::Plan, recipe};
+        fn f(plan: &Plan) -> usize {
+            let _ = crate::recipe::Kind::Cell;
+            println!("{}", plan.recipe.campaign.name);
+            plan.recipe.steps.len()
+        }
+        fn g(run: &Run) -> &str { &run.recipe_path }
+    "#;
+    let mut mentions = RecipeMentions::default();
+    mentions.visit_file(&syn::parse_file(text).unwrap());
+    let found = mentions.found.join("\n");
+    assert!(found.contains("use crate::recipe::{Decl,Kind}"), "{found}");
+    assert!(found.contains("use crate::{plan::Plan,recipe}"), "{found}");
+    assert!(found.contains("crate::recipe::Kind::Cell"), "{found}");
+    assert!(found.contains("in a macro's arguments"), "{found}");
+    assert_eq!(mentions.found.iter().filter(|m| m.starts_with(".recipe")).count(), 1, "{found}");
+    assert!(!found.contains("recipe_path"), "{found}");
+}

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::common::{Exit, input, open_store};
 use super::diff::{label_of, resolve_step_or_prefix};
-use crate::results::FailedCell;
+use crate::results::{FailedCell, FailedCheck, FailureClassCount};
 
 pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
@@ -59,9 +59,41 @@ pub fn show(store_root: &Path, prefix: &str, as_json: bool) -> Result<i32, Exit>
     Ok(0)
 }
 
+/// What a failed step kept about why it failed.
+enum FailedDoc {
+    Cell(FailedCell),
+    Check(FailedCheck),
+}
+
+impl FailedDoc {
+    /// The failed step's document in its evidence folder, if it kept one.
+    fn read(dir: &Path) -> Option<FailedDoc> {
+        let read = |name: &str| std::fs::read(dir.join(name)).ok();
+        if let Some(bytes) = read("failed-cell.json") {
+            return serde_json::from_slice(&bytes).ok().map(FailedDoc::Cell);
+        }
+        serde_json::from_slice(&read("failed-check.json")?).ok().map(FailedDoc::Check)
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        match self {
+            FailedDoc::Cell(cell) => json!(cell),
+            FailedDoc::Check(check) => json!(check),
+        }
+    }
+
+    fn classes(&self) -> &[FailureClassCount] {
+        match self {
+            FailedDoc::Cell(cell) => &cell.classes,
+            FailedDoc::Check(check) => &check.classes,
+        }
+    }
+}
+
 /// A step that failed in its newest run and kept its evidence there (a
-/// cell that measured nothing): why, by failure class with the first reply
-/// of each, and where the records are. Exit 1: nothing is stored.
+/// cell that measured nothing, a check that could not complete): why, by
+/// failure class with the first reply of each, and where the records are.
+/// Exit 1: nothing is stored.
 fn show_failed(store: &Store, fp: &Fingerprint, as_json: bool) -> Result<Option<i32>, Exit> {
     let runs = store.runs()?;
     let failed_in = runs
@@ -70,31 +102,38 @@ fn show_failed(store: &Store, fp: &Fingerprint, as_json: bool) -> Result<Option<
         .find(|run| run.nodes.iter().any(|n| n.fingerprint == *fp && n.status == NodeStatus::Failed));
     let Some(run) = failed_in else { return Ok(None) };
     let dir = store.failed_dir(&run.run_id, fp);
-    let Some(failed) = std::fs::read(dir.join("failed-cell.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<FailedCell>(&bytes).ok())
-    else {
+    let Some(failed) = FailedDoc::read(&dir) else {
         return Ok(None);
     };
-    let files: Vec<String> = std::fs::read_dir(&dir)
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
         .map(|d| d.flatten().map(|f| f.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
+    files.sort();
     if as_json {
-        let shown = json!({"fingerprint": fp.to_string(), "failed_in": run.run_id, "failed": failed, "evidence": dir, "files": files});
+        let shown = json!({"fingerprint": fp.to_string(), "failed_in": run.run_id, "failed": failed.to_json(), "evidence": dir, "files": files});
         println!("{}", serde_json::to_string_pretty(&shown).unwrap_or_default());
         return Ok(Some(1));
     }
     println!("{fp} {}", label_of(store, fp));
     println!("FAILED in {}: nothing stored under this fingerprint; a rerun runs it again\n", run.run_id);
-    println!("{:<20} {:>7}  first (request, status, detail)", "failure class", "count");
-    for class in &failed.classes {
+    let first = match &failed {
+        FailedDoc::Cell(_) => "first (request, status, detail)",
+        FailedDoc::Check(check) => {
+            println!("{} check could not complete against {}", check.check_type.as_str(), check.target);
+            println!("stopped: {}", check.stopped);
+            println!("attempts before it stopped: {} ({} failed)\n", check.attempts, check.failures);
+            "first (attempt, status, detail)"
+        }
+    };
+    println!("{:<20} {:>7}  {first}", "failure class", "count");
+    for class in failed.classes() {
         let status = class.first_http_status.map_or("-".to_string(), |s| s.to_string());
         println!(
             "{:<20} {:>7}  #{} {status} {}",
             class.class, class.count, class.first_request_index, class.first_detail
         );
     }
-    if let Some(stopped) = &failed.stopped {
+    if let FailedDoc::Cell(FailedCell { stopped: Some(stopped), .. }) = &failed {
         println!("\nstopped early: {stopped}");
     }
     println!("\nevidence: {}", dir.display());

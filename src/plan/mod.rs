@@ -2,6 +2,7 @@
 //! fingerprint, and whether a run will execute it (and why).
 
 mod cache;
+pub mod campaign_view;
 mod canonical;
 pub mod changes;
 mod dependencies;

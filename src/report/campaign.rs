@@ -11,12 +11,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::plan::Plan;
+use crate::plan::campaign_view::{CampaignView, StepKind, StepView, StepWhat};
 use anvil_loadgen::{LoadAxis, PromptCacheMode, Traffic};
 
 use super::decision_summary::{self, Block, Decision, DecisionSummary, GateRow, HeadlineResult, Measurement};
 use super::workload_manifest::{self, Selection, Statistics, WorkloadClass, WorkloadManifest};
-use crate::recipe::decls::{CellDecl, DecisionDecl, ServerDecl};
-use crate::recipe::{Decl, Kind, Spec};
 use crate::results::{
     self, CellLoad, CellResult, CheckResult, DecisionResult, EvalStatus, GateResult, ScreenResult,
 };
@@ -27,7 +26,7 @@ use anvil_loadgen::ThinkingMode;
 /// workload manifest and the decision summary; see [`super::stored_outputs`]),
 /// then copy them into `out/<campaign>/` for people.
 pub fn write_outputs(summary: &RunSummary, store: &Store, out: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let plan = &summary.plan;
+    let view = summary.plan.campaign_view();
     let endings: Vec<(usize, &'static str, String)> =
         summary.steps.iter().enumerate().map(|(i, s)| (i, s.ending.as_str(), s.detail.clone())).collect();
     let outcomes = Outcomes {
@@ -35,15 +34,15 @@ pub fn write_outputs(summary: &RunSummary, store: &Store, out: &Path) -> std::io
         finished_at: summary.finished_at.clone(),
         all_succeeded: summary.succeeded(),
     };
-    let dir = out.join(&plan.recipe.campaign.name);
+    let dir = out.join(&view.name);
     std::fs::create_dir_all(&dir)?;
     let manifest = dir.join("workload-manifest.json");
     let decision = dir.join("decision-summary.json");
     // Each cell's result is read once for both documents.
-    let facts = cell_facts(plan, store);
+    let facts = cell_facts(&view, store);
     // Serialising these types cannot fail: their maps have string keys.
-    let manifest_bytes = serde_json::to_vec_pretty(&workload_manifest(plan, &facts)).unwrap_or_default();
-    let summary_bytes = summary_with(plan, store, &outcomes, &facts).to_vec_pretty();
+    let manifest_bytes = serde_json::to_vec_pretty(&workload_manifest(&view, &facts)).unwrap_or_default();
+    let summary_bytes = summary_with(&view, store, &outcomes, &facts).to_vec_pretty();
     let files = [("workload-manifest.json", manifest_bytes), ("decision-summary.json", summary_bytes)];
     super::stored_outputs::store_with_run(store, &summary.run_id, &files)
         .map_err(|e| std::io::Error::other(format!("storing them with run {}: {e}", summary.run_id)))?;
@@ -78,12 +77,11 @@ struct CellFacts {
 }
 
 /// Every cell of the plan with a stored result, and those facts of it.
-fn cell_facts<'a>(plan: &'a Plan, store: &Store) -> Vec<(&'a Decl, CellFacts)> {
-    cells(plan).filter_map(|(c, _)| Some((c, stored::<CellFacts>(plan, store, &c.name)?.ok()?))).collect()
+fn cell_facts<'a>(view: &'a CampaignView, store: &Store) -> Vec<(&'a StepView, CellFacts)> {
+    view.cells().filter_map(|(c, _)| Some((c, stored::<CellFacts>(view, store, &c.name)?.ok()?))).collect()
 }
 
-fn workload_manifest(plan: &Plan, facts: &[(&Decl, CellFacts)]) -> WorkloadManifest {
-    let recipe = &plan.recipe;
+fn workload_manifest(view: &CampaignView, facts: &[(&StepView, CellFacts)]) -> WorkloadManifest {
     let loads: Vec<&CellLoad> = facts.iter().filter_map(|(_, f)| f.load.as_ref()).collect();
     let distinct = |value: &dyn Fn(&CellLoad) -> Option<u64>| -> Vec<u64> {
         loads.iter().filter_map(|l| value(l)).collect::<BTreeSet<_>>().into_iter().collect()
@@ -104,29 +102,28 @@ fn workload_manifest(plan: &Plan, facts: &[(&Decl, CellFacts)]) -> WorkloadManif
             _ => None,
         })
         .collect();
-    let headline_name = headline_cells(plan).into_iter().next().map(|(d, _)| d.name.as_str());
+    let headline_name = view.headline_cells().into_iter().next().map(|(d, _)| d.name.as_str());
     let headline = facts
         .iter()
         .find(|(d, _)| Some(d.name.as_str()) == headline_name)
         .and_then(|(_, f)| f.load.as_ref())
         .map(|l| &l.resolved);
-    let classes = recipe
+    let classes = view
         .workloads
         .iter()
         .map(|w| WorkloadClass { id: w.name.clone(), description: w.description.clone().unwrap_or_default() })
         .collect();
-    let controls: Vec<String> = decision(plan).map(|(_, d)| d.controls.clone()).unwrap_or_default();
-    let mut screen_controls: Vec<String> =
-        recipe
-            .steps
-            .iter()
-            .filter_map(|s| match &s.spec {
-                Spec::Screen(screen) => Some(s.description.clone().unwrap_or_else(|| {
-                    format!("screen {} over {} by {}", s.name, screen.over, screen.metric)
-                })),
-                _ => None,
-            })
-            .collect();
+    let controls: Vec<String> = view.decision().map(|(_, d)| d.controls.clone()).unwrap_or_default();
+    let mut screen_controls: Vec<String> = view
+        .steps
+        .iter()
+        .filter_map(|s| match &s.what {
+            StepWhat::Screen { over, metric } => Some(
+                s.description.clone().unwrap_or_else(|| format!("screen {} over {over} by {metric}", s.name)),
+            ),
+            _ => None,
+        })
+        .collect();
     screen_controls.extend(controls);
     let natural = |l: &CellLoad| l.resolved.response_words == 0 && l.resolved.stages.is_empty();
     let selection = Selection {
@@ -149,7 +146,7 @@ fn workload_manifest(plan: &Plan, facts: &[(&Decl, CellFacts)]) -> WorkloadManif
             PromptCacheMode::SharedPrefix { .. } => "shared-prefix".to_string(),
         }),
         headline_request_canaries: headline.map(|h| h.canaries),
-        random_prefix_seed: recipe.campaign.seed,
+        random_prefix_seed: view.seed,
         thinking: headline.map(|h| thinking_label(h.thinking).to_string()),
         cells_without_recorded_load: facts
             .iter()
@@ -174,7 +171,7 @@ fn workload_manifest(plan: &Plan, facts: &[(&Decl, CellFacts)]) -> WorkloadManif
     .collect();
     WorkloadManifest {
         schema: workload_manifest::SCHEMA.into(),
-        campaign_id: recipe.campaign.name.clone(),
+        campaign_id: view.name.clone(),
         selection,
         workload_classes: classes,
         controls: screen_controls,
@@ -215,33 +212,34 @@ fn workload_manifest(plan: &Plan, facts: &[(&Decl, CellFacts)]) -> WorkloadManif
 /// The decision summary of `plan`'s run from its stored results (what
 /// `anvil verify` rebuilds).
 pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> DecisionSummary {
-    summary_with(plan, store, outcomes, &cell_facts(plan, store))
+    let view = plan.campaign_view();
+    summary_with(&view, store, outcomes, &cell_facts(&view, store))
 }
 
 fn summary_with(
-    plan: &Plan,
+    view: &CampaignView,
     store: &Store,
     outcomes: &Outcomes<'_>,
-    facts: &[(&Decl, CellFacts)],
+    facts: &[(&StepView, CellFacts)],
 ) -> DecisionSummary {
-    let recipe = &plan.recipe;
     // The headline cells' results read whole (the summary shows their
     // metrics); of the others, the facts read once.
-    let cell_results: HashMap<&str, CellResult> = headline_cells(plan)
+    let cell_results: HashMap<&str, CellResult> = view
+        .headline_cells()
         .into_iter()
-        .filter_map(|(c, _)| Some((c.name.as_str(), stored::<CellResult>(plan, store, &c.name)?.ok()?)))
+        .filter_map(|(c, _)| Some((c.name.as_str(), stored::<CellResult>(view, store, &c.name)?.ok()?)))
         .collect();
     let cell_of = |name: &str| cell_results.get(name);
     let mut identity = Map::new();
-    for (step, server) in servers(plan) {
-        for (key, value) in &server.identity {
+    for (step, server_identity, gpu_label) in view.servers() {
+        for (key, value) in server_identity {
             identity.insert(format!("{}.{key}", step.name), value.clone());
         }
-        if let Some(label) = &server.gpu_label {
+        if let Some(label) = gpu_label {
             identity.insert(format!("{}.hardware", step.name), json!(label));
         }
     }
-    if let Some((_, d)) = decision(plan) {
+    if let Some((_, d)) = view.decision() {
         for (key, value) in &d.identity {
             identity.insert(key.clone(), value.clone());
         }
@@ -254,9 +252,10 @@ fn summary_with(
         .into_iter()
         .collect();
 
-    let headline_results: Vec<HeadlineResult> = headline_cells(plan)
+    let headline_results: Vec<HeadlineResult> = view
+        .headline_cells()
         .iter()
-        .filter_map(|&(step, cell)| {
+        .filter_map(|&(step, server_name)| {
             let r = cell_of(&step.name)?;
             let m = |stat: &str, prefix: &str, suffix: &str| {
                 r.metric(&format!("{prefix}_{stat}{suffix}")).clone()
@@ -267,10 +266,11 @@ fn summary_with(
                 p95: m("p95", prefix, suffix),
                 p99: m("p99", prefix, suffix),
             };
-            let server = recipe.step(&cell.server);
-            let i = plan.index_of(&step.name)?;
+            let server = view.step(server_name).map(|(_, s)| s);
             Some(HeadlineResult {
-                profile: server.and_then(|s| s.description.clone()).unwrap_or_else(|| cell.server.clone()),
+                profile: server
+                    .and_then(|s| s.description.clone())
+                    .unwrap_or_else(|| server_name.to_string()),
                 // What the load generator ran, from the stored result.
                 topology: r.load.as_ref().map_or_else(
                     || "not recorded (a result stored before anvil recorded its load)".to_string(),
@@ -285,7 +285,7 @@ fn summary_with(
                 tpot_mean_itl_ms: block("tpot", "_ms"),
                 e2e_ms: block("e2e", "_ms"),
                 simulated: r.simulated,
-                evidence: plan.nodes[i].fingerprint.to_string(),
+                evidence: step.fingerprint.to_string(),
             })
         })
         .collect();
@@ -293,8 +293,8 @@ fn summary_with(
     let mut optimization = Map::new();
     let mut selected = Vec::new();
     let mut reasons = Vec::new();
-    for screen in recipe.steps.iter().filter(|s| matches!(s.spec, Spec::Screen(_))) {
-        if let Some(Ok(r)) = stored::<ScreenResult>(plan, store, &screen.name) {
+    for screen in view.steps.iter().filter(|s| matches!(s.what, StepWhat::Screen { .. })) {
+        if let Some(Ok(r)) = stored::<ScreenResult>(view, store, &screen.name) {
             optimization.insert(format!("{}_{}", screen.name, r.metric), results::to_value(&r.values));
             if let Some(winner) = r.winner.as_ref().filter(|_| r.meaningful) {
                 selected.push(format!("{}: {winner}", screen.name));
@@ -311,19 +311,19 @@ fn summary_with(
 
     let mut gates = Vec::new();
     let mut any_rejected = false;
-    for step in recipe.steps.iter().filter(|s| matches!(s.kind, Kind::Gate | Kind::Check)) {
+    for step in view.steps.iter().filter(|s| matches!(s.kind, StepKind::Gate | StepKind::Check)) {
         let verdict = match step.kind {
-            Kind::Check => {
-                stored::<CheckResult>(plan, store, &step.name).map(|r| r.map(|r| (r.status, r.detail)))
+            StepKind::Check => {
+                stored::<CheckResult>(view, store, &step.name).map(|r| r.map(|r| (r.status, r.detail)))
             }
-            _ => stored::<GateResult>(plan, store, &step.name).map(|r| r.map(|r| (r.status, r.detail))),
+            _ => stored::<GateResult>(view, store, &step.name).map(|r| r.map(|r| (r.status, r.detail))),
         };
         let (status, detail) = match verdict {
             Some(Ok((status, detail))) => (status.as_str(), detail),
             Some(Err(err)) => ("missing", format!("stored result unreadable: {err}")),
             None => (
                 "missing",
-                ending_detail(plan, outcomes, &step.name).unwrap_or_else(|| "no stored result".into()),
+                ending_detail(view, outcomes, &step.name).unwrap_or_else(|| "no stored result".into()),
             ),
         };
         any_rejected |= status == "rejected";
@@ -335,7 +335,7 @@ fn summary_with(
         });
     }
     let restorations: Vec<&(usize, &str, String)> =
-        outcomes.endings.iter().filter(|(i, _, _)| plan.nodes[*i].kind == Kind::Finally).collect();
+        outcomes.endings.iter().filter(|(i, _, _)| view.steps[*i].kind == StepKind::Finally).collect();
     if !restorations.is_empty() {
         let all_ran = restorations.iter().all(|(_, e, _)| *e == "ran");
         let status = if all_ran {
@@ -351,18 +351,19 @@ fn summary_with(
             status: status.to_string(),
             detail: restorations
                 .iter()
-                .map(|(i, e, d)| format!("{} {e}: {d}", plan.nodes[*i].name))
+                .map(|(i, e, d)| format!("{} {e}: {d}", view.steps[*i].name))
                 .collect::<Vec<_>>()
                 .join("; "),
             description: None,
         });
     }
 
-    let mut limitations: Vec<String> = decision(plan).map(|(_, d)| d.limitations.clone()).unwrap_or_default();
+    let mut limitations: Vec<String> =
+        view.decision().map(|(_, d)| d.limitations.clone()).unwrap_or_default();
     if !simulated.is_empty() {
         limitations.push(format!("Simulated engine: {} measured anvil's simulated engine, not real hardware; numbers come from its performance model and prove the campaign's logic, not a deployment.", simulated.join(", ")));
     }
-    for (cell, _) in headline_cells(plan) {
+    for (cell, _) in view.headline_cells() {
         if let Some(r) = cell_of(&cell.name) {
             let n = r.metric("ttft_samples").as_u64().unwrap_or(0);
             if n < 100 {
@@ -379,18 +380,18 @@ fn summary_with(
     }
 
     let verdict: Option<DecisionResult> =
-        decision(plan).and_then(|(d, _)| stored::<DecisionResult>(plan, store, &d.name)?.ok());
+        view.decision().and_then(|(d, _)| stored::<DecisionResult>(view, store, &d.name)?.ok());
     // A statement as the rules made it (any JSON value), null when none did.
     let statement =
         |key: &str| verdict.as_ref().and_then(|v| v.statements.get(key)).cloned().unwrap_or(Value::Null);
     let mut evidence_labels = Vec::new();
-    if recipe.steps.iter().any(|s| s.kind == Kind::Check) {
+    if view.has_kind(StepKind::Check) {
         evidence_labels.push("functional");
     }
-    if recipe.steps.iter().any(|s| s.kind == Kind::Cell) {
+    if view.has_kind(StepKind::Cell) {
         evidence_labels.push("capacity");
     }
-    if recipe.steps.iter().any(|s| s.kind == Kind::Screen) {
+    if view.has_kind(StepKind::Screen) {
         evidence_labels.push("matched-performance");
     }
     if any_rejected {
@@ -400,7 +401,8 @@ fn summary_with(
         evidence_labels.push("exact-restoration");
     }
     let words = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let headline_workload = headline_cells(plan)
+    let headline_workload = view
+        .headline_cells()
         .first()
         .and_then(|(h, _)| cell_of(&h.name))
         .map(|r| {
@@ -412,7 +414,7 @@ fn summary_with(
         .unwrap_or_default();
     DecisionSummary {
         schema: decision_summary::SCHEMA.into(),
-        campaign_id: recipe.campaign.name.clone(),
+        campaign_id: view.name.clone(),
         complete: outcomes.all_succeeded,
         evidence_cutoff: outcomes.finished_at.clone(),
         identity,
@@ -451,12 +453,12 @@ fn summary_with(
 /// A step's stored result as its kind's type: None when nothing is stored,
 /// an error when what is stored does not read as that kind.
 fn stored<T: DeserializeOwned>(
-    plan: &Plan,
+    view: &CampaignView,
     store: &Store,
     name: &str,
 ) -> Option<Result<T, serde_json::Error>> {
-    let i = plan.index_of(name)?;
-    let bytes = store.read_result_bytes(&plan.nodes[i].fingerprint).ok().flatten()?;
+    let (_, step) = view.step(name)?;
+    let bytes = store.read_result_bytes(&step.fingerprint).ok().flatten()?;
     Some(serde_json::from_slice(&bytes))
 }
 
@@ -475,39 +477,6 @@ fn decision_reason(verdict: &DecisionResult) -> String {
         .join("; ")
 }
 
-fn decision(plan: &Plan) -> Option<(&Decl, &DecisionDecl)> {
-    plan.recipe.steps.iter().find_map(|s| match &s.spec {
-        Spec::Decision(d) => Some((s, d)),
-        _ => None,
-    })
-}
-
-fn cells(plan: &Plan) -> impl Iterator<Item = (&Decl, &CellDecl)> {
-    plan.recipe.steps.iter().filter_map(|s| match &s.spec {
-        Spec::Cell(c) => Some((s, c)),
-        _ => None,
-    })
-}
-
-fn servers(plan: &Plan) -> impl Iterator<Item = (&Decl, &ServerDecl)> {
-    plan.recipe.steps.iter().filter_map(|s| match &s.spec {
-        Spec::Server(server) => Some((s, server)),
-        _ => None,
-    })
-}
-
-fn headline_cells(plan: &Plan) -> Vec<(&Decl, &CellDecl)> {
-    let Some((_, d)) = decision(plan) else { return Vec::new() };
-    d.headline
-        .iter()
-        .filter_map(|name| plan.recipe.step(name))
-        .filter_map(|s| match &s.spec {
-            Spec::Cell(c) => Some((s, c)),
-            _ => None,
-        })
-        .collect()
-}
-
 fn thinking_label(thinking: ThinkingMode) -> &'static str {
     match thinking {
         ThinkingMode::Off => "disabled",
@@ -516,7 +485,7 @@ fn thinking_label(thinking: ThinkingMode) -> &'static str {
     }
 }
 
-fn ending_detail(plan: &Plan, outcomes: &Outcomes<'_>, name: &str) -> Option<String> {
-    let i = plan.index_of(name)?;
+fn ending_detail(view: &CampaignView, outcomes: &Outcomes<'_>, name: &str) -> Option<String> {
+    let (i, _) = view.step(name)?;
     outcomes.endings.iter().find(|(j, _, _)| *j == i).map(|(_, e, d)| format!("{e}: {d}"))
 }

@@ -7,13 +7,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anvil_store::{RunRecord, Store};
+use anvil_store::{NodeStatus, RunRecord, Store};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::decision_summary::DecisionSummary;
 use crate::results::{
-    self, CellResult, CheckResult, DecisionResult, GateResult, ScreenResult, SearchResult, TaskResult,
+    self, CellResult, CheckResult, DecisionResult, FailedCell, FailedCheck, FailureClassCount, GateResult,
+    ScreenResult, SearchResult, TaskResult,
 };
 use crate::run_extra::{Invocation, RunExtra};
 
@@ -48,6 +49,31 @@ pub struct Step {
     pub dir: Option<PathBuf>,
     pub files: Vec<String>,
     pub body: Body,
+    /// What it kept of why it failed in this run (a cell that measured
+    /// nothing, a check that could not complete), when it did.
+    pub failed: Option<Failed>,
+}
+
+/// A failed step's evidence, as its run kept it (`failed/<run_id>/<fingerprint>/`).
+pub struct Failed {
+    pub why: FailedWhy,
+    /// The evidence folder (what was sent and received, the server's log).
+    pub dir: PathBuf,
+}
+
+pub enum FailedWhy {
+    Cell(FailedCell),
+    Check(FailedCheck),
+}
+
+impl Failed {
+    /// The failure classes, what counts most first, each with its first reply.
+    pub fn classes(&self) -> &[FailureClassCount] {
+        match &self.why {
+            FailedWhy::Cell(cell) => &cell.classes,
+            FailedWhy::Check(check) => &check.classes,
+        }
+    }
 }
 
 pub enum Body {
@@ -235,6 +261,9 @@ pub fn load(store: &Store, run: RunRecord, sources: Sources) -> Report {
                 dir: entry.as_ref().map(|e| e.dir.clone()),
                 files: entry.map(|e| e.files.into_iter().map(|f| f.name).collect()).unwrap_or_default(),
                 body,
+                failed: (node.status == NodeStatus::Failed)
+                    .then(|| failed_of(store, &run.run_id, &node.fingerprint))
+                    .flatten(),
             }
         })
         .collect();
@@ -265,6 +294,18 @@ fn summary_is_of(summary: &DecisionSummary, run: &RunRecord) -> bool {
     }
     let fingerprints: Vec<String> = run.nodes.iter().map(|n| n.fingerprint.to_string()).collect();
     summary.headline_results.iter().all(|r| fingerprints.contains(&r.evidence))
+}
+
+/// The document a failed step kept with its run, if it kept one.
+fn failed_of(store: &Store, run_id: &str, fingerprint: &anvil_store::Fingerprint) -> Option<Failed> {
+    let dir = store.failed_dir(run_id, fingerprint);
+    let read = |name: &str| std::fs::read(dir.join(name)).ok();
+    let why = if let Some(bytes) = read("failed-cell.json") {
+        FailedWhy::Cell(serde_json::from_slice(&bytes).ok()?)
+    } else {
+        FailedWhy::Check(serde_json::from_slice(&read("failed-check.json")?).ok()?)
+    };
+    Some(Failed { why, dir })
 }
 
 fn body_of(kind: &str, entry: &anvil_store::Entry) -> Body {

@@ -8,7 +8,7 @@ use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
 use crate::recipe::decls::CheckDecl;
 use crate::recipe::words;
-use crate::results::{self, CheckResult, Verdict};
+use crate::results::{self, CheckResult, FailedCheck, Verdict};
 
 pub async fn run_check(
     name: &str,
@@ -55,10 +55,10 @@ pub async fn run_check(
             api_key: target.api_key.clone(),
             tls: target.tls.clone(),
         };
-        let outcome = anvil_checks::run_check(&spec, &target)
-            .await
-            .map_err(|e| Failure::new(format!("check could not run: {e:#}")))?;
-        outcomes.push(outcome);
+        match anvil_checks::run_check_keeping(&spec, &target).await {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(unfinished) => return Err(unfinished_check(check, server, &target, &outcomes, unfinished)),
+        }
     }
     let passed = outcomes.iter().all(|o| o.passed);
     let detail = outcomes.iter().map(|o| o.detail.clone()).collect::<Vec<_>>().join(" | ");
@@ -84,4 +84,38 @@ pub async fn run_check(
         rejected: !passed,
         ..Produced::default()
     })
+}
+
+/// A check that could not complete: a failure, not a verdict. What it
+/// judged before it stopped (every replica's evidence so far), why, and the
+/// server's logs are kept with the run as its evidence.
+fn unfinished_check(
+    check: &CheckDecl,
+    server: &ServerInfo,
+    target: &Target,
+    completed: &[anvil_checks::CheckOutcome],
+    unfinished: anvil_checks::Unfinished,
+) -> Failure {
+    let mut evidence: Vec<Value> = completed.iter().map(|o| o.evidence.clone()).collect();
+    evidence.push(unfinished.partial.evidence);
+    let error = format!("{:#}", unfinished.error);
+    let failed = FailedCheck::new(check.check_type, unfinished.class, &error, &target.base_url, &evidence);
+    let mut files = vec![
+        ProducedFile::Bytes {
+            name: "failed-check.json".into(),
+            bytes: serde_json::to_vec_pretty(&failed).unwrap_or_default(),
+        },
+        ProducedFile::Bytes {
+            name: "evidence.json".into(),
+            bytes: serde_json::to_vec_pretty(&evidence).unwrap_or_default(),
+        },
+    ];
+    // The server's logs as they stand, one file per replica: why it went away.
+    let logs = server.log_paths.iter().enumerate().filter(|(_, log)| log.exists());
+    files.extend(
+        logs.map(|(i, log)| ProducedFile::Copy { name: format!("server-{i}.log"), from: log.clone() }),
+    );
+    Failure::new(failed.reason.clone())
+        .with_detail(serde_json::to_string(&failed).unwrap_or_default())
+        .with_evidence(files)
 }

@@ -58,8 +58,8 @@ fn winners(scale: f64) -> (u64, u64) {
 
 /// Four equal variants: a winner named is a false one, at most 5% of the
 /// time (the Clopper–Pearson interval of the share reaches 5%). Three equal
-/// and one 30% slower: the slow one is never named; one 30% faster is
-/// /// and one twice as fast (the p50 intervals of 200 requests are about
+/// and one 30% slower: the slow one is never named. Three equal and one
+/// twice as fast (the p50 intervals of 200 requests are about
 /// ±15%, and the leader must clear every other variant's): it is named in
 /// most screens, so the test sees winners where there are some.
 #[test]

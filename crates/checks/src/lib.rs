@@ -86,16 +86,65 @@ fn offered_tool(spec: &CheckSpec) -> Result<OfferedTool, SpecError> {
 /// invalid spec, a server that cannot be reached); any wrong answer from
 /// the server is `Ok` with `passed == false` and evidence saying why.
 pub async fn run_check(spec: &CheckSpec, target: &Target) -> anyhow::Result<CheckOutcome> {
+    run_check_keeping(spec, target).await.map_err(|unfinished| unfinished.error)
+}
+
+/// A check that could not complete: why, and what it judged before it
+/// stopped (a server that went away at the third attempt answered two).
+#[derive(Debug)]
+pub struct Unfinished {
+    pub error: anyhow::Error,
+    /// What stopped it: `unreachable` (no connection to the server),
+    /// `invalid_spec`, or `could_not_run` (the HTTP client could not be built).
+    pub class: &'static str,
+    /// The attempts made before it stopped, folded as an outcome that did
+    /// not pass (its evidence names the error under `stopped`).
+    pub partial: CheckOutcome,
+}
+
+/// [`run_check`], keeping the attempts made before an error stopped it.
+pub async fn run_check_keeping(spec: &CheckSpec, target: &Target) -> Result<CheckOutcome, Unfinished> {
+    let mut settings = json!({});
+    let mut attempts = Vec::new();
+    match run_attempts(spec, target, &mut settings, &mut attempts).await {
+        Ok(()) => Ok(outcome::summarize(spec, target, settings, attempts)),
+        Err(error) => {
+            let mut partial = outcome::summarize(spec, target, settings, attempts);
+            partial.passed = false;
+            partial.evidence["passed"] = json!(false);
+            partial.evidence["stopped"] = json!(format!("{error:#}"));
+            Err(Unfinished { class: class_of(&error), error, partial })
+        }
+    }
+}
+
+fn class_of(error: &anyhow::Error) -> &'static str {
+    for cause in error.chain() {
+        if cause.downcast_ref::<SpecError>().is_some() {
+            return "invalid_spec";
+        }
+        if let Some(client::CallError::Unreachable { .. }) = cause.downcast_ref::<client::CallError>() {
+            return "unreachable";
+        }
+    }
+    "could_not_run"
+}
+
+async fn run_attempts(
+    spec: &CheckSpec,
+    target: &Target,
+    settings: &mut serde_json::Value,
+    attempts: &mut Vec<Attempt>,
+) -> anyhow::Result<()> {
     validate(spec)?;
     let client = ApiClient::new(target, spec.timeout_ms)?;
     let prompt = spec.prompt.clone().unwrap_or_else(|| prompts::default_prompt(spec.check_type).to_owned());
     let context = || format!("check `{}` ({}) against {}", spec.name, spec.check_type, target.base_url);
-    let mut settings = json!({
+    *settings = json!({
         "prompt": prompt, "requests": spec.requests, "max_tokens": spec.max_tokens,
         "thinking": spec.thinking, "timeout_ms": spec.timeout_ms, "seed": spec.seed,
     });
 
-    let mut attempts = Vec::new();
     match spec.check_type {
         CheckType::Smoke => {
             for index in 0..spec.requests {
@@ -105,25 +154,25 @@ pub async fn run_check(spec: &CheckSpec, target: &Target) -> anyhow::Result<Chec
         }
         CheckType::JsonSchema => {
             let (schema, compiled) = compiled_schema(spec)?;
+            settings["schema"] = schema.clone();
             for index in 0..spec.requests {
                 let attempt = checks::json_schema::attempt(spec, &client, &prompt, &schema, &compiled, index);
                 attempts.push(attempt.await.with_context(context)?);
             }
-            settings["schema"] = schema;
         }
         CheckType::ToolCall => {
             let tool = offered_tool(spec)?;
             let prefix = (spec.shared_prefix_tokens > 0)
                 .then(|| prompts::shared_prefix_text(spec.shared_prefix_tokens));
+            settings["tool"] = tool.function.clone();
+            settings["tool_choice"] = checks::tool_call::tool_choice(spec);
+            settings["shared_prefix_tokens"] = json!(spec.shared_prefix_tokens);
+            settings["shared_prefix_text"] = json!(prefix.as_deref().map(|p| text::excerpt_with(p, 200, 0)));
             for index in 0..spec.requests {
                 let attempt =
                     checks::tool_call::attempt(spec, &client, &prompt, prefix.as_deref(), &tool, index);
                 attempts.push(attempt.await.with_context(context)?);
             }
-            settings["tool"] = tool.function.clone();
-            settings["tool_choice"] = checks::tool_call::tool_choice(spec);
-            settings["shared_prefix_tokens"] = json!(spec.shared_prefix_tokens);
-            settings["shared_prefix_text"] = json!(prefix.as_deref().map(|p| text::excerpt_with(p, 200, 0)));
         }
         CheckType::Responses => {
             for index in 0..spec.requests {
@@ -133,9 +182,9 @@ pub async fn run_check(spec: &CheckSpec, target: &Target) -> anyhow::Result<Chec
             }
         }
         CheckType::CanaryIsolation => {
-            attempts = checks::canary_isolation::run(spec, &client, &prompt).await.with_context(context)?;
             settings["concurrency"] = json!(spec.concurrency);
+            *attempts = checks::canary_isolation::run(spec, &client, &prompt).await.with_context(context)?;
         }
     }
-    Ok(outcome::summarize(spec, target, settings, attempts))
+    Ok(())
 }

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::cell_plots::{CellPlots, Row, col, get};
+use super::failed::failed_evidence;
 use super::format::{code, count, num};
 use super::link::anchor;
 use super::page::{Page, escape};
@@ -42,6 +43,9 @@ pub(super) fn cells(page: &mut Page, report: &Report) {
             escape(&step.status),
             escape(&step.detail)
         );
+        if let Some(failed) = &step.failed {
+            failed_evidence(page, report, step, failed);
+        }
     }
     page.end();
 }

@@ -1,6 +1,7 @@
 //! The Gates and checks section: from the decision summary when there is
 //! one (it names every gate), else from the stored gate and check steps.
 
+use super::failed::failed_evidence;
 use super::link::step_link;
 use super::page::{Page, escape};
 use super::table::status_td;
@@ -44,6 +45,12 @@ pub(super) fn gates(page: &mut Page, report: &Report) {
         page.push("<p class=\"note\">No gates or checks.</p>");
     } else {
         page.table("gates", &["gate", "status", "detail"], &rows);
+    }
+    // Checks that could not complete: why, with what they judged before.
+    for step in report.steps.iter().filter(|s| s.kind == "check") {
+        if let Some(failed) = &step.failed {
+            failed_evidence(page, report, step, failed);
+        }
     }
     page.end();
 }

@@ -10,7 +10,8 @@
 //! One file per section (`decision.rs`, `cells.rs`, …); the shared pieces
 //! are `page.rs` (the page being written, its head and CSS),
 //! `table.rs` (tables, figures), `format.rs` (numbers, values),
-//! `link.rs` (anchors) and `stats.rs` (the numbers behind the cell plots).
+//! `link.rs` (anchors), `stats.rs` (the numbers behind the cell plots) and
+//! `failed.rs` (a failed step's evidence).
 
 use std::fmt::Write;
 
@@ -23,6 +24,7 @@ mod campaign;
 mod cell_plots;
 mod cells;
 mod decision;
+mod failed;
 mod format;
 mod gates;
 mod headline;
