@@ -115,6 +115,15 @@ decision "d" {{
         "{}",
         summary["decision"]
     );
+    // The summary states what the decision's claims guarantee, as stored.
+    assert_eq!(summary["decision"]["decision_error_control"], decision["error_control"]);
+    scratch.anvil(&["report", recipe.to_str().unwrap()]).expect_code(0);
+    let page = std::fs::read_to_string(find_summary(&scratch).with_file_name("report.html")).unwrap();
+    assert!(page.contains("How often these claims can be wrong"), "report lacks the error control");
+    assert!(
+        page.contains("Any of them wrong: at most 0.1 (declared `family-error` 0.1)"),
+        "report lacks the family"
+    );
 }
 
 /// The one decision summary the run wrote.

@@ -439,6 +439,10 @@ fn summary_with(
                 .as_ref()
                 .filter(|v| !v.label_confidence.is_empty())
                 .map(|v| results::to_value(&v.label_confidence)),
+            decision_error_control: verdict
+                .as_ref()
+                .and_then(|v| v.error_control.as_ref())
+                .map(results::to_value),
             promotion_authorized: verdict.as_ref().map(|v| v.promotion_authorized),
             rules: verdict.as_ref().map(|v| results::to_value(&v.rules)),
             winner: statement("winner"),

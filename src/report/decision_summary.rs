@@ -103,6 +103,11 @@ pub struct Decision {
     /// read gates or screens that judged with one (`null`: point values).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision_label_confidence: Option<Value>,
+    /// *anvil*: how often each claim (promotion, every label) can be wrong
+    /// and how often any of them can: the decision result's `error_control`
+    /// (docs/metrics.md, "Decisions: what their verdicts guarantee").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_error_control: Option<Value>,
     pub promotion_authorized: Option<bool>,
     pub rules: Option<Value>,
     pub winner: Value,

@@ -66,6 +66,9 @@ pub(super) fn decision(page: &mut Page, report: &Report) {
             .collect();
         page.push("<h4>Rules</h4>");
         page.table("rules", &["label", "when", "status", "detail"], &rules);
+        if let Some(control) = &d.error_control {
+            error_control(page, control);
+        }
     }
     if let Some(limitations) = report.summary.as_ref().map(|s| &s.limitations)
         && !limitations.is_empty()
@@ -77,4 +80,39 @@ pub(super) fn decision(page: &mut Page, report: &Report) {
         page.push("</ul>");
     }
     page.end();
+}
+
+/// How often each claim can be wrong, and the family.
+fn error_control(page: &mut Page, control: &crate::results::ErrorControl) {
+    let rate =
+        |e: Option<f64>| e.map_or_else(|| "no stated rate".to_string(), |e| format!("at most {}", fmt(e)));
+    let rows: Vec<Vec<String>> = control
+        .claims
+        .iter()
+        .map(|c| {
+            vec![
+                escape(&c.claim),
+                escape(&rate(c.error_at_most)),
+                escape(&c.verdicts.join(", ")),
+                escape(c.why.as_deref().unwrap_or("")),
+            ]
+        })
+        .collect();
+    page.push("<h4>How often these claims can be wrong</h4>");
+    page.table("error-control", &["claim", "wrong", "verdicts read", "why no rate"], &rows);
+    let declared = control
+        .family_error_declared
+        .map(|d| format!(" (declared `family-error` {})", fmt(d)))
+        .unwrap_or_default();
+    let _ = write!(
+        page.out,
+        "<p>Any of them wrong: {}{}. {}</p>",
+        escape(&rate(control.family_error_at_most)),
+        escape(&declared),
+        escape(&control.procedure)
+    );
+}
+
+fn fmt(x: f64) -> String {
+    anvil_expr::format_number(x)
 }
