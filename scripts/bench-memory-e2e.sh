@@ -19,7 +19,7 @@ COUNTS=${COUNTS:-"2000 100000"}
 RATE=${RATE:-2000}
 PORT=${PORT:-18431}
 ANVIL=${ANVIL:-target/release/anvil}
-[ -x "$ANVIL" ] || cargo build --release --bin anvil >&2
+[ -x "$ANVIL" ] || cargo build --release --features parquet --bin anvil >&2
 
 work=$(mktemp -d)
 sim_pid=""

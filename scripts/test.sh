@@ -96,6 +96,9 @@ for c in "${core_crates[@]}"; do excluded+=(--exclude "$c"); done
 packages=()
 for c in "${core_crates[@]}"; do packages+=(-p "$c"); done
 
+# Every feature's code is tested (`parquet`: `anvil export-data`).
+features=(--features anvil/parquet)
+
 run_tier() {
   local tier=$1; shift
   local started tier_log tier_status=0
@@ -112,14 +115,14 @@ run_tier() {
 }
 core() {
   local s=0
-  cargo test --workspace --lib --no-fail-fast || s=$?
-  cargo test --workspace --doc --no-fail-fast || s=$?
+  cargo test --workspace "${features[@]}" --lib --no-fail-fast || s=$?
+  cargo test --workspace "${features[@]}" --doc --no-fail-fast || s=$?
   cargo test "${packages[@]}" --test '*' --no-fail-fast || s=$?
   return "$s"
 }
 wants core && run_tier core core
-wants e2e && run_tier e2e cargo test --workspace "${excluded[@]}" --test '*' --no-fail-fast -- "${skip_engines[@]}"
-wants engines && run_tier engines cargo test --workspace "${excluded[@]}" --test '*' --no-fail-fast -- "${engine_tests[@]}"
+wants e2e && run_tier e2e cargo test --workspace "${features[@]}" "${excluded[@]}" --test '*' --no-fail-fast -- "${skip_engines[@]}"
+wants engines && run_tier engines cargo test --workspace "${features[@]}" "${excluded[@]}" --test '*' --no-fail-fast -- "${engine_tests[@]}"
 
 # One summary line across every test binary, in the plain form CI reads.
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')

@@ -51,6 +51,7 @@ fn every_field_of_every_kind_is_documented_in_its_section() {
 /// Every column of the Parquet tables is named, in backticks, in the
 /// section of docs/metrics.md that documents them.
 #[test]
+#[cfg(feature = "parquet")]
 fn every_parquet_column_is_documented() {
     let metrics = include_str!("../docs/metrics.md");
     let start =

@@ -21,6 +21,8 @@ mod docs_recipes;
 mod engines;
 mod error_storms;
 mod errors;
+// Parquet export is a feature (`--features parquet`; scripts/test.sh turns it on).
+#[cfg(feature = "parquet")]
 mod export_data;
 mod failed_cells;
 mod flow;

@@ -5,12 +5,24 @@
 
 use std::path::Path;
 
-use anvil_tables::Tables;
-
-use super::common::{Exit, failed, input, open_store};
+use super::common::Exit;
 use crate::cli::DataFormat;
 
+/// A build without the `parquet` feature (the default: the Arrow and
+/// Parquet crates are a large share of a cold build) says how to get one.
+#[cfg(not(feature = "parquet"))]
+pub fn export_data(_: &Path, _: &str, _: DataFormat, _: &Path) -> Result<i32, Exit> {
+    Err(super::common::input(
+        "this anvil was built without Parquet tables; build it with them: \
+         `cargo build --release --features parquet` (or `cargo install --path . --features parquet`)",
+    ))
+}
+
+#[cfg(feature = "parquet")]
 pub fn export_data(store_root: &Path, target: &str, format: DataFormat, out: &Path) -> Result<i32, Exit> {
+    use super::common::{failed, input, open_store};
+    use anvil_tables::Tables;
+
     let DataFormat::Parquet = format;
     let store = open_store(store_root)?;
     // Each cell's records are streamed from its file.
