@@ -152,10 +152,9 @@ fn metrics_summary(
     let single: Vec<&str> = judged.differing_single_runs().map(|c| c.name.as_str()).collect();
     if !single.is_empty() {
         line.push_str(&format!(
-            "; {} differ{} but {} measured once on a side, so its run-to-run spread is unknown: not failed on (give it `repeat 2` or more)",
+            "; {} differ{} only where the run-to-run spread is unknown (measured once on a side, or repeats too small for a per-repeat statistic): not failed on (give it `repeat 2` or more)",
             single.join(", "),
             if single.len() == 1 { "s" } else { "" },
-            if single.len() == 1 { "was" } else { "were" }
         ));
     }
     line

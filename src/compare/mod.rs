@@ -166,6 +166,8 @@ mod tests {
             verdict,
             reason: String::new(),
             settle_n,
+            spread: anvil_evidence::compare::Spread::AcrossRepeats,
+            repeats: Some([3, 3]),
         }
     }
 
@@ -180,5 +182,46 @@ mod tests {
         let differs = [metric(Differs, 16, None), metric(Inconclusive, 16, Some(9))];
         assert_eq!(cell_verdict(&differs), (Differs, None));
         assert_eq!(cell_verdict(&[metric(Inconclusive, 0, None)]), (Inconclusive, None));
+    }
+
+    #[test]
+    fn only_a_difference_that_holds_the_run_to_run_spread_fails_a_reproduction() {
+        use anvil_evidence::compare::Spread;
+        let cell = |spread: Spread, runs: u64| {
+            let mut m = metric(Verdict::Differs, 36, None);
+            m.spread = spread;
+            CellReport {
+                name: "c".into(),
+                workload: alike::WorkloadCheck::default(),
+                metrics: vec![m],
+                definitions: Vec::new(),
+                by_definition: Vec::new(),
+                verdict: Verdict::Differs,
+                settle_n: None,
+                configuration: Vec::new(),
+                runs: [runs, 3],
+            }
+        };
+        let report = |c: CellReport| Report {
+            a: "a".into(),
+            b: "b".into(),
+            threshold: 0.1,
+            cells: vec![c],
+            screens: Vec::new(),
+            gates: Vec::new(),
+            labels: None,
+        };
+        let fails = |r: &Report| r.metrics_judged(&[]).failing().count() == 1;
+        let said = |r: &Report| r.metrics_judged(&[]).differing_single_runs().count() == 1;
+        let across = report(cell(Spread::AcrossRepeats, 3));
+        assert!(fails(&across) && !said(&across));
+        assert!(across.metrics_judged(&[]).failure_words().unwrap().contains("cell c: m"));
+        // Repeated, but judged within runs only (repeats too small): said, not failed on.
+        let within = report(cell(Spread::WithinRun, 3));
+        assert!(!fails(&within) && said(&within));
+        assert_eq!(within.metrics_judged(&[]).failure_words(), None);
+        // Measured once on a side: never fails.
+        let once = report(cell(Spread::AcrossRepeats, 1));
+        assert!(!fails(&once) && said(&once));
     }
 }

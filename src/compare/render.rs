@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use anvil_evidence::Verdict;
+use anvil_evidence::compare::Spread;
 
 use super::report::{Agreement, Report};
 
@@ -15,7 +16,7 @@ pub fn render(report: &Report, all: bool) -> String {
     let _ = writeln!(out, "A: {}\nB: {}", report.a, report.b);
     let _ = writeln!(
         out,
-        "verdicts: a 95% interval of B/A inside ±{:.0}% reproduces, wholly outside differs, else inconclusive",
+        "verdicts: a 95% interval of B/A inside ±{:.0}% reproduces, wholly outside differs, else inconclusive; with 2 or more repeats a side, from each repeat's own figures (the spread between runs is in the interval)",
         report.threshold * 100.0
     );
     workloads(&mut out, report);
@@ -58,7 +59,16 @@ pub fn render(report: &Report, all: bool) -> String {
         .iter()
         .filter(|c| c.verdict == Verdict::Inconclusive)
         .map(|c| match c.settle_n {
-            Some(n) => format!("{} (about {n} per side would settle it)", c.name),
+            Some(n) => {
+                // The unit of the metric that asks most: repeats where it was judged across them.
+                let across = c.metrics.iter().any(|m| {
+                    m.verdict == Verdict::Inconclusive
+                        && m.settle_n == Some(n)
+                        && m.spread == Spread::AcrossRepeats
+                });
+                let unit = if across { " repeats" } else { "" };
+                format!("{} (about {n}{unit} per side would settle it)", c.name)
+            }
             None => c.name.clone(),
         })
         .collect();
@@ -94,8 +104,15 @@ pub fn render(report: &Report, all: bool) -> String {
                 if cell.by_definition.contains(&m.metric) {
                     format!("not judged: definitions differ (would be {})", word(m.verdict))
                 } else {
-                    verdict_with_settle(m.verdict, m.settle_n)
+                    format!("{}{}", verdict_with_settle(m), spread_mark(m.spread))
                 }
+            );
+        }
+        if cell.metrics.iter().any(|m| m.spread == Spread::WithinRun) {
+            let _ = writeln!(
+                out,
+                "  [within run]: from the pooled requests; the interval holds each run's sampling error, not the spread between runs ({})",
+                within_run_why(cell)
             );
         }
         if !cell.configuration.is_empty() {
@@ -217,10 +234,31 @@ fn number(x: Option<f64>) -> String {
     }
 }
 
-/// A metric's verdict, with the samples per side that would settle an inconclusive one.
-fn verdict_with_settle(verdict: Verdict, settle_n: Option<usize>) -> String {
-    match (verdict, settle_n) {
-        (Verdict::Inconclusive, Some(n)) => format!("{} (~{n} per side)", word(verdict)),
-        _ => word(verdict).to_string(),
+/// A metric's verdict, with the samples (requests, or repeats where it was
+/// judged across repeats) per side that would settle an inconclusive one.
+fn verdict_with_settle(m: &anvil_evidence::Comparison) -> String {
+    let unit = if m.spread == Spread::AcrossRepeats { " repeats" } else { "" };
+    match (m.verdict, m.settle_n) {
+        (Verdict::Inconclusive, Some(n)) => format!("{} (~{n}{unit} per side)", word(m.verdict)),
+        _ => word(m.verdict).to_string(),
+    }
+}
+
+/// After a verdict: which variation its interval holds, where that is only
+/// the within-run sampling error.
+fn spread_mark(spread: Spread) -> &'static str {
+    match spread {
+        Spread::WithinRun => " [within run]",
+        Spread::AcrossRepeats | Spread::NoInterval => "",
+    }
+}
+
+/// Why a cell's per-request rows were judged within runs: one run on a
+/// side, else repeats too small for the statistic.
+fn within_run_why(cell: &super::report::CellReport) -> &'static str {
+    if cell.runs.iter().any(|&r| r < 2) {
+        "measured once on a side"
+    } else {
+        "a repeat has too few requests for the statistic; the reason in --json says which"
     }
 }

@@ -1,5 +1,6 @@
 //! What comparing two sides found: per cell, and the verdicts that must agree.
 
+use anvil_evidence::compare::Spread;
 use anvil_evidence::{Comparison, Verdict};
 use serde::Serialize;
 use serde_json::Value;
@@ -83,6 +84,14 @@ pub struct MetricsJudged<'r> {
 }
 
 impl CellReport {
+    /// The differing metrics whose verdict holds the spread between runs
+    /// (judged across repeats) or is exact (canaries): a within-run
+    /// interval's `differs` may be one run's luck, and does not fail a
+    /// reproduction.
+    pub fn failing_metrics(&self) -> impl Iterator<Item = &Comparison> {
+        self.differing().filter(|m| m.spread != Spread::WithinRun)
+    }
+
     /// Whether both sides measured the cell more than once. A cell's
     /// intervals hold the sampling error within its run; two runs of one
     /// configuration can differ by more than that (a server's state, the
@@ -95,15 +104,20 @@ impl CellReport {
 }
 
 impl<'r> MetricsJudged<'r> {
-    /// The judged cells whose verdict is `differs`, measured more than once
-    /// on both sides: these fail a reproduction.
+    /// The judged cells that fail a reproduction: measured more than once
+    /// on both sides, with a metric that differs by a verdict that holds
+    /// the run-to-run spread ([`CellReport::failing_metrics`]).
     pub fn failing(&self) -> impl Iterator<Item = &&'r CellReport> {
-        self.cells.iter().filter(|c| c.verdict == Verdict::Differs && c.repeated_on_both_sides())
+        self.cells.iter().filter(|c| c.repeated_on_both_sides() && c.failing_metrics().next().is_some())
     }
 
-    /// `differs` cells measured once on a side: said, not failed on.
+    /// `differs` cells that do not fail: measured once on a side, or
+    /// differing only by within-run intervals. Said, not failed on.
     pub fn differing_single_runs(&self) -> impl Iterator<Item = &&'r CellReport> {
-        self.cells.iter().filter(|c| c.verdict == Verdict::Differs && !c.repeated_on_both_sides())
+        self.cells.iter().filter(|c| {
+            c.verdict == Verdict::Differs
+                && !(c.repeated_on_both_sides() && c.failing_metrics().next().is_some())
+        })
     }
 
     /// `cell c: throughput_tok_s -70.1%, e2e_p50_ms +237.0%; cell d: …`,
@@ -113,7 +127,7 @@ impl<'r> MetricsJudged<'r> {
             .failing()
             .map(|cell| {
                 let metrics: Vec<String> = cell
-                    .differing()
+                    .failing_metrics()
                     .map(|m| match m.relative_delta {
                         Some(d) => format!("{} {:+.1}%", m.metric, d * 100.0),
                         None => m.metric.clone(),

@@ -17,8 +17,20 @@
 //!   straddles a band edge. An interval that excludes 1 but reaches into the
 //!   band is `inconclusive` (a real difference, not shown to exceed t).
 //!
-//! **Per-request samples** ([`compare_samples`]): a seeded percentile
-//! bootstrap ([`crate::bootstrap`]): R resamples (default 2,000) of each side
+//! **Per-request statistics across repeats** ([`compare_across_repeats`],
+//! [`compare_by_repeat`]): when both sides have at least 2 repeats (the
+//! records' `repeat`) and every repeat has the samples the statistic needs
+//! (below), the statistic is taken within each repeat (each run's own
+//! median, p95 or mean) and those per-repeat values are judged like
+//! per-repeat aggregates (the Welch interval below). The interval then
+//! holds the spread between runs as well as each run's sampling error:
+//! `spread` is `across-repeats`, `settle_n` counts repeats, a and b are the
+//! means of the per-repeat values, n_a and n_b the requests of all repeats.
+//!
+//! **Per-request samples, pooled** ([`compare_samples`]; otherwise: one run
+//! on a side, or a repeat too small for the statistic): a seeded
+//! percentile bootstrap ([`crate::bootstrap`]) of all repeats' requests
+//! pooled: R resamples (default 2,000) of each side
 //! with replacement, each giving stat(B*)/stat(A*); the interval is the
 //! 2.5th..97.5th nearest-rank percentile of the R ratios. The statistic is
 //! a nearest-rank percentile (the median for p50) or the mean. Minimum
@@ -26,7 +38,10 @@
 //! least `min_tail` (default 2) values beyond it on its narrow side:
 //! n ≥ ⌈min_tail·100 / min(q, 100 − q)⌉ (p95: 40, p99: 200); below that the
 //! verdict is `inconclusive` without an interval. A non-positive stat(A) is
-//! `inconclusive`.
+//! `inconclusive`. This interval holds each run's own sampling error only,
+//! not the spread between two runs of one configuration (`spread`
+//! `within-run`; the reason says why it was used): a rerun can land
+//! outside it by that spread.
 //!
 //! **Per-repeat aggregates** ([`compare_repeats`], e.g. throughput of each
 //! repeat): with at least 2 positive values per side, a Welch t interval on
@@ -38,10 +53,27 @@
 //! of room for the run-to-run noise that cannot be seen), otherwise
 //! `inconclusive`; never `reproduced`, and no interval.
 //!
-//! Under load, neighbouring requests share queues and are correlated, so
-//! the bootstrap resamples blocks of consecutive requests (see
-//! [`crate::bootstrap`]); repeats (separate runs) are still the sounder
-//! evidence for throughput, and for what a rerun will give.
+//! **What the verdicts guarantee.** The band rule on a 95% interval is an
+//! equivalence test by two one-sided tests at 2.5% each (Schuirmann, "A
+//! comparison of the two one-sided tests procedure and the power approach
+//! for assessing the equivalence of average bioavailability", *J.
+//! Pharmacokinetics and Biopharmaceutics* 15(6), 1987): whatever the true
+//! ratio, a verdict is wrong only when the interval misses it on the far
+//! side, so `reproduced` with the truth outside the band, and `differs`
+//! with the truth inside it (two runs of one configuration included), each
+//! happen at most 2.5% of the time — as far as the interval holds its 95%.
+//! The Welch interval (Welch, "The generalization of 'Student's' problem
+//! when several different population variances are involved",
+//! *Biometrika* 34, 1947; Satterthwaite's df) holds it approximately for
+//! per-repeat values whose logarithms are near normal; the seeded test in
+//! `compare_spread.rs` measures it (3% run-to-run spread, 3 and 5 repeats
+//! of 300 requests, 2,000 trials a setting: one configuration twice called
+//! `differs` in 0 of 2,000 at ±10% and at most 2 of 2,000 at ±5%; the
+//! interval missed the true ratio in 3.4–4.3% of trials). The pooled
+//! within-run bootstrap has no such guarantee across runs: on the same
+//! draws its interval missed the true ratio in 32% of trials, and it called
+//! a true 4.5% difference `differs` at ±5% in 15% of them (across repeats:
+//! 1.2%).
 //!
 //! An inconclusive row says how many samples per side would likely settle
 //! it (`settle_n`, [`samples_to_settle`]).
@@ -83,6 +115,8 @@ impl Default for CompareOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     pub metric: String,
+    /// The statistic of each side: of the pooled samples, or, judged across
+    /// repeats, the mean of the per-repeat values.
     pub a: Option<f64>,
     pub b: Option<f64>,
     /// b/a − 1.
@@ -90,6 +124,8 @@ pub struct Comparison {
     /// 95% interval of the ratio b/a.
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
+    /// Samples per side: requests for per-request rows (all repeats),
+    /// repeats for per-repeat aggregates.
     pub n_a: usize,
     pub n_b: usize,
     pub method: String,
@@ -100,7 +136,39 @@ pub struct Comparison {
     /// (requests; repeats for per-repeat rows) would settle it, supposing
     /// the interval narrows as 1/√n around the same ratio ([`samples_to_settle`]);
     /// `None` when decided, or when no sample size would (a ratio on a band edge).
+    /// Repeats per side when [`Comparison::spread`] is `across-repeats`.
     pub settle_n: Option<usize>,
+    /// Which variation the interval holds: the spread between runs
+    /// (`across-repeats`), or only each run's own sampling error (`within-run`).
+    pub spread: Spread,
+    /// The measured runs (repeats) each side's values came from, where known.
+    pub repeats: Option<[usize; 2]>,
+}
+
+/// Which variation a row's interval holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Spread {
+    /// Judged from one figure per repeat (a per-repeat aggregate, or a
+    /// per-request statistic taken within each repeat): the run-to-run
+    /// spread is in the interval.
+    #[serde(rename = "across-repeats")]
+    AcrossRepeats,
+    /// Judged from the requests of all runs pooled (a block bootstrap): the
+    /// interval holds each run's sampling error, not the spread between
+    /// runs, so a rerun may differ by more than it says.
+    #[serde(rename = "within-run")]
+    WithinRun,
+    /// No interval: a count judged exactly, one run on a side, or no values.
+    #[serde(rename = "none")]
+    NoInterval,
+}
+
+/// One repeat's figure of a per-request statistic: the eligible samples it
+/// was taken from, and its value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RepeatStat {
+    pub samples: usize,
+    pub value: f64,
 }
 
 /// Samples per side for the interval `[low, high]` of the ratio, from `n`
@@ -175,7 +243,7 @@ pub(crate) fn compare_finite(
     let pa = stat.of(&mut a.to_vec());
     let pb = stat.of(&mut b.to_vec());
     let method = format!(
-        "seeded percentile bootstrap (SplitMix64 seed {:#x}, {} resamples) of the ratio of {}s, 95% CI; band ±{}",
+        "within-run: seeded block bootstrap (SplitMix64 seed {:#x}, {} resamples) of the ratio of {}s of the pooled requests, 95% CI; band ±{}",
         opts.seed,
         opts.resamples,
         stat.label(),
@@ -194,6 +262,8 @@ pub(crate) fn compare_finite(
         verdict: Verdict::Inconclusive,
         reason: String::new(),
         settle_n: None,
+        spread: Spread::WithinRun,
+        repeats: None,
     };
     let need = samples_needed(stat, opts);
     if a.len() < need || b.len() < need {
@@ -242,6 +312,8 @@ pub fn compare_repeats(metric: &str, a: &[f64], b: &[f64], opts: &CompareOptions
         verdict: Verdict::Inconclusive,
         reason: String::new(),
         settle_n: None,
+        spread: Spread::NoInterval,
+        repeats: Some([a.len(), b.len()]),
     };
     if a.is_empty() || b.is_empty() {
         row.method = "none".into();
@@ -270,6 +342,13 @@ pub fn compare_repeats(metric: &str, a: &[f64], b: &[f64], opts: &CompareOptions
         }
         return row;
     }
+    welch_on_logs(&mut row, &a, &b, t, "per-repeat values");
+    row
+}
+
+/// The Welch t 95% interval of the ratio of geometric means of `a` and `b`
+/// (≥ 2 positive values each) and the band's verdict on it, into `row`.
+fn welch_on_logs(row: &mut Comparison, a: &[f64], b: &[f64], t: f64, of_what: &str) {
     let la: Vec<f64> = a.iter().map(|v| v.ln()).collect();
     let lb: Vec<f64> = b.iter().map(|v| v.ln()).collect();
     let (na, nb) = (la.len() as f64, lb.len() as f64);
@@ -283,16 +362,117 @@ pub fn compare_repeats(metric: &str, a: &[f64], b: &[f64], opts: &CompareOptions
     } else {
         (d.exp(), d.exp(), f64::INFINITY)
     };
-    row.method = format!(
-        "Welch t 95% CI (df {df:.2}) of the ratio of geometric means of per-repeat values; band ±{t}"
-    );
+    row.method =
+        format!("Welch t 95% CI (df {df:.2}) of the ratio of geometric means of {of_what}; band ±{t}");
+    row.spread = Spread::AcrossRepeats;
     row.ci_low = Some(low);
     row.ci_high = Some(high);
     (row.verdict, row.reason) = band_verdict(low, high, t);
     if row.verdict == Verdict::Inconclusive {
         row.settle_n = samples_to_settle(a.len().min(b.len()), low, high, t);
     }
-    row
+}
+
+/// Compares a per-request statistic across repeats: `stat` taken within
+/// each repeat of each side (`a`, `b`: one [`RepeatStat`] per repeat), then
+/// judged like per-repeat aggregates ([`compare_repeats`]: a Welch t
+/// interval on logarithms), so the spread between runs is in the interval.
+/// `a` and `b` are the means of the per-repeat values; `n_a`, `n_b` the
+/// samples of all repeats; `settle_n` counts repeats.
+///
+/// Err (why not): fewer than 2 repeats on a side, a repeat with fewer
+/// samples than `stat` needs ([`samples_needed`]), or a non-positive value.
+pub fn compare_across_repeats(
+    metric: &str,
+    stat: Statistic,
+    a: &[RepeatStat],
+    b: &[RepeatStat],
+    opts: &CompareOptions,
+) -> Result<Comparison, String> {
+    let runs = |n: usize| if n == 1 { "one run".to_string() } else { format!("{n} runs") };
+    match (a.len(), b.len()) {
+        (na, nb) if na < 2 && nb < 2 => {
+            return Err(format!("{} on side A and {} on side B", runs(na), runs(nb)));
+        }
+        (na, _) if na < 2 => return Err(format!("{} on side A", runs(na))),
+        (_, nb) if nb < 2 => return Err(format!("{} on side B", runs(nb))),
+        _ => {}
+    }
+    let need = samples_needed(stat, opts);
+    for (side, repeats) in [("A", a), ("B", b)] {
+        let least = repeats.iter().map(|r| r.samples).min().unwrap_or(0);
+        if least < need {
+            return Err(format!(
+                "a repeat of side {side} has {least} samples; a per-repeat {} needs ≥ {need}",
+                stat.label()
+            ));
+        }
+        if repeats.iter().any(|r| !(r.value.is_finite() && r.value > 0.0)) {
+            return Err(format!("a repeat of side {side} has a non-positive {}", stat.label()));
+        }
+    }
+    let values = |side: &[RepeatStat]| side.iter().map(|r| r.value).collect::<Vec<f64>>();
+    let (va, vb) = (values(a), values(b));
+    let (ma, mb) = (mean(&va), mean(&vb));
+    let mut row = Comparison {
+        metric: metric.to_string(),
+        a: ma,
+        b: mb,
+        relative_delta: ratio_delta(ma, mb),
+        ci_low: None,
+        ci_high: None,
+        n_a: a.iter().map(|r| r.samples).sum(),
+        n_b: b.iter().map(|r| r.samples).sum(),
+        method: String::new(),
+        verdict: Verdict::Inconclusive,
+        reason: String::new(),
+        settle_n: None,
+        spread: Spread::AcrossRepeats,
+        repeats: Some([a.len(), b.len()]),
+    };
+    welch_on_logs(&mut row, &va, &vb, opts.threshold, &format!("per-repeat {}s", stat.label()));
+    row.method = format!("across repeats: {}", row.method);
+    Ok(row)
+}
+
+/// Marks a pooled-request row as holding only the sampling error within
+/// each run, and says why (`why`: from [`compare_across_repeats`]).
+pub fn within_run_only(row: &mut Comparison, why: &str, repeats: [usize; 2]) {
+    row.spread = Spread::WithinRun;
+    row.repeats = Some(repeats);
+    let note = format!("within-run interval only ({why}): the spread between runs is not in it");
+    row.reason = if row.reason.is_empty() { note } else { format!("{}; {note}", row.reason) };
+}
+
+/// A per-request statistic of two sides given repeat by repeat (`a[i]`:
+/// the values of side A's i-th repeat, in record order): across repeats
+/// ([`compare_across_repeats`]) when both sides have 2 or more repeats of
+/// enough samples, else the within-run bootstrap of the pooled values
+/// ([`compare_samples`]), marked so ([`within_run_only`]).
+pub fn compare_by_repeat(
+    metric: &str,
+    stat: Statistic,
+    a: &[Vec<f64>],
+    b: &[Vec<f64>],
+    opts: &CompareOptions,
+) -> Comparison {
+    let groups = |side: &[Vec<f64>]| -> Vec<Vec<f64>> {
+        side.iter().map(|g| finite(g)).filter(|g| !g.is_empty()).collect()
+    };
+    let (ga, gb) = (groups(a), groups(b));
+    let stats = |side: &[Vec<f64>]| -> Vec<RepeatStat> {
+        side.iter()
+            .filter_map(|g| stat.of(&mut g.clone()).map(|value| RepeatStat { samples: g.len(), value }))
+            .collect()
+    };
+    match compare_across_repeats(metric, stat, &stats(&ga), &stats(&gb), opts) {
+        Ok(row) => row,
+        Err(why) => {
+            let mut row = compare_finite(metric, stat, &ga.concat(), &gb.concat(), opts);
+            within_run_only(&mut row, &why, [ga.len(), gb.len()]);
+            row
+        }
+    }
 }
 
 #[cfg(test)]
@@ -343,5 +523,77 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Differs, "{r:?}");
         let r = compare_repeats("tok_s", &[100.0, 100.0], &[100.0, 100.0], &o);
         assert_eq!((r.verdict, r.ci_low, r.ci_high), (Verdict::Reproduced, Some(1.0), Some(1.0)));
+        assert_eq!(r.spread, Spread::AcrossRepeats);
+        assert_eq!(compare_repeats("tok_s", &[100.0], &[100.0], &o).spread, Spread::NoInterval);
+    }
+
+    /// `n` values around `centre` (±4%), in a fixed order.
+    fn run(centre: f64, n: usize) -> Vec<f64> {
+        (0..n).map(|i| centre * (0.96 + 0.08 * ((i * 7919) % n) as f64 / n as f64)).collect()
+    }
+
+    #[test]
+    fn per_request_statistics_are_judged_across_repeats_when_both_sides_have_them() {
+        let o = CompareOptions::default();
+        // Each run tight within, the runs 6% apart: the pooled bootstrap
+        // sees only the tight runs; across repeats the spread is in the interval.
+        let a = vec![run(100.0, 60), run(106.0, 60), run(94.0, 60)];
+        let b = vec![run(106.0, 60), run(112.0, 60), run(100.0, 60)];
+        let across = compare_by_repeat("ttft_p50_ms", Statistic::Percentile(50), &a, &b, &o);
+        assert_eq!(across.spread, Spread::AcrossRepeats, "{across:?}");
+        assert_eq!(across.repeats, Some([3, 3]));
+        assert_eq!((across.n_a, across.n_b), (180, 180));
+        assert!(across.method.starts_with("across repeats: Welch"), "{}", across.method);
+        assert_eq!(across.verdict, Verdict::Inconclusive, "{across:?}");
+        assert!(across.ci_low.unwrap() < 1.0 && across.ci_high.unwrap() > 1.1, "{across:?}");
+        // The same requests pooled: the interval is narrow, the spread left out.
+        let pooled = compare_samples("ttft_p50_ms", Statistic::Percentile(50), &a.concat(), &b.concat(), &o);
+        assert_eq!(pooled.spread, Spread::WithinRun);
+        assert!(
+            pooled.ci_high.unwrap() - pooled.ci_low.unwrap()
+                < across.ci_high.unwrap() - across.ci_low.unwrap()
+        );
+        // The same runs again: their 6% spread leaves it open at ±10%;
+        // runs 1% apart reproduce.
+        let same = compare_by_repeat("e2e_p50_ms", Statistic::Percentile(50), &a, &a, &o);
+        assert_eq!((same.verdict, same.spread), (Verdict::Inconclusive, Spread::AcrossRepeats));
+        let steady = vec![run(100.0, 60), run(101.0, 60), run(99.0, 60)];
+        let same = compare_by_repeat("e2e_p50_ms", Statistic::Percentile(50), &steady, &steady, &o);
+        assert_eq!((same.verdict, same.spread), (Verdict::Reproduced, Spread::AcrossRepeats));
+    }
+
+    #[test]
+    fn one_run_or_small_repeats_fall_back_to_the_within_run_bootstrap_and_say_so() {
+        let o = CompareOptions::default();
+        let three = vec![run(100.0, 60), run(101.0, 60), run(99.0, 60)];
+        let one = vec![run(100.0, 180)];
+        let row = compare_by_repeat("ttft_p50_ms", Statistic::Percentile(50), &three, &one, &o);
+        assert_eq!((row.spread, row.repeats), (Spread::WithinRun, Some([3, 1])));
+        assert!(row.reason.contains("one run on side B"), "{}", row.reason);
+        assert!(row.reason.contains("within-run interval only"), "{}", row.reason);
+        assert_eq!(row.n_b, 180);
+        // 60 requests a repeat cannot carry a per-repeat p95 (needs 40: fine)
+        // but 30 cannot: pooled, 90 a side can.
+        let small = vec![run(100.0, 30), run(101.0, 30), run(99.0, 30)];
+        let row = compare_by_repeat("ttft_p95_ms", Statistic::Percentile(95), &small, &small, &o);
+        assert_eq!(row.spread, Spread::WithinRun, "{row:?}");
+        assert!(row.reason.contains("a per-repeat p95 needs ≥ 40"), "{}", row.reason);
+        assert_eq!(row.verdict, Verdict::Reproduced);
+        let row = compare_by_repeat("ttft_p95_ms", Statistic::Percentile(95), &three, &three, &o);
+        assert_eq!(row.spread, Spread::AcrossRepeats, "{row:?}");
+        // The reasons name the side.
+        let err = compare_across_repeats(
+            "m",
+            Statistic::Mean,
+            &[RepeatStat { samples: 50, value: 1.0 }],
+            &[RepeatStat { samples: 50, value: 1.0 }],
+            &o,
+        )
+        .unwrap_err();
+        assert_eq!(err, "one run on side A and one run on side B");
     }
 }
+
+#[cfg(test)]
+#[path = "compare_spread.rs"]
+mod spread;

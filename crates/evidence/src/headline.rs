@@ -4,11 +4,17 @@
 //! | row | samples | method |
 //! |---|---|---|
 //! | `throughput_tok_s` | `repeats.runs[*].throughput_tok_s`, else the single `metrics.throughput_tok_s` | [`compare_repeats`] |
-//! | `ttft_p50_ms`, `ttft_p95_ms` | eligible `request_timings[*].ttft_ms` | [`compare_samples`], p50 / p95 |
+//! | `ttft_p50_ms`, `ttft_p95_ms` | eligible `request_timings[*].ttft_ms`, by `repeat` | [`compare_across_repeats`], else [`compare_samples`](crate::compare::compare_samples); p50 / p95 |
 //! | `tpot_p50_ms`, `tpot_p95_ms` | eligible `tpot_ms` | same |
 //! | `e2e_p50_ms`, `e2e_p95_ms` | eligible `e2e_ms` | same |
-//! | `decode_tok_s_mean` | eligible `decode_tok_s` | [`compare_samples`], mean |
+//! | `decode_tok_s_mean` | eligible `decode_tok_s` | same, mean |
 //! | `request_canary_passed` | `metrics.request_canary_passed` / `_samples` | exact, below |
+//!
+//! A per-request row is judged across repeats (the statistic within each
+//! repeat, a Welch interval over them: `spread` `across-repeats`) when both
+//! sides have at least 2 repeats with enough samples each; otherwise from
+//! the pooled requests by the block bootstrap (`spread` `within-run`, the
+//! reason saying why).
 //!
 //! TTFT and E2E rows never say `differs` for a difference no larger than
 //! the two artifacts' client errors combined (`client_error.latency_bound_ms`,
@@ -26,7 +32,10 @@ use serde_json::{Map, Value};
 
 use crate::bootstrap::Statistic;
 use crate::columns::{self, Row, RowWriter, Rows};
-use crate::compare::{CompareOptions, Comparison, Verdict, compare_finite, compare_repeats};
+use crate::compare::{
+    CompareOptions, Comparison, RepeatStat, Spread, Verdict, compare_across_repeats, compare_finite,
+    compare_repeats, within_run_only,
+};
 use crate::records::Classifier;
 use crate::rederive::RederiveError;
 
@@ -89,6 +98,28 @@ impl Samples {
             _ => Vec::new(),
         }
     }
+
+    /// `stat` of the eligible finite values of `key` within each repeat
+    /// that has some, in repeat order: one repeat's column loaded at a time.
+    fn per_repeat(&self, key: &str, stat: Statistic) -> Vec<RepeatStat> {
+        let (Some(rows), Some(col)) = (&self.rows, columns::of_key(key)) else { return Vec::new() };
+        let mut repeats = std::collections::BTreeSet::new();
+        rows.scan(|r| {
+            if r.get(col).is_some_and(f64::is_finite) {
+                repeats.insert(r.repeat());
+            }
+        });
+        repeats
+            .into_iter()
+            .filter_map(|repeat| {
+                let mut v = rows.column(col, |r| r.repeat() == repeat);
+                v.retain(|x| x.is_finite());
+                let found = stat.of(&mut v).map(|value| RepeatStat { samples: v.len(), value });
+                rows.recycle(v);
+                found
+            })
+            .collect()
+    }
 }
 
 struct Writer<'h> {
@@ -116,6 +147,8 @@ impl<'h> Writer<'h> {
                 row.set(col, r.num(key));
             }
         }
+        // Per-request statistics are judged repeat by repeat when both sides have repeats.
+        row.set(columns::Col::Repeat, Some(r.repeat as f64));
         self.rows.push(&row).map_err(scratch)
     }
 
@@ -165,6 +198,8 @@ pub fn compare_canaries(a: (u64, u64), b: (u64, u64)) -> Comparison {
         verdict,
         reason,
         settle_n: None,
+        spread: Spread::NoInterval,
+        repeats: None,
     }
 }
 
@@ -242,15 +277,25 @@ pub fn compare_sampled(
     // The two cells' client errors combined: no difference within it is real.
     let combined = client_error_ms(published) + client_error_ms(reproduced);
     for (metric, key, stat) in latency {
-        // One key of both sides at a time.
-        let (mut a, mut b) = (a_samples.values(key), b_samples.values(key));
-        // Filtered in place (no copies): JSON numbers are finite, so this
-        // normally keeps all.
-        a.retain(|v| v.is_finite());
-        b.retain(|v| v.is_finite());
-        let mut row = compare_finite(metric, stat, &a, &b, opts);
-        a_samples.recycle(a);
-        b_samples.recycle(b);
+        // With repeats on both sides: the statistic of each repeat, judged
+        // across repeats (the run-to-run spread in the interval).
+        let (ra, rb) = (a_samples.per_repeat(key, stat), b_samples.per_repeat(key, stat));
+        let mut row = match compare_across_repeats(metric, stat, &ra, &rb, opts) {
+            Ok(row) => row,
+            Err(why) => {
+                // Else the pooled requests, one key of both sides at a time.
+                let (mut a, mut b) = (a_samples.values(key), b_samples.values(key));
+                // Filtered in place (no copies): JSON numbers are finite, so
+                // this normally keeps all.
+                a.retain(|v| v.is_finite());
+                b.retain(|v| v.is_finite());
+                let mut row = compare_finite(metric, stat, &a, &b, opts);
+                a_samples.recycle(a);
+                b_samples.recycle(b);
+                within_run_only(&mut row, &why, [ra.len(), rb.len()]);
+                row
+            }
+        };
         if stamped_latency(key) {
             within_client_error(&mut row, combined);
         }
@@ -279,5 +324,44 @@ mod tests {
         within_client_error(&mut row, 0.005);
         assert_eq!(row.verdict, Verdict::Inconclusive);
         assert!(row.reason.contains("client error"), "{}", row.reason);
+    }
+
+    /// `offsets.len()` repeats of 50 requests each, every repeat's TTFTs
+    /// around 100 ms times its offset.
+    fn repeated(offsets: &[f64]) -> Value {
+        let mut timings = Vec::new();
+        for (repeat, offset) in offsets.iter().enumerate() {
+            for i in 0..50 {
+                let ttft = offset * (95.0 + f64::from(i % 10));
+                timings.push(serde_json::json!({
+                    "request_index": i, "repeat": repeat, "performance_eligible": true,
+                    "ttft_ms": ttft, "e2e_ms": ttft + 100.0, "tpot_ms": 5.0, "decode_tok_s": 200.0,
+                }));
+            }
+        }
+        serde_json::json!({ "request_timings": timings })
+    }
+
+    #[test]
+    fn latencies_of_repeated_cells_are_judged_across_repeats() {
+        let opts = CompareOptions::default();
+        let a = repeated(&[1.0, 1.06, 0.94]);
+        let b = repeated(&[1.03, 1.09, 0.97]);
+        let rows = compare_artifacts(&a, &b, &opts);
+        let row = |m: &str| rows.iter().find(|r| r.metric == m).unwrap();
+        let ttft = row("ttft_p50_ms");
+        assert_eq!((ttft.spread, ttft.repeats), (Spread::AcrossRepeats, Some([3, 3])), "{ttft:?}");
+        assert_eq!((ttft.n_a, ttft.n_b), (150, 150));
+        // The runs' 6% spread is in the interval: 3% apart is not shown either way.
+        assert_eq!(ttft.verdict, Verdict::Inconclusive, "{ttft:?}");
+        assert_eq!(row("tpot_p50_ms").verdict, Verdict::Reproduced);
+        // 50 requests a repeat carry a per-repeat p95 (needs 40).
+        assert_eq!(row("ttft_p95_ms").spread, Spread::AcrossRepeats);
+        // One run on a side: the pooled bootstrap, marked within-run.
+        let one = repeated(&[1.0]);
+        let rows = compare_artifacts(&a, &one, &opts);
+        let ttft = rows.iter().find(|r| r.metric == "ttft_p50_ms").unwrap();
+        assert_eq!((ttft.spread, ttft.repeats), (Spread::WithinRun, Some([3, 1])), "{ttft:?}");
+        assert!(ttft.reason.contains("one run on side B"), "{}", ttft.reason);
     }
 }

@@ -342,33 +342,9 @@ mod tests {
         }
     }
 
-    /// P(Binomial(n, p) ≤ k).
-    fn binomial_cdf(k: u32, n: u32, p: f64) -> f64 {
-        let mut ln_c = 0.0;
-        let mut total = 0.0;
-        for i in 0..=k {
-            if i > 0 {
-                ln_c += f64::from(n - i + 1).ln() - f64::from(i).ln();
-            }
-            total += (ln_c + f64::from(i) * p.ln() + f64::from(n - i) * (1.0 - p).ln()).exp();
-        }
-        total
-    }
-
-    /// The Clopper–Pearson 95% interval of a share `k` of `n` (by bisection
-    /// on the binomial tails).
+    /// The Clopper–Pearson 95% interval of a share `k` of `n`.
     fn clopper_pearson(k: u32, n: u32) -> (f64, f64) {
-        let solve = |f: &dyn Fn(f64) -> bool| {
-            let (mut lo, mut hi) = (0.0f64, 1.0f64);
-            for _ in 0..60 {
-                let mid = (lo + hi) / 2.0;
-                if f(mid) { hi = mid } else { lo = mid }
-            }
-            (lo + hi) / 2.0
-        };
-        let low = if k == 0 { 0.0 } else { solve(&|p| 1.0 - binomial_cdf(k - 1, n, p) >= 0.025) };
-        let high = if k == n { 1.0 } else { solve(&|p| binomial_cdf(k, n, p) <= 0.025) };
-        (low, high)
+        crate::binomial::clopper_pearson(u64::from(k), u64::from(n), 0.95)
     }
 
     /// Coverage as a statistic: `R = 3` replications of 400 values each,

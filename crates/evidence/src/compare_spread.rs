@@ -1,0 +1,291 @@
+//! The comparison's error rates, measured: two sides of one configuration
+//! (and of two), each measured in R repeats whose latencies share a
+//! run-to-run offset, judged across repeats ([`compare_across_repeats`])
+//! and, as before, by the within-run bootstrap of the pooled requests
+//! ([`compare_finite`]).
+
+use super::*;
+use crate::bootstrap::SplitMix64;
+
+/// Seeded standard normal draws (SplitMix64, Box–Muller: both of a pair used).
+struct Normal(SplitMix64, Option<f64>);
+
+impl Normal {
+    fn new(seed: u64) -> Self {
+        Self(SplitMix64::new(seed), None)
+    }
+
+    fn uniform(&mut self) -> f64 {
+        (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn draw(&mut self) -> f64 {
+        if let Some(z) = self.1.take() {
+            return z;
+        }
+        let (u, v) = (1.0 - self.uniform(), self.uniform());
+        let (r, angle) = ((-2.0 * u.ln()).sqrt(), std::f64::consts::TAU * v);
+        self.1 = Some(r * angle.sin());
+        r * angle.cos()
+    }
+}
+
+/// A simulated setting: each side `repeats` runs of `n` requests, each
+/// run's latencies lognormal (median 100 ms, log-sd `sigma`) times the
+/// run's offset exp(`spread`·Z) (Z standard normal, one per run), side B's
+/// also times `truth` (its true ratio to A).
+#[derive(Debug, Clone, Copy)]
+struct Setting {
+    repeats: usize,
+    n: usize,
+    sigma: f64,
+    spread: f64,
+    truth: f64,
+}
+
+impl Setting {
+    fn side(&self, rng: &mut Normal, scale: f64) -> Vec<Vec<f64>> {
+        (0..self.repeats)
+            .map(|_| {
+                let offset = scale * (self.spread * rng.draw()).exp();
+                (0..self.n).map(|_| offset * 100.0 * (self.sigma * rng.draw()).exp()).collect()
+            })
+            .collect()
+    }
+}
+
+/// Counts over trials of one procedure's intervals: misses of the true
+/// ratio (interval wholly below, wholly above), and the verdicts at each band.
+#[derive(Debug, Default, Clone)]
+struct Tally {
+    trials: u32,
+    /// Interval wholly below / above the true ratio.
+    missed: [u32; 2],
+    /// Per band: [reproduced, differs with B faster (below the band), differs with B slower (above), inconclusive].
+    verdicts: Vec<[u32; 4]>,
+}
+
+impl Tally {
+    fn add(&mut self, low: f64, high: f64, truth: f64, bands: &[f64]) {
+        self.trials += 1;
+        self.verdicts.resize(bands.len(), [0; 4]);
+        if high < truth {
+            self.missed[0] += 1;
+        } else if low > truth {
+            self.missed[1] += 1;
+        }
+        for (i, &t) in bands.iter().enumerate() {
+            let slot = match band_verdict(low, high, t).0 {
+                Verdict::Reproduced => 0,
+                Verdict::Differs if high < 1.0 - t => 1,
+                Verdict::Differs => 2,
+                Verdict::Inconclusive => 3,
+            };
+            self.verdicts[i][slot] += 1;
+        }
+    }
+
+    fn differs(&self, band: usize) -> u32 {
+        self.verdicts[band][1] + self.verdicts[band][2]
+    }
+
+    fn reproduced(&self, band: usize) -> u32 {
+        self.verdicts[band][0]
+    }
+
+    fn share(&self, k: u32) -> String {
+        let (lo, hi) = cp(k, self.trials);
+        format!("{k}/{} = {:.3} [CP {lo:.3}, {hi:.3}]", self.trials, f64::from(k) / f64::from(self.trials))
+    }
+
+    fn words(&self, bands: &[f64]) -> String {
+        let mut out = format!(
+            "missed the truth {} (below {}, above {})",
+            self.share(self.missed[0] + self.missed[1]),
+            self.missed[0],
+            self.missed[1]
+        );
+        for (i, t) in bands.iter().enumerate() {
+            let v = self.verdicts[i];
+            out.push_str(&format!(
+                "; ±{:.0}%: differs {} (B faster {}, B slower {}), reproduced {}",
+                t * 100.0,
+                self.share(self.differs(i)),
+                v[1],
+                v[2],
+                self.share(v[0]),
+            ));
+        }
+        out
+    }
+}
+
+/// `trials` seeded trials of `setting`, each judged for every statistic of
+/// `stats` from the same draws: across repeats in every trial (with 2
+/// repeats or more), and for the first `old_stats` statistics by the
+/// pooled within-run bootstrap (200 resamples) in the first `old_trials`
+/// (it resamples every request). One (across, pooled) pair of tallies per
+/// statistic.
+fn simulate(
+    setting: Setting,
+    (stats, old_stats): (&[Statistic], usize),
+    (trials, old_trials): (u32, u32),
+    bands: &[f64],
+    seed: u64,
+) -> Vec<(Tally, Tally)> {
+    let mut rng = Normal::new(seed);
+    let opts = CompareOptions { resamples: 200, seed, ..CompareOptions::default() };
+    let mut out = vec![(Tally::default(), Tally::default()); stats.len()];
+    for trial in 0..trials {
+        let a = setting.side(&mut rng, 1.0);
+        let b = setting.side(&mut rng, setting.truth);
+        let (pa, pb) = if trial < old_trials { (a.concat(), b.concat()) } else { (Vec::new(), Vec::new()) };
+        for (i, (&stat, (new, old))) in stats.iter().zip(&mut out).enumerate() {
+            let per_repeat = |side: &[Vec<f64>]| -> Vec<RepeatStat> {
+                side.iter()
+                    .map(|run| RepeatStat { samples: run.len(), value: stat.of(&mut run.clone()).unwrap() })
+                    .collect()
+            };
+            if setting.repeats >= 2 {
+                let row = compare_across_repeats("m", stat, &per_repeat(&a), &per_repeat(&b), &opts)
+                    .expect("both sides repeated, with enough samples");
+                assert_eq!(row.spread, Spread::AcrossRepeats);
+                new.add(row.ci_low.unwrap(), row.ci_high.unwrap(), setting.truth, bands);
+            }
+            if trial < old_trials && i < old_stats {
+                let opts = CompareOptions { seed: seed ^ u64::from(trial), ..opts.clone() };
+                let row = compare_finite("m", stat, &pa, &pb, &opts);
+                old.add(row.ci_low.unwrap(), row.ci_high.unwrap(), setting.truth, bands);
+            }
+        }
+    }
+    out
+}
+
+const P50: Statistic = Statistic::Percentile(50);
+const P95: Statistic = Statistic::Percentile(95);
+
+#[test]
+#[ignore = "exploration: prints the rates of many settings (release: about a minute)"]
+fn explore_the_rates() {
+    let bands = [0.05, 0.10, 0.20];
+    let print = |setting: Setting, tallies: &[(Tally, Tally)]| {
+        for (stat, (new, old)) in [P50, P95].iter().zip(tallies) {
+            eprintln!(
+                "R={} n={} {} truth {}:\n  across: {}\n  pooled: {}",
+                setting.repeats,
+                setting.n,
+                stat.label(),
+                setting.truth,
+                if new.trials > 0 { new.words(&bands) } else { "-".into() },
+                if old.trials > 0 { old.words(&bands) } else { "-".into() }
+            );
+        }
+    };
+    // One run a side, many requests: the estimate (about a quarter at ±5%).
+    for n in [300, 3000] {
+        let setting = Setting { repeats: 1, n, sigma: 0.25, spread: 0.03, truth: 1.0 };
+        print(setting, &simulate(setting, (&[P50, P95], 2), (400, 400), &bands, 11));
+    }
+    for repeats in [2, 3, 5] {
+        for truth in [1.0, 1.04, 1.045, 1.08, 1.09, 1.3] {
+            let setting = Setting { repeats, n: 300, sigma: 0.25, spread: 0.03, truth };
+            print(setting, &simulate(setting, (&[P50, P95], 2), (2000, 300), &bands, 7));
+        }
+    }
+}
+
+/// The bands judged: ±5%, ±10%, ±20%.
+const BANDS: [f64; 3] = [0.05, 0.10, 0.20];
+
+/// 300 requests a run, latencies lognormal with log-sd 0.25, each run
+/// offset by a lognormal factor of log-sd 0.03 (a 3% run-to-run spread).
+fn setting(repeats: usize, truth: f64) -> Setting {
+    Setting { repeats, n: 300, sigma: 0.25, spread: 0.03, truth }
+}
+
+/// The Clopper–Pearson 95% interval of a share `k` of `trials`.
+fn cp(k: u32, trials: u32) -> (f64, f64) {
+    crate::binomial::clopper_pearson(u64::from(k), u64::from(trials), 0.95)
+}
+
+/// Two sides of one configuration (true ratio 1), each 3 or 5 repeats:
+/// judged across repeats, `differs` at ±5% and at ±10% at most 5% of the
+/// time (the Clopper–Pearson interval of the share lies below 5%); the
+/// interval misses the true ratio at about its stated 5%, 2.5% a side,
+/// and the generous ±20% band is `reproduced` nearly always. The pooled
+/// within-run bootstrap, on the same draws, misses the true ratio far more
+/// often: the spread between runs is not in it.
+#[test]
+fn two_runs_of_one_configuration_are_rarely_called_differs() {
+    for repeats in [3, 5] {
+        // The pooled bootstrap on the same draws, at R = 3 (it is the slow part).
+        let old = usize::from(repeats == 3);
+        let tallies = simulate(setting(repeats, 1.0), (&[P50, P95], old), (2000, 200), &BANDS, 7);
+        for (stat, (new, old)) in [P50, P95].iter().zip(&tallies) {
+            let report = format!(
+                "R={repeats} {}, same configuration\n  across repeats: {}\n  pooled within-run: {}",
+                stat.label(),
+                new.words(&BANDS),
+                if old.trials > 0 { old.words(&BANDS) } else { "not run".into() }
+            );
+            eprintln!("{report}");
+            for band in [0, 1] {
+                let (low, high) = cp(new.differs(band), new.trials);
+                assert!(low <= 0.05 && high <= 0.05, "false differs at ±{}: {report}", BANDS[band]);
+            }
+            let missed = new.missed[0] + new.missed[1];
+            assert!(cp(missed, new.trials).0 <= 0.05, "{report}");
+            assert!(new.missed.iter().all(|&m| cp(m, new.trials).0 <= 0.025), "{report}");
+            if old.trials > 0 {
+                let old_missed = cp(old.missed[0] + old.missed[1], old.trials).0;
+                assert!(old_missed > 0.10 && old_missed > cp(missed, new.trials).1, "{report}");
+            }
+            assert!(cp(new.reproduced(2), new.trials).0 >= 0.85, "power at ±20%: {report}");
+        }
+    }
+}
+
+/// Side B truly slower by less than the band (4.5% at ±5%, 9% at ±10%):
+/// not `differs` beyond the equivalence test's one-sided 2.5% across
+/// repeats; the pooled within-run bootstrap calls it `differs` clearly
+/// more often (its interval leaves out the spread between runs).
+#[test]
+fn a_difference_inside_the_band_is_rarely_called_differs() {
+    // The pooled bootstrap on the same draws, the median only (it is the slow part).
+    for (repeats, truth, band, old_trials) in [(3, 1.045, 0, 150), (5, 1.09, 1, 100)] {
+        let tallies = simulate(setting(repeats, truth), (&[P50, P95], 1), (2000, old_trials), &BANDS, 8);
+        for (stat, (new, old)) in [P50, P95].iter().zip(&tallies) {
+            let report = format!(
+                "R={repeats} {}, B truly ×{truth}\n  across repeats: {}\n  pooled within-run: {}",
+                stat.label(),
+                new.words(&BANDS),
+                if old.trials > 0 { old.words(&BANDS) } else { "not run".into() }
+            );
+            eprintln!("{report}");
+            let (low, high) = cp(new.differs(band), new.trials);
+            assert!(low <= 0.025 && high <= 0.05, "{report}");
+            assert_eq!(new.verdicts[band][1], 0, "never differs the wrong way: {report}");
+            if old.trials > 0 {
+                assert!(cp(old.differs(band), old.trials).0 > high, "{report}");
+            }
+        }
+    }
+}
+
+/// Side B truly 30% slower: `differs` at ±10% in most trials across
+/// repeats (and never `reproduced`, never faster), the interval still
+/// missing the true ratio at about 5%.
+#[test]
+fn a_side_truly_30_percent_slower_is_called_differs() {
+    for repeats in [3, 5] {
+        let tallies = simulate(setting(repeats, 1.3), (&[P50, P95], 0), (2000, 0), &BANDS, 9);
+        for (stat, (new, _)) in [P50, P95].iter().zip(&tallies) {
+            let report = format!("R={repeats} {}, B truly ×1.3: {}", stat.label(), new.words(&BANDS));
+            eprintln!("{report}");
+            assert!(cp(new.verdicts[1][2], new.trials).0 >= 0.8, "{report}");
+            assert_eq!((new.verdicts[1][0], new.verdicts[1][1]), (0, 0), "{report}");
+            assert!(cp(new.missed[0] + new.missed[1], new.trials).0 <= 0.05, "{report}");
+        }
+    }
+}
