@@ -82,8 +82,7 @@ pub async fn run_cell(
         .with_fault(crate::executor::interface::Fault::ServerStalled));
     }
     let gpu = match sampler {
-        // anvil-proc's summary, read into the artifact's type.
-        Some(s) => serde_json::from_value(s.stop().await).unwrap_or_default(),
+        Some(s) => s.stop().await,
         None => GpuTelemetry {
             available: Some(false),
             why: Some("nvidia-smi not found or no GPUs assigned".into()),

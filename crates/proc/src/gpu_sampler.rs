@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use anvil_artifact::gpu::{FieldSummary, GpuReadings, GpuTelemetry};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
@@ -82,21 +82,21 @@ impl GpuSampler {
     }
 
     /// Stops sampling and returns the summary: per GPU, sample count and
-    /// mean/min/max of each field.
-    pub async fn stop(mut self) -> Value {
+    /// mean/min/max of each field, as the artifact stores it.
+    pub async fn stop(mut self) -> GpuTelemetry {
         let duration = self.started.elapsed();
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
         let _ = tokio::time::timeout(Duration::from_secs(2), &mut self.reader).await;
         let readings = self.readings.lock().map(|r| r.clone()).unwrap_or_default();
-        let gpus: serde_json::Map<String, Value> =
-            readings.iter().map(|(id, per_field)| (id.clone(), summarize_gpu(per_field))).collect();
-        json!({
-            "source": "nvidia-smi",
-            "interval_ms": self.interval.as_millis() as u64,
-            "duration_s": duration.as_secs_f64(),
-            "gpus": gpus,
-        })
+        let gpus = readings.iter().map(|(id, per_field)| (id.clone(), summarize_gpu(per_field))).collect();
+        GpuTelemetry {
+            source: Some("nvidia-smi".into()),
+            interval_ms: Some(self.interval.as_millis() as u64),
+            duration_s: Some(duration.as_secs_f64()),
+            gpus: Some(gpus),
+            ..GpuTelemetry::default()
+        }
     }
 }
 
@@ -111,9 +111,11 @@ fn parse_line(line: &str) -> Option<(String, [Option<f64>; 7])> {
     Some((id, values))
 }
 
-fn summarize_gpu(per_field: &[Vec<f64>; 7]) -> Value {
-    let mut gpu = serde_json::Map::new();
-    gpu.insert("samples".into(), json!(per_field.iter().map(Vec::len).max().unwrap_or(0)));
+fn summarize_gpu(per_field: &[Vec<f64>; 7]) -> GpuReadings {
+    let mut gpu = GpuReadings {
+        samples: per_field.iter().map(Vec::len).max().unwrap_or(0) as u64,
+        ..GpuReadings::default()
+    };
     for (name, values) in FIELDS.iter().zip(per_field) {
         if values.is_empty() {
             continue;
@@ -121,9 +123,9 @@ fn summarize_gpu(per_field: &[Vec<f64>; 7]) -> Value {
         let mean = values.iter().sum::<f64>() / values.len() as f64;
         let min = values.iter().copied().fold(f64::INFINITY, f64::min);
         let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        gpu.insert((*name).into(), json!({"mean": mean, "min": min, "max": max}));
+        gpu.fields.insert((*name).into(), FieldSummary { mean, min, max });
     }
-    Value::Object(gpu)
+    gpu
 }
 
 #[cfg(test)]

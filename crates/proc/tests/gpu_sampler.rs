@@ -38,15 +38,20 @@ async fn summarizes_samples_per_gpu() {
     let args = std::fs::read_to_string(&args_file).expect("args");
     assert!(args.contains("--query-gpu=index,power.draw"), "{args}");
     assert!(args.contains("--loop-ms=100") && args.contains("--id=0,1"), "{args}");
-    assert_eq!(summary["source"], "nvidia-smi");
-    let gpu0 = &summary["gpus"]["0"];
-    assert_eq!(gpu0["samples"], 2);
-    assert_eq!(gpu0["power_w"]["mean"], 200.0);
-    assert_eq!(gpu0["power_w"]["max"], 300.0);
-    assert_eq!(gpu0["memory_used_mib"]["max"], 3000.0);
-    let gpu1 = &summary["gpus"]["1"];
-    assert_eq!(gpu1["samples"], 1);
-    assert!(gpu1.get("power_w").is_none(), "[N/A] readings are left out");
+    assert_eq!(summary.source.as_deref(), Some("nvidia-smi"));
+    let gpus = summary.gpus.as_ref().expect("readings");
+    let gpu0 = &gpus["0"];
+    assert_eq!(gpu0.samples, 2);
+    assert_eq!(gpu0.fields["power_w"].mean, 200.0);
+    assert_eq!(gpu0.fields["power_w"].max, 300.0);
+    assert_eq!(gpu0.fields["memory_used_mib"].max, 3000.0);
+    let gpu1 = &gpus["1"];
+    assert_eq!(gpu1.samples, 1);
+    assert!(!gpu1.fields.contains_key("power_w"), "[N/A] readings are left out");
+    // As the artifact stores it (`telemetry.gpu`).
+    let stored = serde_json::to_value(&summary).expect("serializes");
+    assert_eq!(stored["gpus"]["0"]["power_w"]["mean"], 200.0);
+    assert_eq!(stored["interval_ms"], 100);
 }
 
 #[tokio::test]
@@ -55,8 +60,8 @@ async fn no_sampler_without_nvidia_smi() {
         let sampler = GpuSampler::start(&[], Duration::from_millis(100)).expect("real sampler");
         tokio::time::sleep(Duration::from_millis(500)).await;
         let summary = sampler.stop().await;
-        eprintln!("real GPU summary: {summary}");
-        assert!(summary["gpus"].as_object().is_some_and(|g| !g.is_empty()));
+        eprintln!("real GPU summary: {summary:?}");
+        assert!(summary.gpus.is_some_and(|g| !g.is_empty()));
         return;
     }
     assert!(GpuSampler::start(&[], Duration::from_millis(100)).is_none());
