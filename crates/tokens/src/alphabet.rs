@@ -14,6 +14,7 @@
 //! dropped (with its neighbour), until a run matches token for token. A
 //! word that merges with a neighbour therefore never appears in a prompt.
 
+use crate::error::TokenizerError;
 use serde::{Deserialize, Serialize};
 
 use crate::tokenizer::Tokenizer;
@@ -79,7 +80,7 @@ fn next(state: &mut u64) -> u64 {
 
 impl TokenAlphabet {
     /// Finds and verifies the alphabet of `tokenizer`.
-    pub async fn discover(tokenizer: &Tokenizer) -> anyhow::Result<Self> {
+    pub async fn discover(tokenizer: &Tokenizer) -> crate::error::Result<Self> {
         let candidates = candidates();
         let encoded = tokenizer.encode_many(&candidates).await?;
         let mut words = Vec::new();
@@ -100,16 +101,16 @@ impl TokenAlphabet {
     }
 
     /// Drops words until a seeded run of them tokenizes token for token.
-    async fn verify(&mut self, tokenizer: &Tokenizer) -> anyhow::Result<()> {
+    async fn verify(&mut self, tokenizer: &Tokenizer) -> crate::error::Result<()> {
         for round in 0..MAX_ROUNDS {
             if self.words.len() < MIN_WORDS {
-                anyhow::bail!(
+                return Err(TokenizerError::Alphabet(format!(
                     "the tokenizer has only {} three-letter words that are one token each and keep \
                      their tokens side by side (of {} candidates; {MIN_WORDS} needed): token-exact \
                      prompts cannot be built from it",
                     self.words.len(),
                     self.candidates
-                );
+                )));
             }
             let (picks, first_difference) = self.check_run(tokenizer, round).await?;
             let Some(at) = first_difference else { return Ok(()) };
@@ -126,10 +127,10 @@ impl TokenAlphabet {
                 self.ids.remove(k);
             }
         }
-        anyhow::bail!(
+        Err(TokenizerError::Alphabet(format!(
             "the tokenizer still merged its one-token words after {MAX_ROUNDS} rounds of dropping them: \
              token-exact prompts cannot be built from it"
-        )
+        )))
     }
 
     /// Round `round`'s seeded run of the words, tokenized: the words picked,
@@ -138,7 +139,7 @@ impl TokenAlphabet {
         &self,
         tokenizer: &Tokenizer,
         round: usize,
-    ) -> anyhow::Result<(Vec<usize>, Option<usize>)> {
+    ) -> crate::error::Result<(Vec<usize>, Option<usize>)> {
         let mut state = 0x9E37_79B9_7F4A_7C15 ^ round as u64;
         let picks: Vec<usize> =
             (0..CHECK_RUN_WORDS).map(|_| (next(&mut state) % self.words.len() as u64) as usize).collect();
@@ -155,7 +156,7 @@ impl TokenAlphabet {
     /// Whether an alphabet found before still holds for `tokenizer`: one
     /// seeded run of its words tokenizes to their ids, token for token (one
     /// request to a server, where finding the alphabet again takes ~1,600).
-    pub async fn holds_for(&self, tokenizer: &Tokenizer) -> anyhow::Result<bool> {
+    pub async fn holds_for(&self, tokenizer: &Tokenizer) -> crate::error::Result<bool> {
         Ok(self.check_run(tokenizer, 0).await?.1.is_none())
     }
 

@@ -4,11 +4,13 @@
 //! words prompts are built from ([`alphabet`]).
 
 pub mod alphabet;
+pub mod error;
 pub mod hf_cache;
 pub mod server_tokenize;
 pub mod spec;
 pub mod tokenizer;
 
 pub use alphabet::{AlphabetSummary, TokenAlphabet};
+pub use error::TokenizerError;
 pub use spec::TokenizerSpec;
 pub use tokenizer::{ServerAddress, Tokenizer, TokenizerIdentity};

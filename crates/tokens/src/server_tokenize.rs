@@ -7,7 +7,7 @@
 //! so the same request works on all three; the reply's `tokens` is read as
 //! ids, or as `{"id": …}` objects where a server sends pieces.
 
-use anyhow::{Context as _, bail};
+use crate::error::{Result, TokenizerError};
 use serde_json::{Value, json};
 
 /// A server's tokenize endpoint.
@@ -22,24 +22,19 @@ pub struct ServerTokenizer {
 impl ServerTokenizer {
     /// `root`: the server's base URL (a trailing `/v1` is dropped: the
     /// endpoint sits at the root on every engine).
-    pub fn new(
-        root: &str,
-        model: &str,
-        api_key: Option<&str>,
-        tls: &anvil_net::TlsSettings,
-    ) -> anyhow::Result<Self> {
+    pub fn new(root: &str, model: &str, api_key: Option<&str>, tls: &anvil_net::TlsSettings) -> Result<Self> {
         let root = root.trim_end_matches('/');
         let root = root.strip_suffix("/v1").unwrap_or(root);
-        Ok(Self {
-            // Idle connections are dropped before a server's own keep-alive
-            // timeout (llama-server's is 5 s) can close one under a request.
-            client: anvil_net::http_client_builder(tls)?
-                .pool_idle_timeout(std::time::Duration::from_secs(2))
-                .build()?,
-            url: format!("{root}/tokenize"),
-            model: model.to_string(),
-            api_key: api_key.map(str::to_owned),
-        })
+        let url = format!("{root}/tokenize");
+        let unbuilt = |reason: String| TokenizerError::Client { url: url.clone(), reason };
+        // Idle connections are dropped before a server's own keep-alive
+        // timeout (llama-server's is 5 s) can close one under a request.
+        let client = anvil_net::http_client_builder(tls)
+            .map_err(|e| unbuilt(format!("{e:#}")))?
+            .pool_idle_timeout(std::time::Duration::from_secs(2))
+            .build()
+            .map_err(|e| unbuilt(e.to_string()))?;
+        Ok(Self { client, url, model: model.to_string(), api_key: api_key.map(str::to_owned) })
     }
 
     pub fn url(&self) -> &str {
@@ -47,21 +42,25 @@ impl ServerTokenizer {
     }
 
     /// The ids of `text` (no special tokens added).
-    pub async fn encode(&self, text: &str) -> anyhow::Result<Vec<u32>> {
+    pub async fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let body = json!({
             "content": text, "add_special": false,
             "model": self.model, "prompt": text, "add_special_tokens": false,
         });
         let reply = self.send(&body).await?;
         let status = reply.status();
-        let text = reply.text().await.with_context(|| format!("reading the reply of {}", self.url))?;
+        let url = || self.url.clone();
+        let text = reply.text().await.map_err(|source| TokenizerError::ReadReply { url: url(), source })?;
         if !status.is_success() {
-            bail!("{} answered {status}: {}", self.url, text.chars().take(300).collect::<String>());
+            return Err(TokenizerError::Status {
+                url: url(),
+                status,
+                body: text.chars().take(300).collect(),
+            });
         }
-        let value: Value = serde_json::from_str(&text).with_context(|| {
-            format!("{} did not answer JSON: {}", self.url, text.chars().take(200).collect::<String>())
-        })?;
-        ids_of(&value).with_context(|| format!("the reply of {}", self.url))
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|_| TokenizerError::NotJson { url: url(), body: text.chars().take(200).collect() })?;
+        ids_of(&value).map_err(|reason| TokenizerError::Reply { url: url(), reason })
     }
 }
 
@@ -71,7 +70,7 @@ impl ServerTokenizer {
 const ATTEMPTS: u32 = 4;
 
 impl ServerTokenizer {
-    async fn send(&self, body: &Value) -> anyhow::Result<reqwest::Response> {
+    async fn send(&self, body: &Value) -> Result<reqwest::Response> {
         let mut attempt = 1;
         loop {
             let mut request = self.client.post(&self.url).json(body);
@@ -84,22 +83,25 @@ impl ServerTokenizer {
                     tokio::time::sleep(std::time::Duration::from_millis(50 * u64::from(attempt))).await;
                     attempt += 1;
                 }
-                Err(e) => return Err(e).with_context(|| format!("POST {} ({attempt} attempts)", self.url)),
+                Err(source) => {
+                    return Err(TokenizerError::Send { url: self.url.clone(), attempts: attempt, source });
+                }
             }
         }
     }
 }
 
-/// The `tokens` of a tokenize reply, as ids.
-pub fn ids_of(reply: &Value) -> anyhow::Result<Vec<u32>> {
+/// The `tokens` of a tokenize reply, as ids; what is wrong with it when
+/// it holds none.
+pub fn ids_of(reply: &Value) -> std::result::Result<Vec<u32>, String> {
     let Some(tokens) = reply.get("tokens").and_then(Value::as_array) else {
-        bail!("no `tokens` list in {reply}");
+        return Err(format!("no `tokens` list in {reply}"));
     };
     tokens
         .iter()
         .map(|t| {
             let id = t.as_u64().or_else(|| t.get("id").and_then(Value::as_u64));
-            id.and_then(|id| u32::try_from(id).ok()).ok_or_else(|| anyhow::anyhow!("token {t} is not an id"))
+            id.and_then(|id| u32::try_from(id).ok()).ok_or_else(|| format!("token {t} is not an id"))
         })
         .collect()
 }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::Context as _;
+use crate::error::{Result, TokenizerError};
 use serde::{Deserialize, Serialize};
 
 use crate::server_tokenize::ServerTokenizer;
@@ -40,11 +40,11 @@ pub struct ServerAddress<'a> {
 }
 
 impl Tokenizer {
-    pub fn load(spec: &TokenizerSpec, server: &ServerAddress<'_>) -> anyhow::Result<Self> {
+    pub fn load(spec: &TokenizerSpec, server: &ServerAddress<'_>) -> Result<Self> {
         let source = spec.as_written();
         match spec.file() {
             Some(file) => {
-                let file = file.map_err(anyhow::Error::msg)?;
+                let file = file.map_err(TokenizerError::Spec)?;
                 let (tokenizer, digest) = read_file(&file)?;
                 let identity =
                     TokenizerIdentity { source, location: file.display().to_string(), blake3: Some(digest) };
@@ -67,11 +67,11 @@ impl Tokenizer {
     }
 
     /// The ids of `text`, without special tokens.
-    pub async fn encode(&self, text: &str) -> anyhow::Result<Vec<u32>> {
+    pub async fn encode(&self, text: &str) -> Result<Vec<u32>> {
         match self {
             Self::Local { tokenizer, .. } => Ok(tokenizer
                 .encode_fast(text, false)
-                .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?
+                .map_err(|e| TokenizerError::Encode(e.to_string()))?
                 .get_ids()
                 .to_vec()),
             Self::Server { endpoint, .. } => endpoint.encode(text).await,
@@ -82,11 +82,11 @@ impl Tokenizer {
     /// character boundary) a text longer than `keep` tokens would end to
     /// keep its first `keep`. A server's endpoint gives no offsets: for it
     /// this is an error (count with [`Self::encode_many`]).
-    pub fn count_and_cut(&self, text: &str, keep: Option<u64>) -> anyhow::Result<(u64, Option<usize>)> {
+    pub fn count_and_cut(&self, text: &str, keep: Option<u64>) -> Result<(u64, Option<usize>)> {
         let Self::Local { tokenizer, .. } = self else {
-            anyhow::bail!("a server's tokenize endpoint gives no token offsets to cut at");
+            return Err(TokenizerError::NoOffsets);
         };
-        let encoding = tokenizer.encode(text, false).map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?;
+        let encoding = tokenizer.encode(text, false).map_err(|e| TokenizerError::Encode(e.to_string()))?;
         let count = encoding.len() as u64;
         let cut = keep.filter(|&k| k > 0 && count > k).and_then(|k| {
             let mut end = encoding.get_offsets().get(k as usize - 1)?.1.min(text.len());
@@ -99,7 +99,7 @@ impl Tokenizer {
     }
 
     /// The ids of each text; a server is asked several at a time.
-    pub async fn encode_many(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<u32>>> {
+    pub async fn encode_many(&self, texts: &[String]) -> Result<Vec<Vec<u32>>> {
         match self {
             Self::Local { .. } => {
                 let mut out = Vec::with_capacity(texts.len());
@@ -133,9 +133,10 @@ impl Tokenizer {
 }
 
 /// The tokenizer in `file` and the blake3 of its bytes.
-pub fn read_file(file: &Path) -> anyhow::Result<(tokenizers::Tokenizer, String)> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading the tokenizer {}", file.display()))?;
+pub fn read_file(file: &Path) -> Result<(tokenizers::Tokenizer, String)> {
+    let bytes =
+        std::fs::read(file).map_err(|source| TokenizerError::Read { path: file.to_path_buf(), source })?;
     let tokenizer = tokenizers::Tokenizer::from_bytes(&bytes)
-        .map_err(|e| anyhow::anyhow!("{} is not a Hugging Face tokenizer.json: {e}", file.display()))?;
+        .map_err(|e| TokenizerError::NotATokenizer { path: file.to_path_buf(), reason: e.to_string() })?;
     Ok((tokenizer, format!("blake3:{}", blake3::hash(&bytes).to_hex())))
 }
