@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use crate::common::{LOADGEN_OLD_Z, anvil_tiny, fixture_path, reference};
+use crate::common::{LOADGEN_OLD_Z, anvil_tiny, fixture_path, reference, reference_path};
 use anvil_evidence::{Options, RederiveError, rederive, rederive_file, rederive_file_with, rederive_with};
 use serde_json::Value;
 
@@ -16,20 +16,18 @@ fn file_of(text: &str) -> tempfile::NamedTempFile {
 
 #[test]
 fn the_committed_artifacts_give_the_same_report_from_file_and_memory() {
-    for (name, value) in
-        [("reference-benchmark-v1.json", reference()), ("anvil-tiny-benchmark-v1.json", anvil_tiny())]
+    for (path, value) in
+        [(reference_path(), reference()), (fixture_path("anvil-tiny-benchmark-v1.json"), anvil_tiny())]
     {
-        let from_file = rederive_file(&fixture_path(name)).unwrap();
+        let name = path.display();
+        let from_file = rederive_file(&path).unwrap();
         assert_eq!(from_file, rederive(&value).unwrap(), "{name}");
         assert!(
             from_file.fields_checked() > from_file.checked.len() as u64,
             "{name}: per-request fields counted"
         );
         let opts = Options { ci_z: LOADGEN_OLD_Z };
-        assert_eq!(
-            rederive_file_with(&fixture_path(name), &opts).unwrap(),
-            rederive_with(&value, &opts).unwrap()
-        );
+        assert_eq!(rederive_file_with(&path, &opts).unwrap(), rederive_with(&value, &opts).unwrap());
     }
 }
 
@@ -59,7 +57,7 @@ fn a_mismatch_is_still_listed_at_its_own_record() {
 
 #[test]
 fn a_truncated_or_garbage_file_is_refused_naming_it() {
-    let text = std::fs::read_to_string(fixture_path("reference-benchmark-v1.json")).unwrap();
+    let text = std::fs::read_to_string(reference_path()).unwrap();
     for damaged in
         [&text[..text.len() / 2], "not json at all", "", "{\"schema\": \"anvil-serving.benchmark/v1\""]
     {

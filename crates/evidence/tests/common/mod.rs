@@ -7,13 +7,23 @@ use anvil_evidence::report::lookup;
 use serde_json::Value;
 
 pub fn fixture(name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    read(&fixture_path(name))
+}
+
+fn read(path: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
 
+/// The protocol's reference artifact: one copy in the workspace, with the
+/// root crate's fixtures.
+pub fn reference_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/reference/benchmark-v1.example.json")
+}
+
 pub fn reference() -> Value {
-    fixture("reference-benchmark-v1.json")
+    read(&reference_path())
 }
 
 /// anvil's artifact of `tiny.kdl` (two replicas, two repeats, SLOs, HTTP
