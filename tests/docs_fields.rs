@@ -68,3 +68,56 @@ fn every_parquet_column_is_documented() {
     }
     assert!(missing.is_empty(), "columns docs/metrics.md's Parquet section does not name: {missing:?}");
 }
+
+/// Every `cargo test --test NAME` and `cargo bench --bench NAME` that the
+/// docs, scripts and comments tell a developer to run names a target that
+/// exists: each crate has one test binary (`main`), and each bench is a
+/// file under some crate's `benches/`.
+#[test]
+fn every_test_and_bench_target_named_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut benches = std::collections::BTreeSet::new();
+    let mut files = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !matches!(name.as_str(), "target" | ".git" | "fuzz" | "node_modules") {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".rs") || name.ends_with(".md") || name.ends_with(".sh") {
+                if dir.ends_with("benches") {
+                    benches.insert(name.trim_end_matches(".rs").to_string());
+                }
+                files.push(path);
+            }
+        }
+    }
+    let mut wrong = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for (flag, known) in [("--test ", None), ("--bench ", Some(&benches))] {
+            for (at, _) in text.match_indices(flag) {
+                let name: String = text[at + flag.len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                    .collect();
+                // `NAME` and the like are placeholders in prose.
+                let placeholder = name.is_empty() || name.chars().all(|c| c.is_ascii_uppercase());
+                let exists = placeholder
+                    || match known {
+                        None => name == "main",
+                        Some(benches) => benches.contains(&name),
+                    };
+                if !exists {
+                    wrong
+                        .push(format!("{}: {flag}{name}", file.strip_prefix(root).unwrap_or(file).display()));
+                }
+            }
+        }
+    }
+    assert!(!benches.is_empty(), "no benches found: the scan is broken");
+    assert!(wrong.is_empty(), "targets named that do not exist: {wrong:#?}");
+}

@@ -3,7 +3,7 @@
 //! render time and the page size of each format. It asserts only that the
 //! page is complete and that the timelines say they were downsampled.
 //!
-//! `cargo test --release --test report_scale -- --nocapture` for numbers
+//! `cargo test --release --test main report_scale:: -- --nocapture` for numbers
 //! that mean something (a debug build is several times slower).
 
 use std::time::Instant;

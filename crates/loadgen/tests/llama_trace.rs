@@ -5,7 +5,7 @@
 //! `SMOLLM2_GGUF` are set, as `scripts/test.sh` sets them:
 //!
 //!     eval "$(scripts/llama-server.sh --print-env)"
-//!     cargo test -p anvil-loadgen --test llama_trace -- --nocapture
+//!     cargo test -p anvil-loadgen --test main llama_trace:: -- --nocapture
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

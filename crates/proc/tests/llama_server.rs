@@ -3,7 +3,7 @@
 //! `LLAMA_SERVER` and `SMOLLM2_GGUF` are set:
 //!
 //!     eval "$(scripts/llama-server.sh --print-env)"
-//!     cargo test -p anvil-proc --test llama_server -- --nocapture
+//!     cargo test -p anvil-proc --test main llama_server:: -- --nocapture
 
 use std::time::{Duration, Instant};
 

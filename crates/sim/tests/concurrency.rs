@@ -41,7 +41,7 @@ async fn a_full_batch_queues_the_rest() {
 
 /// Prints TTFT and per-request decode rate of the default profile at
 /// C = 1, 8, 64 (about 1000 prompt tokens, 256 output words). Run with
-/// `cargo test -p anvil-sim --test concurrency -- --ignored --nocapture`.
+/// `cargo test -p anvil-sim --test main concurrency:: -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "prints a table; takes ~15 s"]
 async fn default_profile_table() {
