@@ -121,8 +121,8 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         );
         let rows: Vec<Vec<String>> = (0..=20)
             .map(|k| {
-                let q = k as f64 * 5.0;
-                vec![format!("p{q:.0}"), num(quantile(&values, q))]
+                let q = k * 5;
+                vec![format!("p{q}"), num(quantile(&values, q))]
             })
             .collect();
         plots.recycle(values);

@@ -8,13 +8,10 @@ use super::format::num;
 pub(super) const CDF_POINTS: usize = 200;
 const BINS: usize = 40;
 
-/// Nearest-rank percentile of sorted values.
-pub(super) fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((q / 100.0) * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+/// Nearest-rank percentile of sorted values, as the artifact defines it
+/// (`anvil_evidence::stats`, in integers: no rounding of `q/100 · n`).
+pub(super) fn quantile(sorted: &[f64], q: u32) -> Option<f64> {
+    (!sorted.is_empty()).then(|| anvil_evidence::stats::percentile_sorted(sorted, q))
 }
 
 /// Step-free CDF points (value, fraction ≤ value), at most CDF_POINTS; true when thinned.
@@ -110,9 +107,9 @@ mod tests {
     #[test]
     fn quantiles_are_nearest_rank() {
         let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(quantile(&v, 50.0), Some(2.0));
-        assert_eq!(quantile(&v, 0.0), Some(1.0));
-        assert_eq!(quantile(&v, 100.0), Some(4.0));
+        assert_eq!(quantile(&v, 50), Some(2.0));
+        assert_eq!(quantile(&v, 0), Some(1.0));
+        assert_eq!(quantile(&v, 100), Some(4.0));
     }
 
     #[test]
