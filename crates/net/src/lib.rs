@@ -9,11 +9,13 @@
 //! at all with `tls-insecure`. An earlier attempt at https failed because each
 //! crate built its own reqwest client and none had a crypto provider.
 
+mod error;
 mod http_client;
 mod insecure;
 #[cfg(feature = "test-proxy")]
 pub mod test_proxy;
 mod tls;
 
+pub use error::NetError;
 pub use http_client::{http_client, http_client_builder};
 pub use tls::{TlsSettings, certificate_problem, check_ca_bundle, install_crypto_provider, tls_config};

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Once};
 
-use anyhow::Context as _;
+use crate::error::NetError;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
 use serde::{Deserialize, Serialize};
@@ -50,10 +50,10 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// A rustls client configuration for `settings`, offering only HTTP/1.1 by
 /// ALPN (neither client speaks HTTP/2). Fails when the CA bundle cannot be
 /// read or holds no certificate.
-pub fn tls_config(settings: &TlsSettings) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+pub fn tls_config(settings: &TlsSettings) -> Result<Arc<rustls::ClientConfig>, NetError> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .context("the ring provider supports no TLS version")?;
+        .map_err(NetError::NoTlsVersion)?;
     let mut config = if settings.insecure {
         warn_insecure_once();
         builder
@@ -67,7 +67,7 @@ pub fn tls_config(settings: &TlsSettings) -> anyhow::Result<Arc<rustls::ClientCo
             for certificate in read_bundle(path)? {
                 roots
                     .add(certificate)
-                    .with_context(|| format!("ca-bundle {}: a certificate is invalid", path.display()))?;
+                    .map_err(|source| NetError::BadCertificate { path: path.clone(), source })?;
             }
         }
         builder.with_root_certificates(roots).with_no_client_auth()
@@ -78,26 +78,26 @@ pub fn tls_config(settings: &TlsSettings) -> anyhow::Result<Arc<rustls::ClientCo
 
 /// Read a CA bundle as a server's client will: a PEM file of certificates
 /// that a root store accepts. Returns how many it holds.
-pub fn check_ca_bundle(path: &std::path::Path) -> anyhow::Result<usize> {
+pub fn check_ca_bundle(path: &std::path::Path) -> Result<usize, NetError> {
     let mut roots = rustls::RootCertStore::empty();
     let certificates = read_bundle(path)?;
     let count = certificates.len();
     for certificate in certificates {
         roots
             .add(certificate)
-            .with_context(|| format!("ca-bundle {}: a certificate is invalid", path.display()))?;
+            .map_err(|source| NetError::BadCertificate { path: path.to_path_buf(), source })?;
     }
     Ok(count)
 }
 
-fn read_bundle(path: &std::path::Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
-    let shown = path.display();
-    std::fs::metadata(path).with_context(|| format!("cannot read ca-bundle {shown}"))?;
+fn read_bundle(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
+    let path_buf = || path.to_path_buf();
+    std::fs::metadata(path).map_err(|source| NetError::ReadBundle { path: path_buf(), source })?;
     let certificates = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| anyhow::anyhow!("ca-bundle {shown} is not a PEM certificate file: {e}"))?;
+        .map_err(|e| NetError::NotPem { path: path_buf(), reason: e.to_string() })?;
     if certificates.is_empty() {
-        anyhow::bail!("ca-bundle {shown} holds no PEM certificate (`-----BEGIN CERTIFICATE-----`)");
+        return Err(NetError::EmptyBundle { path: path_buf() });
     }
     Ok(certificates)
 }
