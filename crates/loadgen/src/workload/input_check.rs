@@ -113,7 +113,7 @@ impl fmt::Display for UnknownKey {
 
 /// The known key `key` is a likely typo of: at most two edits away, and
 /// fewer than a third of its characters.
-fn likely_typo(key: &str, known: &'static [&'static str]) -> Option<&'static str> {
+pub(crate) fn likely_typo(key: &str, known: &'static [&'static str]) -> Option<&'static str> {
     if key.len() > 64 {
         return None;
     }
@@ -231,7 +231,7 @@ fn log_line_keys(
 /// grow with the file.
 const READ_AHEAD: usize = 64 * 1024;
 
-fn open(path: &Path) -> Result<BufReader<File>, FileProblem> {
+pub(crate) fn open(path: &Path) -> Result<BufReader<File>, FileProblem> {
     let file = File::open(path).map_err(|e| FileProblem::whole(format!("cannot be read: {e}")))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(FileProblem::whole("is a folder, not a file"));
