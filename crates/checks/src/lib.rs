@@ -10,7 +10,7 @@
 //! server that cannot be reached. See `docs/checks.md`.
 //!
 //! ```no_run
-//! # async fn demo() -> anyhow::Result<()> {
+//! # async fn demo() -> Result<(), anvil_checks::CheckError> {
 //! use anvil_checks::{CheckSpec, CheckType, Target, run_check};
 //! let spec = CheckSpec::new("tp2-json", CheckType::JsonSchema, "qwen3-8b");
 //! let outcome = run_check(&spec, &Target::new("http://127.0.0.1:30000")).await?;
@@ -82,10 +82,49 @@ fn offered_tool(spec: &CheckSpec) -> Result<OfferedTool, SpecError> {
     OfferedTool::new(function).map_err(|message| SpecError::BadTool { check: spec.name.clone(), message })
 }
 
+/// Why a check could not run at all; the message holds the whole chain of
+/// causes (`anyhow` stays inside this crate).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The spec cannot run ([`SpecError`]).
+    #[error("{0}")]
+    InvalidSpec(String),
+    /// No connection to the server.
+    #[error("{0}")]
+    Unreachable(String),
+    /// Anything else that kept it from running (the HTTP client could not be built).
+    #[error("{0}")]
+    CouldNotRun(String),
+}
+
+impl CheckError {
+    /// The word a failed check's evidence files it under.
+    pub fn class(&self) -> &'static str {
+        match self {
+            CheckError::InvalidSpec(_) => "invalid_spec",
+            CheckError::Unreachable(_) => "unreachable",
+            CheckError::CouldNotRun(_) => "could_not_run",
+        }
+    }
+
+    fn of(error: &anyhow::Error) -> CheckError {
+        let message = format!("{error:#}");
+        for cause in error.chain() {
+            if cause.downcast_ref::<SpecError>().is_some() {
+                return CheckError::InvalidSpec(message);
+            }
+            if let Some(client::CallError::Unreachable { .. }) = cause.downcast_ref::<client::CallError>() {
+                return CheckError::Unreachable(message);
+            }
+        }
+        CheckError::CouldNotRun(message)
+    }
+}
+
 /// Run `spec` against `target`. `Err` only when the check cannot run (an
 /// invalid spec, a server that cannot be reached); any wrong answer from
 /// the server is `Ok` with `passed == false` and evidence saying why.
-pub async fn run_check(spec: &CheckSpec, target: &Target) -> anyhow::Result<CheckOutcome> {
+pub async fn run_check(spec: &CheckSpec, target: &Target) -> Result<CheckOutcome, CheckError> {
     run_check_keeping(spec, target).await.map_err(|unfinished| unfinished.error)
 }
 
@@ -93,9 +132,8 @@ pub async fn run_check(spec: &CheckSpec, target: &Target) -> anyhow::Result<Chec
 /// stopped (a server that went away at the third attempt answered two).
 #[derive(Debug)]
 pub struct Unfinished {
-    pub error: anyhow::Error,
-    /// What stopped it: `unreachable` (no connection to the server),
-    /// `invalid_spec`, or `could_not_run` (the HTTP client could not be built).
+    pub error: CheckError,
+    /// What stopped it: [`CheckError::class`].
     pub class: &'static str,
     /// The attempts made before it stopped, folded as an outcome that did
     /// not pass (its evidence names the error under `stopped`).
@@ -113,21 +151,10 @@ pub async fn run_check_keeping(spec: &CheckSpec, target: &Target) -> Result<Chec
             partial.passed = false;
             partial.evidence["passed"] = json!(false);
             partial.evidence["stopped"] = json!(format!("{error:#}"));
-            Err(Unfinished { class: class_of(&error), error, partial })
+            let error = CheckError::of(&error);
+            Err(Unfinished { class: error.class(), error, partial })
         }
     }
-}
-
-fn class_of(error: &anyhow::Error) -> &'static str {
-    for cause in error.chain() {
-        if cause.downcast_ref::<SpecError>().is_some() {
-            return "invalid_spec";
-        }
-        if let Some(client::CallError::Unreachable { .. }) = cause.downcast_ref::<client::CallError>() {
-            return "unreachable";
-        }
-    }
-    "could_not_run"
 }
 
 async fn run_attempts(
