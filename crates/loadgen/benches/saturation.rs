@@ -122,45 +122,9 @@ fn run(cell: Cell, seed: u64) -> Option<(f64, String)> {
     unreachable!()
 }
 
-/// `ln C(n, i)` for `i` in `0..=n`.
-fn ln_choose(n: u64) -> Vec<f64> {
-    let mut out = vec![0.0; n as usize + 1];
-    for i in 1..=n as usize {
-        out[i] = out[i - 1] + ((n as usize - i + 1) as f64).ln() - (i as f64).ln();
-    }
-    out
-}
-
-/// `P(X <= k)` for `X ~ Binomial(n, p)`.
-fn binomial_cdf(ln_c: &[f64], k: u64, p: f64) -> f64 {
-    let n = ln_c.len() - 1;
-    match p {
-        p if p <= 0.0 => 1.0,
-        p if p >= 1.0 => f64::from(u8::from(k as usize >= n)),
-        p => (0..=k as usize)
-            .map(|i| (ln_c[i] + i as f64 * p.ln() + (n - i) as f64 * (-p).ln_1p()).exp())
-            .sum(),
-    }
-}
-
-/// The `p` in (0, 1) where the decreasing `f(p)` crosses `target` (bisection).
-fn solve(f: impl Fn(f64) -> f64, target: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0, 1.0);
-    for _ in 0..60 {
-        let mid = (lo + hi) / 2.0;
-        if f(mid) > target { lo = mid } else { hi = mid }
-    }
-    (lo + hi) / 2.0
-}
-
-/// Clopper–Pearson 95% interval of a share `k / n`: the `p`s whose
-/// binomial tails beyond `k` on either side hold at least 2.5% each.
+/// Clopper–Pearson 95% interval of a share `k / n`.
 fn clopper_pearson(k: u64, n: u64) -> (f64, f64) {
-    let ln_c = ln_choose(n);
-    // P(X >= k) = 2.5% is P(X <= k - 1) = 97.5%.
-    let lower = if k == 0 { 0.0 } else { solve(|p| binomial_cdf(&ln_c, k - 1, p), 0.975) };
-    let upper = if k == n { 1.0 } else { solve(|p| binomial_cdf(&ln_c, k, p), 0.025) };
-    (lower, upper)
+    anvil_evidence::binomial::clopper_pearson(k, n, 0.95)
 }
 
 /// Nearest-rank quantile of sorted values.

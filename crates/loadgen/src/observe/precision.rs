@@ -294,11 +294,7 @@ mod tests {
 
     /// The Clopper–Pearson 95% interval of a share `k` of `n`.
     pub(crate) fn clopper_pearson(k: u32, n: u32) -> (f64, f64) {
-        use statrs::distribution::{Beta, ContinuousCDF};
-        let (k, n) = (f64::from(k), f64::from(n));
-        let low = if k == 0.0 { 0.0 } else { Beta::new(k, n - k + 1.0).unwrap().inverse_cdf(0.025) };
-        let high = if k == n { 1.0 } else { Beta::new(k + 1.0, n - k).unwrap().inverse_cdf(0.975) };
-        (low, high)
+        anvil_evidence::binomial::clopper_pearson(u64::from(k), u64::from(n), 0.95)
     }
 
     /// Coverage as a statistic: seeded lognormal(0, 1.5) draws (the right
