@@ -28,7 +28,10 @@
 //!   pooled estimate, so `Σy/N` is the pooled empirical CDF there): the
 //!   exact order-statistic ranks among all `N` widen around `N·p` by
 //!   `w = max(1, √(v / (p(1 − p)/N))·t/1.96)`, as batch means widen them,
-//!   the replications being the batches (Heidelberger & Lewis 1984);
+//!   the replications being the batches (Heidelberger & Lewis 1984); as a
+//!   batch must, each replication must expect at least one value beyond the
+//!   percentile on its narrow side (`n_r·min(p, 1 − p) ≥ 1`: 100 values for
+//!   p99, 20 for p95, 10 for p90), else that percentile has no interval;
 //! - `{name}_batches` is `R`, `{name}_effective_samples` is `s²/v` of the
 //!   mean; below 50 pooled values, no interval (as in an artifact).
 //!
@@ -205,8 +208,15 @@ pub fn replication_mean_interval(parts: &[(f64, f64)]) -> Option<(f64, f64)> {
 /// The ranks (1-based, among all `N` values) bounding percentile `q` (in
 /// percent) over replications whose `(n_r, count of values ≤ estimate)`
 /// are `parts`: the exact ranks widened by the replications' inflation.
+/// None when a replication expects less than one value beyond the
+/// percentile on its narrow side (`n_r·min(q, 100 − q) < 100`), as a batch
+/// must (`crate::batch_means::percentile_batching`).
 pub fn replication_percentile_ranks(parts: &[(f64, f64)], q: u32) -> (Option<usize>, Option<usize>) {
     let n = parts.iter().map(|(n, _)| n).sum::<f64>() as usize;
+    let narrow = f64::from(q.min(100u32.saturating_sub(q)));
+    if parts.iter().any(|(n_r, _)| n_r * narrow < 100.0) {
+        return (None, None);
+    }
     let Some(v) = ratio_variance(parts).filter(|_| n >= 50) else { return (None, None) };
     let p = f64::from(q) / 100.0;
     let w = ((v / (p * (1.0 - p) / n as f64)).sqrt() * t_replications(parts.len()) / 1.96).max(1.0);

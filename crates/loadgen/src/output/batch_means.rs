@@ -17,6 +17,10 @@
 //! "Quantile estimation in dependent sequences", *Operations Research*
 //! 32(1), 1984): its batch variance against the independent `p(1 − p)/m`
 //! is the variance inflation by which the order-statistic ranks widen.
+//! That variance sees the tail only when a batch expects at least one
+//! value beyond the percentile ([`Batching::for_percentile`]): a percentile
+//! whose batches cannot be made that long, keeping [`MIN_BATCHES`] of them,
+//! has no interval.
 
 use super::student_t::Level;
 
@@ -28,6 +32,15 @@ pub const MAX_BATCHES: usize = 30;
 pub const TARGET_BATCH_SIZE: usize = 40;
 /// Fewest requests in a batch for its mean to say anything.
 pub const MIN_BATCH_SIZE: usize = 5;
+/// Fewest values a batch must expect beyond a percentile on its narrow
+/// side (`m·min(p, 1 − p)`) for the batch variance of the indicator series
+/// to say anything about that percentile. Below one, most batches hold no
+/// such value at all: the counts' excess kurtosis (`1/(m·min(p, 1 − p))`
+/// for Poisson counts) then outweighs the `2/(B − 1)` of normal batch means
+/// that the Student-t allows for, a run of tail values that fell into one
+/// batch reads the same as chance, and the widening falls back to 1
+/// (independence) where the tail is most correlated.
+pub const MIN_EXCEEDANCES_PER_BATCH: usize = 1;
 
 /// How a sample of `n` values is cut: `count` batches of `size` (the last
 /// `n − count·size` values, fewer than `count`, are in no batch).
@@ -46,6 +59,27 @@ impl Batching {
         }
         let count = (n / TARGET_BATCH_SIZE).clamp(MIN_BATCHES, MAX_BATCHES);
         Some(Batching { count, size: n / count })
+    }
+
+    /// How the `n` values cut as `self` are cut for the interval of the
+    /// `percent`-th percentile: as they are when each batch expects at least
+    /// [`MIN_EXCEEDANCES_PER_BATCH`] values beyond the percentile on its
+    /// narrow side (`m·min(p, 1 − p) ≥ 1`); else into fewer, longer
+    /// batches of at least `⌈1/min(p, 1 − p)⌉` (100 for p99, 20 for p95,
+    /// 10 for p90), `B = ⌊n/that⌋` of them; `None` when that leaves fewer
+    /// than [`MIN_BATCHES`] (p99 below 1,000 values, p95 below 200, p90
+    /// below 100): no interval, rather than one that assumes independence.
+    pub fn for_percentile(self, n: usize, percent: u32) -> Option<Batching> {
+        let tail = percent.min(100u32.saturating_sub(percent)) as usize;
+        if tail == 0 {
+            return None;
+        }
+        let least = (100 * MIN_EXCEEDANCES_PER_BATCH).div_ceil(tail);
+        if self.size >= least {
+            return Some(self);
+        }
+        let count = n / least;
+        (count >= MIN_BATCHES).then(|| Batching { count, size: n / count })
     }
 
     /// Each batch's mean of `f` over its values.
@@ -137,6 +171,36 @@ mod tests {
         assert_eq!(Batching::of(400), Some(Batching { count: 10, size: 40 }));
         assert_eq!(Batching::of(801), Some(Batching { count: 20, size: 40 }));
         assert_eq!(Batching::of(20_000), Some(Batching { count: 30, size: 666 }));
+    }
+
+    #[test]
+    fn a_percentile_gets_batches_that_expect_a_value_beyond_it() {
+        let of = |n: usize, percent: u32| Batching::of(n).and_then(|b| b.for_percentile(n, percent));
+        let cut = |count, size| Some(Batching { count, size });
+        // p50 and the mean's batching agree from 50 values on (m ≥ 5 ≥ 2).
+        assert_eq!(of(50, 50), cut(10, 5));
+        // p90 needs batches of 10: 100 values; p95 of 20: 200.
+        assert_eq!(of(99, 90), None);
+        assert_eq!(of(100, 90), cut(10, 10));
+        assert_eq!(of(199, 95), None);
+        assert_eq!(of(200, 95), cut(10, 20));
+        // p99 needs batches of 100: none below 1,000 values; the mean's 30
+        // batches of 53 at 1,600 become 16 of 100; from 3,000 on they agree.
+        assert_eq!(of(400, 99), None);
+        assert_eq!(of(999, 99), None);
+        assert_eq!(of(1000, 99), cut(10, 100));
+        assert_eq!(of(1600, 99), cut(16, 100));
+        assert_eq!(of(2999, 99), cut(29, 103));
+        assert_eq!(of(3000, 99), cut(30, 100));
+        assert_eq!(of(20_000, 99), cut(30, 666));
+        // Never more batches than the mean's.
+        for n in 50..5000 {
+            for percent in [50, 90, 95, 99] {
+                if let (Some(mean), Some(p)) = (Batching::of(n), of(n, percent)) {
+                    assert!(p.count <= mean.count && p.size * percent.min(100 - percent) as usize >= 100);
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! One statistic's estimate and interval at any level, computed as the
 //! artifact computes its 95% ones (exact order-statistic ranks widened by
-//! batch means; the batch-means interval of the mean; none below 50 values).
+//! batch means; the batch-means interval of the mean; none below 50 values,
+//! nor for a percentile whose batches cannot expect a value beyond it).
 //! A stopping rule asks for them at the level its looks leave it.
 
 use super::batch_means::{self, Batching};

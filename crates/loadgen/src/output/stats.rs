@@ -27,12 +27,14 @@ pub struct Distribution {
     pub percentiles: [f64; 6],
     /// Distribution-free 95% intervals of the [`INTERVAL_PERCENTILES`]
     /// ([`quantile_interval_ranks`], widened by the batch-means variance
-    /// inflation when there are [`batches`](Self::batches)); a side is
-    /// `None` when the sample is too small to bound the percentile on that side.
+    /// inflation, [`percentile_bounds`]); a side is `None` when the sample
+    /// is too small to bound the percentile on that side, both when it is
+    /// too small to batch for that percentile.
     pub percentile_ci95: [(Option<f64>, Option<f64>); 4],
-    /// How the values (in recorded order) were cut for the intervals that
-    /// hold under correlation; `None` below 50 values or without an order
-    /// (then every interval assumes independent requests).
+    /// How the values (in recorded order) were cut for the mean's interval
+    /// (a tail percentile's may take fewer, longer batches:
+    /// [`Batching::for_percentile`]); `None` below 50 values or without an
+    /// order (then no statistic has an interval).
     pub batches: Option<Batching>,
     /// The batch-means 95% interval of the mean ([`batch_means::mean_interval`]).
     pub mean_batch_ci95: Option<(f64, f64)>,
@@ -94,11 +96,15 @@ pub fn quantile_interval_ranks_at(n: usize, percent: u32, level: Level) -> (Opti
 
 /// The interval of the `percent`-th percentile at `level`: the exact
 /// order-statistic ranks ([`quantile_interval_ranks_at`]), widened by the
-/// batch-means variance inflation of the sample cut into `batches`;
-/// `ordered` is the sample in recorded order, `sorted` the same sorted.
-/// No interval (both sides `None`) without batches: below 50 values, where
-/// the mean has none either (too few to see correlation, and the exact
-/// ranks would assume independence).
+/// batch-means variance inflation of the sample cut into `batches`, made
+/// longer where a batch would expect less than one value beyond the
+/// percentile ([`Batching::for_percentile`]); `ordered` is the sample in
+/// recorded order, `sorted` the same sorted. No interval (both sides
+/// `None`) without batches: below 50 values, where the mean has none either
+/// (too few to see correlation, and the exact ranks would assume
+/// independence); nor when the longer batches would be fewer than 10 (p99
+/// below 1,000 values, p95 below 200, p90 below 100): their variance could
+/// not see correlation in the tail.
 pub fn percentile_bounds(
     ordered: &[f64],
     sorted: &[f64],
@@ -107,7 +113,7 @@ pub fn percentile_bounds(
     level: Level,
 ) -> (Option<f64>, Option<f64>) {
     let n = sorted.len();
-    let Some(b) = batches else { return (None, None) };
+    let Some(b) = batches.and_then(|b| b.for_percentile(n, percent)) else { return (None, None) };
     let ranks = quantile_interval_ranks_at(n, percent, level);
     let p = f64::from(percent) / 100.0;
     let w = batch_means::rank_widening(ordered, b, nearest_rank(sorted, percent), p, level);
@@ -381,6 +387,46 @@ mod tests {
         let enough = Distribution::of(&values).unwrap();
         assert!(enough.mean_batch_ci95.is_some());
         assert!(enough.percentile_ci95[0].0.is_some() && enough.percentile_ci95[0].1.is_some());
+    }
+
+    /// A tail percentile's interval needs batches that each expect a value
+    /// beyond it (`m·min(p, 1 − p) ≥ 1`), at least 10 of them: p90 from 100
+    /// values, p95 from 200, p99 from 1,000. Before, p99 of 400 values had a
+    /// lower bound from batches of 40 that expect 0.4 values past it each.
+    #[test]
+    fn tail_percentiles_need_batches_that_reach_their_tail() {
+        let values = |n: usize| (0..n).map(|i| ((i * 7919) % 1009) as f64).collect::<Vec<_>>();
+        for (i, percent, least) in [(1, 90, 100), (2, 95, 200), (3, 99, 1000)] {
+            let few = Distribution::of(&values(least - 1)).unwrap();
+            assert_eq!(few.percentile_ci95[i], (None, None), "p{percent} of {}", least - 1);
+            let (low, high) = Distribution::of(&values(least)).unwrap().percentile_ci95[i];
+            assert!(low.is_some() && high.is_some(), "p{percent} of {least}");
+        }
+        // The mean's batches (and p50's) do not change.
+        let d = Distribution::of(&values(400)).unwrap();
+        assert_eq!(d.batches, Some(Batching { count: 10, size: 40 }));
+        assert!(d.mean_batch_ci95.is_some() && d.percentile_ci95[0].0.is_some());
+        assert_eq!(d.percentile_ci95[3], (None, None));
+    }
+
+    /// The figures `anvil verify` re-derives with its own code
+    /// (`crates/evidence/src/batch_means.rs`, the same series and numbers in
+    /// its tests): p99 of 1,600 correlated values over 16 batches of 100,
+    /// p95 over the mean's 30 of 53.
+    #[test]
+    fn tail_bounds_of_a_correlated_series() {
+        let values: Vec<f64> =
+            (0..1600).map(|i| 100.0 + 20.0 * (i as f64 / 37.0).sin() + ((i * 7919) % 13) as f64).collect();
+        let d = Distribution::of(&values).unwrap();
+        assert_eq!(
+            d.percentile_ci95,
+            [
+                (Some(96.91449576615092), Some(115.47538256793389)),
+                (Some(122.97417345439311), Some(128.39484027283947)),
+                (Some(126.5798629072985), Some(129.9626394024591)),
+                (Some(130.12475424420876), Some(131.85572154757602)),
+            ]
+        );
     }
 
     #[test]
