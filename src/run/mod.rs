@@ -8,16 +8,12 @@ mod context;
 mod decision;
 #[cfg(test)]
 mod decision_family_tests;
-#[cfg(test)]
-mod gate_oc_tests;
-#[cfg(test)]
-mod screen_oc_tests;
-#[cfg(test)]
-mod statistics_testing;
 mod error;
 mod finished;
 mod frozen;
 mod gate;
+#[cfg(test)]
+mod gate_oc_tests;
 pub(crate) mod interval_verdict;
 mod launch;
 mod local;
@@ -29,10 +25,14 @@ mod record;
 mod results;
 mod scheduler;
 mod screen;
+#[cfg(test)]
+mod screen_oc_tests;
 mod search;
 mod server_info;
 mod server_metrics;
 mod servers;
+#[cfg(test)]
+mod statistics_testing;
 mod step;
 mod store_full;
 mod summary;
