@@ -48,7 +48,9 @@
 //! [`crate::series`].
 //!
 //! Comparison: integers exactly; other numbers within
-//! `|stored − derived| ≤ 1e-9·max(|stored|, |derived|) + 1e-12`. A field the
+//! `|stored − derived| ≤ 1e-9·max(|stored|, |derived|) + 1e-12`; a
+//! difference of two stored numbers (`send_lag_ms`) within `1e-9` of its
+//! operands instead, since they are parsed to within an ulp. A field the
 //! artifact carries but that cannot be re-derived is listed in
 //! [`Report::unchecked`] with its reason; one it does not carry is no claim.
 

@@ -241,12 +241,27 @@ impl RecordChecker<'_> {
 
     /// [`Checker::check`] of the record's `field`.
     pub fn check(&mut self, field: &str, derived: Value) {
+        self.check_with(field, derived, values_match);
+    }
+
+    /// [`Self::check`] of a difference `a − b` of two stored numbers: its
+    /// tolerance scales with the operands (`scale = max(|a|, |b|)`), not
+    /// with the difference. Two send times of ~10⁴ ms each parsed to within
+    /// an ulp (~2·10⁻¹² ms) differ from the stored sub-microsecond lag by
+    /// more than the lag's own relative tolerance allows.
+    pub fn check_difference(&mut self, field: &str, derived: f64, scale: f64) {
+        self.check_with(field, serde_json::json!(derived), |stored, _| {
+            stored.as_f64().is_some_and(|s| (s - derived).abs() <= REL_TOL * scale.max(s.abs()) + ABS_TOL)
+        });
+    }
+
+    fn check_with(&mut self, field: &str, derived: Value, agree: impl Fn(&Value, &Value) -> bool) {
         let Some(stored) = lookup_in(self.raw, field) else { return };
         if !self.seen.insert(field.to_string()) {
             return;
         }
         *self.report.checked_per_request.entry(format!("{RECORDS}[*].{field}")).or_default() += 1;
-        if !values_match(stored, &derived) {
+        if !agree(stored, &derived) {
             let path = self.path(field);
             self.report.mismatches.push(Mismatch { path, stored: stored.clone(), derived });
         }

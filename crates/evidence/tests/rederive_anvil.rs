@@ -143,3 +143,28 @@ fn live_anvil_artifact_verifies() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A send lag well under a microsecond, between two send times of ~10⁴ ms:
+/// the difference of the parsed times may be an ulp of the operands away
+/// from the stored lag, which is agreement (the tolerance scales with the
+/// operands); a lag off by a tenth of a microsecond is still a mismatch.
+#[test]
+fn a_tiny_send_lag_agrees_within_its_operands_precision() {
+    let mut a = anvil_tiny();
+    let (intended, actual) = (12_345.678_9_f64, 12_345.679_123_4_f64);
+    let lag_path = "request_timings[0].send_lag_ms";
+    let records = a["request_timings"].as_array().map_or(0, Vec::len);
+    assert!(records > 0 && a["request_timings"][0].get("send_lag_ms").is_some(), "the fixture has lags");
+    let set = |a: &mut Value, lag: f64| {
+        let r = &mut a["request_timings"][0];
+        r["intended_send_ms"] = serde_json::json!(intended);
+        r["actual_send_ms"] = serde_json::json!(actual);
+        r["send_lag_ms"] = serde_json::json!(lag);
+    };
+    // Two ulps of 12,345 ms off the exact difference.
+    set(&mut a, (actual - intended) + 4e-12);
+    let report = rederive(&a).unwrap();
+    assert!(report.mismatch(lag_path).is_none(), "{:?}", report.mismatch(lag_path));
+    set(&mut a, (actual - intended) + 1e-4);
+    assert!(rederive(&a).unwrap().mismatch(lag_path).is_some(), "a wrong lag passed");
+}
