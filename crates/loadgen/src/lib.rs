@@ -6,6 +6,7 @@
 // The artifact is one large `json!` literal.
 #![recursion_limit = "256"]
 
+mod error;
 #[cfg(test)]
 #[path = "../../../fuzz/harness.rs"]
 mod fuzz_harness;
@@ -19,6 +20,7 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 pub use anvil_tokens::{TokenizerSpec, hf_cache as tokenizer_cache};
+pub use error::CellError;
 pub use observe::failure::{Failure, FailureClass};
 pub use observe::precision::{Look, LookedAt, StoppingRecord};
 pub use observe::record::{ControlledOutput, RequestRecord};
@@ -149,10 +151,15 @@ impl StreamedCell {
     }
 
     /// The whole artifact as one value, every record in memory.
-    pub fn into_report(self) -> anyhow::Result<CellReport> {
-        let records =
-            if self.store.kept.is_empty() { self.store.records()? } else { self.store.kept.clone() };
-        let artifact = output::artifact::materialize(serde_json::to_value(&self.artifact)?, &self.store)?;
+    pub fn into_report(self) -> Result<CellReport, CellError> {
+        let records = if self.store.kept.is_empty() {
+            self.store.records().map_err(CellError::measurement)?
+        } else {
+            self.store.kept.clone()
+        };
+        let document = serde_json::to_value(&self.artifact).map_err(CellError::measurement)?;
+        let artifact =
+            output::artifact::materialize(document, &self.store).map_err(CellError::measurement)?;
         Ok(CellReport { artifact, records, summary: self.summary })
     }
 }
@@ -177,7 +184,7 @@ pub async fn run_cell(
     targets: &[Target],
     ctx: &CellContext,
     progress: &(dyn Fn(&Progress) + Send + Sync),
-) -> anyhow::Result<CellReport> {
+) -> Result<CellReport, CellError> {
     run_cell_inner(spec, targets, ctx, progress, std::env::temp_dir(), true).await?.into_report()
 }
 
@@ -197,7 +204,7 @@ pub async fn run_cell_streamed(
     ctx: &CellContext,
     progress: &(dyn Fn(&Progress) + Send + Sync),
     scratch_dir: &std::path::Path,
-) -> anyhow::Result<StreamedCell> {
+) -> Result<StreamedCell, CellError> {
     run_cell_inner(spec, targets, ctx, progress, scratch_dir.to_path_buf(), false).await
 }
 
@@ -208,15 +215,18 @@ async fn run_cell_inner(
     progress: &(dyn Fn(&Progress) + Send + Sync),
     scratch_dir: std::path::PathBuf,
     keep_records: bool,
-) -> anyhow::Result<StreamedCell> {
-    run::validate(spec, targets)?;
+) -> Result<StreamedCell, CellError> {
+    run::validate(spec, targets).map_err(CellError::invalid)?;
     // Trace and dataset files are read once, here; a trace or sessions fix the request count.
     let staged = (!spec.stages.is_empty()).then_some(workload::stages::UNMEASURED_INDEX_BASE);
     let source = workload::source::Source::load(&spec.traffic, spec.seed, spec.requests, spec.repeat, staged)
-        .with_context(|| format!("cell `{}`", spec.name))?;
+        .with_context(|| format!("cell `{}`", spec.name))
+        .map_err(CellError::input)?;
     let mut spec = spec.clone();
     if let Some(n) = source.requests() {
-        spec.requests = u32::try_from(n).context("more than 4 billion requests per repeat")?;
+        spec.requests = u32::try_from(n).map_err(|_| {
+            CellError::Input(format!("cell `{}`: more than 4 billion requests per repeat", spec.name))
+        })?;
     }
     let spec = &spec;
     let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -245,18 +255,22 @@ async fn run_cell_inner(
         if let Some(result) = result {
             let _ = result_tx.send(result);
         }
-    })?;
+    })
+    .map_err(CellError::measurement)?;
     let output = loop {
         tokio::select! {
             Some(p) = progress_rx.recv() => progress(&p),
-            r = &mut result_rx => break r.map_err(|_| anyhow::anyhow!("the load generator thread died"))??,
+            r = &mut result_rx => break r
+                .map_err(|_| CellError::Measurement("the load generator thread died".into()))?
+                .map_err(CellError::measurement)?,
         }
     };
     while let Ok(p) = progress_rx.try_recv() {
         progress(&p);
     }
-    let artifact =
-        output::artifact::build(spec, targets, ctx, &output).context("reading the request records")?;
+    let artifact = output::artifact::build(spec, targets, ctx, &output)
+        .context("reading the request records")
+        .map_err(CellError::measurement)?;
     let summary = CellSummary::from_artifact(&artifact);
     Ok(StreamedCell { artifact, summary, store: output.store })
 }
