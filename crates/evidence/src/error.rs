@@ -32,3 +32,15 @@ impl From<Stopped<RederiveError>> for RederiveError {
         }
     }
 }
+
+/// Why artifacts could not be pooled ([`crate::pool::pool`]).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PoolError {
+    #[error("artifact {0} has no request_timings")]
+    NoRecords(usize),
+    #[error("records lack actual_send_ms/finished_ms")]
+    NoSpan,
+    /// The pool's own temporary row file failed.
+    #[error("temporary row file: {0}")]
+    Scratch(String),
+}

@@ -43,6 +43,7 @@
 use serde_json::{Map, Value};
 
 use crate::columns::{Col, Column, KEYED, Row, RowWriter};
+use crate::error::PoolError;
 use crate::metrics::{DISTRIBUTIONS, Derived, DistDef, Group, Sample, metrics};
 use crate::quantile_interval;
 use crate::records::Classifier;
@@ -72,15 +73,15 @@ pub struct Pooled {
 /// Pool `artifacts` (each an `anvil-serving.benchmark/v1` document with its
 /// `request_timings`). Fails when one lacks records or their send and
 /// finish times, without which no throughput can be derived.
-pub fn pool(artifacts: &[&Value]) -> Result<Pooled, String> {
-    let scratch = |e: std::io::Error| format!("temporary row file: {e}");
+pub fn pool(artifacts: &[&Value]) -> Result<Pooled, PoolError> {
+    let scratch = |e: std::io::Error| PoolError::Scratch(e.to_string());
     let mut rows = RowWriter::new().map_err(scratch)?;
     let mut every = Tally::pooling();
     // Each (artifact, repeat) apart: two artifacts' repeat 0 are two repeats.
     // A row's `Col::Repeat` is its group's index here.
     let mut groups: Vec<Tally> = Vec::new();
     for (a, artifact) in artifacts.iter().enumerate() {
-        let missing = || format!("artifact {a} has no request_timings");
+        let missing = || PoolError::NoRecords(a);
         let obj = artifact.as_object().ok_or_else(missing)?;
         let timings = obj.get("request_timings").and_then(Value::as_array).ok_or_else(missing)?;
         let mut classify = Classifier::new(obj);
@@ -111,7 +112,7 @@ pub fn pool(artifacts: &[&Value]) -> Result<Pooled, String> {
     let mut wall = 0.0;
     let mut per_key: Vec<Vec<f64>> = vec![Vec::new(); REPEAT_KEYS.len()];
     for (g, tally) in groups.iter().enumerate() {
-        let span = tally.wall_ms().ok_or("records lack actual_send_ms/finished_ms")?;
+        let span = tally.wall_ms().ok_or(PoolError::NoSpan)?;
         wall += span;
         let member = |r: &Row| r.repeat() == g as u64;
         let figures =
@@ -428,6 +429,7 @@ mod tests {
 
     #[test]
     fn an_artifact_without_records_is_refused() {
-        assert!(pool(&[&json!({})]).unwrap_err().contains("no request_timings"));
+        assert_eq!(pool(&[&json!({})]).unwrap_err(), PoolError::NoRecords(0));
+        assert!(pool(&[&json!({})]).unwrap_err().to_string().contains("no request_timings"));
     }
 }
