@@ -50,5 +50,6 @@ async fn main() -> anyhow::Result<()> {
             times[RUNS - 1]
         );
     }
-    sim.shutdown().await
+    sim.shutdown().await?;
+    Ok(())
 }

@@ -26,5 +26,6 @@ async fn main() -> anyhow::Result<()> {
         println!("== {name}: {} — {}", if outcome.passed { "PASS" } else { "FAIL" }, outcome.detail);
         println!("{}", serde_json::to_string_pretty(&outcome.evidence)?);
     }
-    sim.shutdown().await
+    sim.shutdown().await?;
+    Ok(())
 }

@@ -11,6 +11,7 @@ mod app_state;
 mod chat_format;
 mod completions_format;
 mod engine;
+mod error;
 mod faults;
 mod generation_stream;
 mod ground_truth;
@@ -34,12 +35,12 @@ mod wire_format;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use error::SimError;
 pub use ground_truth::{ChunkRecord, GroundTruthRecord, Stamp};
 pub use profile::{FaultProfile, SimProfile};
 pub use tokenizer::count_tokens;
@@ -49,8 +50,8 @@ use ground_truth::GroundTruthLog;
 use metrics::Metrics;
 
 /// Build the server's state and start its engine task.
-fn start_app(profile: SimProfile, exit: ExitAction) -> anyhow::Result<(axum::Router, JoinHandle<()>)> {
-    profile.validate().map_err(anyhow::Error::msg).context("invalid sim profile")?;
+fn start_app(profile: SimProfile, exit: ExitAction) -> Result<(axum::Router, JoinHandle<()>), SimError> {
+    profile.validate().map_err(SimError::InvalidProfile)?;
     let metrics = Arc::new(Metrics::default());
     let (engine, engine_task) = engine::start(&profile, metrics.clone());
     let ground_truth = GroundTruthLog::new(profile.ground_truth, profile.ground_truth_file.as_deref())?;
@@ -67,9 +68,9 @@ fn no_delay(listener: TcpListener) -> impl axum::serve::Listener<Addr = SocketAd
 
 /// Serve until the process is killed (or the `exit-after-requests` fault
 /// fires → `std::process::exit(3)`).
-pub async fn serve(profile: SimProfile, listener: TcpListener) -> anyhow::Result<()> {
+pub async fn serve(profile: SimProfile, listener: TcpListener) -> Result<(), SimError> {
     let (app, _engine_task) = start_app(profile, ExitAction::ExitProcess)?;
-    axum::serve(no_delay(listener), app).await.context("sim server failed")
+    axum::serve(no_delay(listener), app).await.map_err(SimError::Server)
 }
 
 /// A sim server running inside this process (for tests and benches).
@@ -83,8 +84,8 @@ pub struct SimHandle {
 /// Start a sim server on `listener` in the background of the current
 /// runtime. The `exit-after-requests` fault stops this server (new
 /// connections are refused) instead of exiting the process.
-pub async fn spawn(profile: SimProfile, listener: TcpListener) -> anyhow::Result<SimHandle> {
-    let addr = listener.local_addr().context("sim listener has no address")?;
+pub async fn spawn(profile: SimProfile, listener: TcpListener) -> Result<SimHandle, SimError> {
+    let addr = listener.local_addr().map_err(SimError::Listener)?;
     let (stop, mut stopped) = watch::channel(false);
     let (app, engine) = start_app(profile, ExitAction::StopServer(stop.clone()))?;
     let server = tokio::spawn(async move {
@@ -108,9 +109,9 @@ impl SimHandle {
     }
 
     /// Stop the engine and the server; open streams end without `[DONE]`.
-    pub async fn shutdown(self) -> anyhow::Result<()> {
+    pub async fn shutdown(self) -> Result<(), SimError> {
         let _ = self.stop.send(true);
         self.engine.abort();
-        self.server.await.context("sim server task failed")?.context("sim server failed")
+        self.server.await?.map_err(SimError::Server)
     }
 }

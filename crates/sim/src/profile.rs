@@ -213,10 +213,10 @@ impl SimProfile {
     }
 
     /// Read a profile from the JSON that `--profile-json` carries, and check it.
-    pub fn from_json(text: &str) -> anyhow::Result<Self> {
-        let profile: SimProfile =
-            serde_json::from_str(text).map_err(|e| anyhow::anyhow!("invalid sim profile JSON: {e}"))?;
-        profile.validate().map_err(anyhow::Error::msg)?;
+    pub fn from_json(text: &str) -> Result<Self, crate::SimError> {
+        let profile: SimProfile = serde_json::from_str(text)
+            .map_err(|e| crate::SimError::InvalidProfile(format!("not a sim profile's JSON: {e}")))?;
+        profile.validate().map_err(crate::SimError::InvalidProfile)?;
         Ok(profile)
     }
 

@@ -33,6 +33,7 @@ fn main() -> anyhow::Result<()> {
             .with_context(|| format!("cannot listen on {host}:{port}"))?;
         // The bound address on stdout tells a parent which port it got.
         println!("anvil-sim listening on http://{}", listener.local_addr()?);
-        anvil_sim::serve(profile, listener).await
+        anvil_sim::serve(profile, listener).await?;
+        Ok(())
     })
 }
