@@ -61,16 +61,13 @@ pub struct GroundTruthLog {
 }
 
 impl GroundTruthLog {
-    pub fn new(enabled: bool, file_path: Option<&str>) -> Result<Self, crate::SimError> {
-        let file =
-            match file_path {
-                Some(path) => {
-                    Some(Mutex::new(OpenOptions::new().create(true).append(true).open(path).map_err(
-                        |source| crate::SimError::GroundTruthFile { path: path.to_string(), source },
-                    )?))
-                }
-                None => None,
-            };
+    pub fn new(enabled: bool, file_path: Option<&str>) -> Result<Self, crate::error::SimError> {
+        let file = match file_path {
+            Some(path) => Some(Mutex::new(OpenOptions::new().create(true).append(true).open(path).map_err(
+                |source| crate::error::SimError::GroundTruthFile { path: path.to_string(), source },
+            )?)),
+            None => None,
+        };
         Ok(Self { enabled, started: Instant::now(), records: Mutex::new(Vec::new()), file })
     }
 

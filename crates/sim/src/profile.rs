@@ -213,10 +213,10 @@ impl SimProfile {
     }
 
     /// Read a profile from the JSON that `--profile-json` carries, and check it.
-    pub fn from_json(text: &str) -> Result<Self, crate::SimError> {
+    pub fn from_json(text: &str) -> Result<Self, crate::error::SimError> {
         let profile: SimProfile = serde_json::from_str(text)
-            .map_err(|e| crate::SimError::InvalidProfile(format!("not a sim profile's JSON: {e}")))?;
-        profile.validate().map_err(crate::SimError::InvalidProfile)?;
+            .map_err(|e| crate::error::SimError::InvalidProfile(format!("not a sim profile's JSON: {e}")))?;
+        profile.validate().map_err(crate::error::SimError::InvalidProfile)?;
         Ok(profile)
     }
 
