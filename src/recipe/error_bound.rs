@@ -46,13 +46,14 @@ impl ErrorBound {
         }
     }
 
-    fn from_error(error: f64) -> ErrorBound {
+    /// `Exact` at 0, else the error capped at 1, to six decimals.
+    pub fn from_error(error: f64) -> ErrorBound {
         if error <= 0.0 { ErrorBound::Exact } else { ErrorBound::AtMost(round(error.min(1.0))) }
     }
 }
 
 /// Kept to six decimals: sums of 0.05s must read 0.15, not 0.15000000000000002.
-fn round(x: f64) -> f64 {
+pub fn round(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 

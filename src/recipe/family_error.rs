@@ -44,7 +44,7 @@ pub fn family_bound(claims: &[Claim]) -> ErrorBound {
             bound => sum += bound.error().unwrap_or(0.0),
         }
     }
-    if sum <= 0.0 { ErrorBound::Exact } else { ErrorBound::AtMost((sum.min(1.0) * 1e6).round() / 1e6) }
+    ErrorBound::from_error(sum)
 }
 
 /// `promotion`, or `label "fast"`.

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::gate::eval_status;
 use super::outcome::{Failure, Produced};
 use crate::recipe::decls::DecisionDecl;
-use crate::recipe::error_bound::ErrorBound;
+use crate::recipe::error_bound::{self, ErrorBound};
 use crate::recipe::family_error::{self, Claim, family_bound};
 use crate::results::{self, ClaimError, DecisionResult, ErrorControl, NamedMap, Promotion, RuleResult};
 
@@ -67,7 +67,7 @@ pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced,
                 // The label's claim, as `claims` bounded it.
                 let claim = claims.iter().find(|c| c.name == rule.label).map(|c| &c.bound);
                 if let Some(claim) = claim.filter(|c| !c.verdicts.is_empty()) {
-                    let confidence = claim.bound.error().map(|e| ((1.0 - e) * 1e6).round() / 1e6);
+                    let confidence = claim.bound.error().map(|e| error_bound::round(1.0 - e));
                     label_confidence.insert(rule.label.clone(), confidence);
                 }
             }
