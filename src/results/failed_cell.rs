@@ -34,25 +34,33 @@ pub struct FailureClassCount {
     pub first_detail: String,
 }
 
+/// Failures (each a count of 1) counted by class, each class keeping its
+/// first failure; the most frequent class first, ties in order of appearance.
+pub(super) fn count_by_class(
+    failures: impl IntoIterator<Item = FailureClassCount>,
+) -> Vec<FailureClassCount> {
+    let mut classes: Vec<FailureClassCount> = Vec::new();
+    for failure in failures {
+        match classes.iter_mut().find(|c| c.class == failure.class) {
+            Some(c) => c.count += 1,
+            None => classes.push(failure),
+        }
+    }
+    classes.sort_by_key(|c| std::cmp::Reverse(c.count));
+    classes
+}
+
 impl FailedCell {
     /// Classes counted over `failures` (the load generator's failure
     /// entries: `class`, `detail`, `http_status`, `request_index`).
     pub fn from_failures(failures: &[serde_json::Value], stopped: Option<String>) -> FailedCell {
-        let mut classes: Vec<FailureClassCount> = Vec::new();
-        for f in failures {
-            let class = f["class"].as_str().unwrap_or("unknown");
-            match classes.iter_mut().find(|c| c.class == class) {
-                Some(c) => c.count += 1,
-                None => classes.push(FailureClassCount {
-                    class: class.to_string(),
-                    count: 1,
-                    first_request_index: f["request_index"].as_u64().unwrap_or(0),
-                    first_http_status: f["http_status"].as_u64().and_then(|s| u16::try_from(s).ok()),
-                    first_detail: f["detail"].as_str().unwrap_or_default().to_string(),
-                }),
-            }
-        }
-        classes.sort_by_key(|c| std::cmp::Reverse(c.count));
+        let classes = count_by_class(failures.iter().map(|f| FailureClassCount {
+            class: f["class"].as_str().unwrap_or("unknown").to_string(),
+            count: 1,
+            first_request_index: f["request_index"].as_u64().unwrap_or(0),
+            first_http_status: f["http_status"].as_u64().and_then(|s| u16::try_from(s).ok()),
+            first_detail: f["detail"].as_str().unwrap_or_default().to_string(),
+        }));
         let mut cell = FailedCell {
             schema: FAILED_CELL_SCHEMA.to_string(),
             reason: String::new(),

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::failed_cell::FailureClassCount;
+use super::failed_cell::{FailureClassCount, count_by_class};
 use crate::recipe::words::CheckType;
 
 /// [`FailedCheck::schema`].
@@ -68,25 +68,20 @@ impl FailedCheck {
             .flatten()
             .filter_map(|a| serde_json::from_value(a.clone()).ok())
             .collect();
-        let mut classes: Vec<FailureClassCount> = Vec::new();
-        for a in attempts.iter().filter(|a| !a.passed) {
-            let class = match a.http_status {
-                Some(200) => "wrong_reply",
-                Some(_) => "http_status",
-                None => "no_reply",
-            };
-            match classes.iter_mut().find(|c| c.class == class) {
-                Some(c) => c.count += 1,
-                None => classes.push(FailureClassCount {
-                    class: class.to_string(),
-                    count: 1,
-                    first_request_index: a.index,
-                    first_http_status: a.http_status,
-                    first_detail: detail_of(a),
-                }),
+        let mut classes = count_by_class(attempts.iter().filter(|a| !a.passed).map(|a| {
+            FailureClassCount {
+                class: match a.http_status {
+                    Some(200) => "wrong_reply",
+                    Some(_) => "http_status",
+                    None => "no_reply",
+                }
+                .to_string(),
+                count: 1,
+                first_request_index: a.index,
+                first_http_status: a.http_status,
+                first_detail: detail_of(a),
             }
-        }
-        classes.sort_by_key(|c| std::cmp::Reverse(c.count));
+        }));
         // The replica it stopped on is the last one checked.
         let stopped_at = evidence.last().and_then(|e| e["attempts"].as_array()).map_or(0, Vec::len);
         classes.insert(
