@@ -7,6 +7,7 @@
 mod common;
 mod support_servers;
 
+mod agents;
 mod broken_inputs;
 mod bundles;
 mod cache;

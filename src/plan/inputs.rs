@@ -1,6 +1,6 @@
 //! Every file a recipe names, read and checked when the recipe loads, so a
 //! broken one stops `anvil plan` and `anvil run` (exit 2) before any server
-//! starts: a cell's trace or dataset (read through as the replay reads it),
+//! starts: a cell's trace, dataset or agent trace (read through as the replay reads it),
 //! a server's tokenizer and CA bundle, and the files steps `reads`.
 //!
 //! A problem points at the recipe's setting and names the file's line and
@@ -62,6 +62,18 @@ pub fn check_inputs(recipe: &Recipe, mode: EngineMode) -> Result<(), RecipeError
                         }
                     }
                 }
+                TrafficDecl::Agents(agents) => {
+                    let path = dir.join(&agents.file);
+                    first_time(&path, "reads");
+                    if first_time(&path, "agents") {
+                        match anvil_loadgen::check_agent_trace(&path, agents.format()) {
+                            Ok(summary) => warn_unknown_keys("agents", &agents.file, &summary.keys),
+                            Err(problem) => {
+                                problems.push(file_problem(step, "agents", &agents.file, &problem))
+                            }
+                        }
+                    }
+                }
                 TrafficDecl::Synthetic | TrafficDecl::Sessions(_) => {}
             }
         }
@@ -70,7 +82,7 @@ pub fn check_inputs(recipe: &Recipe, mode: EngineMode) -> Result<(), RecipeError
             if let Some(tokenizer) = &server.tokenizer
                 && let Some(file) = tokenizer.resolved_against(&dir).file()
             {
-                let checked = file.and_then(|path| {
+                let checked = file.map_err(|e| e.to_string()).and_then(|path| {
                     if !first_time(&path, "tokenizer") {
                         return Ok(());
                     }

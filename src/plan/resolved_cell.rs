@@ -195,7 +195,8 @@ fn in_flight_cap(load: &LoadDecl, arrival: Arrival, requests: u32, closed_defaul
     match &load.traffic {
         TrafficDecl::Trace(_) => TRACE_IN_FLIGHT_CAP,
         TrafficDecl::Sessions(s) => s.sessions.clamp(1, u64::from(u32::MAX)) as u32,
-        TrafficDecl::Synthetic | TrafficDecl::Dataset(_) => match arrival {
+        // Closed loop: one agent; open loop: every task's calls may be in flight.
+        TrafficDecl::Synthetic | TrafficDecl::Dataset(_) | TrafficDecl::Agents(_) => match arrival {
             Arrival::ClosedLoop => closed_default,
             Arrival::Poisson { .. } | Arrival::Constant { .. } => requests,
         },
@@ -245,6 +246,16 @@ fn traffic(decl: &TrafficDecl) -> Traffic {
             think_time_ms: s.think_time.as_millis() as u64,
             turn_texts: s.turn_texts.clone(),
         }),
+        TrafficDecl::Agents(a) => Traffic::Agents(anvil_loadgen::AgentSpec {
+            path: a.file.clone().into(),
+            format: a.format(),
+            block_tokens: a.block_tokens.min(u64::from(u32::MAX)) as u32,
+            time_scale: a.time_scale,
+            recorded_arrivals: a.recorded_arrivals,
+            max_tasks: a.max_tasks,
+            ignore_eos: a.ignore_eos,
+            deadline_ms: a.deadline.map(|d| d.as_secs_f64() * 1000.0),
+        }),
     }
 }
 
@@ -255,6 +266,7 @@ pub fn resolve_paths(spec: &mut CellSpec, recipe_key: &str) {
     match &mut spec.traffic {
         Traffic::Trace(t) => t.path = dir.join(&t.path),
         Traffic::Dataset(d) => d.path = dir.join(&d.path),
+        Traffic::Agents(a) => a.path = dir.join(&a.path),
         Traffic::Synthetic | Traffic::Sessions(_) => {}
     }
     spec.tokenizer = spec.tokenizer.as_ref().map(|t| t.resolved_against(dir));

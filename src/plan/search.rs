@@ -140,7 +140,7 @@ impl Resolver for ProbeResolver<'_> {
         };
         match reference.select(value) {
             Ok(found) => Resolved::Value(found.clone()),
-            Err(why) => Resolved::Missing(why),
+            Err(why) => Resolved::Missing(why.to_string()),
         }
     }
 }

@@ -122,6 +122,7 @@ impl CellLoad {
             Traffic::Trace(t) => format!("trace {}", file_name(&t.path)),
             Traffic::Dataset(d) => format!("dataset {}", file_name(&d.path)),
             Traffic::Sessions(s) => format!("{} sessions x {} turns", s.sessions, s.turns),
+            Traffic::Agents(a) => format!("agent runs {}", file_name(&a.path)),
         };
         let prompts = match spec.prompt_cache_mode {
             anvil_loadgen::PromptCacheMode::Unique => "unique".to_string(),

@@ -15,7 +15,7 @@ async fn main() -> anyhow::Result<()> {
     for (key, value) in
         [("decode-step-ms", "1"), ("decode-step-ms-per-seq", "0.01"), ("prefill-tok-s", "1000000")]
     {
-        profile.set(key, value).map_err(anyhow::Error::msg)?;
+        profile.set(key, value)?;
     }
     let sim = anvil_sim::spawn(profile, tokio::net::TcpListener::bind("127.0.0.1:0").await?).await?;
     let target = Target::new(sim.base_url());

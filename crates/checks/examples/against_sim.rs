@@ -9,11 +9,11 @@ use anvil_sim::SimProfile;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut profile = SimProfile::default();
-    profile.set("decode-step-ms", "1").map_err(anyhow::Error::msg)?;
+    profile.set("decode-step-ms", "1")?;
     for setting in std::env::args().skip(1) {
         let (key, value) =
             setting.split_once('=').ok_or_else(|| anyhow::anyhow!("expected key=value, got {setting}"))?;
-        profile.set(key, value).map_err(anyhow::Error::msg)?;
+        profile.set(key, value)?;
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let sim = anvil_sim::spawn(profile, listener).await?;

@@ -25,6 +25,18 @@ pub fn chat_body(spec: &CheckSpec, messages: Value, attempt: u32) -> Value {
     body
 }
 
+/// Why a whole reply is not a chat completion; `quoted` is the start of
+/// the body, quoted for the evidence.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NotAChatReply {
+    #[error("reply is not JSON ({reason}): {quoted}")]
+    NotJson { reason: String, quoted: String },
+    #[error("reply has no choices[0]: {quoted}")]
+    NoChoice { quoted: String },
+    #[error("choices[0] has no message")]
+    NoMessage,
+}
+
 /// What a chat reply said, whichever way it arrived.
 #[derive(Debug, Default)]
 pub struct ChatReply {
@@ -37,14 +49,14 @@ pub struct ChatReply {
 
 impl ChatReply {
     /// Read a non-streaming `chat.completion` body.
-    pub fn from_body(body: &str) -> Result<Self, String> {
+    pub fn from_body(body: &str) -> Result<Self, NotAChatReply> {
         let value: Value = serde_json::from_str(body)
-            .map_err(|e| format!("reply is not JSON ({e}): {}", quote(body, 120)))?;
+            .map_err(|e| NotAChatReply::NotJson { reason: e.to_string(), quoted: quote(body, 120) })?;
         let choice = value
             .get("choices")
             .and_then(|c| c.get(0))
-            .ok_or_else(|| format!("reply has no choices[0]: {}", quote(body, 120)))?;
-        let message = choice.get("message").ok_or("choices[0] has no message")?;
+            .ok_or_else(|| NotAChatReply::NoChoice { quoted: quote(body, 120) })?;
+        let message = choice.get("message").ok_or(NotAChatReply::NoMessage)?;
         let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
         Ok(Self {
             content: text(message.get("content")),

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
+use anvil_net::NetError;
 use futures_util::StreamExt as _;
 use serde_json::Value;
 
@@ -63,8 +63,8 @@ pub struct ApiClient {
 }
 
 impl ApiClient {
-    pub fn new(target: &Target, timeout_ms: u64) -> anyhow::Result<Self> {
-        let http = anvil_net::http_client(&target.tls).context("cannot build the HTTP client")?;
+    pub fn new(target: &Target, timeout_ms: u64) -> Result<Self, NetError> {
+        let http = anvil_net::http_client(&target.tls)?;
         let trimmed = target.base_url.trim_end_matches('/');
         let base_url = trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_owned();
         Ok(Self {
@@ -155,7 +155,7 @@ impl ApiClient {
 }
 
 /// An error and its sources on one line (reqwest's own message is terse).
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

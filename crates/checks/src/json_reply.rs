@@ -9,23 +9,39 @@ use crate::text::quote;
 /// a string value: it means the server's reasoning parser split the reply wrong.
 const LEAKED_MARKUP: &[&str] = &["</think>", "<think>"];
 
+/// Why a reply is not exactly one JSON value; `quoted` is the start of
+/// the offending text, quoted for the evidence.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NotOneValue {
+    #[error("reply contains `{tag}` at byte {at}: {quoted}")]
+    LeakedMarkup { tag: &'static str, at: usize, quoted: String },
+    #[error("reply is empty")]
+    Empty,
+    #[error("reply does not start with a JSON value ({reason}): {quoted}")]
+    NoValue { reason: String, quoted: String },
+    #[error("a second JSON value follows the first: {quoted}")]
+    SecondValue { quoted: String },
+    #[error("text follows the JSON value: {quoted}")]
+    TextAfter { quoted: String },
+}
+
 /// The single JSON value `text` holds, or why it does not hold exactly one.
-pub fn exactly_one_json_value(text: &str) -> Result<Value, String> {
+pub fn exactly_one_json_value(text: &str) -> Result<Value, NotOneValue> {
     if let Some(tag) = LEAKED_MARKUP.iter().find(|tag| text.contains(**tag)) {
         let at = text.find(tag).unwrap_or(0);
-        return Err(format!("reply contains `{tag}` at byte {at}: {}", quote(text, 120)));
+        return Err(NotOneValue::LeakedMarkup { tag, at, quoted: quote(text, 120) });
     }
     let body = text.trim_start();
     if body.is_empty() {
-        return Err("reply is empty".to_owned());
+        return Err(NotOneValue::Empty);
     }
     let mut values = serde_json::Deserializer::from_str(body).into_iter::<Value>();
     let value = match values.next() {
         Some(Ok(value)) => value,
         Some(Err(error)) => {
-            return Err(format!("reply does not start with a JSON value ({error}): {}", quote(body, 120)));
+            return Err(NotOneValue::NoValue { reason: error.to_string(), quoted: quote(body, 120) });
         }
-        None => return Err("reply is empty".to_owned()),
+        None => return Err(NotOneValue::Empty),
     };
     let rest = &body[values.byte_offset()..];
     if rest.trim().is_empty() {
@@ -33,10 +49,11 @@ pub fn exactly_one_json_value(text: &str) -> Result<Value, String> {
     }
     let followed_by_json =
         serde_json::Deserializer::from_str(rest).into_iter::<Value>().next().is_some_and(|v| v.is_ok());
+    let quoted = quote(rest.trim_start(), 120);
     if followed_by_json {
-        Err(format!("a second JSON value follows the first: {}", quote(rest.trim_start(), 120)))
+        Err(NotOneValue::SecondValue { quoted })
     } else {
-        Err(format!("text follows the JSON value: {}", quote(rest.trim_start(), 120)))
+        Err(NotOneValue::TextAfter { quoted })
     }
 }
 
@@ -64,7 +81,7 @@ mod tests {
             ("```json\n{\"a\":1}\n```", "does not start with a JSON value"),
         ];
         for (text, why) in cases {
-            let error = exactly_one_json_value(text).unwrap_err();
+            let error = exactly_one_json_value(text).unwrap_err().to_string();
             assert!(error.contains(why), "{text:?}: {error}");
         }
     }

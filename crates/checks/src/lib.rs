@@ -30,7 +30,6 @@ mod spec;
 mod sse;
 mod text;
 
-use anyhow::Context as _;
 use serde_json::json;
 
 pub use outcome::{Attempt, CheckOutcome};
@@ -73,17 +72,18 @@ pub fn validate(spec: &CheckSpec) -> Result<(), SpecError> {
 fn compiled_schema(spec: &CheckSpec) -> Result<(serde_json::Value, CompiledSchema), SpecError> {
     let schema = spec.schema.clone().unwrap_or_else(prompts::default_schema);
     let compiled = CompiledSchema::new(&schema)
-        .map_err(|message| SpecError::BadSchema { check: spec.name.clone(), message })?;
+        .map_err(|e| SpecError::BadSchema { check: spec.name.clone(), message: e.to_string() })?;
     Ok((schema, compiled))
 }
 
 fn offered_tool(spec: &CheckSpec) -> Result<OfferedTool, SpecError> {
     let function = spec.tool.clone().unwrap_or_else(prompts::default_tool);
-    OfferedTool::new(function).map_err(|message| SpecError::BadTool { check: spec.name.clone(), message })
+    OfferedTool::new(function)
+        .map_err(|e| SpecError::BadTool { check: spec.name.clone(), message: e.to_string() })
 }
 
 /// Why a check could not run at all; the message holds the whole chain of
-/// causes (`anyhow` stays inside this crate).
+/// causes.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
     /// The spec cannot run ([`SpecError`]).
@@ -107,18 +107,35 @@ impl CheckError {
         }
     }
 
-    fn of(error: &anyhow::Error) -> CheckError {
-        let message = format!("{error:#}");
-        for cause in error.chain() {
-            if cause.downcast_ref::<SpecError>().is_some() {
-                return CheckError::InvalidSpec(message);
+    fn of(stopped: &Stopped) -> CheckError {
+        let message = client::error_chain(stopped);
+        match stopped {
+            Stopped::Spec(_) => CheckError::InvalidSpec(message),
+            Stopped::Call { source: client::CallError::Unreachable { .. }, .. } => {
+                CheckError::Unreachable(message)
             }
-            if let Some(client::CallError::Unreachable { .. }) = cause.downcast_ref::<client::CallError>() {
-                return CheckError::Unreachable(message);
-            }
+            Stopped::Client(_) | Stopped::Call { .. } => CheckError::CouldNotRun(message),
         }
-        CheckError::CouldNotRun(message)
     }
+}
+
+/// What stopped a check before it finished; its message is the error
+/// and its chain of causes ([`client::error_chain`]).
+#[derive(Debug, thiserror::Error)]
+enum Stopped {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error("cannot build the HTTP client")]
+    Client(#[source] anvil_net::NetError),
+    /// A request that could not be made (a server that cannot be reached).
+    #[error("check `{check}` ({check_type}) against {url}")]
+    Call {
+        check: String,
+        check_type: CheckType,
+        url: String,
+        #[source]
+        source: client::CallError,
+    },
 }
 
 /// Run `spec` against `target`. `Err` only when the check cannot run (an
@@ -150,7 +167,7 @@ pub async fn run_check_keeping(spec: &CheckSpec, target: &Target) -> Result<Chec
             let mut partial = outcome::summarize(spec, target, settings, attempts);
             partial.passed = false;
             partial.evidence["passed"] = json!(false);
-            partial.evidence["stopped"] = json!(format!("{error:#}"));
+            partial.evidence["stopped"] = json!(client::error_chain(&error));
             let error = CheckError::of(&error);
             Err(Unfinished { class: error.class(), error, partial })
         }
@@ -162,11 +179,16 @@ async fn run_attempts(
     target: &Target,
     settings: &mut serde_json::Value,
     attempts: &mut Vec<Attempt>,
-) -> anyhow::Result<()> {
+) -> Result<(), Stopped> {
     validate(spec)?;
-    let client = ApiClient::new(target, spec.timeout_ms)?;
+    let client = ApiClient::new(target, spec.timeout_ms).map_err(Stopped::Client)?;
     let prompt = spec.prompt.clone().unwrap_or_else(|| prompts::default_prompt(spec.check_type).to_owned());
-    let context = || format!("check `{}` ({}) against {}", spec.name, spec.check_type, target.base_url);
+    let context = |source| Stopped::Call {
+        check: spec.name.clone(),
+        check_type: spec.check_type,
+        url: target.base_url.clone(),
+        source,
+    };
     *settings = json!({
         "prompt": prompt, "requests": spec.requests, "max_tokens": spec.max_tokens,
         "thinking": spec.thinking, "timeout_ms": spec.timeout_ms, "seed": spec.seed,
@@ -175,8 +197,7 @@ async fn run_attempts(
     match spec.check_type {
         CheckType::Smoke => {
             for index in 0..spec.requests {
-                attempts
-                    .push(checks::smoke::attempt(spec, &client, &prompt, index).await.with_context(context)?);
+                attempts.push(checks::smoke::attempt(spec, &client, &prompt, index).await.map_err(context)?);
             }
         }
         CheckType::JsonSchema => {
@@ -184,7 +205,7 @@ async fn run_attempts(
             settings["schema"] = schema.clone();
             for index in 0..spec.requests {
                 let attempt = checks::json_schema::attempt(spec, &client, &prompt, &schema, &compiled, index);
-                attempts.push(attempt.await.with_context(context)?);
+                attempts.push(attempt.await.map_err(context)?);
             }
         }
         CheckType::ToolCall => {
@@ -198,19 +219,18 @@ async fn run_attempts(
             for index in 0..spec.requests {
                 let attempt =
                     checks::tool_call::attempt(spec, &client, &prompt, prefix.as_deref(), &tool, index);
-                attempts.push(attempt.await.with_context(context)?);
+                attempts.push(attempt.await.map_err(context)?);
             }
         }
         CheckType::Responses => {
             for index in 0..spec.requests {
-                attempts.push(
-                    checks::responses::attempt(spec, &client, &prompt, index).await.with_context(context)?,
-                );
+                attempts
+                    .push(checks::responses::attempt(spec, &client, &prompt, index).await.map_err(context)?);
             }
         }
         CheckType::CanaryIsolation => {
             settings["concurrency"] = json!(spec.concurrency);
-            *attempts = checks::canary_isolation::run(spec, &client, &prompt).await.with_context(context)?;
+            *attempts = checks::canary_isolation::run(spec, &client, &prompt).await.map_err(context)?;
         }
     }
     Ok(())

@@ -11,8 +11,8 @@ pub struct CompiledSchema {
 
 impl CompiledSchema {
     /// Compile `schema`, or say why it is not a usable schema.
-    pub fn new(schema: &Value) -> Result<Self, String> {
-        jsonschema::validator_for(schema).map(|validator| Self { validator }).map_err(|e| e.to_string())
+    pub fn new(schema: &Value) -> Result<Self, jsonschema::ValidationError<'static>> {
+        jsonschema::validator_for(schema).map(|validator| Self { validator })
     }
 
     /// Every violation as `<path>: <message>` (at most `limit`); empty when valid.

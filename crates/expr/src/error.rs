@@ -37,3 +37,18 @@ pub enum EvalError {
     #[error("{message}")]
     Invalid { message: String, span: Span },
 }
+
+/// Why a reference's field path finds nothing in a node's result
+/// ([`crate::Reference::select`]). `walked` is the path read so far
+/// (`cell.tp1.runs`), where the step failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectError {
+    #[error("{walked} has no field `{key}`")]
+    NoField { walked: String, key: String },
+    #[error("{walked} has {len} items, no [{index}]")]
+    NoIndex { walked: String, len: usize, index: usize },
+    #[error("{walked} is not an object, cannot read `{key}`")]
+    NotObject { walked: String, key: String },
+    #[error("{walked} is not a list, cannot read [{index}]")]
+    NotList { walked: String, index: usize },
+}

@@ -48,7 +48,7 @@ mod resolver;
 mod span;
 mod value;
 
-pub use error::{EvalError, ParseError};
+pub use error::{EvalError, ParseError, SelectError};
 pub use evaluation::Evaluation;
 pub use expr::Expr;
 pub use logic::{Atom, Logic};

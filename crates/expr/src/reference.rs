@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use crate::error::SelectError;
 use crate::span::Span;
 
 /// One step of a reference's field path.
@@ -41,26 +42,27 @@ impl Reference {
 
     /// Walks `field` inside one node's result. The error says which step
     /// failed, for a `Resolved::Missing` reason.
-    pub fn select<'v>(&self, node_result: &'v serde_json::Value) -> Result<&'v serde_json::Value, String> {
+    pub fn select<'v>(
+        &self,
+        node_result: &'v serde_json::Value,
+    ) -> Result<&'v serde_json::Value, SelectError> {
         let mut current = node_result;
         let mut walked = format!("{}.{}", self.kind, self.name);
         for segment in &self.field {
             current = match (segment, current) {
                 (PathSegment::Key(key), serde_json::Value::Object(map)) => match map.get(key) {
                     Some(next) => next,
-                    None => return Err(format!("{walked} has no field `{key}`")),
+                    None => return Err(SelectError::NoField { walked, key: key.clone() }),
                 },
                 (PathSegment::Index(index), serde_json::Value::Array(items)) => match items.get(*index) {
                     Some(next) => next,
-                    None => {
-                        return Err(format!("{walked} has {} items, no [{index}]", items.len()));
-                    }
+                    None => return Err(SelectError::NoIndex { walked, len: items.len(), index: *index }),
                 },
                 (PathSegment::Key(key), _) => {
-                    return Err(format!("{walked} is not an object, cannot read `{key}`"));
+                    return Err(SelectError::NotObject { walked, key: key.clone() });
                 }
                 (PathSegment::Index(index), _) => {
-                    return Err(format!("{walked} is not a list, cannot read [{index}]"));
+                    return Err(SelectError::NotList { walked, index: *index });
                 }
             };
             write_segment(&mut walked, segment);
@@ -148,9 +150,11 @@ mod tests {
         let result = serde_json::json!({"runs": [10, 20]});
         assert_eq!(reference.select(&result), Ok(&serde_json::json!(20)));
         let short = serde_json::json!({"runs": [10]});
-        assert_eq!(reference.select(&short), Err("cell.tp1.runs has 1 items, no [1]".to_string()));
+        let short = reference.select(&short).unwrap_err();
+        assert_eq!(short, SelectError::NoIndex { walked: "cell.tp1.runs".into(), len: 1, index: 1 });
+        assert_eq!(short.to_string(), "cell.tp1.runs has 1 items, no [1]");
         let absent = serde_json::json!({});
-        assert_eq!(reference.select(&absent), Err("cell.tp1 has no field `runs`".to_string()));
+        assert_eq!(reference.select(&absent).unwrap_err().to_string(), "cell.tp1 has no field `runs`");
         assert_eq!(reference.to_string(), "cell.tp1.runs[1]");
     }
 }

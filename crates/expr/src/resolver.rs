@@ -46,7 +46,7 @@ impl Resolver for JsonResolver<'_> {
             };
             return match reference.select(node) {
                 Ok(value) => Resolved::Value(value.clone()),
-                Err(why) => Resolved::Missing(why),
+                Err(why) => Resolved::Missing(why.to_string()),
             };
         }
         let mut matched = Vec::new();
@@ -54,7 +54,7 @@ impl Resolver for JsonResolver<'_> {
             let selected = Reference { name: name.clone(), ..reference.clone() };
             match selected.select(node) {
                 Ok(value) => matched.push((name.clone(), value.clone())),
-                Err(why) => return Resolved::Missing(why),
+                Err(why) => return Resolved::Missing(why.to_string()),
             }
         }
         if matched.is_empty() {

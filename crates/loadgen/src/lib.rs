@@ -20,10 +20,10 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 pub use anvil_tokens::{TokenizerSpec, hf_cache as tokenizer_cache};
-pub use error::CellError;
+pub use error::{CellError, SpecError};
 pub use observe::failure::{Failure, FailureClass};
 pub use observe::precision::{Look, LookedAt, StoppingRecord};
-pub use observe::record::{ControlledOutput, RequestRecord};
+pub use observe::record::{AgentCallRecord, ControlledOutput, RequestRecord};
 pub use observe::saturation::{FlightLog, Saturated, SaturationWatch};
 pub use observe::sse;
 pub use output::artifact::{PROTOCOL, SCHEMA};
@@ -45,6 +45,10 @@ pub use output::student_t::Level;
 pub use output::table::render_table;
 pub use output::tokens::TokenAccount;
 pub use run::LoadMargins;
+pub use workload::agent_trace::{
+    AgentCall, AgentTask, AgentTrace, AgentTraceSummary, CallPrompt, CallTimes, CriticalPath,
+    check_file as check_agent_trace,
+};
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;
 pub use workload::error_budget::{DEFAULT_AFTER as DEFAULT_ERROR_BUDGET_AFTER, ErrorBudget};
@@ -58,7 +62,9 @@ pub use workload::spec::{
     SloFrom, Stage, Target, ThinkingMode,
 };
 pub use workload::stopping::{DEFAULT_MIN_REQUESTS, StoppingRule, watched as watched_metric};
-pub use workload::traffic::{DatasetFormat, DatasetSpec, SessionSpec, TraceFormat, TraceSpec, Traffic};
+pub use workload::traffic::{
+    AgentSpec, AgentTraceFormat, DatasetFormat, DatasetSpec, SessionSpec, TraceFormat, TraceSpec, Traffic,
+};
 
 /// What a finished cell hands back.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -216,7 +222,7 @@ async fn run_cell_inner(
     scratch_dir: std::path::PathBuf,
     keep_records: bool,
 ) -> Result<StreamedCell, CellError> {
-    run::validate(spec, targets).map_err(CellError::invalid)?;
+    run::validate(spec, targets)?;
     // Trace and dataset files are read once, here; a trace or sessions fix the request count.
     let staged = (!spec.stages.is_empty()).then_some(workload::stages::UNMEASURED_INDEX_BASE);
     let source = workload::source::Source::load(&spec.traffic, spec.seed, spec.requests, spec.repeat, staged)

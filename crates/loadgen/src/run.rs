@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use crate::error::CellError;
 use crate::observe::failure::FailureClass;
 use crate::observe::precision::{PrecisionWatch, StoppingRecord};
 use crate::observe::record::{RecordInputs, RequestRecord, derive};
@@ -24,6 +25,7 @@ use crate::send::liveness::Liveness;
 use crate::send::pacer;
 use crate::send::prepare::presize_fd_table;
 use crate::send::sender::{self, SendQueue};
+use crate::workload::agent_plan::AgentPlan;
 use crate::workload::calibrate::{Calibration, calibrate};
 use crate::workload::error_budget::ErrorBudget;
 use crate::workload::prompt::{PromptBuilder, SplitMix64, marker, streams};
@@ -58,6 +60,8 @@ pub struct RunOutput {
     /// The tokenizer, the template overhead, and the server's account of
     /// the prompts joined to the plan (empty: nothing to say).
     pub tokens: TokenAccount,
+    /// Agent tasks judged as jobs (agent traffic only).
+    pub jobs: Option<crate::output::jobs::Jobs>,
 }
 
 /// The artifact's `load_margins`: with `steady-load`, the unmeasured
@@ -98,55 +102,58 @@ fn stopping_outcome(sink: &Sink, max_requests: u32) -> (Option<Ending>, Option<S
     (Some(ending), Some(watch.record()))
 }
 
-pub fn validate(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<()> {
+/// What keeps the cell from running as specified, caught before any request.
+pub fn validate(spec: &CellSpec, targets: &[Target]) -> Result<(), CellError> {
     if targets.is_empty() {
-        bail!("cell `{}` has no target server", spec.name);
+        return Err(CellError::Invalid(format!("cell `{}` has no target server", spec.name)));
     }
+    let invalid =
+        |problem: &dyn std::fmt::Display| Err(CellError::Invalid(format!("cell `{}`: {problem}", spec.name)));
     if spec.concurrency == 0 {
-        bail!("cell `{}`: concurrency must be at least 1", spec.name);
+        return invalid(&"concurrency must be at least 1");
     }
     if spec.repeat == 0 {
-        bail!("cell `{}`: repeat must be at least 1", spec.name);
+        return invalid(&"repeat must be at least 1");
     }
     if spec.request_timeout_ms == 0 {
-        bail!("cell `{}`: request_timeout_ms must be positive", spec.name);
+        return invalid(&"request_timeout_ms must be positive");
     }
     if let Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s } = spec.arrival
         && !(rate_per_s.is_finite() && rate_per_s > 0.0)
     {
-        bail!("cell `{}`: arrival rate must be a positive number, got {rate_per_s}", spec.name);
+        return invalid(&format_args!("arrival rate must be a positive number, got {rate_per_s}"));
     }
     if !(spec.extra_body.is_null() || spec.extra_body.is_object()) {
-        bail!("cell `{}`: extra_body must be a JSON object", spec.name);
+        return invalid(&"extra_body must be a JSON object");
     }
     if let crate::workload::traffic::Traffic::Dataset(d) = &spec.traffic {
         if d.bounds_tokens() && spec.tokenizer.is_none() {
-            bail!(
-                "cell `{}`: `min-prompt-tokens` and `max-prompt-tokens` count the model's own tokens: give its server a `tokenizer`",
-                spec.name
+            return invalid(
+                &"`min-prompt-tokens` and `max-prompt-tokens` count the model's own tokens: give its server a `tokenizer`",
             );
         }
         if d.truncate && d.max_prompt_tokens.is_none() {
-            bail!("cell `{}`: `truncate` cuts prompts to `max-prompt-tokens`: set it", spec.name);
+            return invalid(&"`truncate` cuts prompts to `max-prompt-tokens`: set it");
         }
     }
     if let Err(problem) = stages::check(spec) {
-        bail!("cell `{}`: {problem}", spec.name);
+        return invalid(&problem);
     }
     if let Some(rule) = &spec.stopping {
-        let problem = match rule.check() {
-            Err(problem) => Some(problem),
-            Ok(()) if spec.repeat > 1 => Some("a stopping rule measures one run: drop `repeat`".into()),
-            Ok(()) if !spec.stages.is_empty() => {
-                Some("a staged cell's stages fix its length: drop `until`".into())
-            }
-            Ok(()) if matches!(spec.traffic, crate::workload::traffic::Traffic::Sessions(_)) => {
-                Some("sessions cannot stop mid-conversation: drop `until`".into())
-            }
-            Ok(()) => None,
+        if let Err(problem) = rule.check() {
+            return invalid(&problem);
+        }
+        let conflict = if spec.repeat > 1 {
+            Some("a stopping rule measures one run: drop `repeat`")
+        } else if !spec.stages.is_empty() {
+            Some("a staged cell's stages fix its length: drop `until`")
+        } else if matches!(spec.traffic, crate::workload::traffic::Traffic::Sessions(_)) {
+            Some("sessions cannot stop mid-conversation: drop `until`")
+        } else {
+            None
         };
-        if let Some(problem) = problem {
-            bail!("cell `{}`: {problem}", spec.name);
+        if let Some(problem) = conflict {
+            return invalid(&problem);
         }
     }
     Ok(())
@@ -1082,7 +1089,7 @@ impl Schedule {
     }
 }
 
-#[cfg(test)]
+/// Every arrival of an open loop of `count` (its tasks, for agent traffic).
 fn arrival_times(run_start: Instant, count: u32, arrival: Arrival, seed: u64, repeat: u32) -> Vec<Instant> {
     let mut schedule = Schedule::gaps(run_start, count, arrival, seed, repeat);
     std::iter::from_fn(|| schedule.next(None)).collect()
@@ -1274,7 +1281,23 @@ pub async fn measure(
         bail!("cell `{}`: sessions cannot stop mid-conversation: drop `until`", runner.spec.name);
     }
     let session_tally = Arc::new(std::sync::Mutex::new(session::SessionTally::default()));
+    let agents = runner.source.agents();
+    if agents.is_some() && measured.precision.is_some() {
+        bail!("cell `{}`: agent tasks cannot stop mid-task: drop `until`", runner.spec.name);
+    }
+    let tasks_done = Arc::new(std::sync::Mutex::new(Vec::new()));
     for repeat in 0..runner.spec.repeat {
+        if let Some(plan) = &agents {
+            let first = u64::from(repeat) * u64::from(runner.spec.requests);
+            preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
+            let calls = Arc::new(SessionTurns { runner: runner.clone(), sink: measured.clone(), repeat });
+            let arrivals = task_arrivals(plan, &runner.spec, repeat);
+            crate::send::agents::run(calls, plan.clone(), arrivals, first, repeat, &tasks_done).await?;
+            if measured.halted() {
+                break;
+            }
+            continue;
+        }
         if let Some(plan) = &sessions {
             let first = u64::from(repeat) * u64::from(runner.spec.requests);
             preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
@@ -1351,6 +1374,10 @@ pub async fn measure(
         .unwrap_or_else(Ending::completed);
     let load_margins =
         steady_load(&runner.spec).then(|| runner.margins.lock().map(|m| *m).unwrap_or_default());
+    let jobs = agents.is_some().then(|| {
+        let facts = tasks_done.lock().map(|mut d| std::mem::take(&mut *d)).unwrap_or_default();
+        crate::output::jobs::summarize(facts.iter().map(|f| f.row()).collect())
+    });
     Ok(RunOutput {
         tokens,
         ending,
@@ -1366,7 +1393,30 @@ pub async fn measure(
         warmup_failed,
         started_at,
         finished_at: SystemTime::now(),
+        jobs,
     })
+}
+
+/// When an agent trace's tasks start: at their recorded arrivals, on the
+/// cell's open-loop rate (tasks per second), or as `concurrency` agents
+/// become free.
+fn task_arrivals(plan: &AgentPlan, spec: &CellSpec, repeat: u32) -> crate::send::agents::TaskArrivals {
+    use crate::send::agents::TaskArrivals;
+    let tasks = plan.tasks.len();
+    if plan.spec.recorded_arrivals {
+        let due = (0..tasks)
+            .map(|t| Duration::from_secs_f64(plan.recorded_arrival_ms(t).unwrap_or(0.0).max(0.0) / 1000.0))
+            .collect();
+        return TaskArrivals::Due(due);
+    }
+    match spec.arrival {
+        Arrival::ClosedLoop => TaskArrivals::Agents(spec.concurrency),
+        open => {
+            let start = Instant::now();
+            let due = arrival_times(start, tasks as u32, open, spec.seed, repeat);
+            TaskArrivals::Due(due.into_iter().map(|t| t.saturating_duration_since(start)).collect())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use error::SimError;
+pub use error::{ProfileError, SimError};
 pub use ground_truth::{ChunkRecord, GroundTruthRecord, Stamp};
 pub use profile::{FaultProfile, SimProfile};
 pub use tokenizer::count_tokens;

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{ProfileError, SimError};
+
 /// Every setting of the simulated engine. Defaults model a mid-size model on
 /// one accelerator; see `docs/sim.md` for what each key means.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -190,18 +192,21 @@ impl SimProfile {
     /// Set one key from text, e.g. `("decode-step-ms", "12")` or
     /// `("faults.http-500-rate", "0.1")`. The value is read as the key's type;
     /// `none`/`null` clears an optional key.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ProfileError> {
         if !KEYS.contains(&key) {
-            return Err(unknown_key_message(key));
+            return Err(unknown_key(key));
         }
-        let mut tree = serde_json::to_value(&*self).map_err(|e| e.to_string())?;
+        let mut tree = serde_json::to_value(&*self).map_err(|e| ProfileError::Encode(e.to_string()))?;
         let slot = key
             .split('.')
             .try_fold(&mut tree, |node, part| node.get_mut(part))
-            .ok_or_else(|| unknown_key_message(key))?;
+            .ok_or_else(|| unknown_key(key))?;
         *slot = parse_value_like(key, slot, value)?;
-        let updated: SimProfile = serde_json::from_value(tree)
-            .map_err(|e| format!("bad value {value:?} for sim key `{key}`: {e}"))?;
+        let updated: SimProfile = serde_json::from_value(tree).map_err(|e| ProfileError::BadValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            reason: e.to_string(),
+        })?;
         updated.validate()?;
         *self = updated;
         Ok(())
@@ -213,15 +218,16 @@ impl SimProfile {
     }
 
     /// Read a profile from the JSON that `--profile-json` carries, and check it.
-    pub fn from_json(text: &str) -> Result<Self, crate::error::SimError> {
+    pub fn from_json(text: &str) -> Result<Self, SimError> {
         let profile: SimProfile = serde_json::from_str(text)
-            .map_err(|e| crate::error::SimError::InvalidProfile(format!("not a sim profile's JSON: {e}")))?;
-        profile.validate().map_err(crate::error::SimError::InvalidProfile)?;
+            .map_err(|e| SimError::InvalidProfile(ProfileError::NotJson(e.to_string())))?;
+        profile.validate().map_err(SimError::InvalidProfile)?;
         Ok(profile)
     }
 
     /// Reject values the performance model cannot run with.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        let out_of_range = |key, rule, value| Err(ProfileError::OutOfRange { key, rule, value });
         let positive = [
             ("prefill-tok-s", self.prefill_tok_s),
             ("chunked-prefill-tokens", f64::from(self.chunked_prefill_tokens)),
@@ -232,7 +238,7 @@ impl SimProfile {
         ];
         for (key, value) in positive {
             if !(value.is_finite() && value > 0.0) {
-                return Err(format!("sim key `{key}` must be > 0, got {value}"));
+                return out_of_range(key, "must be > 0", value);
             }
         }
         let non_negative = [
@@ -243,12 +249,11 @@ impl SimProfile {
         ];
         for (key, value) in non_negative {
             if !(value.is_finite() && value >= 0.0) {
-                return Err(format!("sim key `{key}` must be >= 0, got {value}"));
+                return out_of_range(key, "must be >= 0", value);
             }
         }
         if !matches!(self.overload_status, 429 | 503) {
-            let status = self.overload_status;
-            return Err(format!("sim key `overload-status` must be 429 or 503, got {status}"));
+            return out_of_range("overload-status", "must be 429 or 503", f64::from(self.overload_status));
         }
         let f = &self.faults;
         let rates = [
@@ -265,7 +270,7 @@ impl SimProfile {
         ];
         for (key, value) in rates {
             if !(0.0..=1.0).contains(&value) {
-                return Err(format!("sim key `{key}` is a probability in [0, 1], got {value}"));
+                return out_of_range(key, "is a probability in [0, 1]", value);
             }
         }
         Ok(())
@@ -273,9 +278,9 @@ impl SimProfile {
 }
 
 /// Turn `text` into a JSON value of the same type as the key's current value.
-fn parse_value_like(key: &str, current: &Value, text: &str) -> Result<Value, String> {
+fn parse_value_like(key: &str, current: &Value, text: &str) -> Result<Value, ProfileError> {
     let text = text.trim();
-    let bad = |what: &str| format!("sim key `{key}` expects {what}, got {text:?}");
+    let bad = |expected| ProfileError::Unreadable { key: key.to_owned(), expected, text: text.to_owned() };
     if matches!(text, "none" | "null" | "#null") {
         // Clears an optional key; any other key rejects null when read back.
         return Ok(Value::Null);
@@ -304,6 +309,10 @@ fn parse_value_like(key: &str, current: &Value, text: &str) -> Result<Value, Str
             Err(_) => Value::String(text.to_owned()),
         }),
     }
+}
+
+fn unknown_key(key: &str) -> ProfileError {
+    ProfileError::UnknownKey { key: key.to_owned(), message: unknown_key_message(key) }
 }
 
 fn unknown_key_message(key: &str) -> String {
@@ -360,7 +369,7 @@ mod tests {
     #[test]
     fn set_rejects_bad_input_and_keeps_old_value() {
         let mut p = SimProfile::default();
-        let err = p.set("decode-step-msx", "1").unwrap_err();
+        let err = p.set("decode-step-msx", "1").unwrap_err().to_string();
         assert!(err.contains("did you mean `decode-step-ms`"), "{err}");
         assert!(p.set("decode-step-ms", "fast").is_err());
         assert!(p.set("max-running-seqs", "-3").is_err());

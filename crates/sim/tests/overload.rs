@@ -169,5 +169,5 @@ async fn max_queue_rejects_with_the_overload_status_and_serves_the_rest() {
     }
     let mut profile = SimProfile::default();
     let error = profile.set("overload-status", "500").expect_err("500 is not an overload status");
-    assert!(error.contains("429 or 503"), "{error}");
+    assert!(error.to_string().contains("429 or 503"), "{error}");
 }

@@ -1,6 +1,6 @@
 //! The requests table: one row per element of the artifact's
 //! `request_timings`, every field a column. A nested record field
-//! (`failure`, `request_canary`, `controlled_output`) becomes one column per
+//! (`failure`, `request_canary`, `controlled_output`, `agent`) becomes one column per
 //! member, named `<field>_<member>`, so the table is flat for pandas and SQL.
 
 use std::sync::Arc;
@@ -86,6 +86,14 @@ const REQUEST_COLUMNS: &[(&str, Kind)] = {
         ("ideal_cached_tokens", U64),
         ("draft_tokens", U64),
         ("draft_accepted_tokens", U64),
+        ("agent_task", U64),
+        ("agent_task_id", Text),
+        ("agent_call", U32),
+        ("agent_call_id", Text),
+        ("agent_parents", ListU32),
+        ("agent_delay_ms", F64),
+        ("agent_task_start_ms", F64),
+        ("agent_deadline_ms", F64),
     ]
 };
 

@@ -78,6 +78,16 @@ pub fn full_record(index: u64) -> RequestRecord {
         ideal_cached_tokens: Some(256),
         draft_tokens: Some(3),
         draft_accepted_tokens: Some(2),
+        agent: Some(anvil_loadgen::AgentCallRecord {
+            task: 2,
+            task_id: "fix-bug".into(),
+            call: 1,
+            call_id: "read-a".into(),
+            parents: vec![0],
+            delay_ms: 350.0,
+            task_start_ms: 12.5,
+            deadline_ms: Some(60_000.0),
+        }),
     }
 }
 

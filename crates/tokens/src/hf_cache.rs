@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::TokenizerSpecError;
+
 /// The cache's root folder.
 pub fn hub_root() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("HF_HUB_CACHE") {
@@ -18,21 +20,16 @@ pub fn hub_root() -> Option<PathBuf> {
 }
 
 /// `ORG/NAME`'s `tokenizer.json`, or why it is not there.
-pub fn locate(model: &str) -> Result<PathBuf, String> {
-    let root = hub_root().ok_or("no Hugging Face cache: neither HF_HUB_CACHE, HF_HOME nor HOME is set")?;
+pub fn locate(model: &str) -> Result<PathBuf, TokenizerSpecError> {
+    let root = hub_root().ok_or(TokenizerSpecError::NoHubCache)?;
     locate_in(&root, model)
 }
 
-pub fn locate_in(root: &Path, model: &str) -> Result<PathBuf, String> {
+/// [`locate`] in the cache at `root`.
+pub fn locate_in(root: &Path, model: &str) -> Result<PathBuf, TokenizerSpecError> {
     let folder = root.join(format!("models--{}", model.replace('/', "--")));
     let snapshots = folder.join("snapshots");
-    let not_cached = || {
-        format!(
-            "`hf:{model}` is not in the local Hugging Face cache ({}); anvil never downloads a \
-             tokenizer: fetch it first (`huggingface-cli download {model} tokenizer.json`) or give its path",
-            folder.display()
-        )
-    };
+    let not_cached = || TokenizerSpecError::NotCached { model: model.to_string(), folder: folder.clone() };
     // The revision `main` points at; else the only snapshot there is.
     let revision = match std::fs::read_to_string(folder.join("refs/main")) {
         Ok(r) => r.trim().to_string(),
@@ -46,11 +43,11 @@ pub fn locate_in(root: &Path, model: &str) -> Result<PathBuf, String> {
                 [one] => one.clone(),
                 [] => return Err(not_cached()),
                 many => {
-                    return Err(format!(
-                        "`hf:{model}` has {} snapshots in {} and no refs/main to choose one: give the path",
-                        many.len(),
-                        snapshots.display()
-                    ));
+                    return Err(TokenizerSpecError::NoMainRevision {
+                        model: model.to_string(),
+                        count: many.len(),
+                        snapshots: snapshots.clone(),
+                    });
                 }
             }
         }
@@ -58,7 +55,7 @@ pub fn locate_in(root: &Path, model: &str) -> Result<PathBuf, String> {
     let file = snapshots.join(&revision).join("tokenizer.json");
     match file.is_file() {
         true => Ok(file),
-        false => Err(format!("`hf:{model}` revision {revision} has no tokenizer.json ({})", file.display())),
+        false => Err(TokenizerSpecError::NoTokenizerJson { model: model.to_string(), revision, file }),
     }
 }
 
@@ -72,15 +69,15 @@ mod tests {
         let model = root.path().join("models--Org--Name");
         std::fs::create_dir_all(model.join("refs")).unwrap();
         std::fs::create_dir_all(model.join("snapshots/abc123")).unwrap();
-        assert!(locate_in(root.path(), "Org/Name").unwrap_err().contains("no tokenizer.json"));
+        assert!(locate_in(root.path(), "Org/Name").unwrap_err().to_string().contains("no tokenizer.json"));
         std::fs::write(model.join("snapshots/abc123/tokenizer.json"), "{}").unwrap();
         let found = locate_in(root.path(), "Org/Name").unwrap();
         assert_eq!(found, model.join("snapshots/abc123/tokenizer.json"), "the only snapshot");
         std::fs::create_dir_all(model.join("snapshots/def456")).unwrap();
-        assert!(locate_in(root.path(), "Org/Name").unwrap_err().contains("2 snapshots"));
+        assert!(locate_in(root.path(), "Org/Name").unwrap_err().to_string().contains("2 snapshots"));
         std::fs::write(model.join("refs/main"), "abc123\n").unwrap();
         assert_eq!(locate_in(root.path(), "Org/Name").unwrap(), found, "refs/main chooses");
-        let missing = locate_in(root.path(), "Other/Model").unwrap_err();
+        let missing = locate_in(root.path(), "Other/Model").unwrap_err().to_string();
         assert!(
             missing.contains("not in the local Hugging Face cache") && missing.contains("never downloads")
         );

@@ -11,6 +11,6 @@ pub mod spec;
 pub mod tokenizer;
 
 pub use alphabet::{AlphabetSummary, TokenAlphabet};
-pub use error::TokenizerError;
+pub use error::{ReplyError, TokenizerError, TokenizerSpecError};
 pub use spec::TokenizerSpec;
 pub use tokenizer::{ServerAddress, Tokenizer, TokenizerIdentity};

@@ -7,7 +7,7 @@
 //! so the same request works on all three; the reply's `tokens` is read as
 //! ids, or as `{"id": …}` objects where a server sends pieces.
 
-use crate::error::{Result, TokenizerError};
+use crate::error::{ReplyError, Result, TokenizerError};
 use serde_json::{Value, json};
 
 /// A server's tokenize endpoint.
@@ -93,15 +93,15 @@ impl ServerTokenizer {
 
 /// The `tokens` of a tokenize reply, as ids; what is wrong with it when
 /// it holds none.
-pub fn ids_of(reply: &Value) -> std::result::Result<Vec<u32>, String> {
+pub fn ids_of(reply: &Value) -> std::result::Result<Vec<u32>, ReplyError> {
     let Some(tokens) = reply.get("tokens").and_then(Value::as_array) else {
-        return Err(format!("no `tokens` list in {reply}"));
+        return Err(ReplyError::NoTokens { reply: reply.clone() });
     };
     tokens
         .iter()
         .map(|t| {
             let id = t.as_u64().or_else(|| t.get("id").and_then(Value::as_u64));
-            id.and_then(|id| u32::try_from(id).ok()).ok_or_else(|| format!("token {t} is not an id"))
+            id.and_then(|id| u32::try_from(id).ok()).ok_or_else(|| ReplyError::NotAnId { token: t.clone() })
         })
         .collect()
 }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::TokenizerSpecError;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TokenizerSpec {
@@ -21,10 +23,10 @@ pub enum TokenizerSpec {
 
 impl TokenizerSpec {
     /// Reads the recipe's word: `server`, `hf:ORG/NAME` or a path.
-    pub fn parse(word: &str) -> Result<Self, String> {
+    pub fn parse(word: &str) -> Result<Self, TokenizerSpecError> {
         let word = word.trim();
         if word.is_empty() {
-            return Err("an empty tokenizer: write a path, `hf:ORG/NAME` or `server`".into());
+            return Err(TokenizerSpecError::Empty);
         }
         if word == "server" {
             return Ok(Self::Server);
@@ -32,7 +34,7 @@ impl TokenizerSpec {
         if let Some(model) = word.strip_prefix("hf:") {
             let parts: Vec<&str> = model.split('/').collect();
             if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
-                return Err(format!("`hf:{model}`: a Hugging Face model is `hf:ORG/NAME`"));
+                return Err(TokenizerSpecError::NotOrgName { model: model.to_string() });
             }
             return Ok(Self::HuggingFace { model: model.to_string() });
         }
@@ -58,7 +60,7 @@ impl TokenizerSpec {
 
     /// The `tokenizer.json` this spec reads, when it reads a file: what
     /// the configuration fingerprint hashes. `None` for the server's.
-    pub fn file(&self) -> Option<Result<PathBuf, String>> {
+    pub fn file(&self) -> Option<Result<PathBuf, TokenizerSpecError>> {
         match self {
             Self::File { path } => Some(Ok(match path.is_dir() {
                 true => path.join("tokenizer.json"),
@@ -85,8 +87,10 @@ mod tests {
             TokenizerSpec::parse("tok/tokenizer.json"),
             Ok(TokenizerSpec::File { path: "tok/tokenizer.json".into() })
         );
-        assert!(TokenizerSpec::parse("hf:justname").unwrap_err().contains("hf:ORG/NAME"));
-        assert!(TokenizerSpec::parse(" ").is_err());
+        let not_org_name = TokenizerSpec::parse("hf:justname").unwrap_err();
+        assert_eq!(not_org_name, TokenizerSpecError::NotOrgName { model: "justname".into() });
+        assert!(not_org_name.to_string().contains("hf:ORG/NAME"));
+        assert_eq!(TokenizerSpec::parse(" "), Err(TokenizerSpecError::Empty));
         let spec = TokenizerSpec::parse("tok").unwrap();
         assert_eq!(spec.resolved_against(Path::new("/r")), TokenizerSpec::File { path: "/r/tok".into() });
         assert_eq!(spec.as_written(), "tok");

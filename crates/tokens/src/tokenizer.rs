@@ -44,7 +44,7 @@ impl Tokenizer {
         let source = spec.as_written();
         match spec.file() {
             Some(file) => {
-                let file = file.map_err(TokenizerError::Spec)?;
+                let file = file?;
                 let (tokenizer, digest) = read_file(&file)?;
                 let identity =
                     TokenizerIdentity { source, location: file.display().to_string(), blake3: Some(digest) };

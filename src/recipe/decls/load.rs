@@ -85,7 +85,9 @@ settings! {
         key dataset = "dataset" as Headed,
         /// Multi-turn sessions.
         key sessions = "sessions" as Headed,
-        /// Where the requests come from (a trace, a dataset, sessions; else synthetic).
+        /// Agent runs replayed as graphs of calls.
+        key agents = "agents" as Headed,
+        /// Where the requests come from (a trace, a dataset, sessions, agent runs; else synthetic).
         pub traffic: TrafficDecl,
         /// Files the traffic reads, relative to the recipe's folder.
         pub reads: Vec<String>,
@@ -178,6 +180,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         trace: key::trace,
         dataset: key::dataset,
         sessions: key::sessions,
+        agents: key::agents,
         stage: key::stage,
     };
     let (traffic, reads) = traffic::build(draft, &keys, problems);
@@ -188,6 +191,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
         repeat: key::repeat,
         stage: key::stage,
         sessions: key::sessions,
+        agents: key::agents,
     };
     let until = until::build(draft, &keys, problems);
     let abort_on_errors = abort_on_errors::build(draft, key::abort_on_errors, problems);

@@ -221,7 +221,7 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
     let tokenizer = s.str(key::tokenizer).and_then(|word| match anvil_loadgen::TokenizerSpec::parse(word) {
         Ok(spec) => Some(spec),
         Err(problem) => {
-            problems.push(draft.problem_at(key::tokenizer, problem).label(key::tokenizer));
+            problems.push(draft.problem_at(key::tokenizer, problem.to_string()).label(key::tokenizer));
             None
         }
     });

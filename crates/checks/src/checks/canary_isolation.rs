@@ -16,7 +16,7 @@ use crate::spec::CheckSpec;
 use crate::text::excerpt;
 
 /// Every request of every round, in index order.
-pub async fn run(spec: &CheckSpec, client: &ApiClient, prompt: &str) -> anyhow::Result<Vec<Attempt>> {
+pub async fn run(spec: &CheckSpec, client: &ApiClient, prompt: &str) -> Result<Vec<Attempt>, CallError> {
     let per_round = spec.concurrency.max(1);
     let mut attempts = Vec::new();
     for round in 0..spec.requests.max(1) {
@@ -35,7 +35,7 @@ async fn one_stream(
     prompt: &str,
     round: u32,
     index: u32,
-) -> anyhow::Result<Attempt> {
+) -> Result<Attempt, CallError> {
     let own = marker(spec.seed, index);
     let instruction = format!("Begin your reply with {own}. {prompt}");
     let mut body = chat_body(spec, json!([{"role": "user", "content": instruction}]), index);
@@ -47,7 +47,7 @@ async fn one_stream(
     let stream = match client.post_stream(CHAT_PATH, &body).await {
         Ok(stream) => stream,
         Err(CallError::Broken(why)) => return Ok(attempt.fail(why)),
-        Err(unreachable) => return Err(unreachable.into()),
+        Err(unreachable) => return Err(unreachable),
     };
     attempt.http_status = Some(stream.status);
     attempt.elapsed_ms = stream.elapsed.as_secs_f64() * 1000.0;

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{prompt_summary, send_chat};
 use crate::chat::{CHAT_PATH, chat_body};
-use crate::client::ApiClient;
+use crate::client::{ApiClient, CallError};
 use crate::json_reply::exactly_one_json_value;
 use crate::outcome::Attempt;
 use crate::schema::CompiledSchema;
@@ -21,7 +21,7 @@ pub async fn attempt(
     schema: &Value,
     compiled: &CompiledSchema,
     index: u32,
-) -> anyhow::Result<Attempt> {
+) -> Result<Attempt, CallError> {
     let mut body = chat_body(spec, json!([{"role": "user", "content": prompt}]), index);
     body["response_format"] = json!({
         "type": "json_schema",

@@ -30,7 +30,7 @@ pub async fn send_whole(
     path: &str,
     body: &Value,
     mut attempt: Attempt,
-) -> anyhow::Result<Exchange> {
+) -> Result<Exchange, CallError> {
     match client.post_whole(path, body).await {
         Ok(WholeReply { status, body, elapsed }) => {
             attempt.http_status = Some(status);
@@ -43,7 +43,7 @@ pub async fn send_whole(
             }
         }
         Err(CallError::Broken(why)) => Ok(Exchange::Failed(attempt.fail(why))),
-        Err(unreachable @ CallError::Unreachable { .. }) => Err(unreachable.into()),
+        Err(unreachable @ CallError::Unreachable { .. }) => Err(unreachable),
     }
 }
 
@@ -54,7 +54,7 @@ pub async fn send_chat(
     client: &ApiClient,
     body: &Value,
     attempt: Attempt,
-) -> anyhow::Result<Result<(Attempt, ChatReply), Attempt>> {
+) -> Result<Result<(Attempt, ChatReply), Attempt>, CallError> {
     let (mut attempt, text) = match send_whole(client, CHAT_PATH, body, attempt).await? {
         Exchange::Ok(attempt, text) => (attempt, text),
         Exchange::Failed(attempt) => return Ok(Err(attempt)),
@@ -66,7 +66,7 @@ pub async fn send_chat(
         }
         Err(why) => {
             attempt.reply = serde_json::json!({"body": excerpt(&text)});
-            Ok(Err(attempt.fail(why)))
+            Ok(Err(attempt.fail(why.to_string())))
         }
     }
 }

@@ -34,7 +34,7 @@ pub async fn attempt(
     client: &ApiClient,
     prompt: &str,
     index: u32,
-) -> anyhow::Result<Attempt> {
+) -> Result<Attempt, CallError> {
     let request = json!({"endpoint": RESPONSES_PATH, "stream": "once without, once with", "max_output_tokens": spec.max_tokens, "prompt": prompt_summary(prompt)});
     let attempt = Attempt::new(index, request);
     let (attempt, whole) = match whole_part(spec, client, prompt, attempt).await? {
@@ -64,7 +64,7 @@ async fn whole_part(
     client: &ApiClient,
     prompt: &str,
     attempt: Attempt,
-) -> anyhow::Result<Result<(Attempt, WholePart), Attempt>> {
+) -> Result<Result<(Attempt, WholePart), Attempt>, CallError> {
     let body = request_body(spec, prompt, false);
     let (mut attempt, text) = match send_whole(client, RESPONSES_PATH, &body, attempt).await? {
         Exchange::Ok(attempt, text) => (attempt, text),
@@ -119,14 +119,18 @@ struct StreamedPart {
     failure: Option<String>,
 }
 
-async fn streamed_part(spec: &CheckSpec, client: &ApiClient, prompt: &str) -> anyhow::Result<StreamedPart> {
+async fn streamed_part(
+    spec: &CheckSpec,
+    client: &ApiClient,
+    prompt: &str,
+) -> Result<StreamedPart, CallError> {
     let body = request_body(spec, prompt, true);
     let stream = match client.post_stream(RESPONSES_PATH, &body).await {
         Ok(stream) => stream,
         Err(CallError::Broken(why)) => {
             return Ok(StreamedPart { evidence: json!({"error": why}), deltas: 0, failure: Some(why) });
         }
-        Err(unreachable) => return Err(unreachable.into()),
+        Err(unreachable) => return Err(unreachable),
     };
     if stream.status != 200 {
         let body = stream.error_body.unwrap_or_default();

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{prompt_summary, send_chat};
 use crate::chat::{CHAT_PATH, ChatReply, chat_body};
-use crate::client::ApiClient;
+use crate::client::{ApiClient, CallError};
 use crate::outcome::Attempt;
 use crate::spec::CheckSpec;
 
@@ -14,7 +14,7 @@ pub async fn attempt(
     client: &ApiClient,
     prompt: &str,
     index: u32,
-) -> anyhow::Result<Attempt> {
+) -> Result<Attempt, CallError> {
     let body = chat_body(spec, json!([{"role": "user", "content": prompt}]), index);
     let request = json!({"endpoint": CHAT_PATH, "stream": false, "seed": body["seed"], "max_tokens": spec.max_tokens, "prompt": prompt_summary(prompt)});
     let (attempt, reply) = match send_chat(client, &body, Attempt::new(index, request)).await? {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{prompt_summary, send_chat};
 use crate::chat::{CHAT_PATH, ChatReply, chat_body};
-use crate::client::ApiClient;
+use crate::client::{ApiClient, CallError};
 use crate::outcome::Attempt;
 use crate::schema::CompiledSchema;
 use crate::spec::CheckSpec;
@@ -23,18 +23,26 @@ pub struct OfferedTool {
     pub parameters: CompiledSchema,
 }
 
+/// Why a tool cannot be offered.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("the tool needs a non-empty `name`")]
+    NoName,
+    #[error("the tool's parameters are not a valid JSON schema: {0}")]
+    BadParameters(jsonschema::ValidationError<'static>),
+}
+
 impl OfferedTool {
-    pub fn new(function: Value) -> Result<Self, String> {
+    pub fn new(function: Value) -> Result<Self, ToolError> {
         let name = function
             .get("name")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
-            .ok_or("the tool needs a non-empty `name`")?
+            .ok_or(ToolError::NoName)?
             .to_owned();
         // No parameters schema: any arguments object is acceptable.
         let schema = function.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object"}));
-        let parameters = CompiledSchema::new(&schema)
-            .map_err(|e| format!("the tool's parameters are not a valid JSON schema: {e}"))?;
+        let parameters = CompiledSchema::new(&schema).map_err(ToolError::BadParameters)?;
         Ok(Self { function, name, parameters })
     }
 }
@@ -55,7 +63,7 @@ pub async fn attempt(
     shared_prefix: Option<&str>,
     tool: &OfferedTool,
     index: u32,
-) -> anyhow::Result<Attempt> {
+) -> Result<Attempt, CallError> {
     let mut messages = Vec::new();
     if let Some(prefix) = shared_prefix {
         messages.push(json!({"role": "system", "content": prefix}));

@@ -160,6 +160,33 @@ pub struct RequestRecord {
     pub draft_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_accepted_tokens: Option<u64>,
+    /// An agent call: its task and its place in the task's graph, so the
+    /// job metrics re-derive from the records alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentCallRecord>,
+}
+
+/// Where an agent call sits: enough to rebuild its task's graph and times
+/// from the records (docs/workloads.md "Agent traces").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentCallRecord {
+    /// The task's place among the run's tasks (0-based, file order).
+    pub task: u64,
+    /// The task's id in the trace.
+    pub task_id: String,
+    /// The call's place in its task (0-based, file order).
+    pub call: u32,
+    pub call_id: String,
+    /// The calls (places in the task) whose replies it waited for.
+    pub parents: Vec<u32>,
+    /// Its delay after them (after the task's start for a root), ms, scaled.
+    pub delay_ms: f64,
+    /// When the task started (ms after the run's start): its agent took
+    /// it (closed loop) or it arrived (open loop).
+    pub task_start_ms: f64,
+    /// The task must end within this many ms of its start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<f64>,
 }
 
 /// Per-request facts that the observation does not hold.
@@ -332,6 +359,7 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         ideal_cached_tokens: None,
         draft_tokens: obs.draft.map(|d| d.drafted),
         draft_accepted_tokens: obs.draft.map(|d| d.accepted),
+        agent: None,
     }
 }
 

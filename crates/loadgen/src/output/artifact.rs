@@ -579,6 +579,10 @@ pub fn build(
     if let Some(stopping) = &out.stopping {
         stopping_intervals(store, stopping, &mut metrics)?;
     }
+    // A task's figures sit beside the requests' so gates and searches read them alike.
+    if let Some(jobs) = &out.jobs {
+        metrics.extend(jobs.metrics.clone());
+    }
     let population = metric_population(&t, &metrics);
     let completed = t.eligible;
     let mut failure_counts: BTreeMap<&str, u64> = BTreeMap::new();
@@ -688,6 +692,7 @@ pub fn build(
         steady_state: crate::output::steady_state::of(store, spec.repeat, !spec.stages.is_empty())?,
         stopping: out.stopping.clone(),
         tokens: (!out.tokens.is_empty()).then(|| out.tokens.clone()),
+        jobs: out.jobs.clone(),
         telemetry: None,
         server_warmup: None,
         server_startup_ms: None,

@@ -132,6 +132,10 @@ pub struct Benchmark {
     /// tokens, joined to the plan (docs/metrics.md "Tokens").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<super::tokens::TokenAccount>,
+    /// Agent traffic: each task's figures and the cell's job metrics
+    /// (docs/workloads.md "Job metrics"); the latter also in `metrics`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<super::jobs::Jobs>,
     // --- added by anvil's cell executor ---
     /// The servers' Prometheus deltas and GPU samples over the cell.
     #[serde(skip_serializing_if = "Option::is_none")]

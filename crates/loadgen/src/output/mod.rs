@@ -9,6 +9,7 @@ pub(crate) mod benchmark;
 pub(crate) mod client_error;
 pub(crate) mod ending;
 pub(crate) mod interval;
+pub mod jobs;
 pub(crate) mod offered;
 pub(crate) mod record_log;
 pub mod series;

@@ -1,6 +1,7 @@
-//! Agent runs described as graphs of model calls (issue 41, first step):
-//! the trace formats, read and checked, and the per-task graph queries the
-//! replay and the job metrics will stand on. Nothing here sends a request.
+//! Agent runs described as graphs of model calls: the trace formats, read
+//! and checked, and the per-task graph queries the replay
+//! ([`crate::send::agents`]) and the job metrics stand on. Nothing here
+//! sends a request.
 //!
 //! Two layouts, both one JSON object per line (docs/workloads.md, "Agent
 //! traces"):
@@ -22,10 +23,6 @@
 //! broken one named at its line as the trace check names a trace's; a key
 //! the format does not read is a warning at the first line holding it.
 
-// Read at plan time and replayed once the replay and the recipe setting
-// exist (issue 41); until then only the tests call in.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -36,87 +33,11 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
+use crate::workload::agent_format::AgentTraceFormat;
 use crate::workload::input_check::{
     FileProblem, InputSummary, UNKNOWN_KEYS_NAMED, UnknownKey, likely_typo, open,
 };
 use crate::workload::trace_line::LineProblem;
-
-/// The layout of an agent trace file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentTraceFormat {
-    /// anvil's own: one call per line, `task`, `call`, `parents`, `delay_ms`.
-    Jsonl,
-    /// Dynamo's Agentic Mooncake rows: `request_id`, `wait_for`, `delay`,
-    /// `tool_wait_ms` over Mooncake's `hash_ids` and lengths.
-    AgenticMooncake,
-}
-
-impl AgentTraceFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentTraceFormat::Jsonl => "jsonl",
-            AgentTraceFormat::AgenticMooncake => "agentic-mooncake",
-        }
-    }
-
-    /// The format a recipe names, if it is one.
-    pub fn from_name(name: &str) -> Option<AgentTraceFormat> {
-        [AgentTraceFormat::Jsonl, AgentTraceFormat::AgenticMooncake].into_iter().find(|f| f.as_str() == name)
-    }
-
-    /// The keys a line reads (any other is warned about and ignored).
-    pub fn known_keys(self) -> &'static [&'static str] {
-        match self {
-            AgentTraceFormat::Jsonl => JSONL_KEYS,
-            AgentTraceFormat::AgenticMooncake => AGENTIC_MOONCAKE_KEYS,
-        }
-    }
-
-    /// The key that names a call's parents.
-    fn parents_key(self) -> &'static str {
-        match self {
-            AgentTraceFormat::Jsonl => "parents",
-            AgentTraceFormat::AgenticMooncake => "wait_for",
-        }
-    }
-}
-
-/// The keys of anvil's layout.
-pub(crate) const JSONL_KEYS: &[&str] = &[
-    "task",
-    "call",
-    "parents",
-    "delay_ms",
-    "input_tokens",
-    "hash_ids",
-    "inherit",
-    "prompt",
-    "output_tokens",
-    "deadline_ms",
-    "arrival_ms",
-];
-
-/// The keys of an Agentic Mooncake row (the aliases its reader accepts
-/// included). `session_id`, `branches`, `prefix_reset` and `tool_events`
-/// are known and not read: they describe the capture, not the schedule.
-pub(crate) const AGENTIC_MOONCAKE_KEYS: &[&str] = &[
-    "request_id",
-    "session_id",
-    "input_length",
-    "input_tokens",
-    "output_length",
-    "output_tokens",
-    "hash_ids",
-    "timestamp",
-    "created_time",
-    "delay",
-    "delay_ms",
-    "wait_for",
-    "tool_wait_ms",
-    "branches",
-    "prefix_reset",
-    "tool_events",
-];
 
 /// What a call sends as its prompt.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,7 +2,9 @@
 //! (synthetic prompts, a trace, a dataset, multi-turn sessions), how they
 //! are paced in stages, and what their replies must say (canaries).
 
-pub(crate) mod agent_trace;
+pub(crate) mod agent_format;
+pub(crate) mod agent_plan;
+pub mod agent_trace;
 pub(crate) mod calibrate;
 pub(crate) mod canary;
 pub(crate) mod dataset;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
+use crate::workload::agent_plan::AgentPlan;
 use crate::workload::dataset::Dataset;
 use crate::workload::prompt::PromptBuilder;
 use crate::workload::request::{Content, Origin, Planned};
@@ -22,6 +23,7 @@ pub enum Source {
     Trace(Arc<Trace>),
     Dataset(Arc<Dataset>),
     Sessions(Arc<SessionPlan>),
+    Agents(Arc<AgentPlan>),
 }
 
 impl Source {
@@ -35,8 +37,12 @@ impl Source {
         repeats: u32,
         staged_below: Option<u64>,
     ) -> anyhow::Result<Self> {
-        if staged_below.is_some() && matches!(traffic, Traffic::Trace(_) | Traffic::Sessions(_)) {
-            anyhow::bail!("a trace or sessions set their own arrivals: they cannot run in load stages");
+        if staged_below.is_some()
+            && matches!(traffic, Traffic::Trace(_) | Traffic::Sessions(_) | Traffic::Agents(_))
+        {
+            anyhow::bail!(
+                "a trace, sessions or agents set their own arrivals: they cannot run in load stages"
+            );
         }
         Ok(match traffic {
             Traffic::Synthetic => Self::Synthetic,
@@ -51,6 +57,11 @@ impl Source {
                     .with_context(|| format!("reading the dataset {}", d.path.display()))?,
             )),
             Traffic::Sessions(s) => Self::Sessions(Arc::new(SessionPlan::synthetic(s, repeats)?)),
+            Traffic::Agents(a) => Self::Agents(Arc::new(
+                AgentPlan::load(a, repeats)
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("reading the agent trace {}", a.path.display()))?,
+            )),
         })
     }
 
@@ -61,6 +72,7 @@ impl Source {
             Self::Synthetic | Self::Dataset(_) => None,
             Self::Trace(t) => Some(t.requests()),
             Self::Sessions(s) => Some(s.requests()),
+            Self::Agents(a) => Some(a.requests()),
         }
     }
 
@@ -69,6 +81,14 @@ impl Source {
         match self {
             Self::Sessions(s) => Some(s.clone()),
             Self::Trace(t) => t.session_plan(),
+            _ => None,
+        }
+    }
+
+    /// Whether requests run as agent tasks (each call after its parents' replies).
+    pub fn agents(&self) -> Option<Arc<AgentPlan>> {
+        match self {
+            Self::Agents(a) => Some(a.clone()),
             _ => None,
         }
     }
@@ -91,6 +111,9 @@ impl Source {
             }
             Self::Trace(t) => t.plan(index, seed, &synthetic.filler).unwrap_or_else(synthetic_prompt),
             Self::Dataset(d) => d.plan(index, max_tokens).unwrap_or_else(synthetic_prompt),
+            Self::Agents(a) => {
+                a.plan(index, seed, &synthetic.filler, max_tokens).unwrap_or_else(synthetic_prompt)
+            }
         }
     }
 
@@ -109,6 +132,7 @@ impl Source {
             Self::Trace(t) => t.describe(),
             Self::Dataset(d) => d.describe(),
             Self::Sessions(s) => s.describe(),
+            Self::Agents(a) => a.describe(),
         }
     }
 }

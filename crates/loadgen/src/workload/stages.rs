@@ -12,6 +12,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::error::SpecError;
 use crate::workload::prompt::{SplitMix64, streams};
 use crate::workload::spec::{Arrival, CellSpec, Stage};
 
@@ -98,7 +99,7 @@ pub fn expected_requests(stages: &[Stage]) -> u64 {
 }
 
 /// A stage's problems, for the cell's validation.
-pub fn check(spec: &CellSpec) -> Result<(), String> {
+pub fn check(spec: &CellSpec) -> Result<(), SpecError> {
     // A trace and sessions set their own arrivals (a dataset's sample
     // cycles through the stages' requests).
     if !spec.stages.is_empty()
@@ -107,19 +108,19 @@ pub fn check(spec: &CellSpec) -> Result<(), String> {
             crate::workload::traffic::Traffic::Trace(_) | crate::workload::traffic::Traffic::Sessions(_)
         )
     {
-        return Err("stages do not combine with a trace or sessions (they set their own arrivals)".into());
+        return Err(SpecError::StagesWithOwnArrivals);
     }
-    for (i, s) in spec.stages.iter().enumerate() {
+    for (stage, s) in (1..).zip(&spec.stages) {
         if s.duration_ms == 0 {
-            return Err(format!("stage {} has a zero duration", i + 1));
+            return Err(SpecError::ZeroStageDuration { stage });
         }
         if s.concurrency == 0 {
-            return Err(format!("stage {}: concurrency must be at least 1", i + 1));
+            return Err(SpecError::ZeroStageConcurrency { stage });
         }
         if let Arrival::Poisson { rate_per_s } | Arrival::Constant { rate_per_s } = s.arrival
             && !(rate_per_s.is_finite() && rate_per_s > 0.0)
         {
-            return Err(format!("stage {}: rate must be a positive number, got {rate_per_s}", i + 1));
+            return Err(SpecError::BadStageRate { stage, rate: rate_per_s });
         }
     }
     Ok(())
@@ -164,8 +165,10 @@ mod tests {
     #[test]
     fn bad_stages_are_named() {
         let spec = |s| CellSpec { stages: vec![stage(Arrival::ClosedLoop, 1, 10), s], ..CellSpec::default() };
-        assert_eq!(check(&spec(stage(Arrival::ClosedLoop, 1, 0))), Err("stage 2 has a zero duration".into()));
+        let zero = check(&spec(stage(Arrival::ClosedLoop, 1, 0))).unwrap_err();
+        assert_eq!(zero, SpecError::ZeroStageDuration { stage: 2 });
+        assert_eq!(zero.to_string(), "stage 2 has a zero duration");
         let bad_rate = check(&spec(stage(Arrival::Poisson { rate_per_s: -1.0 }, 1, 5)));
-        assert!(bad_rate.unwrap_err().contains("stage 2: rate"));
+        assert!(bad_rate.unwrap_err().to_string().contains("stage 2: rate"));
     }
 }

@@ -25,6 +25,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::SpecError;
 use crate::output::interval::Statistic;
 
 /// The error the looks share: their intervals hold together with 95%.
@@ -71,7 +72,7 @@ pub const WATCHABLE: &[(&str, bool)] = &[
 
 /// Reads `ttft_p99_ms`, `e2e_mean_ms`, `decode_tok_s_p50`: a watchable
 /// metric and a percentile (`p1`–`p99`) or `mean`.
-pub fn watched(key: &str) -> Result<Watched, String> {
+pub fn watched(key: &str) -> Result<Watched, SpecError> {
     for (base, millis) in WATCHABLE {
         let Some(rest) = key.strip_prefix(base).and_then(|r| r.strip_prefix('_')) else { continue };
         let stat = match millis {
@@ -88,12 +89,9 @@ pub fn watched(key: &str) -> Result<Watched, String> {
         };
         return Ok(Watched { base, statistic });
     }
-    let names: Vec<String> =
+    let watchable =
         WATCHABLE.iter().map(|(b, ms)| format!("{b}_p99{}", if *ms { "_ms" } else { "" })).collect();
-    Err(format!(
-        "`{key}` is not a per-request percentile or mean a stopping rule can watch (one of {}, with any p1–p99 or `mean`)",
-        names.join(", ")
-    ))
+    Err(SpecError::NotWatchable { key: key.to_owned(), watchable })
 }
 
 impl StoppingRule {
@@ -112,21 +110,18 @@ impl StoppingRule {
     }
 
     /// What is wrong with the rule, if anything.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SpecError> {
         if self.until.is_empty() {
-            return Err("`until` names no metric".into());
+            return Err(SpecError::NoWatchedMetric);
         }
         for key in &self.until {
             watched(key)?;
         }
         if !(self.within.is_finite() && self.within > 0.0) {
-            return Err(format!("`within` must be a positive share, got {}", self.within));
+            return Err(SpecError::BadWithin { within: self.within });
         }
         if self.min_requests == 0 || self.min_requests > self.max_requests {
-            return Err(format!(
-                "`min-requests` ({}) must be at least 1 and at most `max-requests` ({})",
-                self.min_requests, self.max_requests
-            ));
+            return Err(SpecError::BadMinRequests { min: self.min_requests, max: self.max_requests });
         }
         Ok(())
     }

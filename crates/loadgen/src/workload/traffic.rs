@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::workload::agent_format::AgentTraceFormat;
+
 /// Where the cell's requests come from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -16,6 +18,7 @@ pub enum Traffic {
     Trace(TraceSpec),
     Dataset(DatasetSpec),
     Sessions(SessionSpec),
+    Agents(AgentSpec),
 }
 
 impl Traffic {
@@ -127,4 +130,29 @@ pub struct SessionSpec {
     pub think_time_ms: u64,
     /// The user's text of each turn; generated (`context_tokens` words) where absent.
     pub turn_texts: Vec<String>,
+}
+
+/// `agents "FILE" format=…`: agent runs replayed as graphs of calls
+/// (docs/workloads.md "Agent traces"). A call is sent once every parent's
+/// reply has ended plus its delay; tasks start as `concurrency` agents
+/// become free (closed loop), on the cell's `arrival` rate (tasks per
+/// second), or at their recorded `arrival_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentSpec {
+    pub path: PathBuf,
+    pub format: AgentTraceFormat,
+    /// Tokens per block id of the trace.
+    pub block_tokens: u32,
+    /// Multiplies every recorded delay and arrival: 0.5 replays twice as fast.
+    pub time_scale: f64,
+    /// Start each task at its recorded `arrival_ms` (open loop).
+    pub recorded_arrivals: bool,
+    /// Replay only the file's first tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tasks: Option<u64>,
+    /// Send the engine's ignore-EOS field so output lengths are met.
+    pub ignore_eos: bool,
+    /// A task's deadline where its trace names none, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<f64>,
 }

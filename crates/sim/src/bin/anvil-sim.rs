@@ -19,7 +19,7 @@ fn main() -> anyhow::Result<()> {
             "--set" => {
                 let pair = value()?;
                 let (key, val) = pair.split_once('=').context("--set takes KEY=VALUE")?;
-                profile.set(key, val).map_err(anyhow::Error::msg)?;
+                profile.set(key, val)?;
             }
             other => bail!(
                 "unknown argument {other}; usage: anvil-sim [--host H] [--port P] [--profile-json JSON] [--set KEY=VALUE]..."

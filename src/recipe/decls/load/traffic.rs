@@ -1,6 +1,7 @@
 //! Where a workload's requests come from, when not synthetic prompts:
 //! `trace "FILE" format=…`, `dataset "FILE" format=…`, or
-//! `sessions N turns=… think-time=… { turn "…" }` (docs/workloads.md).
+//! `sessions N turns=… think-time=… { turn "…" }`, or
+//! `agents "FILE" format=…` (docs/workloads.md).
 
 use std::time::Duration;
 
@@ -13,6 +14,8 @@ use super::super::super::settings::Draft;
 pub const TRACE_FORMATS: &[&str] = &["mooncake", "jsonl"];
 /// `dataset` formats.
 pub const DATASET_FORMATS: &[&str] = &["sharegpt", "jsonl"];
+/// `agents` formats.
+pub const AGENT_FORMATS: &[&str] = &["jsonl", "agentic-mooncake"];
 /// Tokens per hash id when a trace does not say (Mooncake's).
 pub const DEFAULT_BLOCK_TOKENS: u64 = 512;
 
@@ -29,6 +32,8 @@ const TRACE_KEYS: &[&str] = &[
 ];
 const DATASET_KEYS: &[&str] = &["value", "format", "min-prompt-tokens", "max-prompt-tokens", "truncate"];
 const SESSION_KEYS: &[&str] = &["value", "turns", "think-time", "turn"];
+const AGENT_KEYS: &[&str] =
+    &["value", "format", "block-tokens", "time-scale", "arrivals", "max-tasks", "ignore-eos", "deadline"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TrafficDecl {
@@ -36,6 +41,7 @@ pub enum TrafficDecl {
     Trace(TraceDecl),
     Dataset(DatasetDecl),
     Sessions(SessionsDecl),
+    Agents(AgentsDecl),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +91,31 @@ pub struct DatasetDecl {
     pub truncate: bool,
 }
 
+/// `agents "FILE" format=… block-tokens=… time-scale=… arrivals="recorded"
+/// max-tasks=… ignore-eos=… deadline="60s"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentsDecl {
+    pub file: String,
+    pub format: String,
+    pub block_tokens: u64,
+    pub time_scale: f64,
+    /// `arrivals="recorded"`: tasks start at their `arrival_ms` (else the
+    /// cell's arrival: `concurrency` agents, or a rate of tasks per second).
+    pub recorded_arrivals: bool,
+    pub max_tasks: Option<u64>,
+    pub ignore_eos: bool,
+    /// A task's deadline where its trace names none.
+    pub deadline: Option<Duration>,
+}
+
+impl AgentsDecl {
+    /// `format` (a checked word) as the load generator names it.
+    pub fn format(&self) -> anvil_loadgen::AgentTraceFormat {
+        anvil_loadgen::AgentTraceFormat::from_name(&self.format)
+            .unwrap_or(anvil_loadgen::AgentTraceFormat::Jsonl)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionsDecl {
     pub sessions: u64,
@@ -98,6 +129,7 @@ pub(super) struct Keys {
     pub trace: &'static str,
     pub dataset: &'static str,
     pub sessions: &'static str,
+    pub agents: &'static str,
     pub stage: &'static str,
 }
 
@@ -199,14 +231,16 @@ impl Props<'_> {
 /// the fingerprint; a bundle carries them).
 pub(super) fn build(draft: &Draft, keys: &Keys, problems: &mut Problems) -> (TrafficDecl, Vec<String>) {
     let s = &draft.settings;
-    let set: Vec<&'static str> =
-        [keys.trace, keys.dataset, keys.sessions].into_iter().filter(|k| s.contains(k)).collect();
+    let set: Vec<&'static str> = [keys.trace, keys.dataset, keys.sessions, keys.agents]
+        .into_iter()
+        .filter(|k| s.contains(k))
+        .collect();
     if set.len() > 1 {
         problems.push(
             draft
                 .problem_at(set[1], format!("{} sets both `{}` and `{}`", draft.what(), set[0], set[1]))
                 .label("one source of requests")
-                .help("a workload replays a trace, samples a dataset, or runs sessions: choose one"),
+                .help("a workload replays a trace, samples a dataset, runs sessions or replays agent runs: choose one"),
         );
     }
     let Some(&source) = set.first() else { return (TrafficDecl::Synthetic, Vec::new()) };
@@ -215,7 +249,7 @@ pub(super) fn build(draft: &Draft, keys: &Keys, problems: &mut Problems) -> (Tra
             draft
                 .problem_at(keys.stage, format!("{} sets both `{source}` and `stage`", draft.what()))
                 .label("its own arrivals")
-                .help("a trace or sessions decide when each request is sent; stages apply to synthetic prompts and datasets"),
+                .help("a trace, sessions or agent runs decide when each request is sent; stages apply to synthetic prompts and datasets"),
         );
     }
     let empty = Map::new();
@@ -270,6 +304,31 @@ pub(super) fn build(draft: &Draft, keys: &Keys, problems: &mut Problems) -> (Tra
                 p.bad(format!("`min-prompt-tokens={min}` is above `max-prompt-tokens={max}`"), "");
             }
             (TrafficDecl::Dataset(decl), vec![file])
+        }
+        agents if agents == keys.agents => {
+            p.check_keys(AGENT_KEYS);
+            let file = p.file();
+            let recorded_arrivals = match map.get("arrivals") {
+                None => false,
+                Some(_) => p.word("arrivals", &["recorded", "cell"]) == "recorded",
+            };
+            let decl = AgentsDecl {
+                format: p.word("format", AGENT_FORMATS),
+                block_tokens: p.int("block-tokens").unwrap_or(DEFAULT_BLOCK_TOKENS),
+                time_scale: p.number("time-scale").unwrap_or(1.0),
+                recorded_arrivals,
+                max_tasks: p.int("max-tasks"),
+                ignore_eos: p.flag("ignore-eos").unwrap_or(true),
+                deadline: p.duration("deadline"),
+                file: file.clone(),
+            };
+            if decl.block_tokens == 0 {
+                p.bad("`agents block-tokens=` must be at least 1".into(), "");
+            }
+            if decl.max_tasks == Some(0) {
+                p.bad("`agents max-tasks=` must be at least 1".into(), "");
+            }
+            (TrafficDecl::Agents(decl), vec![file])
         }
         _ => {
             p.check_keys(SESSION_KEYS);

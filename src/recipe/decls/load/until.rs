@@ -23,6 +23,7 @@ pub(super) struct Keys {
     pub repeat: &'static str,
     pub stage: &'static str,
     pub sessions: &'static str,
+    pub agents: &'static str,
 }
 
 /// `within="5%"` as a share (0.05).
@@ -61,7 +62,7 @@ pub(super) fn build(draft: &Draft, keys: &Keys, problems: &mut Problems) -> Opti
     for metric in &metrics {
         if let Err(problem) = anvil_loadgen::watched_metric(metric) {
             fail(
-                problem,
+                problem.to_string(),
                 "not a watchable metric",
                 "name a latency percentile or mean: \"ttft_p99_ms\", \"e2e_mean_ms\"",
             );
@@ -86,6 +87,7 @@ pub(super) fn build(draft: &Draft, keys: &Keys, problems: &mut Problems) -> Opti
         (keys.repeat, "a stopping rule measures one run: drop `repeat`"),
         (keys.stage, "a staged cell's stages fix its length: drop `until` or the stages"),
         (keys.sessions, "sessions cannot stop mid-conversation: drop `until` or the sessions"),
+        (keys.agents, "agent tasks cannot stop mid-task: drop `until` or the agents"),
     ] {
         if s.contains(other) && !(other == keys.repeat && s.u64(other) == Some(1)) {
             fail(format!("{}: {why}", draft.what()), "conflicts", why);

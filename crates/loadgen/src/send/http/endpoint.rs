@@ -5,13 +5,42 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anvil_net::TlsSettings;
-use anyhow::{Context, bail};
-use rustls::pki_types::ServerName;
+use anvil_net::{NetError, TlsSettings};
+use rustls::pki_types::{InvalidDnsNameError, ServerName};
 use url::{Host, Url};
 
 use super::socket::StampedSocket;
 use super::tls::TlsConnect;
+
+/// Why a server URL gives no endpoint. The cause, where there is one, is
+/// the error's source (a chain of causes shows it, as `{:#}` of `anyhow`).
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    #[error("invalid server URL {url:?}")]
+    InvalidUrl {
+        url: String,
+        #[source]
+        source: url::ParseError,
+    },
+    #[error("the load generator speaks http:// and https://; {url:?} uses {scheme}://")]
+    Scheme { url: String, scheme: String },
+    #[error("server URL {url:?} has no host")]
+    NoHost { url: String },
+    #[error("{host:?} cannot be checked against a certificate")]
+    ServerName {
+        host: String,
+        #[source]
+        source: InvalidDnsNameError,
+    },
+    #[error("TLS for {url:?}")]
+    Tls {
+        url: String,
+        #[source]
+        source: NetError,
+    },
+    #[error("the API key for {url:?} contains a line break")]
+    ApiKeyLineBreak { url: String },
+}
 
 /// One server's streaming endpoint and its idle keep-alive connections.
 pub struct Endpoint {
@@ -37,26 +66,28 @@ impl Endpoint {
     /// An https server is trusted as `tls` says (plain http ignores it); its
     /// certificate must name the URL's host, which is also sent as SNI when it
     /// is a domain name.
-    pub fn with_tls(url: &str, api_key: Option<&str>, tls: &TlsSettings) -> anyhow::Result<Self> {
-        let parsed = Url::parse(url).with_context(|| format!("invalid server URL {url:?}"))?;
+    pub fn with_tls(url: &str, api_key: Option<&str>, tls: &TlsSettings) -> Result<Self, EndpointError> {
+        let parsed =
+            Url::parse(url).map_err(|source| EndpointError::InvalidUrl { url: url.to_owned(), source })?;
         let https = match parsed.scheme() {
             "http" => false,
             "https" => true,
-            other => bail!("the load generator speaks http:// and https://; {url:?} uses {other}://"),
+            other => return Err(EndpointError::Scheme { url: url.to_owned(), scheme: other.to_owned() }),
         };
         let host = match parsed.host() {
             Some(Host::Domain(name)) => name.to_string(),
             Some(Host::Ipv4(ip)) => ip.to_string(),
             Some(Host::Ipv6(ip)) => ip.to_string(),
-            None => bail!("server URL {url:?} has no host"),
+            None => return Err(EndpointError::NoHost { url: url.to_owned() }),
         };
         let port = parsed.port_or_known_default().unwrap_or(80);
         let tls = match https {
             false => None,
             true => {
                 let server_name = ServerName::try_from(host.clone())
-                    .with_context(|| format!("{host:?} cannot be checked against a certificate"))?;
-                let config = anvil_net::tls_config(tls).with_context(|| format!("TLS for {url:?}"))?;
+                    .map_err(|source| EndpointError::ServerName { host: host.clone(), source })?;
+                let config = anvil_net::tls_config(tls)
+                    .map_err(|source| EndpointError::Tls { url: url.to_owned(), source })?;
                 Some(TlsConnect { config, server_name })
             }
         };
@@ -74,7 +105,7 @@ impl Endpoint {
         );
         if let Some(key) = api_key {
             if key.contains(['\r', '\n']) {
-                bail!("the API key for {url:?} contains a line break");
+                return Err(EndpointError::ApiKeyLineBreak { url: url.to_owned() });
             }
             head_prefix.push_str(&format!("Authorization: Bearer {key}\r\n"));
         }
@@ -214,6 +245,8 @@ mod tests {
         let missing = TlsSettings { ca_bundle: Some("/no/such/ca.pem".into()), insecure: false };
         let error =
             Endpoint::with_tls("https://example.test/v1/completions", None, &missing).err().expect("no CA");
+        // The cause is the error's source, shown in the chain a cell's error reports.
+        let error = anyhow::Error::from(error);
         assert!(format!("{error:#}").contains("cannot read ca-bundle /no/such/ca.pem"), "{error:#}");
         // Plain http never reads the TLS settings.
         assert!(Endpoint::with_tls("http://example.test/v1/completions", None, &missing).is_ok());

@@ -284,7 +284,7 @@ async fn converse(
             }
             Ok(None) => {}
             Err(e) => {
-                obs.fail(FailureClass::MalformedStream, e);
+                obs.fail(FailureClass::MalformedStream, e.to_string());
                 return Ending::Closed;
             }
         }

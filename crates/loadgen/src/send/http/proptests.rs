@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 
 use super::chunked::{ChunkedDecoder, ChunkedError};
-use super::response::{Body, parse_head};
+use super::response::{Body, HeadError, parse_head};
 use crate::fuzz_harness as harness;
 use crate::observe::proptests::{cut_points, feed_sse, hostile_bytes, pieces, sse_stream};
 use crate::observe::sse::SseParser;
@@ -370,7 +370,7 @@ fn framing_of(body: &Body) -> Framing {
 }
 
 /// What `parse_head` says, comparable.
-fn head_summary(bytes: &[u8]) -> Result<Option<(u16, Framing, bool, usize)>, String> {
+fn head_summary(bytes: &[u8]) -> Result<Option<(u16, Framing, bool, usize)>, HeadError> {
     parse_head(bytes).map(|h| h.map(|(h, n)| (h.status, framing_of(&h.body), h.keep_alive, n)))
 }
 
@@ -489,7 +489,9 @@ fn fuzz_chunked_sse_through_the_framing_gives_the_events() {
                 Some(_) => piece.to_vec(),
                 None => {
                     buffer.extend_from_slice(piece);
-                    let Some((head, len)) = parse_head(&buffer).map_err(TestCaseError::fail)? else {
+                    let Some((head, len)) =
+                        parse_head(&buffer).map_err(|e| TestCaseError::fail(e.to_string()))?
+                    else {
                         continue;
                     };
                     body = Some(head.body);

@@ -14,6 +14,15 @@ pub struct Head {
     pub keep_alive: bool,
 }
 
+/// Why a response head cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeadError {
+    #[error("malformed HTTP response head: {0}")]
+    Malformed(httparse::Error),
+    #[error("malformed Content-Length {0:?}")]
+    ContentLength(String),
+}
+
 /// How the body's end is found.
 #[derive(Debug)]
 pub enum Body {
@@ -28,7 +37,7 @@ pub enum Body {
 /// Parses a response head from the start of `bytes`: `Ok(None)` until the
 /// head is complete, then the head and its length in bytes. Informational
 /// (1xx) responses before the real one are skipped.
-pub fn parse_head(bytes: &[u8]) -> Result<Option<(Head, usize)>, String> {
+pub fn parse_head(bytes: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
     let mut offset = 0;
     loop {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -36,7 +45,7 @@ pub fn parse_head(bytes: &[u8]) -> Result<Option<(Head, usize)>, String> {
         let length = match response.parse(&bytes[offset..]) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
-            Err(e) => return Err(format!("malformed HTTP response head: {e}")),
+            Err(e) => return Err(HeadError::Malformed(e)),
         };
         let status = response.code.unwrap_or(0);
         if (100..200).contains(&status) && status != 101 {
@@ -54,7 +63,7 @@ pub fn parse_head(bytes: &[u8]) -> Result<Option<(Head, usize)>, String> {
                 chunked =
                     value.rsplit(',').next().is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
             } else if header.name.eq_ignore_ascii_case("content-length") {
-                let n = value.parse::<u64>().map_err(|_| format!("malformed Content-Length {value:?}"))?;
+                let n = value.parse::<u64>().map_err(|_| HeadError::ContentLength(value.to_owned()))?;
                 content_length = Some(n);
             } else if header.name.eq_ignore_ascii_case("connection") {
                 for token in value.split(',').map(str::trim) {
