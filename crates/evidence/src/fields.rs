@@ -92,4 +92,5 @@ pub(crate) const DERIVED: &[&str] = &[
     "finished_at",
     "stages",
     "series",
+    "jobs",
 ];

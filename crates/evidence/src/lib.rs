@@ -22,6 +22,7 @@ pub mod error;
 pub mod fields;
 pub mod gaps;
 pub mod headline;
+pub mod jobs;
 pub mod metrics;
 pub mod pass;
 pub mod per_request;

@@ -4,7 +4,8 @@
 //! tallies of the populations it belongs to, and written as one row of the
 //! row file; the statistics over populations come after the pass, one
 //! column at a time ([`crate::columns`]). Nothing kept grows with the
-//! request count but the row file (on disk) and `failures[]`.
+//! request count but the row file (on disk), `failures[]` and one small
+//! entry per agent call ([`crate::jobs`]).
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,7 @@ use crate::civil_time::iso_seconds;
 use crate::columns::{Col, KEYED, Row, RowWriter};
 use crate::error::RederiveError;
 use crate::fields::{DERIVED, INPUTS};
+use crate::jobs::JobCalls;
 use crate::metrics::{DISTRIBUTIONS, Derived, Group, metrics};
 use crate::records::{Classifier, EligibilitySource, Req};
 use crate::report::{Checker, Report};
@@ -56,6 +58,7 @@ pub struct Pass<'h> {
     targets: Vec<(String, Tally)>,
     tokens: Tokens,
     top: Top,
+    jobs: JobCalls,
 }
 
 fn io(e: std::io::Error) -> RederiveError {
@@ -77,6 +80,7 @@ impl<'h> Pass<'h> {
             targets: Vec::new(),
             tokens: Tokens::default(),
             top: Top::default(),
+            jobs: JobCalls::default(),
         })
     }
 
@@ -86,6 +90,7 @@ impl<'h> Pass<'h> {
         let mut rc = self.checker.record(pos, raw);
         crate::per_request::check(&mut rc, self.head, &r);
         self.tokens.add(&mut rc, &r);
+        self.jobs.add(&r);
         self.cell.add(&r);
         self.repeats.entry(r.repeat).or_default().add(&r);
         let stage = r.int("stage");
@@ -187,10 +192,12 @@ impl<'h> Pass<'h> {
         crate::series::check_series(c, head, &rows);
         crate::client_error::check(c, head, &rows, open_loop);
         self.tokens.check(c, head);
+        self.jobs.check(c, head);
 
         c.sweep("metrics", "not a metric benchmark/v1 defines");
         c.sweep("metric_population", "not a population field benchmark/v1 defines");
         c.sweep("repeats", "not a repeat field anvil defines");
+        c.sweep("jobs", "not a job field anvil defines");
         c.sweep("per_target", "not a per-target field anvil defines");
         c.sweep(
             "tokens",

@@ -55,6 +55,11 @@ const INPUTS: &[&str] = &[
     "finished_ms",
     "request_start_unix_ns",
     "stage",
+    // The agent call's task and graph, and the ideal cache it could have
+    // had: inputs of the job figures (`crate::jobs`), which check the
+    // replay rule on `intended_send_ms` across records.
+    "agent",
+    "ideal_cached_tokens",
 ];
 const CANARY_INPUTS: &[&str] =
     &["capture_complete", "foreign_marker_count", "marker_at_start", "observed_marker_count"];

@@ -47,6 +47,9 @@
 //! Stages and the per-interval series (anvil): see [`crate::stages`] and
 //! [`crate::series`].
 //!
+//! Agent tasks (anvil's `jobs`, and the same keys in `metrics`): see
+//! [`crate::jobs`], which also checks every agent call's replay rule.
+//!
 //! Comparison: integers exactly; other numbers within
 //! `|stored − derived| ≤ 1e-9·max(|stored|, |derived|) + 1e-12`; a
 //! difference of two stored numbers (`send_lag_ms`) within `1e-9` of its

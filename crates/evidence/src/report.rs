@@ -190,6 +190,39 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// [`Self::check`] of a difference of stored numbers (see
+    /// [`RecordChecker::check_difference`]): within `1e-9` of `scale`, the
+    /// operands' magnitude, not of the difference itself.
+    pub fn check_difference(&mut self, path: &str, derived: f64, scale: f64) {
+        let Some(stored) = lookup_in(self.root, path) else { return };
+        if !self.seen.insert(path.to_string()) {
+            return;
+        }
+        self.report.checked.push(path.to_string());
+        let agree =
+            stored.as_f64().is_some_and(|s| (s - derived).abs() <= REL_TOL * scale.max(s.abs()) + ABS_TOL);
+        if !agree {
+            let (path, stored) = (path.to_string(), stored.clone());
+            self.report.mismatches.push(Mismatch { path, stored, derived: serde_json::json!(derived) });
+        }
+    }
+
+    /// A claim the artifact makes by what it is rather than by a stored
+    /// field (every agent call replayed by the rule), refuted: a mismatch
+    /// at `path`, whether or not the artifact carries it.
+    pub fn fail(&mut self, path: &str, stored: Value, derived: Value) {
+        self.seen.insert(path.to_string());
+        self.report.mismatches.push(Mismatch { path: path.to_string(), stored, derived });
+    }
+
+    /// Counts `n` records whose `field` a check after the pass compared
+    /// (one across records, such as the agent replay rule).
+    pub fn count_per_request(&mut self, field: &str, n: u64) {
+        if n > 0 {
+            *self.report.checked_per_request.entry(format!("{RECORDS}[*].{field}")).or_default() += n;
+        }
+    }
+
     /// Lists `path` (if present) as not re-derived.
     pub fn uncheck(&mut self, path: &str, reason: impl Into<String>) {
         if lookup_in(self.root, path).is_some() && self.seen.insert(path.to_string()) {

@@ -8,6 +8,7 @@ mod common;
 
 mod compare_props;
 mod headline;
+mod jobs;
 mod rederive_anvil;
 mod rederive_file;
 mod rederive_reference;
