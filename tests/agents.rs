@@ -208,6 +208,25 @@ fn every_call_starts_when_its_parents_end_plus_its_delay_and_the_graph_predicts_
             (r["ideal_cached_tokens"].as_u64().unwrap(), r["cached_prompt_tokens"].as_u64().unwrap());
         assert!(cached >= ideal, "cached {cached} below the graph's {ideal}");
     }
+    // `anvil verify` re-derives the job metrics and the replay rule from the
+    // records, independently of the load generator, and catches a call
+    // moved before its parents ended.
+    let stored = scratch.stored_path(&recipe, "three-agents", "benchmark.json");
+    scratch.anvil(&["verify", stored.to_str().unwrap()]).expect_code(0);
+    let mut tampered = artifact.clone();
+    let child = tampered["request_timings"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| !r["agent"]["parents"].as_array().unwrap().is_empty())
+        .expect("a call with parents");
+    for key in ["intended_send_ms", "actual_send_ms"] {
+        child[key] = Value::from(child[key].as_f64().unwrap() - 100.0);
+    }
+    let path = scratch.write("tampered.json", &tampered.to_string());
+    let caught = scratch.anvil(&["verify", path.to_str().unwrap()]).expect_code(1);
+    assert!(caught.transcript().contains("replay_rule"), "{}", caught.transcript());
+
     let m = &artifact["metrics"];
     assert_eq!(m["tasks"], 8);
     assert_eq!(m["tasks_completed"], 8);

@@ -12,6 +12,9 @@
 //! - a trace's shared blocks hit vLLM's prefix cache, and the server's
 //!   cached tokens equal the ideal ones in whole blocks of the block size
 //!   vLLM reports in its own /metrics;
+//! - agent runs replay as graphs: every call is sent at its parents' end
+//!   plus its delay, fan-out runs side by side, and the cached tokens vLLM
+//!   reports equal the graph's ideal ones in whole blocks;
 //! - ngram speculation's acceptance is re-derived from the raw /metrics deltas;
 //! - every request's `X-Request-Id` is in vLLM's own log (`--enable-log-requests`);
 //! - a vLLM frozen mid-cell (SIGSTOP) is classified as stalled, killed,
@@ -60,6 +63,29 @@ const TRACE: &str = r#"{"timestamp": 0, "input_length": 256, "output_length": 8,
 {"timestamp": 4000, "input_length": 192, "output_length": 8, "hash_ids": [9, 10, 12]}
 {"timestamp": 4400, "input_length": 320, "output_length": 8, "hash_ids": [1, 2, 3, 4, 16]}
 "#;
+
+/// Four agent tasks of our own making: a planner (three 64-token blocks),
+/// two readers fanned out after tool delays, each inheriting the planner's
+/// prompt and adding a block, and a patch joining them that inherits the
+/// planner's prompt. No block is shared across tasks, so the ideal cache
+/// hits are the graph's alone.
+fn agent_trace() -> String {
+    use serde_json::json;
+    let mut lines = Vec::new();
+    for t in 0..4u64 {
+        let (task, b) = (format!("t{t}"), 100 * (t + 1));
+        lines.push(json!({"task": task, "call": "plan", "hash_ids": [b, b + 1, b + 2], "output_tokens": 8, "deadline_ms": 60000}));
+        for (r, delay) in [(0u64, 100), (1, 250)] {
+            lines.push(
+                json!({"task": task, "call": format!("read-{r}"), "parents": ["plan"], "inherit": "plan",
+                "hash_ids": [b + 10 + r], "delay_ms": delay, "output_tokens": 8}),
+            );
+        }
+        lines.push(json!({"task": task, "call": "patch", "parents": ["read-0", "read-1"], "inherit": "plan",
+            "hash_ids": [b + 20], "delay_ms": 50, "output_tokens": 8}));
+    }
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
 
 const RECIPE: &str = r##"
 campaign "vllm-real" { seed 11; }
@@ -111,6 +137,10 @@ cell "exact" server="vllm" {
 cell "trace" server="vllm" {
     trace "trace.jsonl" format="mooncake" block-tokens=64
 }
+cell "agents" server="vllm" {
+    agents "agents.jsonl" format="jsonl" block-tokens=64
+    concurrency 2
+}
 // `--jobs 1`: one step at a time, in this order, so one engine at a time.
 cell "spec" server="vllm-ngram" {
     context-tokens 200
@@ -138,6 +168,7 @@ fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
     let Some((python, model)) = vllm() else { return };
     let bench = Bench::new();
     bench.scratch.write("trace.jsonl", TRACE);
+    bench.scratch.write("agents.jsonl", &agent_trace());
     // The install's paths as the params' defaults, so every later `plan` resolves as the run did.
     let text =
         RECIPE.replace(r#""python3""#, &format!("{python:?}")).replace(r#""missing""#, &format!("{model:?}"));
@@ -153,7 +184,9 @@ fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
     assert!(!alive(frozen), "the frozen vLLM was killed");
     assert!(transcript.contains("server `vllm` stalled: a request got no byte for 5000 ms"), "{transcript}");
     let statuses = bench.scratch.last_run_statuses();
-    for (step, status) in [("frozen", "failed"), ("exact", "ran"), ("trace", "ran"), ("spec", "ran")] {
+    for (step, status) in
+        [("frozen", "failed"), ("exact", "ran"), ("trace", "ran"), ("agents", "ran"), ("spec", "ran")]
+    {
         assert_eq!(statuses[step], status, "{step}: {transcript}");
     }
     let plan = bench.plan(&recipe, &[]);
@@ -182,6 +215,39 @@ fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
     let ideal = cache["ideal_cached_tokens"].as_u64().unwrap();
     assert!(ideal > 0, "{cache}");
     assert_eq!(cache["server_cached_tokens"], cache["ideal_in_whole_blocks"], "{cache}");
+
+    // Agent runs: each call at its parents' end plus its delay, and vLLM's
+    // cached tokens are the graph's ideal ones in whole blocks.
+    let agents = stored("agents");
+    let records = agents["request_timings"].as_array().unwrap();
+    assert_eq!(records.len(), 16, "every call of the four tasks");
+    let end_of = |task: &serde_json::Value, call: u64| -> f64 {
+        records
+            .iter()
+            .find(|r| r["agent"]["task"] == *task && r["agent"]["call"] == call)
+            .and_then(|r| r["finished_ms"].as_f64())
+            .expect("the parent's record")
+    };
+    let mut worst_lag: f64 = 0.0;
+    for r in records {
+        let a = &r["agent"];
+        let parents: Vec<u64> =
+            a["parents"].as_array().unwrap().iter().map(|p| p.as_u64().unwrap()).collect();
+        let ready = parents
+            .iter()
+            .map(|&p| end_of(&a["task"], p))
+            .fold(a["task_start_ms"].as_f64().unwrap(), f64::max);
+        let intended = r["intended_send_ms"].as_f64().unwrap();
+        assert!((intended - (ready + a["delay_ms"].as_f64().unwrap())).abs() < 1e-6, "{r}");
+        let lag = r["actual_send_ms"].as_f64().unwrap() - intended;
+        assert!(lag > -0.01, "sent early: {r}");
+        worst_lag = worst_lag.max(lag);
+    }
+    assert!(worst_lag < 200.0, "a call was sent {worst_lag} ms late");
+    let agent_cache = &agents["tokens"]["prefix_cache"];
+    assert!(agent_cache["ideal_cached_tokens"].as_u64().unwrap() > 0, "{agent_cache}");
+    assert_eq!(agent_cache["server_cached_tokens"], agent_cache["ideal_in_whole_blocks"], "{agent_cache}");
+    assert_eq!(agents["metrics"]["tasks_completed"], 4, "{}", agents["metrics"]);
 
     // ngram speculation: acceptance per cell from vLLM's counters, re-derived.
     let delta = spec["telemetry"]["server_metrics_delta"][0]["delta"].clone();
@@ -217,7 +283,14 @@ fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
     let left = vllm_processes(&model);
     assert!(left.is_empty(), "left running: {left:#?}");
     eprintln!(
-        "vllm: exact 16/16, tokenizer.json 8/8, cache {} of ideal {} ({} in whole 128-token blocks), acceptance {:.3} ({accepted}/{drafted})",
-        cache["server_cached_tokens"], ideal, cache["ideal_in_whole_blocks"], rate
+        "vllm: exact 16/16, tokenizer.json 8/8, cache {} of ideal {} ({} in whole 128-token blocks), acceptance {:.3} ({accepted}/{drafted}); agents: task p50 {} ms, {} tasks/min, cache {} of {} in whole blocks, worst send lag {worst_lag:.2} ms",
+        cache["server_cached_tokens"],
+        ideal,
+        cache["ideal_in_whole_blocks"],
+        rate,
+        agents["metrics"]["task_p50_ms"],
+        agents["metrics"]["tasks_per_min"],
+        agent_cache["server_cached_tokens"],
+        agent_cache["ideal_in_whole_blocks"]
     );
 }

@@ -1352,19 +1352,29 @@ pub async fn measure(
     {
         t.extend(summary);
     }
-    // A trace replayed as sessions runs closed loop, turn after turn.
-    let trace = matches!(runner.source, Source::Trace(_)) && sessions.is_none();
-    let offered = crate::output::offered::measure(&runner.spec, trace, sessions.is_some(), &store)
+    // A trace replayed as sessions runs closed loop, turn after turn; agent
+    // tasks on recorded arrivals are open loop, their calls' rate measured.
+    let recorded_agents = agents.as_ref().is_some_and(|a| a.spec.recorded_arrivals);
+    let trace = (matches!(runner.source, Source::Trace(_)) && sessions.is_none()) || recorded_agents;
+    let closed_basis = match (&sessions, &agents) {
+        (Some(_), _) => Some("closed loop: one worker per session"),
+        (_, Some(_)) => {
+            Some("closed loop: concurrent agents, each taking the next task when its last one ended")
+        }
+        _ => None,
+    };
+    let offered = crate::output::offered::measure(&runner.spec, trace, closed_basis, &store)
         .context("reading the request records")?;
-    let cap_holds =
-        crate::output::offered::is_open_loop(&runner.spec, trace).then(|| crate::output::offered::CapHolds {
-            limit: match staged {
-                false => runner.spec.concurrency,
-                true => stages::widest(&runner.spec).0,
-            },
-            held_requests: runner.cap_held.load(Ordering::Relaxed),
-            longest_hold_ms: runner.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
-        });
+    // Agent calls are sent by their tasks, never held by the in-flight cap.
+    let capped = crate::output::offered::is_open_loop(&runner.spec, trace) && agents.is_none();
+    let cap_holds = capped.then(|| crate::output::offered::CapHolds {
+        limit: match staged {
+            false => runner.spec.concurrency,
+            true => stages::widest(&runner.spec).0,
+        },
+        held_requests: runner.cap_held.load(Ordering::Relaxed),
+        longest_hold_ms: runner.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
+    });
     let ending = runner
         .stopped
         .lock()

@@ -78,13 +78,18 @@ pub fn is_open_loop(spec: &CellSpec, trace: bool) -> bool {
 /// The offered load of a finished cell: open loop, the measured request
 /// rate (sends after the first of each repeat over the span of that
 /// repeat's sends); closed loop, its concurrency (for stages, the widest).
-pub fn measure(spec: &CellSpec, trace: bool, sessions: bool, store: &Stored) -> std::io::Result<OfferedLoad> {
+pub fn measure(
+    spec: &CellSpec,
+    trace: bool,
+    closed_basis: Option<&'static str>,
+    store: &Stored,
+) -> std::io::Result<OfferedLoad> {
     if !is_open_loop(spec, trace) {
         let widest = spec.stages.iter().map(|s| s.concurrency).max().unwrap_or(spec.concurrency);
-        let basis = match (sessions, spec.stages.is_empty()) {
-            (true, _) => "closed loop: one worker per session",
-            (false, true) => "closed loop: the cell's concurrency",
-            (false, false) => "closed loop: the widest stage's concurrency",
+        let basis = match (closed_basis, spec.stages.is_empty()) {
+            (Some(basis), _) => basis,
+            (None, true) => "closed loop: the cell's concurrency",
+            (None, false) => "closed loop: the widest stage's concurrency",
         };
         return Ok(OfferedLoad {
             axis: LoadAxis::Concurrency,
