@@ -37,6 +37,7 @@ mod loadgen_workers;
 mod module_cycles;
 mod recipe_properties;
 mod report;
+mod report_agents;
 mod report_scale;
 mod request_options;
 mod resolved_cells;

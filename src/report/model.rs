@@ -123,7 +123,13 @@ pub struct Artifact {
     /// Load stages (staged cells only) and the per-second series.
     pub stages: Vec<anvil_loadgen::StageFigures>,
     pub series: anvil_loadgen::Series,
+    /// Agent traffic only: the job metrics and one row per task.
+    pub jobs: Option<Jobs>,
 }
+
+/// The artifact's `jobs` (docs/workloads.md "Job metrics"): the load
+/// generator's own type, so a renamed field fails to build, not to show.
+pub use anvil_loadgen::{Jobs, TaskRow};
 
 /// One request as the plots need it (ms after the run started, or
 /// durations in ms): each record of `request_timings` is parsed straight

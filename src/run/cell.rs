@@ -74,10 +74,10 @@ pub async fn run_cell(
         if let Some(sampler) = sampler {
             sampler.stop().await;
         }
-        let summary = &report.summary;
+        let counts = &report.artifact;
         return Err(Failure::new(format!(
             "server `{}` stalled: {} ({} ok, {} failed, {} unsent); it is restarted before its next step",
-            server.name, ending.detail, summary.completed, summary.failed, ending.unsent
+            server.name, ending.detail, counts.completed, counts.failed, ending.unsent
         ))
         .with_fault(crate::executor::interface::Fault::ServerStalled));
     }
@@ -106,8 +106,7 @@ pub async fn run_cell(
     artifact.configuration_fingerprint = Some(fingerprint.to_string());
     artifact.simulated = server.simulated;
     artifact.server_startup_ms = Some(server.startup_ms.clone());
-    let summary = &report.summary;
-    if summary.completed == 0 {
+    if artifact.completed == 0 {
         // Nothing to store as a result; what was sent and received, and
         // why it failed, is kept with the run as a failed measurement.
         let failures = report.failures(FAILURES_READ).unwrap_or_default();
@@ -138,10 +137,10 @@ pub async fn run_cell(
         in_flight_cap: artifact.in_flight_cap.clone(),
         targets: artifact.targets.iter().map(|t| t.label.clone()).collect(),
     });
-    let result = CellResult { load, ..cell_result(server, summary, &artifact) };
+    let result = CellResult { load, ..cell_result(server, &artifact) };
     let acceptance =
         artifact.telemetry.as_ref().and_then(|t| t.server_derived.as_ref()?.spec_acceptance_rate);
-    let mut line = run_line(summary, &result, server.simulated, acceptance);
+    let mut line = run_line(&result, server.simulated, acceptance);
     // Unique prompts the server had cached anyway: say so, loudly.
     if let Some(warning) = artifact.tokens.as_ref().and_then(|t| t.cold?.warning()) {
         line.push_str(&format!("; {warning}"));
@@ -172,19 +171,14 @@ fn server_logs(server: &ServerInfo) -> Vec<ProducedFile> {
 
 /// The cell's line in the run's output: its figures, the load it offered,
 /// and whether an in-flight cap held open-loop requests back.
-fn run_line(
-    summary: &anvil_loadgen::CellSummary,
-    result: &CellResult,
-    simulated: bool,
-    acceptance: Option<f64>,
-) -> String {
+fn run_line(result: &CellResult, simulated: bool, acceptance: Option<f64>) -> String {
     let load = result.load.as_ref();
     let mut line = format!(
         "{} ok / {} failed, {:.1} tok/s aggregate, ttft p50 {:.1} ms",
-        summary.completed,
-        summary.failed,
-        summary.throughput_tok_s.unwrap_or(0.0),
-        summary.ttft_p50_ms.unwrap_or(0.0),
+        result.completed,
+        result.failed,
+        result.aggregate_tok_s.unwrap_or(0.0),
+        result.ttft_p50_ms.unwrap_or(0.0),
     );
     if let Some(load) = load {
         line.push_str(&format!(", {}", load.offered_words()));
@@ -214,12 +208,8 @@ fn run_line(
     line
 }
 
-/// The stored result: the summary's figures and the artifact's metrics.
-fn cell_result(
-    server: &ServerInfo,
-    summary: &anvil_loadgen::CellSummary,
-    artifact: &Benchmark,
-) -> CellResult {
+/// The stored result: the artifact's headline figures and its metrics.
+fn cell_result(server: &ServerInfo, artifact: &Benchmark) -> CellResult {
     let metrics = Value::Object(artifact.metrics.clone());
     CellResult {
         load: None,
@@ -227,13 +217,13 @@ fn cell_result(
         schema: CELL_RESULT_SCHEMA.into(),
         engine: server.engine.clone(),
         simulated: server.simulated,
-        completed: summary.completed.into(),
-        failed: summary.failed.into(),
-        aggregate_tok_s: summary.throughput_tok_s,
-        ttft_p50_ms: summary.ttft_p50_ms,
-        ttft_p99_ms: summary.ttft_p99_ms,
-        decode_tok_s_mean: summary.decode_tok_s_mean,
-        wall_clock_ms: summary.wall_clock_ms,
+        completed: artifact.completed,
+        failed: artifact.failed,
+        aggregate_tok_s: artifact.metric("throughput_tok_s").as_f64(),
+        ttft_p50_ms: artifact.metric("ttft_p50_ms").as_f64(),
+        ttft_p99_ms: artifact.metric("ttft_p99_ms").as_f64(),
+        decode_tok_s_mean: artifact.metric("decode_tok_s_mean").as_f64(),
+        wall_clock_ms: artifact.wall_clock_ms,
         performance_eligible: Some(artifact.performance_eligible),
         canaries_passed: artifact.metric("request_canary_passed").as_u64(),
         requests: Some(artifact.requests),

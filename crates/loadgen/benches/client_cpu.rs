@@ -105,7 +105,7 @@ async fn anvil_cell(url: &str, requests: u32) -> (u64, u32) {
         [Target { base_url: url.to_string(), api_key: None, label: "raw".into(), tls: Default::default() }];
     let report = run_cell(&spec, &target, &CellContext::default(), &|_: &Progress| {}).await.expect("cell");
     let chunks = report.records.iter().map(|r| u64::from(r.content_chunks + r.reasoning_chunks)).sum();
-    (chunks, report.summary.failed)
+    (chunks, report.artifact["failed"].as_u64().unwrap_or(0) as u32)
 }
 
 /// The plain way: reqwest's byte stream, the same SSE parser, and every

@@ -151,7 +151,7 @@ fn run(rt: &tokio::runtime::Runtime, spec: &CellSpec, url: &str) -> CellReport {
         [Target { base_url: url.to_string(), api_key: None, label: "sim".into(), tls: Default::default() }];
     let quiet = |_: &Progress| {};
     let report = rt.block_on(run_cell(spec, &target, &CellContext::default(), &quiet)).expect("cell");
-    assert_eq!(report.summary.failed, 0, "first failure: {}", report.artifact["failures"][0]);
+    assert_eq!(report.artifact["failed"], 0, "first failure: {}", report.artifact["failures"][0]);
     report
 }
 
@@ -275,7 +275,7 @@ fn cpu_table(rt: &tokio::runtime::Runtime) {
             .expect("ground truth");
         let truth: Vec<TruthRecord> = serde_json::from_slice(&truth_body).expect("ground truth JSON");
         let events: u64 = truth.iter().map(|r| r.chunks.len() as u64 + 1).sum(); // + [DONE]
-        let wall = report.summary.wall_clock_ms / 1000.0;
+        let wall = report.artifact["wall_clock_ms"].as_f64().unwrap_or(0.0) / 1000.0;
         println!(
             "{:>5} {:>9} {:>9} {:>9} {:>8.3} {:>9.3} {:>8.3} {:>8.3} {:>9.3} {:>9.0}  {}",
             c,
@@ -353,7 +353,7 @@ fn sweep_row(rt: &tokio::runtime::Runtime, args: &str) {
         p99,
         lags[lags.len() - 1],
         if p99 < 1.0 { "yes" } else { "no" },
-        chunks as f64 / (report.summary.wall_clock_ms / 1000.0).max(1e-9),
+        chunks as f64 / (report.artifact["wall_clock_ms"].as_f64().unwrap_or(0.0) / 1000.0).max(1e-9),
         load_average()
     );
 }
@@ -386,7 +386,7 @@ fn run_and_write(
     let cell = rt
         .block_on(anvil_loadgen::run_cell_streamed(spec, &target, &CellContext::default(), &quiet, dir))
         .expect("cell");
-    assert_eq!(cell.summary.failed, 0);
+    assert_eq!(cell.artifact.failed, 0);
     let chunks = cell.artifact.metric("content_chunks").as_u64().unwrap_or(0);
     let bytes = cell.write_artifact_file(&cell.artifact, &dir.join("benchmark.json")).expect("write");
     (chunks, bytes)

@@ -34,6 +34,7 @@ pub use output::benchmark::{
 pub use output::client_error::ClientError;
 pub use output::ending::{EndReason, Ending};
 pub use output::interval::{Estimate, Statistic, estimate};
+pub use output::jobs::{Jobs, TaskRow};
 pub use output::offered::{CapHolds, LoadAxis, OfferedLoad};
 pub use output::series::Series;
 pub use output::server_series::{
@@ -73,33 +74,6 @@ pub struct CellReport {
     pub artifact: serde_json::Value,
     /// Raw per-request records (also inside `artifact.request_timings`).
     pub records: Vec<RequestRecord>,
-    pub summary: CellSummary,
-}
-
-/// Headline numbers for a terminal table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellSummary {
-    pub completed: u32,
-    pub failed: u32,
-    pub ttft_p50_ms: Option<f64>,
-    pub ttft_p99_ms: Option<f64>,
-    pub decode_tok_s_mean: Option<f64>,
-    pub throughput_tok_s: Option<f64>,
-    pub wall_clock_ms: f64,
-}
-
-impl CellSummary {
-    fn from_artifact(a: &Benchmark) -> Self {
-        Self {
-            completed: a.completed.min(u64::from(u32::MAX)) as u32,
-            failed: a.failed.min(u64::from(u32::MAX)) as u32,
-            ttft_p50_ms: a.metric("ttft_p50_ms").as_f64(),
-            ttft_p99_ms: a.metric("ttft_p99_ms").as_f64(),
-            decode_tok_s_mean: a.metric("decode_tok_s_mean").as_f64(),
-            throughput_tok_s: a.metric("throughput_tok_s").as_f64(),
-            wall_clock_ms: a.wall_clock_ms,
-        }
-    }
 }
 
 /// A measured cell whose records live in its record log (unlinked
@@ -110,7 +84,6 @@ pub struct StreamedCell {
     /// `failures` are empty: they are written from the record log. Set its
     /// fields (or add keys of your own to `other`) before writing.
     pub artifact: Benchmark,
-    pub summary: CellSummary,
     store: output::record_log::Stored,
 }
 
@@ -166,7 +139,7 @@ impl StreamedCell {
         let document = serde_json::to_value(&self.artifact).map_err(CellError::measurement)?;
         let artifact =
             output::artifact::materialize(document, &self.store).map_err(CellError::measurement)?;
-        Ok(CellReport { artifact, records, summary: self.summary })
+        Ok(CellReport { artifact, records })
     }
 }
 
@@ -277,6 +250,5 @@ async fn run_cell_inner(
     let artifact = output::artifact::build(spec, targets, ctx, &output)
         .context("reading the request records")
         .map_err(CellError::measurement)?;
-    let summary = CellSummary::from_artifact(&artifact);
-    Ok(StreamedCell { artifact, summary, store: output.store })
+    Ok(StreamedCell { artifact, store: output.store })
 }

@@ -1,5 +1,6 @@
 //! The Across cells section: throughput against load per server, and TTFT
-//! against throughput with the Pareto front.
+//! against throughput with the Pareto front; agent cells' job front after
+//! them (`agents.rs`).
 
 use plotters::chart::SeriesLabelPosition;
 
@@ -16,6 +17,7 @@ pub(super) fn across_cells(page: &mut Page, report: &Report) {
         report.cells().filter(|(_, c)| c.result.aggregate_tok_s.is_some()).collect();
     if cells.len() < 2 {
         page.push("<p class=\"note\">Fewer than two measured cells: nothing to compare.</p>");
+        super::agents::front(page, report);
         page.end();
         return;
     }
@@ -70,6 +72,7 @@ pub(super) fn across_cells(page: &mut Page, report: &Report) {
         &["cell", "aggregate tok/s", "TTFT p50 ms", "Pareto"],
         &rows,
     );
+    super::agents::front(page, report);
     page.end();
 }
 
@@ -142,7 +145,7 @@ fn offered(x: f64) -> String {
 }
 
 /// Indices of the points no other point beats on both: higher x, lower y.
-fn pareto(points: &[(f64, f64, &str)]) -> Vec<usize> {
+pub(super) fn pareto(points: &[(f64, f64, &str)]) -> Vec<usize> {
     (0..points.len())
         .filter(|&i| {
             let (x, y, _) = points[i];

@@ -101,6 +101,7 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         ],
     ];
     page.table("kv facts", &["", "", "", ""], &facts);
+    super::agents::jobs(page, step, cell);
     let Some(plots) = CellPlots::read(&cell.artifact_file).filter(|p| p.requests > 0) else {
         page.push("<p class=\"note\">The artifact holds no per-request timings.</p></details>\n");
         return;

@@ -11,7 +11,8 @@
 //! are `page.rs` (the page being written, its head and CSS),
 //! `table.rs` (tables, figures), `format.rs` (numbers, values),
 //! `link.rs` (anchors), `stats.rs` (the numbers behind the cell plots) and
-//! `failed.rs` (a failed step's evidence).
+//! `failed.rs` (a failed step's evidence). `agents.rs` adds agent cells'
+//! job figures to the cell sections and Across cells.
 
 use std::fmt::Write;
 
@@ -20,6 +21,7 @@ use super::plot::escape;
 use page::Page;
 
 mod across_cells;
+mod agents;
 mod campaign;
 mod cell_plots;
 mod cells;

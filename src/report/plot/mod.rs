@@ -4,7 +4,7 @@
 //! same numbers beside it as a table.
 //!
 //! One file per family of plot (`bars.rs`, `distribution.rs`, `scatter.rs`,
-//! `series.rs`, `timeline.rs`); `svg.rs` and `axis.rs` hold what they all share.
+//! `series.rs`, `timeline.rs`, `task.rs`); `svg.rs` and `axis.rs` hold what they all share.
 
 mod axis;
 mod bars;
@@ -14,6 +14,7 @@ mod search;
 mod series;
 mod series_data;
 mod svg;
+mod task;
 mod timeline;
 
 pub use bars::{Bar, bars};
@@ -23,6 +24,7 @@ pub use search::{CurvePoint, search_curve};
 pub use series::load_over_time;
 pub use series_data::Series;
 pub use svg::escape;
+pub use task::{CallBar, task_timeline};
 pub use timeline::{Span, timeline};
 
 #[cfg(test)]
@@ -51,6 +53,30 @@ mod tests {
             ),
             histogram("h", "ms", &[(0.0, 1.0, 3), (1.0, 2.0, 5)], None),
             timeline("t", &[Span { send: 0.0, first: Some(1.0), end: 3.0, failed: false }], None),
+            task_timeline(
+                "task",
+                &[
+                    CallBar {
+                        name: "plan".into(),
+                        ready: 0.0,
+                        due: 0.0,
+                        send: 1.0,
+                        end: 90.0,
+                        critical: true,
+                        failed: false,
+                    },
+                    CallBar {
+                        name: "read".into(),
+                        ready: 90.0,
+                        due: 140.0,
+                        send: 141.0,
+                        end: 200.0,
+                        critical: false,
+                        failed: true,
+                    },
+                ],
+                Some("n"),
+            ),
             search_curve(
                 "c",
                 "rate",
@@ -88,5 +114,6 @@ mod tests {
                 .starts_with("<svg")
         );
         assert!(timeline("none", &[], None).starts_with("<svg"));
+        assert!(task_timeline("none", &[], None).starts_with("<svg"));
     }
 }

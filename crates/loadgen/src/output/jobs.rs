@@ -57,7 +57,7 @@ pub struct TaskFacts {
 }
 
 /// One task's row of the artifact's `jobs.tasks`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskRow {
     pub repeat: u32,
     pub task: u64,
@@ -92,10 +92,17 @@ pub struct TaskRow {
 
 /// The artifact's `jobs`: the per-cell figures (also in `metrics`, where
 /// gates read them) and one row per task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Jobs {
     pub metrics: Map<String, Value>,
     pub tasks: Vec<TaskRow>,
+}
+
+impl Jobs {
+    /// A cell figure as a number (`None` when absent or null: unbounded).
+    pub fn metric(&self, key: &str) -> Option<f64> {
+        self.metrics.get(key).and_then(Value::as_f64)
+    }
 }
 
 impl TaskFacts {
