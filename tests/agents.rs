@@ -284,3 +284,84 @@ fn a_broken_agent_trace_stops_the_plan_at_its_line() {
     assert!(text.contains("data/agents.jsonl") && text.contains("line 1"), "{text}");
     assert!(scratch.runs().is_empty(), "nothing ran");
 }
+
+const AGENTIC_MOONCAKE: &str = include_str!("../crates/loadgen/tests/fixtures/agent-agentic-mooncake.jsonl");
+
+#[test]
+fn tasks_start_at_their_recorded_arrivals_and_dynamo_rows_replay_as_graphs() {
+    let scratch = Scratch::new();
+    // The seeded graph with an arrival every 400 ms, replayed at half scale.
+    let arrivals: String = seeded_trace(23, 5)
+        .lines()
+        .map(|line| {
+            let mut call: Value = serde_json::from_str(line).unwrap();
+            let task: u64 = call["task"].as_str().unwrap()[1..].parse().unwrap();
+            if call["call"] == "plan" {
+                call["arrival_ms"] = Value::from(1000 + 400 * task);
+            }
+            format!("{call}\n")
+        })
+        .collect();
+    scratch.write("data/arrivals.jsonl", &arrivals);
+    scratch.write("data/dynamo.jsonl", AGENTIC_MOONCAKE);
+    let recipe = scratch.write(
+        "recipe.kdl",
+        r#"
+campaign "arrivals" { seed 3; }
+server "sim" { engine "sim"; model "m"; sim { decode-step-ms 2; prefix-cache-block-tokens 16; } }
+cell "recorded" server="sim" {
+    agents "data/arrivals.jsonl" format="jsonl" block-tokens=16 arrivals="recorded" time-scale=0.5
+}
+cell "dynamo" server="sim" {
+    agents "data/dynamo.jsonl" format="agentic-mooncake" block-tokens=16 arrivals="recorded" time-scale=0.1
+}
+"#,
+    );
+    let run = scratch.run(&recipe, &[], 0);
+    assert_eq!(run.summary().failed, 0, "{}", run.transcript());
+
+    let recorded = scratch.stored_json(&recipe, "recorded", "benchmark.json");
+    assert_eq!(recorded["offered_load"]["axis"], "request_rate", "{}", recorded["offered_load"]);
+    for row in recorded["jobs"]["tasks"].as_array().unwrap() {
+        let task = row["task"].as_f64().unwrap();
+        let start = row["start_ms"].as_f64().unwrap();
+        assert!(
+            (start - 200.0 * task).abs() < 1e-6,
+            "task {task} started at {start} ms, due at {}",
+            200.0 * task
+        );
+    }
+    for r in recorded["request_timings"].as_array().unwrap() {
+        if r["agent"]["parents"].as_array().unwrap().is_empty() {
+            let late = r["actual_send_ms"].as_f64().unwrap() - r["agent"]["task_start_ms"].as_f64().unwrap();
+            assert!((0.0..50.0).contains(&late), "a root sent {late} ms after its task arrived");
+        }
+    }
+
+    // Dynamo's rows: two tasks (the main agent with its sub-agents, and
+    // another session), every call after its `wait_for` plus its delays.
+    let dynamo = scratch.stored_json(&recipe, "dynamo", "benchmark.json");
+    let records = dynamo["request_timings"].as_array().unwrap();
+    assert_eq!(records.len(), 7);
+    assert_eq!(dynamo["metrics"]["tasks"], 2);
+    let end = |task: &Value, call: u64| {
+        records.iter().find(|r| &r["agent"]["task"] == task && r["agent"]["call"] == call).unwrap()["finished_ms"]
+            .as_f64()
+            .unwrap()
+    };
+    for r in records {
+        let a = &r["agent"];
+        let ready = a["parents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| end(&a["task"], p.as_u64().unwrap()))
+            .fold(a["task_start_ms"].as_f64().unwrap(), f64::max);
+        let intended = r["intended_send_ms"].as_f64().unwrap();
+        assert!((intended - (ready + a["delay_ms"].as_f64().unwrap())).abs() < 1e-6, "{r}");
+    }
+    // `m-2` joins three calls after `tool_wait_ms`-free delay 30 ms × 0.1.
+    let join = records.iter().find(|r| r["agent"]["call_id"] == "m-2").expect("the join");
+    assert_eq!(join["agent"]["parents"].as_array().unwrap().len(), 3, "{join}");
+    assert!((join["agent"]["delay_ms"].as_f64().unwrap() - 3.0).abs() < 1e-9, "{join}");
+}
