@@ -315,6 +315,11 @@ cell "recorded" server="sim" {
 cell "dynamo" server="sim" {
     agents "data/dynamo.jsonl" format="agentic-mooncake" block-tokens=16 arrivals="recorded" time-scale=0.1
 }
+cell "poisson" server="sim" {
+    agents "data/arrivals.jsonl" format="jsonl" block-tokens=16
+    arrival "poisson"
+    rate 20
+}
 "#,
     );
     let run = scratch.run(&recipe, &[], 0);
@@ -337,6 +342,19 @@ cell "dynamo" server="sim" {
             assert!((0.0..50.0).contains(&late), "a root sent {late} ms after its task arrived");
         }
     }
+
+    // Tasks (not calls) on a seeded Poisson schedule of 20 a second: each
+    // starts at its own due time, whatever the tasks before it are doing.
+    let poisson = scratch.stored_json(&recipe, "poisson", "benchmark.json");
+    let starts: Vec<f64> = poisson["jobs"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["start_ms"].as_f64().unwrap())
+        .collect();
+    assert_eq!(starts.len(), 5);
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]) && starts[4] > starts[0], "{starts:?}");
+    assert!(starts[4] < 5_000.0, "five arrivals at 20/s come within seconds: {starts:?}");
 
     // Dynamo's rows: two tasks (the main agent with its sub-agents, and
     // another session), every call after its `wait_for` plus its delays.
