@@ -7,8 +7,7 @@
 //! - planning at 10,000, 30,000 and 100,000 steps (the same mix scaled, plus
 //!   a screen and a wildcard gate per swept cell family, `cell.c7-*`, and a
 //!   decision): time and peak RSS per size, and the ratio to the smallest,
-//!   which should grow like the step count; for a first plan (the KDL
-//!   parsed) and a replan (the recipe as the store's cache kept it);
+//!   which should grow like the step count;
 //! - a no-op rerun of `recipes/quickstart.kdl` (everything cached) next to
 //!   `anvil --version`, the floor of starting the process at all.
 //!
@@ -270,9 +269,7 @@ fn main() {
 
 /// Planning time and peak memory at 10k, 30k and 100k steps (with
 /// wildcard references), each against an empty store; medians of
-/// `SCALE_RUNS` per size (`SPINE_RUNS=N` to change). Twice: a first plan,
-/// which parses the recipe's KDL, and a replan, which finds the recipe as
-/// the store's cache kept it (`cache/recipes`).
+/// `SCALE_RUNS` per size (`SPINE_RUNS=N` to change).
 fn scaling(dir: &Path) {
     let runs: usize = std::env::var("SPINE_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(SCALE_RUNS);
     let store = dir.join("scale-store");
@@ -284,50 +281,36 @@ fn scaling(dir: &Path) {
             (10_000 * scale, recipe)
         })
         .collect();
-    for (title, first_plan) in [("first plan (parses the KDL)", true), ("replan (the recipe as kept)", false)]
-    {
-        println!();
+    println!();
+    println!(
+        "{:<8} {:>4} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7} {:>9}",
+        "steps", "runs", "wall ms", "× 10k", "cpu ms", "× 10k", "peak MiB", "× 10k", "cpu µs/st"
+    );
+    let mut base: Option<(f64, f64, f64)> = None;
+    for (steps, recipe) in &recipes {
+        let samples: Vec<PlanSample> = (0..runs).map(|_| plan_with_peak(&store, recipe)).collect();
+        let median = |mut values: Vec<f64>| {
+            values.sort_by(f64::total_cmp);
+            values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        let wall = median(samples.iter().map(|s| s.wall.as_secs_f64()).collect());
+        // NaN when GNU time is missing.
+        let cpu = median(samples.iter().filter_map(|s| s.cpu).map(|c| c.as_secs_f64()).collect());
+        let peak =
+            samples.iter().filter_map(|s| s.peak_bytes).max().map_or(f64::NAN, |b| b as f64 / 1048576.0);
+        let (w0, c0, m0) = *base.get_or_insert((wall, cpu, peak));
         println!(
-            "{:<8} {:>4} {:>9} {:>7} {:>9} {:>7} {:>9} {:>7} {:>9}   {title}",
-            "steps", "runs", "wall ms", "× 10k", "cpu ms", "× 10k", "peak MiB", "× 10k", "cpu µs/st"
+            "{:<8} {:>4} {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1}",
+            steps,
+            runs,
+            wall * 1e3,
+            wall / w0,
+            cpu * 1e3,
+            cpu / c0,
+            peak,
+            peak / m0,
+            cpu * 1e6 / *steps as f64
         );
-        let mut base: Option<(f64, f64, f64)> = None;
-        for (steps, recipe) in &recipes {
-            let kept = store.join("cache").join("recipes");
-            if !first_plan {
-                plan_with_peak(&store, recipe); // keeps the parsed recipe
-            }
-            let samples: Vec<PlanSample> = (0..runs)
-                .map(|_| {
-                    if first_plan {
-                        let _ = std::fs::remove_dir_all(&kept);
-                    }
-                    plan_with_peak(&store, recipe)
-                })
-                .collect();
-            let median = |mut values: Vec<f64>| {
-                values.sort_by(f64::total_cmp);
-                values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
-            };
-            let wall = median(samples.iter().map(|s| s.wall.as_secs_f64()).collect());
-            // NaN when GNU time is missing.
-            let cpu = median(samples.iter().filter_map(|s| s.cpu).map(|c| c.as_secs_f64()).collect());
-            let peak =
-                samples.iter().filter_map(|s| s.peak_bytes).max().map_or(f64::NAN, |b| b as f64 / 1048576.0);
-            let (w0, c0, m0) = *base.get_or_insert((wall, cpu, peak));
-            println!(
-                "{:<8} {:>4} {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1} {:>6.2}× {:>9.1}",
-                steps,
-                runs,
-                wall * 1e3,
-                wall / w0,
-                cpu * 1e3,
-                cpu / c0,
-                peak,
-                peak / m0,
-                cpu * 1e6 / *steps as f64
-            );
-        }
     }
     println!("(linear: × 10k follows the step count, 3× and 10×)");
 }

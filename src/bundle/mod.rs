@@ -16,6 +16,6 @@ pub mod signature;
 mod verify;
 
 pub use export::{ExportRequest, export};
-pub use import::{add_entries, extract_recipe, import, unpack};
+pub use import::{ImportError, add_entries, extract_recipe, import, unpack};
 pub use manifest::Invocation;
 pub use verify::verify_bundle;

@@ -63,9 +63,8 @@ pub fn open_store(root: &Path) -> Result<Store, Exit> {
 
 /// Load a recipe and plan it; recipe errors are input errors with spans.
 pub fn load_plan(args: &RecipeArgs, store: Option<&Store>) -> Result<Plan, Exit> {
-    let cache = store.and_then(crate::plan::recipe_cache);
-    let recipe = crate::recipe::load_cached(&args.recipe, &args.set, cache.as_ref())
-        .map_err(|e| Exit::Input(miette::Report::new(e)))?;
+    let recipe =
+        crate::recipe::load(&args.recipe, &args.set).map_err(|e| Exit::Input(miette::Report::new(e)))?;
     let mode = if args.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
     // Before any server starts: a broken trace found hours into a campaign held its GPUs for nothing.
     crate::plan::inputs::check_inputs(&recipe, mode).map_err(|e| Exit::Input(miette::Report::new(e)))?;

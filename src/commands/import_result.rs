@@ -41,7 +41,7 @@ pub fn import_result(
             "cell": cell.cell,
             "fingerprint": cell.fingerprint.to_string(),
             "added": cell.added,
-            "tool": one.tool.name(),
+            "tool": one.tool.as_str(),
             "version": one.version,
             "version_note": one.version_note,
             "files": one.files,

@@ -56,23 +56,54 @@ pub fn report(store_root: &Path, args: &ReportArgs<'_>) -> Result<i32, Exit> {
     Ok(0)
 }
 
+/// Why `anvil run --report` wrote no report (a warning: the run stands).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteHtmlError {
+    #[error(transparent)]
+    Store(#[from] anvil_store::StoreError),
+    #[error("no recorded run {run_id}")]
+    NoRun { run_id: String },
+    #[error("creating {}: {source}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Write the HTML report of a recorded run (what `anvil run --report` does).
 /// `_recipe` is not read: the run's record says what the report shows of it.
-pub fn write_html(store: &Store, run_id: &str, _recipe: &Path, results: &Path) -> Result<PathBuf, String> {
-    let run =
-        store.run(run_id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no recorded run {run_id}"))?;
+pub fn write_html(
+    store: &Store,
+    run_id: &str,
+    _recipe: &Path,
+    results: &Path,
+) -> Result<PathBuf, WriteHtmlError> {
+    let run = store.run(run_id)?.ok_or_else(|| WriteHtmlError::NoRun { run_id: run_id.to_string() })?;
     let report = from_store(store, run);
     let path = results.join(&report.campaign).join("report.html");
     let text = crate::report::html::render(&report);
-    write(&path, &text).map_err(|e| format!("{:?}", e.report()))?;
+    write_file(&path, &text)?;
     Ok(path)
 }
 
 fn write(path: &Path, text: &str) -> Result<(), Exit> {
+    write_file(path, text).map_err(failed)
+}
+
+/// `text` into `path`, its folder created first.
+fn write_file(path: &Path, text: &str) -> Result<(), WriteHtmlError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| failed(format!("creating {}: {e}", parent.display())))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|source| WriteHtmlError::CreateDir { path: parent.to_path_buf(), source })?;
     }
-    std::fs::write(path, text).map_err(|e| failed(format!("writing {}: {e}", path.display())))
+    std::fs::write(path, text).map_err(|source| WriteHtmlError::Write { path: path.to_path_buf(), source })
 }
 
 fn resolve(store_root: &Path, args: &ReportArgs<'_>, scratch: &Path) -> Result<Report, Exit> {

@@ -9,10 +9,12 @@
 //! recipe's latest run, a stored cell, or a lone benchmark/v1 JSON file.
 
 mod alike;
+mod error;
 mod render;
 mod report;
 mod side;
 
+pub use error::CompareError;
 pub use render::render;
 pub use report::{Agreement, CellReport, MetricsJudged, Report};
 pub use side::{Cell, Side, resolve};
@@ -42,11 +44,11 @@ fn headline(
 /// Compares the two sides cell by cell. Each pair's heads are read when that
 /// pair is compared and dropped after it (a side only locates its files).
 /// Err: an artifact's head did not read (its message names the file).
-pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Report, String> {
+pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Report, CompareError> {
     let mut cells = Vec::new();
     for (name, published_cell) in &a.cells {
         let Some(reproduced_cell) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
-        let read = |cell: &Cell| side::head(&cell.artifact_file).map_err(|e| e.to_string());
+        let read = |cell: &Cell| side::head(&cell.artifact_file);
         let (published, reproduced) = (read(published_cell)?, read(reproduced_cell)?);
         let metrics = headline(
             (&published, &published_cell.artifact_file),

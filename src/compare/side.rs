@@ -7,6 +7,7 @@ use anvil_evidence::artifact_file::{self, ArtifactFileError, Member};
 use anvil_store::{RunRecord, Store};
 use serde_json::Value;
 
+use super::error::CompareError;
 use crate::results::{self, DecisionResult, ScreenResult};
 
 /// A measured cell: its artifact's file, and the preimages of it and its
@@ -37,12 +38,12 @@ pub struct Side {
 /// Locate a side: a bundle (`.anvil`), a lone artifact (`.json`), a recipe
 /// (`.kdl`: its latest run), a run id, or a stored cell's fingerprint prefix.
 /// Each cell's artifact is only found, not read.
-pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
+pub fn resolve(store: &Store, text: &str) -> Result<Side, CompareError> {
     let path = Path::new(text);
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => {
             if !path.is_file() {
-                return Err(format!("cannot read {text}: no such file"));
+                return Err(CompareError::NoSuchFile { text: text.to_string() });
             }
             let name =
                 path.file_stem().map_or_else(|| text.to_string(), |s| s.to_string_lossy().into_owned());
@@ -50,10 +51,10 @@ pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
             Ok(Side { label: text.to_string(), cells: BTreeMap::from([(name, cell)]), ..Side::default() })
         }
         Some("anvil") => {
-            let scratch = tempfile::tempdir().map_err(|e| format!("temporary folder: {e}"))?;
-            let imported = crate::bundle::unpack(path, scratch.path()).map_err(|e| e.to_string())?;
-            let temp_store = Store::open(&scratch.path().join("store")).map_err(|e| e.to_string())?;
-            crate::bundle::add_entries(&imported, &temp_store).map_err(|e| e.to_string())?;
+            let scratch = tempfile::tempdir().map_err(|source| CompareError::Scratch { source })?;
+            let imported = crate::bundle::unpack(path, scratch.path())?;
+            let temp_store = Store::open(&scratch.path().join("store"))?;
+            crate::bundle::add_entries(&imported, &temp_store)?;
             let mut side = from_run(&temp_store, &imported.run);
             side.label = format!("{text} ({})", imported.verified.digest);
             side.scratch = Some(std::sync::Arc::new(scratch));
@@ -61,8 +62,8 @@ pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
         }
         Some("kdl") => {
             let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();
-            let run = store.last_run_of(&key).map_err(|e| e.to_string())?;
-            let run = run.ok_or_else(|| format!("{text} has no recorded run in this store"))?;
+            let run = store.last_run_of(&key)?;
+            let run = run.ok_or_else(|| CompareError::NoRun { text: text.to_string() })?;
             let mut side = from_run(store, &run);
             side.label = format!("{text} (run {})", run.run_id);
             Ok(side)
@@ -75,12 +76,11 @@ pub fn resolve(store: &Store, text: &str) -> Result<Side, String> {
             }
             let fp = store
                 .resolve_prefix(text)
-                .map_err(|e| format!("`{text}` is no bundle, JSON file, recipe, run or stored step: {e}"))?;
-            let entry =
-                store.read(&fp).map_err(|e| e.to_string())?.ok_or_else(|| format!("{text}: not stored"))?;
+                .map_err(|source| CompareError::Unknown { text: text.to_string(), source })?;
+            let entry = store.read(&fp)?.ok_or_else(|| CompareError::NotStored { text: text.to_string() })?;
             let artifact_file = entry.path_of("benchmark.json");
             if !artifact_file.is_file() {
-                return Err(format!("{text} is not a cell"));
+                return Err(CompareError::NotACell { text: text.to_string() });
             }
             let cell = Cell { artifact_file, preimage: Some(entry.preimage), server: None };
             Ok(Side {

@@ -1,23 +1,14 @@
 //! The types of an engine known by name, a leaf the per-engine files and
 //! the dispatch in `mod.rs` both import.
 
-/// An engine anvil knows by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineName {
-    Vllm,
-    Sglang,
-    LlamaCpp,
+use anvil_words::words;
+
+words! {
+    /// An engine anvil knows by name.
+    pub enum EngineName { Vllm = "vllm", Sglang = "sglang", LlamaCpp = "llama.cpp" }
 }
 
 impl EngineName {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineName::Vllm => "vllm",
-            EngineName::Sglang => "sglang",
-            EngineName::LlamaCpp => "llama.cpp",
-        }
-    }
-
     /// Whether the engine is a Python program started by an interpreter
     /// (`python`), rather than a binary (`binary`).
     pub fn is_python(self) -> bool {

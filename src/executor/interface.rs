@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anvil_store::{Fingerprint, NodeStatus, Store};
+use anvil_words::words;
 use serde_json::Value;
 
 use crate::plan::search::ProbeSite;
@@ -65,7 +66,11 @@ pub trait Executor: Send + Sync {
 /// `crate::executor::REGISTRY`, called once when the run starts, after the
 /// plan is made. An error (no `sbatch`, a plan it cannot run) stops the run
 /// before anything runs.
-pub type Start = fn(&RunSpec<'_>) -> Result<Arc<dyn Executor>, String>;
+pub type Start = fn(&RunSpec<'_>) -> Result<Arc<dyn Executor>, StartError>;
+
+/// Why an executor could not start: each executor's own error type (the
+/// Slurm head's is `slurm::SlurmError`), shown by its message.
+pub type StartError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What an executor is told when a run starts.
 pub struct RunSpec<'a> {
@@ -122,52 +127,33 @@ pub struct StepOutcome {
     pub fault: Option<Fault>,
 }
 
-/// A failure that came from outside the recipe, classified for
-/// `anvil run --json` (the step's `detail` says what to do).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// A file it reads changed after the plan fingerprinted it.
-    InputChanged,
-    /// Its server went silent (`stall-timeout`); it is restarted.
-    ServerStalled,
-    /// Its result did not fit on the store's disk (or the disk failed).
-    DiskFull,
-    /// Its requests failed past `abort-on-errors`: stored, not eligible.
-    ErrorStorm,
-}
-
-impl Fault {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Fault::InputChanged => "input-changed",
-            Fault::ServerStalled => "server-stalled",
-            Fault::DiskFull => "disk-full",
-            Fault::ErrorStorm => "error-storm",
-        }
+words! {
+    /// A failure that came from outside the recipe, classified for
+    /// `anvil run --json` (the step's `detail` says what to do).
+    pub enum Fault {
+        /// A file it reads changed after the plan fingerprinted it.
+        InputChanged = "input-changed",
+        /// Its server went silent (`stall-timeout`); it is restarted.
+        ServerStalled = "server-stalled",
+        /// Its result did not fit on the store's disk (or the disk failed).
+        DiskFull = "disk-full",
+        /// Its requests failed past `abort-on-errors`: stored, not eligible.
+        ErrorStorm = "error-storm",
     }
 }
 
-/// How a step ended in this run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    Ran,
-    Cached,
-    Failed,
-    Rejected,
-    Skipped,
+words! {
+    /// How a step ended in this run.
+    pub enum Ending {
+        Ran = "ran",
+        Cached = "cached",
+        Failed = "failed",
+        Rejected = "rejected",
+        Skipped = "skipped",
+    }
 }
 
 impl Ending {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ending::Ran => "ran",
-            Ending::Cached => "cached",
-            Ending::Failed => "failed",
-            Ending::Rejected => "rejected",
-            Ending::Skipped => "skipped",
-        }
-    }
-
     /// The run record's word for how a step ended (a rejection is a stored result).
     pub fn record_status(self) -> NodeStatus {
         match self {

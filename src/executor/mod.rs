@@ -27,12 +27,21 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     REGISTRY.iter().map(|(name, _)| *name)
 }
 
+/// `--executor` named an executor the registry does not hold (bad input).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown executor `{name}` (executors: {})", names().collect::<Vec<_>>().join(", "))]
+pub struct UnknownExecutor {
+    pub name: String,
+}
+
 /// The executor `--executor NAME` (or `ANVIL_EXECUTOR`) chooses: None for
 /// local, Err for a name the registry does not hold.
-pub fn choose(name: &str) -> Result<Option<Start>, String> {
-    REGISTRY.iter().find(|(n, _)| *n == name).map(|(_, start)| *start).ok_or_else(|| {
-        format!("unknown executor `{name}` (executors: {})", names().collect::<Vec<_>>().join(", "))
-    })
+pub fn choose(name: &str) -> Result<Option<Start>, UnknownExecutor> {
+    REGISTRY
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, start)| *start)
+        .ok_or_else(|| UnknownExecutor { name: name.to_string() })
 }
 
 #[cfg(test)]
@@ -45,6 +54,6 @@ mod tests {
         assert!(choose("local").unwrap().is_none());
         assert!(choose("slurm").unwrap().is_some());
         let err = choose("kubernetes").err().unwrap();
-        assert_eq!(err, "unknown executor `kubernetes` (executors: local, slurm)");
+        assert_eq!(err.to_string(), "unknown executor `kubernetes` (executors: local, slurm)");
     }
 }

@@ -164,7 +164,7 @@ pub fn build(imported: &Imported, fingerprint: &str, cell: &str) -> Value {
 
     let mut doc = Map::new();
     doc.insert("schema".into(), json!(anvil_loadgen::SCHEMA));
-    doc.insert("measurement_protocol".into(), json!(format!("imported from {}", imported.tool.name())));
+    doc.insert("measurement_protocol".into(), json!(format!("imported from {}", imported.tool.as_str())));
     doc.insert("configuration_fingerprint".into(), json!(fingerprint));
     doc.insert("cell".into(), json!(cell));
     doc.insert("imported_from".into(), imported_from(imported));
@@ -212,7 +212,7 @@ fn imported_from(imported: &Imported) -> Value {
         None => (None, &[][..]),
     };
     json!({
-        "tool": imported.tool.name(),
+        "tool": imported.tool.as_str(),
         "version": imported.version,
         "version_note": imported.version_note,
         "file": file.map(|f| &f.name),

@@ -8,22 +8,24 @@
 //! first token, the end) with anvil's *formulas* applied to them, so what
 //! matters for a comparison is whether the moments mean what anvil's do.
 
+use anvil_words::words;
 use serde::Serialize;
 
 use super::imported::Tool;
 
-/// Whether an imported artifact's value of a metric means what an anvil cell's does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Alike {
-    /// Same moments, same formula: compared as any two cells are.
-    Same,
-    /// A bounded difference (the tail of a stream after its last content,
-    /// a few µs to ms): the verdict stands, with a note.
-    Close,
-    /// The moments differ in what they are: a difference may come from the
-    /// definitions, so no verdict is given.
-    Differs,
+words! {
+    #[serde]
+    /// Whether an imported artifact's value of a metric means what an anvil cell's does.
+    pub enum Alike {
+        /// Same moments, same formula: compared as any two cells are.
+        Same = "same",
+        /// A bounded difference (the tail of a stream after its last content,
+        /// a few µs to ms): the verdict stands, with a note.
+        Close = "close",
+        /// The moments differ in what they are: a difference may come from the
+        /// definitions, so no verdict is given.
+        Differs = "differs",
+    }
 }
 
 /// One metric as one tool defines it.
@@ -237,7 +239,7 @@ pub fn table(tool: Tool) -> &'static [Definition] {
 
 /// The tool an artifact was imported from (`None`: measured by anvil).
 pub fn tool_of(artifact: &serde_json::Value) -> Option<Tool> {
-    artifact.pointer("/imported_from/tool").and_then(|t| t.as_str()).and_then(Tool::from_name)
+    artifact.pointer("/imported_from/tool").and_then(|t| t.as_str()).and_then(Tool::from_word)
 }
 
 /// The metric family of a compare row (`ttft_p50_ms` → `ttft`).

@@ -2,28 +2,17 @@
 //! terms, before it becomes an artifact. The importers fill it from the
 //! file; `artifact` derives the rest with anvil's own definitions.
 
+use anvil_words::words;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// The peer tools anvil reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Tool {
-    VllmBench,
-    Aiperf,
-    Guidellm,
+words! {
+    #[serde]
+    /// The peer tools anvil reads, by the name `--from` takes and the artifact records.
+    pub enum Tool { VllmBench = "vllm-bench", Aiperf = "aiperf", Guidellm = "guidellm" }
 }
 
 impl Tool {
-    /// The name `--from` takes and the artifact records.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tool::VllmBench => "vllm-bench",
-            Tool::Aiperf => "aiperf",
-            Tool::Guidellm => "guidellm",
-        }
-    }
-
     /// The tool as its users call it.
     pub fn title(self) -> &'static str {
         match self {
@@ -31,10 +20,6 @@ impl Tool {
             Tool::Aiperf => "AIPerf",
             Tool::Guidellm => "guidellm",
         }
-    }
-
-    pub fn from_name(name: &str) -> Option<Tool> {
-        [Tool::VllmBench, Tool::Aiperf, Tool::Guidellm].into_iter().find(|t| t.name() == name)
     }
 }
 

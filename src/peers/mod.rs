@@ -13,6 +13,7 @@
 mod aiperf;
 pub mod artifact;
 pub mod definitions;
+mod error;
 mod fields;
 mod guidellm;
 mod imported;
@@ -24,16 +25,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub use error::PeerError;
 use imported::SourceFile;
 pub use imported::{Imported, Tool};
 
 use fields::{Doc, file_name, read_json};
-
-/// Which versions each importer reads, in words (for errors and `--help`).
-pub const VERSIONS_READ: &str = "vllm bench serve --save-result --save-detailed JSON (its file records no version; \
-     read by its keys, as 0.33 writes them), AIPerf profile exports of schema_version 1.4 (AIPerf 0.13: \
-     profile_export_aiperf.json, profile_export.jsonl or their folder) and guidellm JSON reports of \
-     metadata.version 2 (guidellm 0.8)";
 
 /// The file's bytes named and hashed.
 fn source(path: &Path, bytes: &[u8]) -> SourceFile {
@@ -46,8 +42,8 @@ enum Content {
     Lines(Vec<Value>),
 }
 
-fn parse(path: &Path) -> Result<(Vec<u8>, Content), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+fn parse(path: &Path) -> Result<(Vec<u8>, Content), PeerError> {
+    let bytes = std::fs::read(path).map_err(|source| PeerError::Read { path: path.to_path_buf(), source })?;
     if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
         return Ok((bytes, Content::One(v)));
     }
@@ -59,7 +55,7 @@ fn parse(path: &Path) -> Result<(Vec<u8>, Content), String> {
         .collect();
     match lines {
         Some(lines) if !lines.is_empty() => Ok((bytes, Content::Lines(lines))),
-        _ => Err(format!("{} is neither JSON nor JSON lines; anvil imports {VERSIONS_READ}", path.display())),
+        _ => Err(PeerError::NotJson { path: path.to_path_buf() }),
     }
 }
 
@@ -89,10 +85,10 @@ fn candidates(content: &Content) -> Vec<Tool> {
 
 /// Reads a peer's result: `path` is a file, or an AIPerf export folder;
 /// `from` names the tool when detection should not decide.
-pub fn read(path: &Path, from: Option<Tool>) -> Result<Vec<Imported>, String> {
+pub fn read(path: &Path, from: Option<Tool>) -> Result<Vec<Imported>, PeerError> {
     if path.is_dir() {
         if from.is_some_and(|t| t != Tool::Aiperf) {
-            return Err(format!("{} is a folder: only AIPerf exports are read as a folder", path.display()));
+            return Err(PeerError::FolderNotAiperf { path: path.to_path_buf() });
         }
         return read_aiperf(&path.join(aiperf::SUMMARY), &path.join(aiperf::RECORDS));
     }
@@ -101,32 +97,20 @@ pub fn read(path: &Path, from: Option<Tool>) -> Result<Vec<Imported>, String> {
     let tool = match (from, found.as_slice()) {
         (Some(tool), found) if found.is_empty() || found.contains(&tool) => tool,
         (Some(tool), found) => {
-            return Err(format!(
-                "{} looks like a {} result, not {}'s",
-                path.display(),
-                names(found),
-                tool.title()
-            ));
+            return Err(PeerError::OtherTool {
+                path: path.to_path_buf(),
+                found: names(found),
+                named: tool.title(),
+            });
         }
         (None, [tool]) => *tool,
-        (None, []) => {
-            return Err(format!(
-                "{} is not a result anvil recognises (name its tool with --from); anvil imports {VERSIONS_READ}",
-                path.display()
-            ));
-        }
-        (None, found) => {
-            return Err(format!(
-                "{} could be a result of {}: name its tool with --from",
-                path.display(),
-                names(found)
-            ));
-        }
+        (None, []) => return Err(PeerError::Unrecognised { path: path.to_path_buf() }),
+        (None, found) => return Err(PeerError::Ambiguous { path: path.to_path_buf(), found: names(found) }),
     };
     let name = path.display().to_string();
     let doc = Doc { file: &name };
     let file = source(path, &bytes);
-    let err = |e: fields::FieldError| e.to_string();
+    let err = PeerError::Field;
     match (tool, content) {
         (Tool::VllmBench, Content::One(v)) => Ok(vec![vllm::read(doc, &v, vec![file]).map_err(err)?]),
         (Tool::VllmBench, Content::Lines(lines)) => lines
@@ -141,9 +125,7 @@ pub fn read(path: &Path, from: Option<Tool>) -> Result<Vec<Imported>, String> {
         (Tool::Guidellm, Content::One(v)) => guidellm::read(doc, &v, &[file]).map_err(err),
         (Tool::Aiperf, Content::One(_)) => read_aiperf(path, &sibling(path, aiperf::RECORDS)),
         (Tool::Aiperf, Content::Lines(_)) => read_aiperf(&sibling(path, aiperf::SUMMARY), path),
-        (Tool::Guidellm, Content::Lines(_)) => {
-            Err(format!("{} holds JSON lines; a guidellm report is one JSON document", path.display()))
-        }
+        (Tool::Guidellm, Content::Lines(_)) => Err(PeerError::GuidellmLines { path: path.to_path_buf() }),
     }
 }
 
@@ -156,27 +138,20 @@ fn sibling(path: &Path, name: &str) -> PathBuf {
 }
 
 /// AIPerf: the summary and the records next to it.
-fn read_aiperf(summary: &Path, records: &Path) -> Result<Vec<Imported>, String> {
+fn read_aiperf(summary: &Path, records: &Path) -> Result<Vec<Imported>, PeerError> {
     for (path, what) in [(summary, "summary"), (records, "per-request records")] {
         if !path.is_file() {
-            return Err(format!(
-                "{} not found: AIPerf's {what} must sit next to the file named (an export folder holds {} and {})",
-                path.display(),
-                aiperf::SUMMARY,
-                aiperf::RECORDS
-            ));
+            return Err(PeerError::AiperfMissing { path: path.to_path_buf(), what });
         }
     }
-    let (summary_bytes, summary_value) = read_json(summary).map_err(|e| e.to_string())?;
+    let (summary_bytes, summary_value) = read_json(summary)?;
     let records_bytes =
-        std::fs::read(records).map_err(|e| format!("cannot read {}: {e}", records.display()))?;
+        std::fs::read(records).map_err(|source| PeerError::Read { path: records.to_path_buf(), source })?;
     let (summary_name, records_name) = (summary.display().to_string(), records.display().to_string());
     let (summary_doc, records_doc) = (Doc { file: &summary_name }, Doc { file: &records_name });
-    let lines = aiperf::parse_lines(records_doc, &String::from_utf8_lossy(&records_bytes))
-        .map_err(|e| e.to_string())?;
+    let lines = aiperf::parse_lines(records_doc, &String::from_utf8_lossy(&records_bytes))?;
     // Summary first whichever file was named: the same export is the same entry.
     let files = vec![source(summary, &summary_bytes), source(records, &records_bytes)];
-    let one =
-        aiperf::read(summary_doc, &summary_value, records_doc, &lines, files).map_err(|e| e.to_string())?;
+    let one = aiperf::read(summary_doc, &summary_value, records_doc, &lines, files)?;
     Ok(vec![one])
 }

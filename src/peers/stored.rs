@@ -33,7 +33,7 @@ fn preimage(imported: &Imported) -> Value {
     json!({
         "kind": "imported-result",
         "importer": IMPORTER,
-        "tool": imported.tool.name(),
+        "tool": imported.tool.as_str(),
         "files_blake3": imported.files.iter().map(|f| &f.blake3).collect::<Vec<_>>(),
         "part": imported.part,
     })
@@ -42,10 +42,10 @@ fn preimage(imported: &Imported) -> Value {
 /// The cell's name: the tool and the file, and the part of a file of several.
 fn cell_name(imported: &Imported, source: &Path) -> String {
     let stem = source.file_stem().map_or_else(|| "result".into(), |s| s.to_string_lossy().into_owned());
-    let base = if stem.starts_with(imported.tool.name()) {
+    let base = if stem.starts_with(imported.tool.as_str()) {
         stem
     } else {
-        format!("{}-{stem}", imported.tool.name())
+        format!("{}-{stem}", imported.tool.as_str())
     };
     match imported.part {
         Some(i) => format!("{base}-{i}"),
@@ -96,7 +96,7 @@ pub fn store(store: &Store, source: &Path, imported: &[Imported]) -> Result<Stor
     }
     // One run per file content: a second import finds it and writes nothing.
     let first = imported.first().and_then(|i| i.files.first()).map_or("", |f| f.blake3.as_str());
-    let tool = imported.first().map_or("peer", |i| i.tool.name());
+    let tool = imported.first().map_or("peer", |i| i.tool.as_str());
     let run_id = format!("import-{tool}-{}", &first[..first.len().min(16)]);
     let run_added = store.run(&run_id)?.is_none();
     if run_added {

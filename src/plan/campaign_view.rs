@@ -7,9 +7,9 @@
 //! read of it is exactly what is here.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use anvil_store::Fingerprint;
+use anvil_words::words;
 use serde_json::Value;
 
 use super::planned::Plan;
@@ -43,41 +43,19 @@ pub struct StepView {
     pub what: StepWhat,
 }
 
-/// The kind of a step, by the word the recipe and the run record use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepKind {
-    Server,
-    Workload,
-    Cell,
-    Check,
-    Gate,
-    Task,
-    Screen,
-    Decision,
-    Finally,
-    Search,
-}
-
-impl StepKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepKind::Server => "server",
-            StepKind::Workload => "workload",
-            StepKind::Cell => "cell",
-            StepKind::Check => "check",
-            StepKind::Gate => "gate",
-            StepKind::Task => "task",
-            StepKind::Screen => "screen",
-            StepKind::Decision => "decision",
-            StepKind::Finally => "finally",
-            StepKind::Search => "search",
-        }
-    }
-}
-
-impl fmt::Display for StepKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+words! {
+    /// The kind of a step, by the word the recipe and the run record use.
+    pub enum StepKind {
+        Server = "server",
+        Workload = "workload",
+        Cell = "cell",
+        Check = "check",
+        Gate = "gate",
+        Task = "task",
+        Screen = "screen",
+        Decision = "decision",
+        Finally = "finally",
+        Search = "search",
     }
 }
 

@@ -1,6 +1,7 @@
 //! Field-by-field differences between two JSON documents (preimages or
 //! results), with paths such as `settings.args[7]`.
 
+use anvil_words::words;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -13,12 +14,10 @@ pub struct Change {
     pub presence: Presence,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Presence {
-    Both,
-    OnlyA,
-    OnlyB,
+words! {
+    #[serde]
+    /// Which sides hold the field.
+    pub enum Presence { Both = "both", OnlyA = "only_a", OnlyB = "only_b" }
 }
 
 pub fn diff_values(a: &Value, b: &Value) -> Vec<Change> {

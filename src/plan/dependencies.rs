@@ -26,7 +26,7 @@ pub fn resolve_reference(
         }
         return Vec::new();
     }
-    let Some(kind) = Kind::parse(&reference.kind).filter(|k| k.is_step()) else {
+    let Some(kind) = Kind::from_word(&reference.kind).filter(|k| k.is_step()) else {
         problems.push(
             expression
                 .problem(format!(

@@ -1,7 +1,6 @@
 //! The plan: a recipe's steps as a DAG, each with its preimage, its
 //! fingerprint, and whether a run will execute it (and why).
 
-mod cache;
 pub mod campaign_view;
 mod canonical;
 pub mod changes;
@@ -24,7 +23,6 @@ use std::collections::HashMap;
 
 use anvil_store::{Fingerprint, Store};
 
-pub use cache::recipe_cache;
 pub use canonical::{canonical, canonical_bytes};
 
 pub use fingerprint::{

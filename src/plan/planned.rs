@@ -2,6 +2,7 @@
 //! a run will give it.
 
 use anvil_store::Fingerprint;
+use anvil_words::words;
 
 use super::preimage::EngineMode;
 use super::preimage_text::PreimageText;
@@ -37,22 +38,14 @@ pub struct Plan {
     pub order: Vec<usize>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Its result is in the store: a run will not execute it.
-    Cached,
-    /// A run will execute it.
-    Pending,
-    /// A `finally` step a run will skip: nothing else runs, so nothing needs restoring.
-    Idle,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Cached => "cached",
-            Status::Pending => "pending",
-            Status::Idle => "idle",
-        }
+words! {
+    /// What a run will do with a planned step.
+    pub enum Status {
+        /// Its result is in the store: a run will not execute it.
+        Cached = "cached",
+        /// A run will execute it.
+        Pending = "pending",
+        /// A `finally` step a run will skip: nothing else runs, so nothing needs restoring.
+        Idle = "idle",
     }
 }

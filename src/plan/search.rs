@@ -6,7 +6,8 @@
 //! interrupted one stopped.
 
 use anvil_expr::{Evaluation, Reference, Resolved, Resolver};
-use anvil_store::{Fingerprint, Store};
+use anvil_store::{Fingerprint, Store, StoreError};
+use anvil_words::words;
 use serde::Deserialize as _;
 use serde_json::{Map, Value};
 
@@ -15,7 +16,7 @@ use super::planned::Plan;
 use super::preimage::{EngineMode, Upstream, World, preimage_of};
 use crate::recipe::decls::SearchDecl;
 use crate::recipe::decls::search::format_value;
-use crate::recipe::words::SearchMethod;
+use crate::recipe::words::{SearchMethod, SearchVariable};
 use crate::recipe::{Decl, Recipe, Spec};
 use crate::results::CellResult;
 
@@ -29,6 +30,26 @@ pub struct ProbeSite {
     recipe: Recipe,
     server_fingerprint: Fingerprint,
     mode: EngineMode,
+}
+
+/// Why a stored probe could not be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// Its result could not be read from the store.
+    #[error("reading probe {probe}: {source}")]
+    Read {
+        probe: String,
+        #[source]
+        source: StoreError,
+    },
+    /// An SLO could not be evaluated on it (a metric it lacks, a type error).
+    #[error("slo \"{slo}\" at {variable}={}: {detail}", format_value(*value))]
+    Slo { slo: String, variable: SearchVariable, value: f64, detail: String },
+    #[error("a stored probe does not read as a cell: {source}")]
+    NotACell {
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// One probe as the plan sees it: a cell declaration and its identity.
@@ -48,12 +69,12 @@ impl ProbeSite {
     }
 
     /// The stored probe at `value`, judged against the SLO (None: not stored).
-    pub fn stored(&self, store: &Store, value: f64) -> Result<Option<ProbeOutcome>, String> {
+    pub fn stored(&self, store: &Store, value: f64) -> Result<Option<ProbeOutcome>, ProbeError> {
         let probe = self.probe(value);
         match store.read_result(&probe.fingerprint) {
             Ok(Some(result)) => judge(&self.search, value, probe.fingerprint, &result).map(Some),
             Ok(None) => Ok(None),
-            Err(err) => Err(format!("reading probe {}: {err}", probe.decl.name)),
+            Err(source) => Err(ProbeError::Read { probe: probe.decl.name, source }),
         }
     }
 }
@@ -151,7 +172,7 @@ pub fn judge(
     value: f64,
     fingerprint: Fingerprint,
     result: &Value,
-) -> Result<ProbeOutcome, String> {
+) -> Result<ProbeOutcome, ProbeError> {
     let view = probe_view(result);
     let resolver = ProbeResolver { view: &view };
     let mut passed = true;
@@ -165,12 +186,12 @@ pub fn judge(
                 details.push(detail);
             }
             Evaluation::Missing { detail, .. } | Evaluation::Error { detail } => {
-                return Err(format!(
-                    "slo \"{}\" at {}={}: {detail}",
-                    slo.text,
-                    search.variable,
-                    format_value(value)
-                ));
+                return Err(ProbeError::Slo {
+                    slo: slo.text.clone(),
+                    variable: search.variable,
+                    value,
+                    detail,
+                });
             }
         }
         for reference in slo.parsed.references() {
@@ -179,8 +200,7 @@ pub fn judge(
             }
         }
     }
-    let cell = CellResult::deserialize(result)
-        .map_err(|e| format!("a stored probe does not read as a cell: {e}"))?;
+    let cell = CellResult::deserialize(result).map_err(|source| ProbeError::NotACell { source })?;
     // A probe stopped past capacity has lost, whatever its completed
     // requests say (the ones it cancelled would have said more).
     if let Some(ending) = cell.stopped_early.as_ref().filter(|e| e.lost()) {
@@ -200,36 +220,23 @@ pub fn judge(
     })
 }
 
-/// Why a search stopped probing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    /// The highest pass and the lowest fail are within the precision.
-    Precision,
-    /// Doubling the variable no longer grew throughput by `saturation-pct`.
-    Saturation,
-    /// A probe had failed requests (`stop-on-errors`).
-    Errors,
-    /// The probe budget is spent.
-    Budget,
-    /// The top of the range passed: the capacity is at least `max`.
-    TopOfRange,
-    /// The bottom of the range failed: the capacity is below `min`.
-    BottomOfRange,
-    /// Every rung of the ladder was probed.
-    LadderDone,
-}
-
-impl Stop {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stop::Precision => "precision",
-            Stop::Saturation => "saturation",
-            Stop::Errors => "errors",
-            Stop::Budget => "budget",
-            Stop::TopOfRange => "top-of-range",
-            Stop::BottomOfRange => "bottom-of-range",
-            Stop::LadderDone => "ladder-done",
-        }
+words! {
+    /// Why a search stopped probing.
+    pub enum Stop {
+        /// The highest pass and the lowest fail are within the precision.
+        Precision = "precision",
+        /// Doubling the variable no longer grew throughput by `saturation-pct`.
+        Saturation = "saturation",
+        /// A probe had failed requests (`stop-on-errors`).
+        Errors = "errors",
+        /// The probe budget is spent.
+        Budget = "budget",
+        /// The top of the range passed: the capacity is at least `max`.
+        TopOfRange = "top-of-range",
+        /// The bottom of the range failed: the capacity is below `min`.
+        BottomOfRange = "bottom-of-range",
+        /// Every rung of the ladder was probed.
+        LadderDone = "ladder-done",
     }
 }
 
@@ -248,11 +255,12 @@ pub struct Walk {
 }
 
 /// Replay the search over `lookup` (a probe's outcome, or None when it is
-/// not measured yet) until it needs an unmeasured probe or stops.
-pub fn walk(
+/// not measured yet) until it needs an unmeasured probe or stops; Err: the
+/// first error `lookup` returns.
+pub fn walk<E>(
     search: &SearchDecl,
-    mut lookup: impl FnMut(f64) -> Result<Option<ProbeOutcome>, String>,
-) -> Result<Walk, String> {
+    mut lookup: impl FnMut(f64) -> Result<Option<ProbeOutcome>, E>,
+) -> Result<Walk, E> {
     let mut probes: Vec<ProbeOutcome> = Vec::new();
     loop {
         let next = decide(search, &probes);
@@ -382,7 +390,8 @@ mod tests {
     fn run(search: &SearchDecl, passes: impl Fn(f64) -> (bool, f64)) -> (Vec<f64>, Stop) {
         let mut made: Vec<ProbeOutcome> = Vec::new();
         loop {
-            let walked = walk(search, |v| Ok(made.iter().find(|p| p.value == v).cloned())).unwrap();
+            let walked =
+                walk(search, |v| Ok::<_, ProbeError>(made.iter().find(|p| p.value == v).cloned())).unwrap();
             match walked.next {
                 Next::Stop(stop) => return (walked.probes.iter().map(|p| p.value).collect(), stop),
                 Next::Probe(value) => {

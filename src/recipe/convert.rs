@@ -256,7 +256,7 @@ fn single(shape: Shape, arg: &Spanned<KdlValue>) -> Result<Value, Option<String>
         (Shape::Str, KdlValue::String(s)) => Ok(Value::String(s.clone())),
         (Shape::Bool, KdlValue::Bool(b)) => Ok(Value::Bool(*b)),
         (Shape::Duration, KdlValue::String(s)) => {
-            let d = parse_duration(s).map_err(Some)?;
+            let d = parse_duration(s).map_err(|e| Some(e.to_string()))?;
             Ok(Value::Number((d.as_millis() as u64).into()))
         }
         (Shape::OneOf(words), KdlValue::String(s)) => {

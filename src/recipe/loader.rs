@@ -4,12 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kdl::{KdlNode, KdlValue};
+use kdl::{KdlDocument, KdlNode, KdlValue};
 use miette::{NamedSource, SourceSpan};
-use serde::{Deserialize, Serialize};
 
 use super::kind::Kind;
-use super::parse::Visit;
 use super::problem::{Problem, Problems, SourceText, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned};
 
@@ -21,7 +19,7 @@ pub struct ParamDecl {
     pub source: SourceText,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct CampaignDecl {
     pub name: Option<String>,
     pub description: Option<String>,
@@ -40,38 +38,6 @@ pub struct Loaded {
     pub files: Vec<PathBuf>,
     /// The text of each of `files`, named as it was read (`dir/included.kdl`).
     pub sources: Vec<SourceText>,
-}
-
-/// How much of a [`Loaded`] there was, to go back to.
-pub struct LoadedMark {
-    campaign: CampaignDecl,
-    params: usize,
-    decls: usize,
-    executors: usize,
-    files: usize,
-    sources: usize,
-}
-
-impl Loaded {
-    fn mark(&self) -> LoadedMark {
-        LoadedMark {
-            campaign: self.campaign.clone(),
-            params: self.params.len(),
-            decls: self.decls.len(),
-            executors: self.executors.len(),
-            files: self.files.len(),
-            sources: self.sources.len(),
-        }
-    }
-
-    fn rewind(&mut self, mark: &LoadedMark) {
-        self.campaign = mark.campaign.clone();
-        self.params.truncate(mark.params);
-        self.decls.truncate(mark.decls);
-        self.executors.truncate(mark.executors);
-        self.files.truncate(mark.files);
-        self.sources.truncate(mark.sources);
-    }
 }
 
 const TOP_LEVEL: &[&str] = &[
@@ -184,15 +150,12 @@ fn read_file(
     loaded.sources.push(source.clone());
     stack.push(canonical);
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    // Where this file's reading began: a long file's nodes may come again (parse.rs).
-    let (mark, problems_before) = (loaded.mark(), problems.len());
-    let parsed = super::parse::for_each_node(&text, |visit| match visit {
-        Visit::Node(node) => read_top_level(node, &source, &dir, stack, loaded, frozen, problems),
-        Visit::Restart => {
-            loaded.rewind(&mark);
-            problems.truncate(problems_before);
+    let parsed = text.parse::<KdlDocument>();
+    if let Ok(document) = &parsed {
+        for node in document.nodes() {
+            read_top_level(node, &source, &dir, stack, loaded, frozen, problems);
         }
-    });
+    }
     stack.pop();
     if let Err(err) = parsed {
         for diag in err.diagnostics {
@@ -230,7 +193,7 @@ fn read_top_level(
         "param" => read_param(node, source, loaded, problems),
         "campaign" => read_campaign(node, source, loaded, problems),
         "executor" => loaded.executors.extend(super::decls::executor::read(node, source, problems)),
-        _ => match Kind::parse(word) {
+        _ => match Kind::from_word(word) {
             Some(kind) => {
                 if let Some(decl) = read_decl(kind, node, source, problems) {
                     loaded.decls.push(decl);

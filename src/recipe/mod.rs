@@ -16,8 +16,6 @@ pub mod family_error;
 mod kind;
 mod loader;
 mod params;
-mod parse;
-mod parse_cache;
 pub mod placeholders;
 mod problem;
 mod raw;
@@ -34,10 +32,9 @@ pub use decls::Spec;
 pub use expression::Expression;
 pub use kind::Kind;
 pub use loader::FrozenTexts;
-pub use parse_cache::ParseCache;
 pub use problem::{Problem, Problems, RecipeError, SourceText, did_you_mean};
 pub use result_refs::ResultValues;
-pub use schema::parse_duration;
+pub use schema::{DurationError, parse_duration};
 pub use settings::Setting;
 
 use checks::{check_properties, check_references, check_unique};
@@ -99,16 +96,7 @@ impl Recipe {
 
 /// Load and check a recipe. `overrides` are `name=value` texts from `--set`.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Recipe, RecipeError> {
-    load_with_results(path, overrides, &ResultValues::new(), None)
-}
-
-/// [`load`], taking what the files hold from `cache` when they are unchanged.
-pub fn load_cached(
-    path: &Path,
-    overrides: &[String],
-    cache: Option<&ParseCache>,
-) -> Result<Recipe, RecipeError> {
-    load_with_results(path, overrides, &ResultValues::new(), cache)
+    load_with_results(path, overrides, &ResultValues::new())
 }
 
 /// `extends`, sweeps and placeholders, with the upstream results known so far.
@@ -133,9 +121,8 @@ pub fn load_with_results(
     path: &Path,
     overrides: &[String],
     results: &ResultValues,
-    cache: Option<&ParseCache>,
 ) -> Result<Recipe, RecipeError> {
-    load_from(path, overrides, results, Texts::Files(cache))
+    load_from(path, overrides, results, Texts::Files)
 }
 
 /// `recipe` loaded again, with the upstream results known now, from the
@@ -147,8 +134,8 @@ pub fn reload_with_results(recipe: &Recipe, results: &ResultValues) -> Result<Re
 
 /// Where a load takes the recipe files' texts from.
 enum Texts<'a> {
-    /// The files, through the parse cache when there is one.
-    Files(Option<&'a ParseCache>),
+    /// The files.
+    Files,
     /// What an earlier load read.
     Frozen(&'a FrozenTexts),
 }
@@ -161,8 +148,7 @@ fn load_from(
 ) -> Result<Recipe, RecipeError> {
     let mut problems = Problems::default();
     let mut loaded = match texts {
-        Texts::Files(Some(cache)) => cache.load(path, &mut problems),
-        Texts::Files(None) => loader::load_files(path, &mut problems),
+        Texts::Files => loader::load_files(path, &mut problems),
         Texts::Frozen(frozen) => loader::load_files_from(path, Some(frozen), &mut problems),
     };
     let params = resolve_params(&loaded.params, overrides, &mut problems);

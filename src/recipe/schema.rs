@@ -102,9 +102,18 @@ impl FieldSpec {
 /// Fields that shape the declaration itself rather than its settings.
 pub const STRUCTURAL: &[&str] = &["extends", "abstract", "sweep"];
 
+/// A duration written in a way [`parse_duration`] does not read.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("bad duration \"{text}\": {source} (write e.g. \"90s\", \"5m\", \"250ms\")")]
+pub struct DurationError {
+    /// The text as written.
+    pub text: String,
+    #[source]
+    pub source: humantime::DurationError,
+}
+
 /// "90s", "5m", "1h30m", "250ms" → a duration; plain numbers are refused so
 /// that units are never guessed.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|err| format!("bad duration \"{text}\": {err} (write e.g. \"90s\", \"5m\", \"250ms\")"))
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    humantime::parse_duration(text.trim()).map_err(|source| DurationError { text: text.to_string(), source })
 }

@@ -1,42 +1,9 @@
 //! Settings that take one of a fixed set of words. Each is an enum whose
 //! words are written once, here: the loader's "did you mean" lists, the
-//! schema's `one of …` messages and the executors' matches all follow from it.
+//! schema's `one of …` messages and the executors' matches all follow from it
+//! (`anvil_words::words!`, the one way to declare such an enum).
 
-/// An enum of recipe words: `words! { pub enum Api { Chat = "chat", … } }`
-/// gives `Api::WORDS`, `Api::from_word` and `Api::as_str`.
-macro_rules! words {
-    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $word:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $name {
-            /// Every word, in the order the documentation lists them.
-            pub const WORDS: &'static [&'static str] = &[$($word),+];
-
-            pub fn from_word(word: &str) -> Option<$name> {
-                match word {
-                    $($word => Some($name::$variant),)+
-                    _ => None,
-                }
-            }
-
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $word),+
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
+use anvil_words::words;
 
 words! {
     /// What a `search` varies: the Poisson arrival rate, or the closed-loop concurrency.
@@ -86,6 +53,17 @@ words! {
 }
 
 words! {
+    /// Where an SLO's TTFT and E2E count from: the actual send, or an
+    /// open-loop request's scheduled one.
+    #[derive(Default)]
+    pub enum SloFrom {
+        #[default]
+        Send = "send",
+        Schedule = "schedule",
+    }
+}
+
+words! {
     /// How requests are spread over a server's replicas.
     pub enum Balance { RoundRobin = "round-robin", LeastOutstanding = "least-outstanding" }
 }
@@ -103,7 +81,8 @@ words! {
 }
 
 words! {
-    /// The functional checks.
+    #[serde]
+    /// The functional checks (a check's result stores its word as `"type"`).
     pub enum CheckType {
         Smoke = "smoke",
         JsonSchema = "json-schema",
@@ -114,7 +93,8 @@ words! {
 }
 
 words! {
-    /// Which way a screen's metric is better.
+    #[serde]
+    /// Which way a screen's metric is better (a screen's result stores its word).
     pub enum Goal { Maximize = "maximize", Minimize = "minimize" }
 }
 

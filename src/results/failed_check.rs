@@ -18,7 +18,7 @@ pub const FAILED_CHECK_SCHEMA: &str = "anvil.failed-check/v1";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FailedCheck {
     pub schema: String,
-    #[serde(rename = "type", with = "super::word_serde::check_type_word")]
+    #[serde(rename = "type")]
     pub check_type: CheckType,
     /// The run line's words.
     pub reason: String,

@@ -34,7 +34,6 @@ mod screen;
 mod search;
 mod task;
 mod verdict;
-mod word_serde;
 
 pub use cell::{CELL_RESULT_SCHEMA, CellLoad, CellResult};
 pub use check::CheckResult;

@@ -9,7 +9,6 @@ use crate::recipe::words::Goal;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScreenResult {
     pub metric: String,
-    #[serde(with = "super::word_serde::goal_word")]
     pub goal: Goal,
     /// Each variant's value, in the order the sweep matched them; `null`
     /// where the value was not finite.

@@ -102,7 +102,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
                 keep_going: options.keep_going,
                 loadgen_workers: options.loadgen_workers.max(1),
             };
-            Some(start(&spec).map_err(RunError::Executor)?)
+            Some(start(&spec).map_err(|e| RunError::Executor(e.to_string()))?)
         }
         None => None,
     };

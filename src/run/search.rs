@@ -8,7 +8,7 @@
 use super::context::Context;
 use super::measure;
 use super::outcome::{Failure, Produced};
-use crate::plan::search::{Next, Probe, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};
+use crate::plan::search::{Next, Probe, ProbeError, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};
 use crate::recipe::Kind;
 use crate::recipe::Spec;
 use crate::recipe::decls::search::format_value;
@@ -34,7 +34,7 @@ pub(super) async fn run_search(
             }
             Ok(stored)
         })
-        .map_err(Failure::new)?;
+        .map_err(|e: ProbeError| Failure::new(e.to_string()))?;
         match walked.next {
             Next::Stop(stop) => return Ok(finish(site, walked.probes, stop, measured)),
             Next::Probe(value) => {
@@ -159,7 +159,10 @@ pub(super) fn probe_nodes(
     let mut nodes = Vec::new();
     for (i, step) in summary.steps.iter().enumerate() {
         let Some(site) = summary.plan.probe_site(i).filter(|_| step.kind == Kind::Search) else { continue };
-        let Ok(walked) = walk(&site.search, |value| site.stored(store, value).or(Ok(None))) else { continue };
+        let Ok(walked) = walk(&site.search, |value| site.stored(store, value).or(Ok::<_, ProbeError>(None)))
+        else {
+            continue;
+        };
         for probe in walked.probes {
             let name = site.search.probe(probe.value).name;
             let detail = format!("probe of search {}", step.name);
@@ -213,7 +216,8 @@ pub(super) fn rejudge(
     store: &anvil_store::Store,
 ) -> Result<Produced, Failure> {
     let site = plan.probe_site(index).ok_or_else(|| Failure::new("search has no probes planned"))?;
-    let walked = walk(&site.search, |value| site.stored(store, value)).map_err(Failure::new)?;
+    let walked =
+        walk(&site.search, |value| site.stored(store, value)).map_err(|e| Failure::new(e.to_string()))?;
     match walked.next {
         Next::Stop(stop) => Ok(finish(&site, walked.probes, stop, 0)),
         Next::Probe(value) => {

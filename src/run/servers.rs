@@ -27,6 +27,21 @@ enum Slot {
     Stopped,
 }
 
+/// Why a step has no running server to measure on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerError {
+    /// The index names no server of the plan (a bug).
+    #[error("not a server")]
+    NotAServer,
+    /// Its last user stopped it and nothing borrowed it again.
+    #[error("server was already stopped")]
+    Stopped,
+    /// It did not start (TLS, GPUs, a port, its launch or its warm-up):
+    /// its first user's error, which every later user gets too.
+    #[error("{0}")]
+    DidNotStart(String),
+}
+
 pub struct ServerPool {
     slots: BTreeMap<usize, Mutex<Slot>>,
     /// One measuring step per server at a time: two cells sharing a server
@@ -70,13 +85,13 @@ impl ServerPool {
     }
 
     /// The running server, started now if this is its first user.
-    pub async fn acquire(&self, index: usize) -> Result<ServerInfo, String> {
-        let slot = self.slots.get(&index).ok_or("not a server")?;
+    pub async fn acquire(&self, index: usize) -> Result<ServerInfo, ServerError> {
+        let slot = self.slots.get(&index).ok_or(ServerError::NotAServer)?;
         let mut slot = slot.lock().await;
         match &*slot {
             Slot::Running { info, .. } => return Ok(info.clone()),
-            Slot::Failed(why) => return Err(why.clone()),
-            Slot::Stopped => return Err("server was already stopped".into()),
+            Slot::Failed(why) => return Err(ServerError::DidNotStart(why.clone())),
+            Slot::Stopped => return Err(ServerError::Stopped),
             Slot::Idle => {}
         }
         match self.start(index).await {
@@ -86,7 +101,7 @@ impl ServerPool {
             }
             Err(why) => {
                 *slot = Slot::Failed(why.clone());
-                Err(why)
+                Err(ServerError::DidNotStart(why))
             }
         }
     }

@@ -26,7 +26,9 @@ async fn main() -> anyhow::Result<()> {
     );
     let mut cases: Vec<(String, CheckSpec)> = CheckType::ALL
         .iter()
-        .map(|(check_type, name)| (name.to_string(), CheckSpec::new(*name, *check_type, "anvil-sim")))
+        .map(|&check_type| {
+            (check_type.to_string(), CheckSpec::new(check_type.as_str(), check_type, "anvil-sim"))
+        })
         .collect();
     let mut prefixed = CheckSpec::new("tool-call+prefix", CheckType::ToolCall, "anvil-sim");
     prefixed.shared_prefix_tokens = 8000;

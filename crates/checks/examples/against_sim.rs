@@ -18,7 +18,8 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let sim = anvil_sim::spawn(profile, listener).await?;
     let target = Target::new(sim.base_url());
-    for (check_type, name) in CheckType::ALL {
+    for &check_type in CheckType::ALL {
+        let name = check_type.as_str();
         let mut spec = CheckSpec::new(format!("example-{name}"), check_type, "anvil-sim");
         spec.requests = 1;
         spec.concurrency = 2;

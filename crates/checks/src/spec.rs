@@ -1,53 +1,22 @@
 //! What a recipe's `check` node asks for, and where to send it.
 
+use anvil_words::words;
 use serde::{Deserialize, Serialize};
 
-/// The kind of functional check, spelled in recipes as `type="json-schema"` etc.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CheckType {
-    /// A short non-streaming chat completion comes back whole, with usage.
-    Smoke,
-    /// Strict structured output: the reply is exactly one JSON value valid for a schema.
-    JsonSchema,
-    /// The reply is one call of the offered tool with arguments valid for its parameters.
-    ToolCall,
-    /// The Responses API subset: non-streaming and streaming `/v1/responses`.
-    Responses,
-    /// Concurrent streams each carry only their own canary marker.
-    CanaryIsolation,
-}
-
-impl CheckType {
-    /// Every type with its recipe spelling, for parsing and "did you mean".
-    pub const ALL: [(CheckType, &'static str); 5] = [
-        (CheckType::Smoke, "smoke"),
-        (CheckType::JsonSchema, "json-schema"),
-        (CheckType::ToolCall, "tool-call"),
-        (CheckType::Responses, "responses"),
-        (CheckType::CanaryIsolation, "canary-isolation"),
-    ];
-
-    /// The recipe spelling (`"json-schema"`).
-    pub fn as_str(self) -> &'static str {
-        Self::ALL.iter().find(|(t, _)| *t == self).map_or("smoke", |(_, name)| name)
-    }
-}
-
-impl std::fmt::Display for CheckType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for CheckType {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL.iter().find(|(_, name)| *name == text).map(|(t, _)| *t).ok_or_else(|| {
-            let known: Vec<&str> = Self::ALL.iter().map(|(_, name)| *name).collect();
-            format!("unknown check type `{text}`; known types: {}", known.join(", "))
-        })
+words! {
+    #[serde]
+    /// The kind of functional check, spelled in recipes as `type="json-schema"` etc.
+    pub enum CheckType {
+        /// A short non-streaming chat completion comes back whole, with usage.
+        Smoke = "smoke",
+        /// Strict structured output: the reply is exactly one JSON value valid for a schema.
+        JsonSchema = "json-schema",
+        /// The reply is one call of the offered tool with arguments valid for its parameters.
+        ToolCall = "tool-call",
+        /// The Responses API subset: non-streaming and streaming `/v1/responses`.
+        Responses = "responses",
+        /// Concurrent streams each carry only their own canary marker.
+        CanaryIsolation = "canary-isolation",
     }
 }
 
@@ -159,12 +128,15 @@ mod tests {
 
     #[test]
     fn type_names_round_trip() {
-        for (check_type, name) in CheckType::ALL {
-            assert_eq!(name.parse::<CheckType>(), Ok(check_type));
+        for (&check_type, &name) in CheckType::ALL.iter().zip(CheckType::WORDS) {
+            assert_eq!(CheckType::from_word(name), Some(check_type));
             assert_eq!(check_type.to_string(), name);
             assert_eq!(serde_json::to_value(check_type).unwrap(), serde_json::json!(name));
+            assert_eq!(serde_json::from_value::<CheckType>(serde_json::json!(name)).unwrap(), check_type);
         }
-        assert!("json_schema".parse::<CheckType>().unwrap_err().contains("json-schema"));
+        assert_eq!(CheckType::from_word("json_schema"), None);
+        let error = serde_json::from_value::<CheckType>(serde_json::json!("json_schema")).unwrap_err();
+        assert!(error.to_string().contains("json-schema"), "{error}");
     }
 
     #[test]

@@ -83,6 +83,7 @@
 use serde::Serialize;
 
 use crate::bootstrap::{Statistic, ratio_interval};
+use crate::error::AcrossRepeatsError;
 use crate::stats::{mean, sample_sd};
 use crate::tdist::t95;
 
@@ -388,27 +389,18 @@ pub fn compare_across_repeats(
     a: &[RepeatStat],
     b: &[RepeatStat],
     opts: &CompareOptions,
-) -> Result<Comparison, String> {
-    let runs = |n: usize| if n == 1 { "one run".to_string() } else { format!("{n} runs") };
-    match (a.len(), b.len()) {
-        (na, nb) if na < 2 && nb < 2 => {
-            return Err(format!("{} on side A and {} on side B", runs(na), runs(nb)));
-        }
-        (na, _) if na < 2 => return Err(format!("{} on side A", runs(na))),
-        (_, nb) if nb < 2 => return Err(format!("{} on side B", runs(nb))),
-        _ => {}
+) -> Result<Comparison, AcrossRepeatsError> {
+    if a.len() < 2 || b.len() < 2 {
+        return Err(AcrossRepeatsError::TooFewRepeats { a: a.len(), b: b.len() });
     }
     let need = samples_needed(stat, opts);
     for (side, repeats) in [("A", a), ("B", b)] {
         let least = repeats.iter().map(|r| r.samples).min().unwrap_or(0);
         if least < need {
-            return Err(format!(
-                "a repeat of side {side} has {least} samples; a per-repeat {} needs ≥ {need}",
-                stat.label()
-            ));
+            return Err(AcrossRepeatsError::TooFewSamples { side, least, statistic: stat, need });
         }
         if repeats.iter().any(|r| !(r.value.is_finite() && r.value > 0.0)) {
-            return Err(format!("a repeat of side {side} has a non-positive {}", stat.label()));
+            return Err(AcrossRepeatsError::NonPositive { side, statistic: stat });
         }
     }
     let values = |side: &[RepeatStat]| side.iter().map(|r| r.value).collect::<Vec<f64>>();
@@ -469,7 +461,7 @@ pub fn compare_by_repeat(
         Ok(row) => row,
         Err(why) => {
             let mut row = compare_finite(metric, stat, &ga.concat(), &gb.concat(), opts);
-            within_run_only(&mut row, &why, [ga.len(), gb.len()]);
+            within_run_only(&mut row, &why.to_string(), [ga.len(), gb.len()]);
             row
         }
     }
@@ -590,7 +582,8 @@ mod tests {
             &o,
         )
         .unwrap_err();
-        assert_eq!(err, "one run on side A and one run on side B");
+        assert_eq!(err, AcrossRepeatsError::TooFewRepeats { a: 1, b: 1 });
+        assert_eq!(err.to_string(), "one run on side A and one run on side B");
     }
 }
 

@@ -292,7 +292,7 @@ pub fn compare_sampled(
                 let mut row = compare_finite(metric, stat, &a, &b, opts);
                 a_samples.recycle(a);
                 b_samples.recycle(b);
-                within_run_only(&mut row, &why, [ra.len(), rb.len()]);
+                within_run_only(&mut row, &why.to_string(), [ra.len(), rb.len()]);
                 row
             }
         };

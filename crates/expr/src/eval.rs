@@ -158,7 +158,7 @@ impl Evaluator<'_> {
         let values = combine(outcomes)?;
         function.call(&values).map_err(|error| {
             let blamed = error.argument.and_then(|i| args.get(i)).map_or(span, |arg| arg.span);
-            invalid(format!("{}: {}", function.name(), error.message), blamed)
+            invalid(format!("{}: {}", function.as_str(), error.message), blamed)
         })
     }
 }

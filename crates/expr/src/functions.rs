@@ -2,24 +2,28 @@
 //! `exists` is listed here but evaluated by the evaluator, because it must
 //! see a missing reference instead of propagating it.
 
+use anvil_words::words;
+
 use crate::operators::{finite, loose_equals};
 use crate::value::Value;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Function {
-    PctDelta,
-    Abs,
-    Min,
-    Max,
-    Mean,
-    Count,
-    All,
-    Any,
-    Len,
-    Contains,
-    Argmax,
-    Argmin,
-    Exists,
+words! {
+    /// A built-in function, by the name an expression calls it by.
+    pub(crate) enum Function {
+        PctDelta = "pct_delta",
+        Abs = "abs",
+        Min = "min",
+        Max = "max",
+        Mean = "mean",
+        Count = "count",
+        All = "all",
+        Any = "any",
+        Len = "len",
+        Contains = "contains",
+        Argmax = "argmax",
+        Argmin = "argmin",
+        Exists = "exists",
+    }
 }
 
 /// A failed call; `argument` says which argument to blame, if one is. The
@@ -41,44 +45,6 @@ impl CallError {
 }
 
 impl Function {
-    pub const ALL: [Function; 13] = [
-        Function::PctDelta,
-        Function::Abs,
-        Function::Min,
-        Function::Max,
-        Function::Mean,
-        Function::Count,
-        Function::All,
-        Function::Any,
-        Function::Len,
-        Function::Contains,
-        Function::Argmax,
-        Function::Argmin,
-        Function::Exists,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Function::PctDelta => "pct_delta",
-            Function::Abs => "abs",
-            Function::Min => "min",
-            Function::Max => "max",
-            Function::Mean => "mean",
-            Function::Count => "count",
-            Function::All => "all",
-            Function::Any => "any",
-            Function::Len => "len",
-            Function::Contains => "contains",
-            Function::Argmax => "argmax",
-            Function::Argmin => "argmin",
-            Function::Exists => "exists",
-        }
-    }
-
-    pub fn lookup(name: &str) -> Option<Function> {
-        Function::ALL.into_iter().find(|f| f.name() == name)
-    }
-
     /// Minimum and maximum number of arguments (`None`: unbounded).
     pub fn arity(self) -> (usize, Option<usize>) {
         match self {
@@ -304,10 +270,10 @@ mod tests {
     }
 
     #[test]
-    fn every_name_round_trips_through_lookup() {
-        for function in Function::ALL {
-            assert_eq!(Function::lookup(function.name()), Some(function));
+    fn every_name_round_trips() {
+        for &function in Function::ALL {
+            assert_eq!(Function::from_word(function.as_str()), Some(function));
         }
-        assert_eq!(Function::lookup("nope"), None);
+        assert_eq!(Function::from_word("nope"), None);
     }
 }

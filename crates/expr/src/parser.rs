@@ -197,7 +197,7 @@ impl Parser<'_> {
             return self.call(word, span);
         }
         let error = ParseError::new(format!("`{word}` is not a value"), span);
-        Err(match Function::lookup(word) {
+        Err(match Function::from_word(word) {
             Some(function) => error.with_help(format!("`{word}` is a function: {}", function.usage())),
             None => error.with_help(
                 "paths have at least a kind and a name (cell.tp1.aggregate_tok_s); text goes in quotes",
@@ -206,7 +206,7 @@ impl Parser<'_> {
     }
 
     fn call(&mut self, name: &str, name_span: Span) -> Result<Node, ParseError> {
-        let Some(function) = Function::lookup(name) else {
+        let Some(function) = Function::from_word(name) else {
             return Err(unknown_function(name, name_span));
         };
         self.advance(); // `(`
@@ -263,17 +263,14 @@ fn arity_text(min: usize, max: Option<usize>) -> String {
 
 fn unknown_function(name: &str, span: Span) -> ParseError {
     let error = ParseError::new(format!("unknown function `{name}`"), span);
-    let closest = Function::ALL
-        .into_iter()
-        .map(|f| (strsim::levenshtein(name, f.name()), f.name()))
+    let closest = Function::WORDS
+        .iter()
+        .map(|&word| (strsim::levenshtein(name, word), word))
         .min()
         .filter(|(distance, _)| *distance <= 2);
     match closest {
         Some((_, suggestion)) => error.with_help(format!("did you mean `{suggestion}`?")),
-        None => {
-            let names: Vec<&str> = Function::ALL.into_iter().map(Function::name).collect();
-            error.with_help(format!("functions: {}", names.join(", ")))
-        }
+        None => error.with_help(format!("functions: {}", Function::WORDS.join(", "))),
     }
 }
 

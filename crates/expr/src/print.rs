@@ -53,7 +53,7 @@ impl Printer<'_> {
                 self.operand(out, rhs, precedence, rhs.precedence() <= precedence);
             }
             NodeKind::Call { function, args } => {
-                out.push_str(function.name());
+                out.push_str(function.as_str());
                 out.push('(');
                 for (i, arg) in args.iter().enumerate() {
                     if i > 0 {

@@ -5,6 +5,7 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anvil_words::words;
 use tokio::process::Child;
 
 use crate::live_servers;
@@ -45,16 +46,17 @@ impl std::fmt::Debug for RunningServer {
     }
 }
 
-/// Which signal ended the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopSignal {
-    /// It had already exited, and nothing of its tree was left.
-    AlreadyExited,
-    /// SIGTERM was enough within the grace period.
-    Term,
-    /// It outlived the grace period and was SIGKILLed.
-    Kill,
+words! {
+    #[serde]
+    /// Which signal ended the server.
+    pub enum StopSignal {
+        /// It had already exited, and nothing of its tree was left.
+        AlreadyExited = "already_exited",
+        /// SIGTERM was enough within the grace period.
+        Term = "term",
+        /// It outlived the grace period and was SIGKILLed.
+        Kill = "kill",
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 //! decides *when* tokens come out; `ReplyCursor` turns a token count into
 //! the text of one streamed delta.
 
+use anvil_words::words;
 use serde_json::Value;
 
 use crate::faults::FaultDraw;
@@ -36,21 +37,9 @@ pub enum Channel {
     ToolArguments,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FinishReason {
-    Stop,
-    Length,
-    ToolCalls,
-}
-
-impl FinishReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FinishReason::Stop => "stop",
-            FinishReason::Length => "length",
-            FinishReason::ToolCalls => "tool_calls",
-        }
-    }
+words! {
+    /// Why generation ended, as the OpenAI API's `finish_reason` says it.
+    pub enum FinishReason { Stop = "stop", Length = "length", ToolCalls = "tool_calls" }
 }
 
 /// Text of one channel and where each of its tokens ends (byte offsets).

@@ -6,6 +6,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+use anvil_words::words;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -48,86 +49,45 @@ pub struct RunNode {
     pub detail: Option<String>,
 }
 
-/// How a run ended (or that it is still going).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RunStatus {
-    Running,
-    Succeeded,
-    Failed,
-    Interrupted,
-    /// Written by a newer anvil.
-    #[serde(other)]
-    Unknown,
+words! {
+    #[serde(other = Unknown)]
+    /// How a run ended (or that it is still going).
+    pub enum RunStatus {
+        Running = "running",
+        Succeeded = "succeeded",
+        Failed = "failed",
+        Interrupted = "interrupted",
+        /// Written by a newer anvil (any word not above reads as this).
+        Unknown = "unknown",
+    }
 }
 
-/// What happened to one node in a run. Servers and `finally` steps are
-/// never stored, so their statuses say what they are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum NodeStatus {
-    /// Listed when the run starts (so gc keeps what it stores if killed).
-    Planned,
-    Ran,
-    Cached,
-    Failed,
-    Skipped,
-    Server,
-    FinallyRan,
-    FinallyCached,
-    FinallyFailed,
-    FinallyRejected,
-    FinallySkipped,
-    /// Written by a newer anvil.
-    #[serde(other)]
-    Unknown,
+words! {
+    #[serde(other = Unknown)]
+    /// What happened to one node in a run. Servers and `finally` steps are
+    /// never stored, so their statuses say what they are.
+    pub enum NodeStatus {
+        /// Listed when the run starts (so gc keeps what it stores if killed).
+        Planned = "planned",
+        Ran = "ran",
+        Cached = "cached",
+        Failed = "failed",
+        Skipped = "skipped",
+        Server = "server",
+        FinallyRan = "finally-ran",
+        FinallyCached = "finally-cached",
+        FinallyFailed = "finally-failed",
+        FinallyRejected = "finally-rejected",
+        FinallySkipped = "finally-skipped",
+        /// Written by a newer anvil (any word not above reads as this).
+        Unknown = "unknown",
+    }
 }
 
 impl NodeStatus {
     /// Whether the node's result is in the store (as of the run).
     pub fn stored(self) -> bool {
         matches!(self, NodeStatus::Ran | NodeStatus::Cached)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodeStatus::Planned => "planned",
-            NodeStatus::Ran => "ran",
-            NodeStatus::Cached => "cached",
-            NodeStatus::Failed => "failed",
-            NodeStatus::Skipped => "skipped",
-            NodeStatus::Server => "server",
-            NodeStatus::FinallyRan => "finally-ran",
-            NodeStatus::FinallyCached => "finally-cached",
-            NodeStatus::FinallyFailed => "finally-failed",
-            NodeStatus::FinallyRejected => "finally-rejected",
-            NodeStatus::FinallySkipped => "finally-skipped",
-            NodeStatus::Unknown => "unknown",
-        }
-    }
-}
-
-impl std::fmt::Display for NodeStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Succeeded => "succeeded",
-            RunStatus::Failed => "failed",
-            RunStatus::Interrupted => "interrupted",
-            RunStatus::Unknown => "unknown",
-        }
-    }
-}
-
-impl std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

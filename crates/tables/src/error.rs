@@ -11,3 +11,9 @@ pub enum TableError {
     #[error("Parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),
 }
+
+/// A `request_timings` element that is not a JSON object: it has no fields
+/// to make a row of.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("a request_timings element is not an object")]
+pub struct NotAnObject;

@@ -9,6 +9,7 @@ use arrow_schema::{DataType, Field, Schema};
 use serde_json::{Map, Value};
 
 use crate::cell_columns::{nullable, table_schema};
+use crate::error::NotAnObject;
 
 pub const REQUESTS_FILE: &str = "requests.parquet";
 /// The table's name and version, in the file's schema metadata (`anvil.table`).
@@ -134,9 +135,9 @@ pub fn request_schema() -> Schema {
 
 /// One row: the cell's values and the record's fields, nested members
 /// flattened to `<field>_<member>`.
-pub fn request_row(cell: &Map<String, Value>, record: Value) -> Result<Map<String, Value>, String> {
+pub fn request_row(cell: &Map<String, Value>, record: Value) -> Result<Map<String, Value>, NotAnObject> {
     let Value::Object(fields) = record else {
-        return Err("a request_timings element is not an object".into());
+        return Err(NotAnObject);
     };
     let mut row = cell.clone();
     for (name, value) in fields {

@@ -87,9 +87,9 @@ struct CellRows<'t> {
 
 impl CellRows<'_> {
     fn push(&mut self, record: serde_json::Value) -> Result<(), TableError> {
-        let row = request_row(&self.values, record).map_err(|message| TableError::Cell {
+        let row = request_row(&self.values, record).map_err(|why| TableError::Cell {
             cell: self.cell.clone(),
-            message: format!("request_timings[{}]: {message}", self.index),
+            message: format!("request_timings[{}]: {why}", self.index),
         })?;
         self.index += 1;
         self.batch.push(row);

@@ -2,10 +2,11 @@
 
 use anvil_store::Store;
 
+use super::error::SlurmError;
 use super::{jobs, sbatch};
 
 /// Cancel what of run `run_id` is queued or running; Err when the store knows no job of it.
-pub fn cancel(store: &Store, run_id: &str) -> Result<i32, String> {
+pub fn cancel(store: &Store, run_id: &str) -> Result<i32, SlurmError> {
     let mut ids: Vec<String> = jobs::all_records(store.root())
         .into_iter()
         .filter(|r| r.run_id == run_id)
@@ -23,7 +24,7 @@ pub fn cancel(store: &Store, run_id: &str) -> Result<i32, String> {
         }
     }
     if ids.is_empty() {
-        return Err(format!("no Slurm jobs are recorded for run {run_id}"));
+        return Err(SlurmError::NoJobs { run_id: run_id.to_string() });
     }
     let live: Vec<String> = ids
         .into_iter()

@@ -11,12 +11,13 @@ use anvil_store::{Fingerprint, Store};
 use serde_json::Value;
 use tokio::sync::{Mutex, watch};
 
+use super::error::SlurmError;
 use super::group::{gpus_of, group_for, runs_in_a_job};
 use super::jobs::{self, JobRecord, JobStep};
 use super::sbatch::{self, shell_quote};
 use super::settings::SlurmSettings;
 use super::state::JobState;
-use crate::executor::interface::{BoxFuture, Ending, Executor, ReadyStep, RunSpec, StepOutcome};
+use crate::executor::interface::{BoxFuture, Ending, Executor, ReadyStep, RunSpec, StartError, StepOutcome};
 use crate::plan::{EngineMode, Plan, Status};
 use crate::recipe::Kind;
 use crate::results::{StoredVerdict, Verdict};
@@ -50,16 +51,15 @@ struct State {
 }
 
 /// `--executor slurm` (the registry's `start`): the head of this run.
-pub fn start(run: &RunSpec<'_>) -> Result<Arc<dyn Executor>, String> {
+pub fn start(run: &RunSpec<'_>) -> Result<Arc<dyn Executor>, StartError> {
     let plan = run.plan;
     if let Some(&waiting) = plan.waiting().first() {
         // Steps are grouped by server when the run starts; these do not know theirs yet.
-        return Err(format!(
-            "{} waits for {}: steps whose settings read upstream results are not supported under \
-             --executor slurm yet (run those upstream steps first, or run here)",
-            plan.recipe.steps[waiting].qualified(),
-            plan.nodes[waiting].waits_for.join(", ")
-        ));
+        return Err(SlurmError::WaitsForUpstream {
+            step: plan.recipe.steps[waiting].qualified(),
+            waits_for: plan.nodes[waiting].waits_for.join(", "),
+        }
+        .into());
     }
     let head: Arc<dyn Executor> = Head::new(run)?;
     Ok(head)
@@ -118,20 +118,22 @@ impl Head {
     /// Set up for one run: `due` marks the steps this run will execute
     /// unless something stops it. Jobs an earlier head left running for
     /// these fingerprints are adopted: this run waits for them.
-    fn new(run: &RunSpec<'_>) -> Result<Arc<Head>, String> {
+    fn new(run: &RunSpec<'_>) -> Result<Arc<Head>, SlurmError> {
         let RunSpec { plan, selected, forced, run_id, keep_going, loadgen_workers, .. } = *run;
         let store = run.store.clone();
         let settings = SlurmSettings::of_recipe(&plan.recipe);
         if !sbatch::available() {
-            return Err("--executor slurm: `sbatch` is not on PATH (is this a Slurm login node?)".into());
+            return Err(SlurmError::NoSbatch);
         }
         let binary = match &settings.anvil_binary {
             Some(path) => path.clone(),
-            None => std::env::current_exe().map_err(|e| format!("the anvil binary's path: {e}"))?,
+            None => std::env::current_exe()
+                .map_err(|source| SlurmError::Process { what: "the anvil binary's path", source })?,
         };
         // The head's own locks (gates, screens, decisions) are leases too.
         anvil_store::treat_stores_as_shared();
-        let cwd = std::env::current_dir().map_err(|e| format!("the current folder: {e}"))?;
+        let cwd = std::env::current_dir()
+            .map_err(|source| SlurmError::Process { what: "the current folder", source })?;
         let recipe_path = std::path::absolute(&plan.recipe.path).unwrap_or_else(|_| plan.recipe.path.clone());
         let due: Vec<bool> = plan
             .nodes
@@ -448,7 +450,7 @@ impl Head {
         }
         args.extend(self.settings.sbatch_args());
         let submitted_ms = jobs::now_ms();
-        let job_id = sbatch::submit(&args, &script)?;
+        let job_id = sbatch::submit(&args, &script).map_err(|e| e.to_string())?;
         let log = dir.join(format!("slurm-{job_id}.log"));
         let record = JobRecord {
             job_id: job_id.clone(),

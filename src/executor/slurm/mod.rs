@@ -9,6 +9,7 @@
 //! here changes a step or its fingerprint.
 
 mod cancel;
+mod error;
 mod group;
 mod head;
 mod jobs;

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::process::Stdio;
 
+use super::error::SlurmError;
 use super::state::{JobInfo, parse_show_job};
 
 /// Whether Slurm's client commands are on PATH.
@@ -16,45 +17,42 @@ pub fn available() -> bool {
 }
 
 /// Submit `script` with `args`; the job id.
-pub fn submit(args: &[String], script: &Path) -> Result<String, String> {
+pub fn submit(args: &[String], script: &Path) -> Result<String, SlurmError> {
     let output = std::process::Command::new("sbatch")
         .arg("--parsable")
         .args(args)
         .arg(script)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run sbatch: {e}"))?;
+        .map_err(|source| SlurmError::Spawn { command: "sbatch", source })?;
     if !output.status.success() {
-        return Err(format!(
-            "sbatch failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+        return Err(SlurmError::Sbatch { status: output.status, stderr });
     }
     let text = String::from_utf8_lossy(&output.stdout);
     // `--parsable` prints `id` or `id;cluster`.
     let id = text.trim().split(';').next().unwrap_or("").to_string();
     if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit() || c == '_') {
-        return Err(format!("sbatch printed no job id: {text:?}"));
+        return Err(SlurmError::NoJobId { stdout: text.into_owned() });
     }
     Ok(id)
 }
 
 /// The job as scontrol sees it now; `None` once Slurm has forgotten it.
-pub async fn show_job(id: &str) -> Result<Option<JobInfo>, String> {
+pub async fn show_job(id: &str) -> Result<Option<JobInfo>, SlurmError> {
     let output = tokio::process::Command::new("scontrol")
         .args(["show", "job", "-o", id])
         .stdin(Stdio::null())
         .output()
         .await
-        .map_err(|e| format!("cannot run scontrol: {e}"))?;
+        .map_err(|source| SlurmError::Spawn { command: "scontrol", source })?;
     let text = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
         if err.contains("Invalid job id") {
             return Ok(None);
         }
-        return Err(format!("scontrol show job {id}: {}", err.trim()));
+        return Err(SlurmError::ShowJob { id: id.to_string(), stderr: err.trim().to_string() });
     }
     Ok(parse_show_job(&text))
 }
@@ -70,7 +68,7 @@ pub fn show_job_blocking(id: &str) -> Option<JobInfo> {
 }
 
 /// Cancel jobs (best effort; Slurm ignores ids of finished jobs).
-pub fn cancel(ids: &[String]) -> Result<(), String> {
+pub fn cancel(ids: &[String]) -> Result<(), SlurmError> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -78,11 +76,11 @@ pub fn cancel(ids: &[String]) -> Result<(), String> {
         .args(ids)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run scancel: {e}"))?;
+        .map_err(|source| SlurmError::Spawn { command: "scancel", source })?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(format!("scancel failed: {}", String::from_utf8_lossy(&output.stderr).trim()))
+        Err(SlurmError::Scancel { stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() })
     }
 }
 

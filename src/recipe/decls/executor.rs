@@ -10,14 +10,11 @@
 use std::path::PathBuf;
 
 use kdl::{KdlNode, KdlValue};
-use serde::{Deserialize, Serialize};
 
 use super::super::problem::{Problem, Problems, SourceText, did_you_mean};
 
-/// An executor block: its kind and that kind's settings. Stored in the
-/// parse cache as `{"kind": "slurm", …settings}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+/// An executor block: its kind and that kind's settings.
+#[derive(Debug, Clone, PartialEq)]
 pub enum ExecutorDecl {
     Slurm(SlurmSettings),
 }
@@ -27,7 +24,7 @@ pub const KINDS: &[&str] = &["slurm"];
 
 /// How jobs are submitted to Slurm (`src/executor/slurm/settings.rs` turns
 /// them into `sbatch` arguments). None of it enters a fingerprint.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SlurmSettings {
     pub partition: Option<String>,
     pub account: Option<String>,
@@ -164,28 +161,6 @@ pub fn read(node: &KdlNode, source: &SourceText, problems: &mut Problems) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_slurm_block_is_cached_as_its_kind_and_settings() {
-        let decl = ExecutorDecl::Slurm(SlurmSettings {
-            partition: Some("gpu".into()),
-            sbatch_args: vec!["--exclusive".into()],
-            anvil_binary: Some("/shared/anvil".into()),
-            cpus: Some(16),
-            ..SlurmSettings::default()
-        });
-        let json = serde_json::to_value(&decl).unwrap();
-        // The shape the parse cache held before the settings were one struct.
-        assert_eq!(
-            json,
-            serde_json::json!({
-                "kind": "slurm", "partition": "gpu", "account": null, "qos": null, "time_limit": null,
-                "constraint": null, "sbatch_args": ["--exclusive"], "anvil_binary": "/shared/anvil",
-                "cpus": 16, "mem": null,
-            })
-        );
-        assert_eq!(serde_json::from_value::<ExecutorDecl>(json).unwrap(), decl);
-    }
 
     #[test]
     fn settings_are_read_into_the_struct() {

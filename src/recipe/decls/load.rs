@@ -10,14 +10,14 @@ use super::super::problem::Problems;
 use super::super::schema::{FieldSpec, Shape};
 use super::super::settings::{Draft, settings};
 mod stage;
-pub use stage::{SloFrom, StageDecl};
+pub use stage::StageDecl;
 mod abort_on_errors;
 mod until;
 pub use abort_on_errors::AbortOnErrorsDecl;
 pub use until::UntilDecl;
 pub mod traffic;
-pub use super::super::words::ConnectWord;
 use super::super::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, Thinking};
+pub use super::super::words::{ConnectWord, SloFrom};
 pub use traffic::TrafficDecl;
 
 /// `connect`: when a cell opens its connections.

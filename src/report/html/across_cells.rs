@@ -7,6 +7,7 @@ use plotters::chart::SeriesLabelPosition;
 use super::format::count;
 use super::link::step_link;
 use super::page::{Page, escape};
+use super::pareto::pareto;
 use super::table::num_td;
 use crate::report::model::{Cell, Report, Step};
 use crate::report::plot::{self, Series};
@@ -142,25 +143,4 @@ fn throughput_against(page: &mut Page, cells: &[(&Step, &Cell)], axis: &'static 
 /// A load value as a table shows it: whole counts whole, rates to a tenth.
 fn offered(x: f64) -> String {
     if x.fract() == 0.0 { count(x) } else { format!("{x:.1}") }
-}
-
-/// Indices of the points no other point beats on both: higher x, lower y.
-pub(super) fn pareto(points: &[(f64, f64, &str)]) -> Vec<usize> {
-    (0..points.len())
-        .filter(|&i| {
-            let (x, y, _) = points[i];
-            !points.iter().any(|&(ox, oy, _)| ox >= x && oy <= y && (ox > x || oy < y))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pareto_keeps_the_undominated() {
-        let points = [(10.0, 5.0, "a"), (20.0, 6.0, "b"), (15.0, 7.0, "c"), (5.0, 4.0, "d")];
-        assert_eq!(pareto(&points), vec![0, 1, 3]);
-    }
 }

@@ -14,7 +14,7 @@ use std::fmt::Write;
 use plotters::chart::SeriesLabelPosition;
 use serde::Deserialize;
 
-use super::across_cells::pareto;
+use super::pareto::pareto;
 use super::format::{count, num};
 use super::link::{anchor, step_link};
 use super::page::{Page, escape};

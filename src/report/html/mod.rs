@@ -33,6 +33,7 @@ mod headline;
 mod link;
 mod other_steps;
 mod page;
+mod pareto;
 mod screens;
 mod search;
 mod stats;

@@ -1,38 +1,40 @@
 //! Why a request failed or is excluded from the performance distributions:
 //! what the HTTP client, the stream observation and the record all name.
 
+use anvil_words::words;
 use serde::{Deserialize, Serialize};
 
-/// Why a request is excluded from the performance distributions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureClass {
-    /// Non-2xx HTTP status.
-    HttpStatus,
-    /// `request_timeout_ms` elapsed before the stream ended.
-    Timeout,
-    /// Could not connect at all.
-    Connect,
-    /// The connection broke or the stream ended without its end marker.
-    Disconnect,
-    /// An event whose payload is not the expected JSON.
-    MalformedStream,
-    /// The server sent an error object inside the stream.
-    StreamError,
-    /// The stream completed without `usage` token counts.
-    MissingUsage,
-    /// The reply does not start with its own marker or carries a foreign one.
-    CanaryFailure,
-    /// The visible reply exceeded the capture cap, so the canary is unprovable.
-    TruncatedCapture,
-    /// Strict controlled output: word count not exact, or reply truncated.
-    ControlledOutput,
-    /// The server refused the request for load (HTTP 429 or 503): not a
-    /// server error, and never retried (a retry changes the offered load).
-    Rejected,
-    /// No byte from the server for the cell's `idle-timeout`, before the
-    /// response head or mid-stream.
-    Stalled,
+words! {
+    #[serde]
+    /// Why a request is excluded from the performance distributions.
+    pub enum FailureClass {
+        /// Non-2xx HTTP status.
+        HttpStatus = "http_status",
+        /// `request_timeout_ms` elapsed before the stream ended.
+        Timeout = "timeout",
+        /// Could not connect at all.
+        Connect = "connect",
+        /// The connection broke or the stream ended without its end marker.
+        Disconnect = "disconnect",
+        /// An event whose payload is not the expected JSON.
+        MalformedStream = "malformed_stream",
+        /// The server sent an error object inside the stream.
+        StreamError = "stream_error",
+        /// The stream completed without `usage` token counts.
+        MissingUsage = "missing_usage",
+        /// The reply does not start with its own marker or carries a foreign one.
+        CanaryFailure = "canary_failure",
+        /// The visible reply exceeded the capture cap, so the canary is unprovable.
+        TruncatedCapture = "truncated_capture",
+        /// Strict controlled output: word count not exact, or reply truncated.
+        ControlledOutput = "controlled_output",
+        /// The server refused the request for load (HTTP 429 or 503): not a
+        /// server error, and never retried (a retry changes the offered load).
+        Rejected = "rejected",
+        /// No byte from the server for the cell's `idle-timeout`, before the
+        /// response head or mid-stream.
+        Stalled = "stalled",
+    }
 }
 
 impl FailureClass {
@@ -43,23 +45,6 @@ impl FailureClass {
             self,
             Self::MissingUsage | Self::CanaryFailure | Self::TruncatedCapture | Self::ControlledOutput
         )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::HttpStatus => "http_status",
-            Self::Timeout => "timeout",
-            Self::Connect => "connect",
-            Self::Disconnect => "disconnect",
-            Self::MalformedStream => "malformed_stream",
-            Self::StreamError => "stream_error",
-            Self::MissingUsage => "missing_usage",
-            Self::CanaryFailure => "canary_failure",
-            Self::TruncatedCapture => "truncated_capture",
-            Self::ControlledOutput => "controlled_output",
-            Self::Rejected => "rejected",
-            Self::Stalled => "stalled",
-        }
     }
 }
 

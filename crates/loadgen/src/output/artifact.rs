@@ -340,11 +340,7 @@ fn serve_flags(spec: &CellSpec, ctx: &CellContext) -> Value {
         Value::Object(m) => m.clone(),
         _ => Map::new(),
     };
-    let thinking = match spec.thinking {
-        ThinkingMode::Default => "default",
-        ThinkingMode::On => "on",
-        ThinkingMode::Off => "off",
-    };
+    let thinking = spec.thinking.as_str();
     let defaults = [
         ("no_thinking", json!(spec.thinking == ThinkingMode::Off)),
         ("reasoning_effort", Value::Null),
@@ -598,10 +594,7 @@ pub fn build(
         PromptCacheMode::SharedPrefix { prefix_tokens } => ("shared-prefix", prefix_tokens),
     };
     let arrival = arrival_json(spec.arrival);
-    let policy = match spec.controlled_output_policy {
-        crate::workload::spec::OutputPolicy::Observe => "observe",
-        crate::workload::spec::OutputPolicy::Strict => "strict",
-    };
+    let policy = spec.controlled_output_policy.as_str();
     // Replayed traffic: what it was; a trace's arrivals are its own.
     let traffic = (!out.traffic.is_null()).then(|| out.traffic.clone());
     let arrival = match &traffic {

@@ -2,28 +2,30 @@
 //! stopped early by a rule, with what the stop left undone. A stopping
 //! rule or a stalled server is one more reason here.
 
+use anvil_words::words;
 use serde::{Deserialize, Serialize};
 
-/// Why a cell's measurement ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EndReason {
-    /// Every planned request was sent and ended.
-    Completed,
-    /// An open loop past capacity, stopped by the over-saturation rule
-    /// (`stop-when-saturated`; docs/metrics.md "Over-saturation").
-    OverSaturated,
-    /// The stopping rule's intervals were within its precision at a look.
-    Precise,
-    /// The stopping rule reached `max-requests` before its precision.
-    MaxRequests,
-    /// The stopping rule's `max-duration` ran out before its precision.
-    MaxDuration,
-    /// `abort-on-errors`: the share of failed requests reached its budget.
-    ErrorStorm,
-    /// `stall-timeout`: a request stalled and no connection of the cell had
-    /// received a byte for that long: the server went silent as a whole.
-    Stalled,
+words! {
+    #[serde]
+    /// Why a cell's measurement ended.
+    pub enum EndReason {
+        /// Every planned request was sent and ended.
+        Completed = "completed",
+        /// An open loop past capacity, stopped by the over-saturation rule
+        /// (`stop-when-saturated`; docs/metrics.md "Over-saturation").
+        OverSaturated = "over-saturated",
+        /// The stopping rule's intervals were within its precision at a look.
+        Precise = "precise",
+        /// The stopping rule reached `max-requests` before its precision.
+        MaxRequests = "max-requests",
+        /// The stopping rule's `max-duration` ran out before its precision.
+        MaxDuration = "max-duration",
+        /// `abort-on-errors`: the share of failed requests reached its budget.
+        ErrorStorm = "error-storm",
+        /// `stall-timeout`: a request stalled and no connection of the cell had
+        /// received a byte for that long: the server went silent as a whole.
+        Stalled = "stalled",
+    }
 }
 
 /// The artifact's `ending`.

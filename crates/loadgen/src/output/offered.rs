@@ -3,30 +3,24 @@
 //! for closed loop), and whether an in-flight cap held open-loop requests
 //! back from their schedule.
 
+use anvil_words::words;
 use serde::{Deserialize, Serialize};
 
 use crate::output::record_log::{Stored, col};
 use crate::workload::spec::{Arrival, CellSpec};
 
-/// Which load axis a cell's offered load is measured on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LoadAxis {
-    /// Requests per second, measured from the actual sends.
-    RequestRate,
-    /// Requests in flight at once, as the closed loop kept them.
-    Concurrency,
+words! {
+    #[serde]
+    /// Which load axis a cell's offered load is measured on, by the artifact's word for it.
+    pub enum LoadAxis {
+        /// Requests per second, measured from the actual sends.
+        RequestRate = "request_rate",
+        /// Requests in flight at once, as the closed loop kept them.
+        Concurrency = "concurrency",
+    }
 }
 
 impl LoadAxis {
-    /// The artifact's word for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoadAxis::RequestRate => "request_rate",
-            LoadAxis::Concurrency => "concurrency",
-        }
-    }
-
     /// The axis label a plot or table prints.
     pub fn label(self) -> &'static str {
         match self {

@@ -2,32 +2,21 @@
 //! leaf module, so the traffic spec and the reader both name the format
 //! without importing each other.
 
-use serde::Deserialize;
+use anvil_words::words;
 
-/// The layout of an agent trace file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AgentTraceFormat {
-    /// anvil's own: one call per line, `task`, `call`, `parents`, `delay_ms`.
-    Jsonl,
-    /// Dynamo's Agentic Mooncake rows: `request_id`, `wait_for`, `delay`,
-    /// `tool_wait_ms` over Mooncake's `hash_ids` and lengths.
-    AgenticMooncake,
+words! {
+    #[serde]
+    /// The layout of an agent trace file.
+    pub enum AgentTraceFormat {
+        /// anvil's own: one call per line, `task`, `call`, `parents`, `delay_ms`.
+        Jsonl = "jsonl",
+        /// Dynamo's Agentic Mooncake rows: `request_id`, `wait_for`, `delay`,
+        /// `tool_wait_ms` over Mooncake's `hash_ids` and lengths.
+        AgenticMooncake = "agentic-mooncake",
+    }
 }
 
 impl AgentTraceFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentTraceFormat::Jsonl => "jsonl",
-            AgentTraceFormat::AgenticMooncake => "agentic-mooncake",
-        }
-    }
-
-    /// The format a recipe names, if it is one.
-    pub fn from_name(name: &str) -> Option<AgentTraceFormat> {
-        [AgentTraceFormat::Jsonl, AgentTraceFormat::AgenticMooncake].into_iter().find(|f| f.as_str() == name)
-    }
-
     /// The keys a line reads (any other is warned about and ignored).
     pub fn known_keys(self) -> &'static [&'static str] {
         match self {

@@ -628,7 +628,7 @@ fn an_unknown_key_is_named_once_at_its_first_line() {
 #[test]
 fn format_names_round_trip() {
     for format in [AgentTraceFormat::Jsonl, AgentTraceFormat::AgenticMooncake] {
-        assert_eq!(AgentTraceFormat::from_name(format.as_str()), Some(format));
+        assert_eq!(AgentTraceFormat::from_word(format.as_str()), Some(format));
     }
-    assert_eq!(AgentTraceFormat::from_name("mooncake"), None);
+    assert_eq!(AgentTraceFormat::from_word("mooncake"), None);
 }

@@ -1,6 +1,7 @@
 //! The inputs of one benchmark cell: the resolved workload, the servers to hit,
 //! and the facts about them that the artifact must carry.
 
+use anvil_words::words;
 use serde::{Deserialize, Serialize};
 
 /// A workload resolved for one cell (one server x one workload).
@@ -114,39 +115,34 @@ impl Default for CellSpec {
     }
 }
 
-/// When a cell opens its connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Connect {
-    /// Before each measured run's clock starts, as many as it can use at
-    /// once, so no request's timings hold a connect.
-    #[default]
-    Ahead,
-    /// When a request finds no open connection: connection setup is part
-    /// of the measured timings, on purpose.
-    OnDemand,
-}
-
-impl Connect {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ahead => "ahead",
-            Self::OnDemand => "on-demand",
-        }
+words! {
+    #[serde]
+    /// When a cell opens its connections.
+    #[derive(Default)]
+    pub enum Connect {
+        /// Before each measured run's clock starts, as many as it can use at
+        /// once, so no request's timings hold a connect.
+        #[default]
+        Ahead = "ahead",
+        /// When a request finds no open connection: connection setup is part
+        /// of the measured timings, on purpose.
+        OnDemand = "on-demand",
     }
 }
 
-/// Which OpenAI-compatible endpoint the requests use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Api {
-    /// `POST /v1/chat/completions`
-    #[default]
-    Chat,
-    /// `POST /v1/completions`
-    Completions,
-    /// `POST /v1/responses`
-    Responses,
+words! {
+    #[serde]
+    /// Which OpenAI-compatible endpoint the requests use.
+    #[derive(Default)]
+    pub enum Api {
+        /// `POST /v1/chat/completions`
+        #[default]
+        Chat = "chat",
+        /// `POST /v1/completions`
+        Completions = "completions",
+        /// `POST /v1/responses`
+        Responses = "responses",
+    }
 }
 
 /// When requests are sent.
@@ -172,25 +168,29 @@ pub enum PromptCacheMode {
     SharedPrefix { prefix_tokens: u64 },
 }
 
-/// Sent as `chat_template_kwargs.enable_thinking` (nothing sent for `Default`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ThinkingMode {
-    #[default]
-    Default,
-    On,
-    Off,
+words! {
+    #[serde]
+    /// Sent as `chat_template_kwargs.enable_thinking` (nothing sent for `Default`).
+    #[derive(Default)]
+    pub enum ThinkingMode {
+        #[default]
+        Default = "default",
+        On = "on",
+        Off = "off",
+    }
 }
 
-/// What to do with replies that miss `response_words`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutputPolicy {
-    /// Record adherence only.
-    #[default]
-    Observe,
-    /// Reject non-exact or truncated completions (excluded from distributions).
-    Strict,
+words! {
+    #[serde]
+    /// What to do with replies that miss `response_words`.
+    #[derive(Default)]
+    pub enum OutputPolicy {
+        /// Record adherence only.
+        #[default]
+        Observe = "observe",
+        /// Reject non-exact or truncated completions (excluded from distributions).
+        Strict = "strict",
+    }
 }
 
 /// Service-level objectives; a request meets them when every set limit holds.
@@ -205,17 +205,19 @@ pub struct Slo {
     pub from: SloFrom,
 }
 
-/// The moment an SLO's TTFT and E2E are measured from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SloFrom {
-    /// The actual send (`ttft_ms`, `e2e_ms`): what the server did.
-    #[default]
-    Send,
-    /// The scheduled send of an open-loop request (`ttft_from_schedule_ms`,
-    /// `e2e_from_schedule_ms`): what a user arriving on time saw, client
-    /// lag included. Closed-loop requests have no schedule: their send.
-    Schedule,
+words! {
+    #[serde]
+    /// The moment an SLO's TTFT and E2E are measured from.
+    #[derive(Default)]
+    pub enum SloFrom {
+        /// The actual send (`ttft_ms`, `e2e_ms`): what the server did.
+        #[default]
+        Send = "send",
+        /// The scheduled send of an open-loop request (`ttft_from_schedule_ms`,
+        /// `e2e_from_schedule_ms`): what a user arriving on time saw, client
+        /// lag included. Closed-loop requests have no schedule: their send.
+        Schedule = "schedule",
+    }
 }
 
 impl SloFrom {
@@ -295,13 +297,15 @@ impl Default for CellContext {
     }
 }
 
-/// How requests are spread over several targets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Balance {
-    #[default]
-    RoundRobin,
-    LeastOutstanding,
+words! {
+    #[serde]
+    /// How requests are spread over several targets.
+    #[derive(Default)]
+    pub enum Balance {
+        #[default]
+        RoundRobin = "round_robin",
+        LeastOutstanding = "least_outstanding",
+    }
 }
 
 /// Live progress of the measured requests, for a progress bar.

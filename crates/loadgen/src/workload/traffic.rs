@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use anvil_words::words;
 use serde::{Deserialize, Serialize};
 
 pub use crate::workload::agent_format::AgentTraceFormat;
@@ -65,21 +66,10 @@ impl TraceSpec {
     }
 }
 
-/// Which trace layout a file has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TraceFormat {
-    Mooncake,
-    Jsonl,
-}
-
-impl TraceFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Mooncake => "mooncake",
-            Self::Jsonl => "jsonl",
-        }
-    }
+words! {
+    #[serde]
+    /// Which trace layout a file has.
+    pub enum TraceFormat { Mooncake = "mooncake", Jsonl = "jsonl" }
 }
 
 /// `dataset "FILE" format=…`: prompts sampled (seeded) from a file.
@@ -105,21 +95,10 @@ impl DatasetSpec {
     }
 }
 
-/// Which dataset layout a file has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DatasetFormat {
-    Sharegpt,
-    Jsonl,
-}
-
-impl DatasetFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Sharegpt => "sharegpt",
-            Self::Jsonl => "jsonl",
-        }
-    }
+words! {
+    #[serde]
+    /// Which dataset layout a file has.
+    pub enum DatasetFormat { Sharegpt = "sharegpt", Jsonl = "jsonl" }
 }
 
 /// `sessions N turns=… think-time=…`: conversations that resend their history.

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::super::super::problem::Problems;
 use super::super::super::settings::Draft;
-use super::super::super::words::ArrivalWord;
+use super::super::super::words::{ArrivalWord, SloFrom};
 
 /// One load stage as declared.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,34 +31,20 @@ pub(super) struct Keys {
     pub rate: &'static str,
 }
 
-/// Where an SLO's TTFT and E2E count from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SloFrom {
-    #[default]
-    Send,
-    Schedule,
-}
-
 pub(super) fn slo_from(draft: &Draft, keys: &Keys, from: Option<&Value>, problems: &mut Problems) -> SloFrom {
-    match from.map(|v| v.as_str()) {
-        None | Some(Some("send")) => SloFrom::Send,
-        Some(Some("schedule")) => SloFrom::Schedule,
-        Some(other) => {
-            let found = other.map_or("a non-string".to_string(), |s| format!("\"{s}\""));
-            problems.push(
-                draft
-                    .problem_at(
-                        keys.slo,
-                        format!("`slo from=` takes \"send\" or \"schedule\", found {found}"),
-                    )
-                    .label("invalid value")
-                    .help(
-                        "from=\"schedule\" counts TTFT and E2E from each open-loop request's scheduled send",
-                    ),
-            );
-            SloFrom::Send
-        }
+    let Some(value) = from else { return SloFrom::default() };
+    if let Some(from) = value.as_str().and_then(SloFrom::from_word) {
+        return from;
     }
+    let found = value.as_str().map_or("a non-string".to_string(), |s| format!("\"{s}\""));
+    let words = SloFrom::WORDS.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" or ");
+    problems.push(
+        draft
+            .problem_at(keys.slo, format!("`slo from=` takes {words}, found {found}"))
+            .label("invalid value")
+            .help("from=\"schedule\" counts TTFT and E2E from each open-loop request's scheduled send"),
+    );
+    SloFrom::default()
 }
 
 /// The declaration's stages (empty without `stage`), each checked.

@@ -11,11 +11,11 @@ use super::super::super::problem::Problems;
 use super::super::super::settings::Draft;
 
 /// `trace` formats.
-pub const TRACE_FORMATS: &[&str] = &["mooncake", "jsonl"];
+pub const TRACE_FORMATS: &[&str] = anvil_loadgen::TraceFormat::WORDS;
 /// `dataset` formats.
-pub const DATASET_FORMATS: &[&str] = &["sharegpt", "jsonl"];
+pub const DATASET_FORMATS: &[&str] = anvil_loadgen::DatasetFormat::WORDS;
 /// `agents` formats.
-pub const AGENT_FORMATS: &[&str] = &["jsonl", "agentic-mooncake"];
+pub const AGENT_FORMATS: &[&str] = anvil_loadgen::AgentTraceFormat::WORDS;
 /// Tokens per hash id when a trace does not say (Mooncake's).
 pub const DEFAULT_BLOCK_TOKENS: u64 = 512;
 
@@ -61,22 +61,15 @@ pub struct TraceDecl {
 impl TraceDecl {
     /// `format` (a checked word) as the load generator names it.
     pub fn format(&self) -> anvil_loadgen::TraceFormat {
-        if self.format == "jsonl" {
-            anvil_loadgen::TraceFormat::Jsonl
-        } else {
-            anvil_loadgen::TraceFormat::Mooncake
-        }
+        anvil_loadgen::TraceFormat::from_word(&self.format).unwrap_or(anvil_loadgen::TraceFormat::Mooncake)
     }
 }
 
 impl DatasetDecl {
     /// `format` (a checked word) as the load generator names it.
     pub fn format(&self) -> anvil_loadgen::DatasetFormat {
-        if self.format == "jsonl" {
-            anvil_loadgen::DatasetFormat::Jsonl
-        } else {
-            anvil_loadgen::DatasetFormat::Sharegpt
-        }
+        anvil_loadgen::DatasetFormat::from_word(&self.format)
+            .unwrap_or(anvil_loadgen::DatasetFormat::Sharegpt)
     }
 }
 
@@ -111,7 +104,7 @@ pub struct AgentsDecl {
 impl AgentsDecl {
     /// `format` (a checked word) as the load generator names it.
     pub fn format(&self) -> anvil_loadgen::AgentTraceFormat {
-        anvil_loadgen::AgentTraceFormat::from_name(&self.format)
+        anvil_loadgen::AgentTraceFormat::from_word(&self.format)
             .unwrap_or(anvil_loadgen::AgentTraceFormat::Jsonl)
     }
 }
