@@ -121,10 +121,10 @@ fn print_json(summary: &RunSummary, outputs: &[PathBuf], report: &Report) {
                 "name": s.name,
                 "kind": s.kind.as_str(),
                 "fingerprint": s.fingerprint.to_string(),
-                "status": s.ending.as_str(),
-                "duration_ms": s.duration.as_millis() as u64,
-                "detail": s.detail,
-                "fault": s.fault.map(|f| f.as_str()),
+                "status": s.outcome.ending.as_str(),
+                "duration_ms": s.outcome.duration.as_millis() as u64,
+                "detail": s.outcome.detail,
+                "fault": s.outcome.fault.map(|f| f.as_str()),
             })
         })
         .collect();
@@ -178,17 +178,20 @@ fn print_searches(summary: &RunSummary, store: &anvil_store::Store) {
 }
 
 fn print_summary(summary: &RunSummary, outputs: &[PathBuf], report: &Report, recipe: &Path) {
-    let problems: Vec<_> =
-        summary.steps.iter().filter(|s| matches!(s.ending, Ending::Failed | Ending::Rejected)).collect();
+    let problems: Vec<_> = summary
+        .steps
+        .iter()
+        .filter(|s| matches!(s.outcome.ending, Ending::Failed | Ending::Rejected))
+        .collect();
     if !problems.is_empty() {
         println!();
         for step in &problems {
             println!(
                 "{} {} `{}`: {}",
-                step.ending.as_str().to_uppercase(),
+                step.outcome.ending.as_str().to_uppercase(),
                 step.kind,
                 step.name,
-                step.detail
+                step.outcome.detail
             );
         }
     }

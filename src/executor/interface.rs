@@ -127,6 +127,14 @@ pub struct StepOutcome {
     pub fault: Option<Fault>,
 }
 
+impl StepOutcome {
+    /// A step that ended without executing (skipped, stored, or a server,
+    /// which starts when its steps ask for it).
+    pub fn without_work(ending: Ending, detail: String) -> StepOutcome {
+        StepOutcome { ending, detail, evidence: None, duration: Duration::ZERO, executed: false, fault: None }
+    }
+}
+
 words! {
     /// A failure that came from outside the recipe, classified for
     /// `anvil run --json` (the step's `detail` says what to do).

@@ -27,8 +27,12 @@ use anvil_loadgen::ThinkingMode;
 /// then copy them into `out/<campaign>/` for people.
 pub fn write_outputs(summary: &RunSummary, store: &Store, out: &Path) -> std::io::Result<Vec<PathBuf>> {
     let view = summary.plan.campaign_view();
-    let endings: Vec<(usize, &'static str, String)> =
-        summary.steps.iter().enumerate().map(|(i, s)| (i, s.ending.as_str(), s.detail.clone())).collect();
+    let endings: Vec<(usize, &'static str, String)> = summary
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, s.outcome.ending.as_str(), s.outcome.detail.clone()))
+        .collect();
     let outcomes = Outcomes {
         endings: &endings,
         finished_at: summary.finished_at.clone(),

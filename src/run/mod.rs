@@ -9,7 +9,6 @@ mod decision;
 #[cfg(test)]
 mod decision_family_tests;
 mod error;
-mod finished;
 mod frozen;
 mod gate;
 #[cfg(test)]
@@ -52,12 +51,11 @@ pub use error::RunError;
 pub use servers::registry_dir;
 pub use summary::{RunSummary, StepReport};
 
-use crate::executor::interface::{Executor, RunSpec, Start};
+use crate::executor::interface::{Executor, RunSpec, Start, StepOutcome};
 use crate::plan::{Plan, Status};
 use crate::recipe::decls::ServerDecl;
 use crate::recipe::{Kind, Spec};
 use context::Context;
-use finished::Finished;
 use progress::Progress;
 use servers::ServerPool;
 
@@ -137,7 +135,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     // server settled while others run.
     let mut plan = plan;
     let mut selected = selected;
-    let mut done: Vec<Option<Finished>> = (0..plan.nodes.len()).map(|_| None).collect();
+    let mut done: Vec<Option<StepOutcome>> = (0..plan.nodes.len()).map(|_| None).collect();
     let mut stop_reason = None;
     let interrupted = loop {
         let held: Vec<bool> =
@@ -161,7 +159,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         if schedule.interrupted.is_some() || !held.contains(&true) {
             break schedule.interrupted;
         }
-        let still_held = |plan: &Plan, done: &[Option<Finished>]| {
+        let still_held = |plan: &Plan, done: &[Option<StepOutcome>]| {
             plan.waiting().into_iter().filter(|&i| done[i].is_none()).count()
         };
         let before = still_held(&plan, &done);
@@ -182,7 +180,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
             );
             let node = &plan.nodes[i];
             progress.finished(&node.name, node.kind, Ending::Failed, &reason, Duration::ZERO, selected[i]);
-            let mut failed = Finished::without_work(i, Ending::Failed, reason);
+            let mut failed = StepOutcome::without_work(Ending::Failed, reason);
             failed.fault = Some(crate::executor::interface::Fault::InputChanged);
             done[i] = Some(failed);
         }
@@ -193,7 +191,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
                 let reason = format!("provisional: {} produced no result", node.waits_for.join(", "));
                 let shown = selected[i] || node.kind != Kind::Server;
                 progress.finished(&node.name, node.kind, Ending::Skipped, &reason, Duration::ZERO, shown);
-                done[i] = Some(Finished::without_work(i, Ending::Skipped, reason));
+                done[i] = Some(StepOutcome::without_work(Ending::Skipped, reason));
             }
         }
         progress.clear();
@@ -205,28 +203,23 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     };
 
     let unfinished = if interrupted.is_some() { "interrupted" } else { "never reached" };
-    let steps: Vec<(StepReport, Option<String>)> = done
+    let steps: Vec<StepReport> = done
         .into_iter()
         .enumerate()
-        .map(|(i, finished)| {
+        .map(|(i, outcome)| {
             let node = &plan.nodes[i];
-            let finished =
-                finished.unwrap_or_else(|| Finished::without_work(i, Ending::Skipped, unfinished.into()));
-            let report = StepReport {
+            StepReport {
                 name: node.name.clone(),
                 kind: node.kind,
                 fingerprint: node.fingerprint,
-                ending: finished.ending,
-                detail: finished.detail,
-                duration: finished.duration,
-                fault: finished.fault,
-            };
-            (report, finished.evidence)
+                outcome: outcome
+                    .unwrap_or_else(|| StepOutcome::without_work(Ending::Skipped, unfinished.into())),
+            }
         })
         .collect();
     let summary = RunSummary {
         run_id,
-        steps: steps.iter().map(|(report, _)| report.clone()).collect(),
+        steps,
         elapsed: started.elapsed(),
         finished_at: now_rfc3339(),
         interrupted,
@@ -237,7 +230,7 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
         (None, true) => RunStatus::Succeeded,
         (None, false) => RunStatus::Failed,
     };
-    record::finish(&mut record, &summary.plan, &steps, status, &summary.finished_at);
+    record::finish(&mut record, &summary.plan, &summary.steps, status, &summary.finished_at);
     record.nodes.extend(search::probe_nodes(&summary, &store));
     record.nodes.extend(measure_more::extra_nodes(&summary, &store));
     if let Some(executor) = &executor
@@ -298,7 +291,7 @@ fn wave_context(
 
 /// The settled plan, except for steps that already ended: they keep the
 /// node they ran with.
-fn keep_what_ended(ran: Plan, mut settled: Plan, done: &[Option<Finished>]) -> Plan {
+fn keep_what_ended(ran: Plan, mut settled: Plan, done: &[Option<StepOutcome>]) -> Plan {
     for (i, node) in ran.nodes.into_iter().enumerate() {
         if done[i].is_some() {
             settled.nodes[i] = node;

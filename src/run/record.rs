@@ -58,27 +58,27 @@ pub fn started(plan: &Plan, run_id: &str, started_at: &str, environment: Option<
 pub fn finish(
     record: &mut RunRecord,
     plan: &Plan,
-    steps: &[(StepReport, Option<String>)],
+    steps: &[StepReport],
     status: RunStatus,
     finished_at: &str,
 ) {
     record.nodes = steps
         .iter()
-        .map(|(step, evidence)| RunNode {
+        .map(|step| RunNode {
             name: step.name.clone(),
             kind: step.kind.to_string(),
             fingerprint: step.fingerprint,
             // Servers and finally steps are never stored: their statuses say so.
             status: match step.kind {
                 Kind::Server => NodeStatus::Server,
-                Kind::Finally => step.ending.finally_status(),
-                _ => step.ending.record_status(),
+                Kind::Finally => step.outcome.ending.finally_status(),
+                _ => step.outcome.ending.record_status(),
             },
             started_at: None,
-            duration_ms: Some(step.duration.as_millis() as u64),
-            detail: Some(match evidence {
-                Some(evidence) => format!("{}\n{evidence}", step.detail),
-                None => step.detail.clone(),
+            duration_ms: Some(step.outcome.duration.as_millis() as u64),
+            detail: Some(match &step.outcome.evidence {
+                Some(evidence) => format!("{}\n{evidence}", step.outcome.detail),
+                None => step.outcome.detail.clone(),
             }),
         })
         .collect();

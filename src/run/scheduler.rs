@@ -14,11 +14,10 @@ use tokio::task::JoinSet;
 
 use super::context::Context;
 use super::error::RunError;
-use super::finished::Finished;
 use super::local::Local;
 use super::progress::Progress;
 use super::{results, step};
-use crate::executor::interface::{Ending, Executor, ReadyStep};
+use crate::executor::interface::{Ending, Executor, ReadyStep, StepOutcome};
 use crate::plan::{Plan, Status, reads_results};
 use crate::recipe::{Kind, Spec};
 
@@ -36,13 +35,13 @@ pub(super) struct Scheduler {
     forced: BTreeSet<usize>,
     jobs: usize,
     keep_going: bool,
-    endings: Vec<Option<Finished>>,
+    endings: Vec<Option<StepOutcome>>,
     launched: Vec<bool>,
     /// Every step before this position in `plan.order` is launched: a pass
     /// starts here, so a long run does not rescan its finished prefix after
     /// every step (that made a 100,000-step run quadratic).
     first_unlaunched: usize,
-    running: JoinSet<Finished>,
+    running: JoinSet<(usize, StepOutcome)>,
     /// Set by the first failure unless `--keep-going`: why later steps do not start.
     stop_reason: Option<String>,
 }
@@ -51,7 +50,7 @@ pub(super) struct Scheduler {
 /// reached) and the exit code a signal asked for.
 pub(super) struct Schedule {
     pub plan: Plan,
-    pub endings: Vec<Option<Finished>>,
+    pub endings: Vec<Option<StepOutcome>>,
     pub interrupted: Option<i32>,
     pub stop_reason: Option<String>,
 }
@@ -66,7 +65,7 @@ pub(super) struct Setup {
     /// wave (the runner settles them for the next, `plan/provisional.rs`).
     pub held: Vec<bool>,
     /// How steps ended in earlier waves of the same run.
-    pub done: Vec<Option<Finished>>,
+    pub done: Vec<Option<StepOutcome>>,
     /// Why steps do not start (a failure in an earlier wave).
     pub stop_reason: Option<String>,
     /// The run's chosen executor (None: every step runs here).
@@ -127,8 +126,8 @@ impl Scheduler {
                 }
             };
             let Some(joined) = joined else { break };
-            let finished = joined.map_err(|err| RunError::Crashed(err.to_string()))?;
-            self.on_finished(finished);
+            let (i, outcome) = joined.map_err(|err| RunError::Crashed(err.to_string()))?;
+            self.on_finished(i, outcome);
         }
         self.ctx.servers.stop_all().await;
         self.progress.clear();
@@ -154,7 +153,7 @@ impl Scheduler {
                 Some(reason) => self.skip(i, reason).await,
                 // A server "runs" when its steps ask for it (lazily, in the pool).
                 None if self.plan.nodes[i].kind == Kind::Server => {
-                    self.endings[i] = Some(Finished::without_work(i, Ending::Ran, String::new()));
+                    self.endings[i] = Some(StepOutcome::without_work(Ending::Ran, String::new()));
                 }
                 None => self.launch(i),
             }
@@ -218,7 +217,7 @@ impl Scheduler {
                 self.selected[i],
             );
         }
-        self.endings[i] = Some(Finished::without_work(i, Ending::Skipped, reason));
+        self.endings[i] = Some(StepOutcome::without_work(Ending::Skipped, reason));
     }
 
     fn launch(&mut self, i: usize) {
@@ -244,7 +243,7 @@ impl Scheduler {
             let step = &self.plan.recipe.steps[i];
             let (ending, detail) = step::stored_ending(&self.store, step, &node.fingerprint, "stored");
             self.progress.started(&node.name, node.kind);
-            self.on_finished(Finished::without_work(i, ending, detail));
+            self.on_finished(i, StepOutcome::without_work(ending, detail));
             return;
         }
         let job = ReadyStep {
@@ -264,11 +263,10 @@ impl Scheduler {
             Some(chosen) if chosen.takes(node.kind) => chosen.clone(),
             _ => self.local.clone(),
         };
-        self.running.spawn(async move { Finished::of(i, executor.run(job).await) });
+        self.running.spawn(async move { (i, executor.run(job).await) });
     }
 
-    fn on_finished(&mut self, finished: Finished) {
-        let i = finished.index;
+    fn on_finished(&mut self, i: usize, finished: StepOutcome) {
         let node = &self.plan.nodes[i];
         self.progress.finished(
             &node.name,

@@ -4,21 +4,19 @@ use std::time::Duration;
 
 use anvil_store::Fingerprint;
 
-use crate::executor::interface::Ending;
+use crate::executor::interface::{Ending, StepOutcome};
 use crate::plan::Plan;
 use crate::recipe::Kind;
 
-/// How one step ended in this run.
+/// How one step ended in this run: the step, and the executor's outcome
+/// (the one outcome type; the run record stores it as an
+/// `anvil_store::RunNode`, `record.rs`).
 #[derive(Debug, Clone)]
 pub struct StepReport {
     pub name: String,
     pub kind: Kind,
     pub fingerprint: Fingerprint,
-    pub ending: Ending,
-    pub detail: String,
-    pub duration: Duration,
-    /// What from outside failed it, when classified.
-    pub fault: Option<crate::executor::interface::Fault>,
+    pub outcome: StepOutcome,
 }
 
 #[derive(Debug, Clone)]
@@ -36,7 +34,7 @@ pub struct RunSummary {
 
 impl RunSummary {
     pub fn count(&self, ending: Ending) -> usize {
-        self.steps.iter().filter(|s| s.ending == ending && s.kind != Kind::Server).count()
+        self.steps.iter().filter(|s| s.outcome.ending == ending && s.kind != Kind::Server).count()
     }
 
     /// A run succeeds when nothing failed and no gate rejected.

@@ -192,10 +192,13 @@ pub async fn worker(store: Store, plan: Plan, args: WorkerArgs, began_ms: u64) -
     {
         let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
         for step in summary.steps.iter().filter(|s| to_run.contains(&s.name)) {
-            ok &= matches!(step.ending, Ending::Ran | Ending::Cached);
+            ok &= matches!(step.outcome.ending, Ending::Ran | Ending::Cached);
             p.steps.insert(
                 step.name.clone(),
-                StepProgress { state: step.ending.as_str().into(), detail: step.detail.clone() },
+                StepProgress {
+                    state: step.outcome.ending.as_str().into(),
+                    detail: step.outcome.detail.clone(),
+                },
             );
         }
         p.first_step_ms.get_or_insert_with(jobs::now_ms);

@@ -14,10 +14,10 @@ use std::fmt::Write;
 use plotters::chart::SeriesLabelPosition;
 use serde::Deserialize;
 
-use super::pareto::pareto;
 use super::format::{count, num};
 use super::link::{anchor, step_link};
 use super::page::{Page, escape};
+use super::pareto::pareto;
 use super::stats::quantile;
 use super::table::num_td;
 use crate::report::model::{Cell, FailureView, Jobs, Report, Step, TaskRow};
