@@ -4,7 +4,7 @@
 //! A stored result never changes, so its digest is kept once computed, in
 //! the store's cache (`cache/result-digests/<fingerprint>`): replanning a
 //! 1,000-cell sweep whose screen and gate read every cell otherwise parses
-//! and re-serializes 23 MB of results, 120 ms a plan instead of 20
+//! and re-serializes every one of those results, 212 ms a plan instead of 34
 //! (docs/benchmarks.md, "Planning: the parse and digest caches"). The kept
 //! digest names the `result.json` it was taken from (device, inode, size,
 //! times); a result written again under the same fingerprint (after gc, or
