@@ -56,6 +56,9 @@ search "most-agents" server="sim" workload="runs" {
 struct Run {
     _scratch: Scratch,
     html: String,
+    /// `anvil report --format md` and `--format csv` of the same run.
+    markdown: String,
+    csv: String,
     artifacts: BTreeMap<String, Value>,
 }
 
@@ -82,7 +85,9 @@ fn run() -> &'static Run {
                 .expect("benchmark.json is JSON");
             artifacts.insert(step["name"].as_str().expect("name").to_string(), artifact);
         }
-        Run { _scratch: scratch, html, artifacts }
+        let markdown = scratch.anvil(&["report", "recipe.kdl", "--format", "md"]).expect_code(0).stdout;
+        let csv = scratch.anvil(&["report", "recipe.kdl", "--format", "csv"]).expect_code(0).stdout;
+        Run { _scratch: scratch, html, markdown, csv, artifacts }
     })
 }
 
@@ -244,4 +249,34 @@ fn the_job_front_marks_the_agent_cells_no_other_beats_on_tasks_per_minute_and_p9
         assert_eq!(shown_value(front, &format!("{name}.tasks_per_min")), *per_min, "{name}");
         assert_eq!(shown_value(front, &format!("{name}.task_p90_ms")), *p90, "{name}");
     }
+}
+
+#[test]
+fn the_csv_and_markdown_exports_carry_each_agent_cells_stored_job_metrics() {
+    let run = run();
+    let mut lines = run.csv.lines();
+    let header: Vec<&str> = lines.next().expect("the header").split(',').collect();
+    let rows: BTreeMap<&str, Vec<&str>> =
+        lines.map(|l| (l.split(',').next().unwrap(), l.split(',').collect())).collect();
+    let column = |row: &[&str], key: &str| -> String {
+        let at = header.iter().position(|h| *h == key).unwrap_or_else(|| panic!("no column {key}"));
+        row[at].to_string()
+    };
+    let jobs = &run.artifacts["two-agents"]["jobs"]["metrics"];
+    for key in
+        ["tasks", "tasks_completed", "tasks_per_min", "task_p50_ms", "task_p95_ms", "task_deadline_share"]
+    {
+        let stored = jobs[key].as_f64().unwrap_or_else(|| panic!("stored {key}"));
+        let shown: f64 = column(&rows["two-agents"], key).parse().unwrap_or_else(|_| panic!("csv {key}"));
+        assert_eq!(shown, stored, "{key}");
+        assert_eq!(column(&rows["plain"], key), "", "the plain cell has no {key}");
+    }
+    // The markdown table: one row per agent cell, none for the plain cell.
+    let heading = "### Agent tasks\n\n";
+    let table = &run.markdown[run.markdown.find(heading).expect("the agent tasks table") + heading.len()..];
+    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
+    let row = table.lines().find(|l| l.starts_with("| two-agents |")).expect("the agent cell's row");
+    let done = format!("| {}/{} |", jobs["tasks_completed"], jobs["tasks"]);
+    assert!(row.contains(&done), "{row} lacks {done}");
+    assert!(!table.contains("| plain |"), "plain cell among agent tasks: {table}");
 }

@@ -9,8 +9,9 @@ use super::html::num;
 use super::model::{Body, Report};
 use crate::results::CellLoad;
 
-/// The CSV columns: identity of the cell, then its headline metrics as stored.
-pub const CSV_COLUMNS: [&str; 21] = [
+/// The CSV columns: identity of the cell, then its headline metrics as
+/// stored, then an agent cell's job metrics (empty for other cells).
+pub const CSV_COLUMNS: [&str; 28] = [
     "cell",
     "status",
     "fingerprint",
@@ -32,6 +33,24 @@ pub const CSV_COLUMNS: [&str; 21] = [
     "tpot_mean_ms",
     "decode_tok_s_mean",
     "canaries_passed",
+    "tasks",
+    "tasks_completed",
+    "tasks_per_min",
+    "task_p50_ms",
+    "task_p95_ms",
+    "task_deadline_share",
+    "task_goodput_per_min",
+];
+
+/// The job metrics the CSV and the markdown table carry, in column order.
+const JOB_COLUMNS: [&str; 7] = [
+    "tasks",
+    "tasks_completed",
+    "tasks_per_min",
+    "task_p50_ms",
+    "task_p95_ms",
+    "task_deadline_share",
+    "task_goodput_per_min",
 ];
 
 pub fn csv(report: &Report) -> String {
@@ -64,6 +83,8 @@ pub fn csv(report: &Report) -> String {
                     f(r.decode_tok_s_mean),
                     u(r.canaries_passed),
                 ]);
+                let jobs = cell.artifact.jobs.as_ref();
+                row.extend(JOB_COLUMNS.iter().map(|key| f(jobs.and_then(|j| j.metric(key)))));
             }
             _ => row.resize(CSV_COLUMNS.len(), String::new()),
         }
@@ -191,6 +212,7 @@ pub fn markdown(report: &Report) -> String {
             num(cell.metric("tpot_mean_ms")),
         );
     }
+    agent_tasks(&mut out, report);
     if let Some(limitations) = report.summary.as_ref().map(|s| &s.limitations)
         && !limitations.is_empty()
     {
@@ -203,6 +225,42 @@ pub fn markdown(report: &Report) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Agent cells' job metrics (docs/workloads.md "Job metrics"), when the run has any.
+fn agent_tasks(out: &mut String, report: &Report) {
+    let agent_cells: Vec<_> =
+        report.cells().filter_map(|(step, cell)| Some((step, cell.artifact.jobs.as_ref()?))).collect();
+    if agent_cells.is_empty() {
+        return;
+    }
+    out.push_str("\n### Agent tasks\n\n| cell | tasks done/all | tasks/min | task p50 ms | task p95 ms (95% CI) | deadline met | goodput tasks/min |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (step, jobs) in agent_cells {
+        let m = |key: &str| jobs.metric(key);
+        let whole = |key: &str| m(key).map(|v| format!("{v:.0}")).unwrap_or_else(|| "—".into());
+        let interval = match (m("task_p95_ci95_low_ms"), m("task_p95_ci95_high_ms")) {
+            (Some(low), Some(high)) => format!(" ({}–{})", num(Some(low)), num(Some(high))),
+            (Some(low), None) => format!(" ({}–unbounded)", num(Some(low))),
+            _ => " (too few tasks)".into(),
+        };
+        let deadline = match m("task_deadline_share") {
+            Some(share) => format!("{:.0}%", share * 100.0),
+            None => "no deadline".into(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {}/{} | {} | {} | {}{} | {} | {} |",
+            step.name,
+            whole("tasks_completed"),
+            whole("tasks"),
+            num(m("tasks_per_min")),
+            num(m("task_p50_ms")),
+            num(m("task_p95_ms")),
+            interval,
+            deadline,
+            num(m("task_goodput_per_min")),
+        );
+    }
 }
 
 fn plain(value: &Value) -> String {

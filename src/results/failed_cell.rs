@@ -3,6 +3,7 @@
 //! beside the records that were sent and received), never under the cell's
 //! fingerprint: a failure is not a result, and a rerun runs the cell again.
 
+use anvil_loadgen::FailedRequest;
 use serde::{Deserialize, Serialize};
 
 /// [`FailedCell::schema`].
@@ -51,15 +52,14 @@ pub(super) fn count_by_class(
 }
 
 impl FailedCell {
-    /// Classes counted over `failures` (the load generator's failure
-    /// entries: `class`, `detail`, `http_status`, `request_index`).
-    pub fn from_failures(failures: &[serde_json::Value], stopped: Option<String>) -> FailedCell {
+    /// Classes counted over the load generator's failed requests.
+    pub fn from_failures(failures: &[FailedRequest], stopped: Option<String>) -> FailedCell {
         let classes = count_by_class(failures.iter().map(|f| FailureClassCount {
-            class: f["class"].as_str().unwrap_or("unknown").to_string(),
+            class: f.failure.class.to_string(),
             count: 1,
-            first_request_index: f["request_index"].as_u64().unwrap_or(0),
-            first_http_status: f["http_status"].as_u64().and_then(|s| u16::try_from(s).ok()),
-            first_detail: f["detail"].as_str().unwrap_or_default().to_string(),
+            first_request_index: f.request_index,
+            first_http_status: f.http_status,
+            first_detail: f.failure.detail.clone(),
         }));
         let mut cell = FailedCell {
             schema: FAILED_CELL_SCHEMA.to_string(),
@@ -97,14 +97,23 @@ impl FailedCell {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use anvil_loadgen::{Failure, FailureClass};
+
+    fn failed(
+        request_index: u64,
+        class: FailureClass,
+        detail: &str,
+        http_status: Option<u16>,
+    ) -> FailedRequest {
+        FailedRequest { request_index, http_status, failure: Failure { class, detail: detail.into() } }
+    }
 
     #[test]
     fn classes_are_counted_most_frequent_first_with_their_first_reply() {
         let failures = [
-            json!({"class": "http_status", "detail": "HTTP 500", "http_status": 500, "request_index": 0}),
-            json!({"class": "canary_failure", "detail": "reply starts \"Hello\"", "request_index": 1}),
-            json!({"class": "canary_failure", "detail": "reply starts \"Hi\"", "request_index": 2}),
+            failed(0, FailureClass::HttpStatus, "HTTP 500", Some(500)),
+            failed(1, FailureClass::CanaryFailure, "reply starts \"Hello\"", None),
+            failed(2, FailureClass::CanaryFailure, "reply starts \"Hi\"", None),
         ];
         let cell = FailedCell::from_failures(&failures, None);
         assert_eq!(cell.classes[0].class, "canary_failure");

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use anvil_tokens::{TokenizerSpec, hf_cache as tokenizer_cache};
 pub use error::{CellError, SpecError};
-pub use observe::failure::{Failure, FailureClass};
+pub use observe::failure::{FailedRequest, Failure, FailureClass};
 pub use observe::precision::{Look, LookedAt, StoppingRecord};
 pub use observe::record::{AgentCallRecord, ControlledOutput, RequestRecord};
 pub use observe::saturation::{FlightLog, Saturated, SaturationWatch};
@@ -112,21 +112,16 @@ impl StreamedCell {
         self.store.records()
     }
 
-    /// The `failures` entries, at most `limit` of them (for error details).
-    pub fn failures(&self, limit: usize) -> std::io::Result<Vec<serde_json::Value>> {
-        let mut out = Vec::new();
-        for r in self.store.records()? {
-            if out.len() >= limit {
-                break;
-            }
-            if let Some(f) = &r.failure {
-                out.push(serde_json::json!({
-                    "request_index": r.request_index, "repeat": r.repeat, "target": r.target,
-                    "class": f.class, "detail": f.detail, "http_status": r.http_status,
-                }));
-            }
-        }
-        Ok(out)
+    /// The failed requests, at most `limit` of them (for error details).
+    pub fn failures(&self, limit: usize) -> std::io::Result<Vec<FailedRequest>> {
+        let failed = self.store.records()?.into_iter().filter_map(|r| {
+            Some(FailedRequest {
+                request_index: r.request_index,
+                http_status: r.http_status,
+                failure: r.failure?,
+            })
+        });
+        Ok(failed.take(limit).collect())
     }
 
     /// The whole artifact as one value, every record in memory.

@@ -48,6 +48,15 @@ impl FailureClass {
     }
 }
 
+/// One failed request as a failed cell's evidence counts it: which request,
+/// the status it got, and its failure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedRequest {
+    pub request_index: u64,
+    pub http_status: Option<u16>,
+    pub failure: Failure,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
     pub class: FailureClass,
