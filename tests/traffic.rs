@@ -222,7 +222,7 @@ fn the_workloads_doc_recipes_plan_and_run() {
     assert!(blocks.len() >= 4, "{} kdl blocks", blocks.len());
     let scratch = Scratch::new();
     let root = env!("CARGO_MANIFEST_DIR");
-    for dir in ["examples/traces", "examples/datasets"] {
+    for dir in ["examples/traces", "examples/datasets", "examples/agents"] {
         for file in std::fs::read_dir(format!("{root}/{dir}")).expect("examples") {
             let file = file.expect("entry").path();
             let name = format!("{dir}/{}", file.file_name().unwrap().to_string_lossy());

@@ -44,7 +44,9 @@ pub struct StepView {
 }
 
 words! {
-    /// The kind of a step, by the word the recipe and the run record use.
+    /// The kind of a step, by the word the recipe and the run record use: the
+    /// view's own, so the report never names the recipe's `Kind`
+    /// (tests/module_cycles.rs, `the_report_never_reads_the_recipe`).
     pub enum StepKind {
         Server = "server",
         Workload = "workload",

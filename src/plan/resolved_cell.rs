@@ -14,12 +14,12 @@
 use std::time::Duration;
 
 use anvil_loadgen::{
-    Api, Arrival, CellSpec, DEFAULT_MIN_REQUESTS, DatasetSpec, OutputPolicy, PromptCacheMode, SessionSpec,
-    Slo, StoppingRule, ThinkingMode, TraceSpec, Traffic,
+    Arrival, CellSpec, DEFAULT_MIN_REQUESTS, DatasetSpec, PromptCacheMode, SessionSpec, Slo, StoppingRule,
+    TraceSpec, Traffic,
 };
 use serde_json::{Map, Value, json};
 
-use crate::recipe::decls::load::{SloFrom, StageDecl, TrafficDecl};
+use crate::recipe::decls::load::{StageDecl, TrafficDecl};
 use crate::recipe::decls::{self, CellDecl, LoadDecl};
 use crate::recipe::placeholders::unescape;
 use crate::recipe::words;
@@ -107,11 +107,7 @@ pub fn resolve(name: &str, cell: &CellDecl, served: &Served<'_>, seed: u64) -> C
     let mut spec = CellSpec {
         name: name.to_string(),
         model: model.to_string(),
-        api: match load.api {
-            words::Api::Chat => Api::Chat,
-            words::Api::Completions => Api::Completions,
-            words::Api::Responses => Api::Responses,
-        },
+        api: load.api,
         context_tokens: load.context_tokens.unwrap_or(defaults.context_tokens),
         concurrency: in_flight_cap(load, arrival, requests, defaults.concurrency),
         arrival,
@@ -126,17 +122,10 @@ pub fn resolve(name: &str, cell: &CellDecl, served: &Served<'_>, seed: u64) -> C
             }
         },
         canaries: load.canaries.unwrap_or(defaults.canaries),
-        thinking: match load.thinking {
-            words::Thinking::Default => ThinkingMode::Default,
-            words::Thinking::On => ThinkingMode::On,
-            words::Thinking::Off => ThinkingMode::Off,
-        },
+        thinking: load.thinking,
         options: load.options.clone(),
         prompt_salt: load.prompt_salt.unwrap_or(0),
-        controlled_output_policy: match load.output_policy {
-            words::OutputPolicy::Observe => OutputPolicy::Observe,
-            words::OutputPolicy::Strict => OutputPolicy::Strict,
-        },
+        controlled_output_policy: load.output_policy,
         request_timeout_ms: load.timeout.map_or(defaults.request_timeout_ms, |t| t.as_millis() as u64),
         seed,
         extra_body: with_canary_constraint(
@@ -147,16 +136,10 @@ pub fn resolve(name: &str, cell: &CellDecl, served: &Served<'_>, seed: u64) -> C
             ttft_ms: slo.ttft.map(ms),
             tpot_ms: slo.tpot.map(ms),
             e2e_ms: slo.e2e.map(ms),
-            from: match slo.from {
-                SloFrom::Send => anvil_loadgen::SloFrom::Send,
-                SloFrom::Schedule => anvil_loadgen::SloFrom::Schedule,
-            },
+            from: slo.from,
         }),
         repeat,
-        connect: match load.connect {
-            decls::load::ConnectWord::Ahead => anvil_loadgen::Connect::Ahead,
-            decls::load::ConnectWord::OnDemand => anvil_loadgen::Connect::OnDemand,
-        },
+        connect: load.connect,
         stages: Vec::new(),
         traffic: traffic(&load.traffic),
         stopping: load.until.as_ref().map(|until| StoppingRule {

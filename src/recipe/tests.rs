@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::Recipe;
 use super::decls::{Arrival, Engine, Spec};
 use super::testing::load_text;
-use super::words::{Api, CheckType, Thinking};
+use super::words::{Api, CheckType, ThinkingMode};
 
 fn spec<'a>(recipe: &'a Recipe, name: &str) -> &'a Spec {
     &recipe.step(name).unwrap_or_else(|| panic!("no step {name}")).spec
@@ -36,7 +36,7 @@ cell "c" server="s" workload="w" { concurrency 16; arrival "poisson"; rate 2.5; 
     assert_eq!(cell.load.concurrency, Some(16), "the cell's own setting wins");
     assert_eq!(cell.load.requests, Some(8), "taken in from the workload");
     assert_eq!(cell.load.timeout, Some(Duration::from_secs(90)));
-    assert_eq!(cell.load.thinking, Thinking::Off);
+    assert_eq!(cell.load.thinking, ThinkingMode::Off);
     assert_eq!(cell.load.arrival, Arrival::Poisson { rate_per_s: 2.5 });
     assert_eq!(cell.load.context_tokens, None, "unset stays unset: the load generator's default applies");
 }

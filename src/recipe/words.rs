@@ -28,23 +28,8 @@ words! {
 }
 
 words! {
-    /// Which OpenAI-compatible API a cell drives.
-    pub enum Api { Chat = "chat", Completions = "completions", Responses = "responses" }
-}
-
-words! {
     /// Whether prompts share a prefix (to exercise the server's prefix cache).
     pub enum PromptCache { Unique = "unique", SharedPrefix = "shared-prefix" }
-}
-
-words! {
-    /// The reasoning switch sent to the server.
-    pub enum Thinking { Default = "default", On = "on", Off = "off" }
-}
-
-words! {
-    /// What a cell does with output that breaks the controlled-output contract.
-    pub enum OutputPolicy { Observe = "observe", Strict = "strict" }
 }
 
 words! {
@@ -52,45 +37,20 @@ words! {
     pub enum ArrivalWord { Closed = "closed", Poisson = "poisson", Constant = "constant" }
 }
 
-words! {
-    /// Where an SLO's TTFT and E2E count from: the actual send, or an
-    /// open-loop request's scheduled one.
-    #[derive(Default)]
-    pub enum SloFrom {
-        #[default]
-        Send = "send",
-        Schedule = "schedule",
-    }
-}
+/// Words the load generator's cell spec takes as they are: its own enums,
+/// declared once (`anvil_loadgen::CellSpec`).
+pub use anvil_loadgen::{Api, Connect, OutputPolicy, SloFrom, ThinkingMode};
 
 words! {
-    /// How requests are spread over a server's replicas.
+    /// How requests are spread over a server's replicas. The recipe's own
+    /// words: the artifact stores the load generator's `anvil_loadgen::Balance`
+    /// as `round_robin` / `least_outstanding`.
     pub enum Balance { RoundRobin = "round-robin", LeastOutstanding = "least-outstanding" }
 }
 
-words! {
-    /// When a cell's connections are opened.
-    #[derive(Default)]
-    pub enum ConnectWord {
-        /// Before each measured run's clock starts (the default).
-        #[default]
-        Ahead = "ahead",
-        /// When a request finds none open: connection setup is measured.
-        OnDemand = "on-demand",
-    }
-}
-
-words! {
-    #[serde]
-    /// The functional checks (a check's result stores its word as `"type"`).
-    pub enum CheckType {
-        Smoke = "smoke",
-        JsonSchema = "json-schema",
-        ToolCall = "tool-call",
-        Responses = "responses",
-        CanaryIsolation = "canary-isolation",
-    }
-}
+/// The functional checks: the checks crate's own word enum (a check's
+/// result stores its word as `"type"`).
+pub use anvil_checks::CheckType;
 
 words! {
     #[serde]

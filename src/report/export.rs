@@ -9,9 +9,9 @@ use super::html::num;
 use super::model::{Body, Report};
 use crate::results::CellLoad;
 
-/// The CSV columns: identity of the cell, then its headline metrics as
-/// stored, then an agent cell's job metrics (empty for other cells).
-pub const CSV_COLUMNS: [&str; 28] = [
+/// The CSV's first columns: identity of the cell, then its headline
+/// metrics as stored; [`JOB_COLUMNS`] follow them.
+const CELL_COLUMNS: [&str; 21] = [
     "cell",
     "status",
     "fingerprint",
@@ -33,16 +33,9 @@ pub const CSV_COLUMNS: [&str; 28] = [
     "tpot_mean_ms",
     "decode_tok_s_mean",
     "canaries_passed",
-    "tasks",
-    "tasks_completed",
-    "tasks_per_min",
-    "task_p50_ms",
-    "task_p95_ms",
-    "task_deadline_share",
-    "task_goodput_per_min",
 ];
 
-/// The job metrics the CSV and the markdown table carry, in column order.
+/// An agent cell's job metrics, the CSV's last columns (empty for other cells).
 const JOB_COLUMNS: [&str; 7] = [
     "tasks",
     "tasks_completed",
@@ -54,7 +47,7 @@ const JOB_COLUMNS: [&str; 7] = [
 ];
 
 pub fn csv(report: &Report) -> String {
-    let mut out = CSV_COLUMNS.join(",");
+    let mut out = [CELL_COLUMNS.as_slice(), JOB_COLUMNS.as_slice()].concat().join(",");
     out.push('\n');
     for step in report.steps.iter().filter(|s| s.kind == "cell") {
         let mut row: Vec<String> = vec![step.name.clone(), step.status.clone(), step.fingerprint.clone()];
@@ -86,7 +79,7 @@ pub fn csv(report: &Report) -> String {
                 let jobs = cell.artifact.jobs.as_ref();
                 row.extend(JOB_COLUMNS.iter().map(|key| f(jobs.and_then(|j| j.metric(key)))));
             }
-            _ => row.resize(CSV_COLUMNS.len(), String::new()),
+            _ => row.resize(CELL_COLUMNS.len() + JOB_COLUMNS.len(), String::new()),
         }
         let line: Vec<String> = row.iter().map(|v| csv_field(v)).collect();
         out.push_str(&line.join(","));

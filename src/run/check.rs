@@ -1,13 +1,13 @@
 //! `check` steps: functional checks (smoke, strict JSON, tool calls,
 //! Responses API, canary isolation) with their evidence stored.
 
-use anvil_checks::{CheckSpec, CheckType, Target};
+use anvil_checks::{CheckSpec, Target};
 use serde_json::Value;
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
 use crate::recipe::decls::CheckDecl;
-use crate::recipe::words;
+use crate::recipe::words::ThinkingMode;
 use crate::results::{self, CheckResult, FailedCheck, Verdict};
 
 pub async fn run_check(
@@ -16,13 +16,7 @@ pub async fn run_check(
     server: &ServerInfo,
     seed: u64,
 ) -> Result<Produced, Failure> {
-    let kind = match check.check_type {
-        words::CheckType::Smoke => CheckType::Smoke,
-        words::CheckType::JsonSchema => CheckType::JsonSchema,
-        words::CheckType::ToolCall => CheckType::ToolCall,
-        words::CheckType::Responses => CheckType::Responses,
-        words::CheckType::CanaryIsolation => CheckType::CanaryIsolation,
-    };
+    let kind = check.check_type;
     let count = |n: u64| n.clamp(1, u64::from(u32::MAX)) as u32;
     let mut spec = CheckSpec::new(name.to_string(), kind, server.model.clone());
     spec.prompt = check.prompt.clone();
@@ -38,9 +32,9 @@ pub async fn run_check(
         spec.max_tokens = count(n);
     }
     spec.thinking = match check.thinking {
-        words::Thinking::On => Some(true),
-        words::Thinking::Off => Some(false),
-        words::Thinking::Default => None,
+        ThinkingMode::On => Some(true),
+        ThinkingMode::Off => Some(false),
+        ThinkingMode::Default => None,
     };
     if let Some(timeout) = check.timeout {
         spec.timeout_ms = timeout.as_millis() as u64;

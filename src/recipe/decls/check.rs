@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::super::kind::Kind;
 use super::super::settings::{Draft, settings};
-use super::super::words::{CheckType, Thinking};
+use super::super::words::{CheckType, ThinkingMode};
 
 settings! {
     #[derive(Debug, Clone)]
@@ -21,7 +21,7 @@ settings! {
         pub requests: Option<u64> = "requests" as Int,
         pub concurrency: Option<u64> = "concurrency" as Int,
         pub max_tokens: Option<u64> = "max-tokens" as Int,
-        pub thinking: Thinking = "thinking" as Word(Thinking) or Thinking::Default,
+        pub thinking: ThinkingMode = "thinking" as Word(ThinkingMode) or ThinkingMode::Default,
         pub timeout: Option<Duration> = "timeout" as Duration,
         pub shared_prefix_tokens: u64 = "shared-prefix-tokens" as Int or 0,
         /// A failed non-blocking check is recorded without failing the run.

@@ -16,12 +16,12 @@ mod until;
 pub use abort_on_errors::AbortOnErrorsDecl;
 pub use until::UntilDecl;
 pub mod traffic;
-use super::super::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, Thinking};
-pub use super::super::words::{ConnectWord, SloFrom};
+use super::super::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, ThinkingMode};
+pub use super::super::words::{Connect, SloFrom};
 pub use traffic::TrafficDecl;
 
 /// `connect`: when a cell opens its connections.
-pub const CONNECT_WORDS: &[&str] = ConnectWord::WORDS;
+pub const CONNECT_WORDS: &[&str] = Connect::WORDS;
 
 settings! {
     /// Unset settings stay `None`: the load generator's defaults apply, and the
@@ -38,7 +38,7 @@ settings! {
         pub prompt_cache: PromptCache = "prompt-cache" as Word(PromptCache) or PromptCache::Unique,
         pub prefix_tokens: u64 = "prefix-tokens" as Int or 0,
         pub canaries: Option<bool> = "canaries" as Bool,
-        pub thinking: Thinking = "thinking" as Word(Thinking) or Thinking::Default,
+        pub thinking: ThinkingMode = "thinking" as Word(ThinkingMode) or ThinkingMode::Default,
         /// Mixed into the synthetic prompts' seed (unset: the campaign seed alone).
         pub prompt_salt: Option<u64> = "prompt-salt" as Int,
         pub output_policy: OutputPolicy = "output-policy" as Word(OutputPolicy) or OutputPolicy::Observe,
@@ -74,7 +74,7 @@ settings! {
         pub extra_body: Option<Value> = many "extra-body" as Block,
         pub balance: Balance = "balance" as Word(Balance) or Balance::RoundRobin,
         /// Unset: `ahead`.
-        pub connect: ConnectWord = "connect" as Word(ConnectWord) or ConnectWord::Ahead,
+        pub connect: Connect = "connect" as Word(Connect) or Connect::Ahead,
         /// One load stage (`stage rate=5 duration="20s"`).
         key stage = many "stage" as Records,
         /// Load stages, in order; empty: one phase of `requests`.
