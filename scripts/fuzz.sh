@@ -26,17 +26,28 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
 fi
 cases="${FUZZ_CASES:-1000000000}"
 
-# target -> cargo arguments | test name filters
+# target -> the test build it runs in (scripts/test-builds.sh: lib, core
+# or integration, the tiers' own builds) | test name filters
 declare -A where=(
-  [chunked]="-p anvil-loadgen --lib|fuzz_chunked_ corpus_chunked_"
-  [http_head]="-p anvil-loadgen --lib|fuzz_head_ corpus_http_head_"
-  [sse]="-p anvil-loadgen --lib|fuzz_sse_ corpus_sse_"
-  [json_scan]="-p anvil-loadgen --lib|fuzz_json_"
-  [chat_chunk]="-p anvil-loadgen --lib|fuzz_chat_chunk_ corpus_chat_chunk_"
-  [expr]="-p anvil-expr --test main|fuzz_expr_ corpus_expr_"
-  [recipe]="-p anvil --test main|fuzz_recipe_ corpus_recipe_"
-  [inputs]="-p anvil-loadgen --lib|fuzz_inputs_ corpus_inputs_"
+  [chunked]="lib|fuzz_chunked_ corpus_chunked_"
+  [http_head]="lib|fuzz_head_ corpus_http_head_"
+  [sse]="lib|fuzz_sse_ corpus_sse_"
+  [json_scan]="lib|fuzz_json_"
+  [chat_chunk]="lib|fuzz_chat_chunk_ corpus_chat_chunk_"
+  [expr]="core|fuzz_expr_ corpus_expr_"
+  [recipe]="integration|fuzz_recipe_ corpus_recipe_"
+  [inputs]="lib|fuzz_inputs_ corpus_inputs_"
 )
+# shellcheck source=scripts/test-builds.sh
+source scripts/test-builds.sh
+# The cargo arguments of a build, into the array `build`.
+build_args() {
+  case "$1" in
+    lib) build=("${build_lib[@]}") ;;
+    core) build=("${build_core_integration[@]}") ;;
+    integration) build=("${build_integration[@]}") ;;
+  esac
+}
 all=(chunked http_head sse json_scan chat_chunk expr recipe inputs)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
@@ -55,8 +66,8 @@ built=""
 for t in "${targets[@]}"; do
   args="${where[$t]%%|*}"
   [[ " $built " == *" $args "* ]] && continue
-  # shellcheck disable=SC2086
-  if ! cargo test -q $args --no-run >"$work/build.log" 2>&1; then
+  build_args "$args"
+  if ! cargo test -q "${build[@]}" --no-run >"$work/build.log" 2>&1; then
     cat "$work/build.log" >&2
     echo "fuzz: building ($args) failed" >&2
     exit 2
@@ -67,7 +78,7 @@ done
 findings=0
 summary=()
 for t in "${targets[@]}"; do
-  args="${where[$t]%%|*}"
+  build_args "${where[$t]%%|*}"
   filters="${where[$t]#*|}"
   stats="$work/$t.stats"
   log="$work/$t.log"
@@ -76,7 +87,7 @@ for t in "${targets[@]}"; do
   start=$(date +%s)
   # shellcheck disable=SC2086
   ANVIL_FUZZ_SECONDS="$seconds" PROPTEST_CASES="$cases" ANVIL_FUZZ_STATS="$stats" \
-    timeout -k 10 $((seconds + 120)) cargo test -q $args -- --test-threads 16 $filters >"$log" 2>&1
+    timeout -k 10 $((seconds + 120)) cargo test -q "${build[@]}" -- --test-threads 16 $filters >"$log" 2>&1
   rc=$?
   took=$(($(date +%s) - start))
   total=$(sed -n 's/^fuzz-stat .* cases=\([0-9]*\) .*/\1/p' "$stats" | awk '{s += $1} END {print s + 0}')

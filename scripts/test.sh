@@ -85,19 +85,13 @@ fi
 
 log=$(mktemp)
 status=0
-# The in-process crates: their integration tests start no binary and no server.
-core_crates=(anvil-expr anvil-evidence anvil-store anvil-tokens)
+# The cargo arguments of each build (shared with scripts/fuzz.sh).
+# shellcheck source=scripts/test-builds.sh
+source scripts/test-builds.sh
 # Test names (module paths) that need a real engine or cluster.
 engine_tests=(vllm:: slurm llama_server:: llama_trace::)
 skip_engines=()
 for t in "${engine_tests[@]}"; do skip_engines+=(--skip "$t"); done
-excluded=()
-for c in "${core_crates[@]}"; do excluded+=(--exclude "$c"); done
-packages=()
-for c in "${core_crates[@]}"; do packages+=(-p "$c"); done
-
-# Every feature's code is tested (`parquet`: `anvil export-data`).
-features=(--features anvil/parquet)
 
 run_tier() {
   local tier=$1; shift
@@ -115,14 +109,14 @@ run_tier() {
 }
 core() {
   local s=0
-  cargo test --workspace "${features[@]}" --lib --no-fail-fast || s=$?
+  cargo test "${build_lib[@]}" --no-fail-fast || s=$?
   cargo test --workspace "${features[@]}" --doc --no-fail-fast || s=$?
-  cargo test "${packages[@]}" --test '*' --no-fail-fast || s=$?
+  cargo test "${build_core_integration[@]}" --no-fail-fast || s=$?
   return "$s"
 }
 wants core && run_tier core core
-wants e2e && run_tier e2e cargo test --workspace "${features[@]}" "${excluded[@]}" --test '*' --no-fail-fast -- "${skip_engines[@]}"
-wants engines && run_tier engines cargo test --workspace "${features[@]}" "${excluded[@]}" --test '*' --no-fail-fast -- "${engine_tests[@]}"
+wants e2e && run_tier e2e cargo test "${build_integration[@]}" --no-fail-fast -- "${skip_engines[@]}"
+wants engines && run_tier engines cargo test "${build_integration[@]}" --no-fail-fast -- "${engine_tests[@]}"
 
 # One summary line across every test binary, in the plain form CI reads.
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
