@@ -87,12 +87,14 @@ use crate::error::AcrossRepeatsError;
 use crate::stats::{mean, sample_sd};
 use crate::tdist::t95;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Reproduced,
-    Differs,
-    Inconclusive,
+anvil_words::words! {
+    #[serde]
+    /// Whether a second measurement reproduces the first.
+    pub enum Verdict {
+        Reproduced = "reproduced",
+        Differs = "differs",
+        Inconclusive = "inconclusive",
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,8 @@
 //! anvil-evidence: the independent checker of `anvil-serving.benchmark/v1`
 //! artifacts. It works on JSON only and shares no code with the load
-//! generator (`anvil-loadgen`), so a bug in one cannot confirm itself.
+//! generator (`anvil-loadgen`), so a bug in one cannot confirm itself (its
+//! one anvil dependency, `anvil-words`, declares enums of words and
+//! computes nothing).
 //!
 //! - [`rederive`] re-derives every figure of an artifact from its own raw
 //!   request records and lists mismatches, checked and unchecked fields
