@@ -29,7 +29,7 @@ pub(super) async fn measure_cell(
 ) -> Result<Produced, Failure> {
     let Target { name, cell, fingerprint, seed } = target;
     let _turn = ctx.servers.turn(server).await;
-    let info = ctx.servers.acquire(server).await.map_err(|e| Failure::new(e.to_string()))?;
+    let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
     // Its duration counts from here, not from its wait for the server.
     let began = std::time::Instant::now();
     let fingerprint = fingerprint.to_string();

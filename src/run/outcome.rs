@@ -58,8 +58,9 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub fn new(reason: impl Into<String>) -> Failure {
-        Failure { reason: reason.into(), detail: None, fault: None, evidence: Vec::new() }
+    /// `reason`: its words, from a message or an error.
+    pub fn new(reason: impl std::fmt::Display) -> Failure {
+        Failure { reason: reason.to_string(), detail: None, fault: None, evidence: Vec::new() }
     }
 
     pub fn with_evidence(mut self, files: Vec<ProducedFile>) -> Failure {

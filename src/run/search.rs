@@ -34,7 +34,7 @@ pub(super) async fn run_search(
             }
             Ok(stored)
         })
-        .map_err(|e: ProbeError| Failure::new(e.to_string()))?;
+        .map_err(|e: ProbeError| Failure::new(e))?;
         match walked.next {
             Next::Stop(stop) => return Ok(finish(site, walked.probes, stop, measured)),
             Next::Probe(value) => {
@@ -216,8 +216,7 @@ pub(super) fn rejudge(
     store: &anvil_store::Store,
 ) -> Result<Produced, Failure> {
     let site = plan.probe_site(index).ok_or_else(|| Failure::new("search has no probes planned"))?;
-    let walked =
-        walk(&site.search, |value| site.stored(store, value)).map_err(|e| Failure::new(e.to_string()))?;
+    let walked = walk(&site.search, |value| site.stored(store, value)).map_err(Failure::new)?;
     match walked.next {
         Next::Stop(stop) => Ok(finish(&site, walked.probes, stop, 0)),
         Next::Probe(value) => {

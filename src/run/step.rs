@@ -166,7 +166,7 @@ async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
         Spec::Check(check) => {
             let server = job.server.ok_or_else(|| Failure::new("check has no server"))?;
             let _turn = ctx.servers.turn(server).await;
-            let info = ctx.servers.acquire(server).await.map_err(|e| Failure::new(e.to_string()))?;
+            let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
             check::run_check(name, check, &info, ctx.seed).await
         }
         Spec::Search(_) => {
