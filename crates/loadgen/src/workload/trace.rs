@@ -263,11 +263,13 @@ impl Trace {
 
     /// Picks the window's lines and counts the run's requests (looping as asked).
     fn select_window(&mut self) -> anyhow::Result<()> {
-        let start_us = self.spec.start_ms * 1000;
-        let end_us = self.spec.duration_ms.map(|d| d * 1000);
+        // Saturating: a trace's times are the user's (a timestamp of 2e80 reads as u64::MAX).
+        let start_us = self.spec.start_ms.saturating_mul(1000);
+        let end_us = self.spec.duration_ms.map(|d| d.saturating_mul(1000));
         // The lines are sorted by time: the window is one run of them.
         let inside = |l: &Line| {
-            l.at_us >= start_us && (self.spec.looped || end_us.is_none_or(|e| l.at_us < start_us + e))
+            l.at_us >= start_us
+                && (self.spec.looped || end_us.is_none_or(|e| l.at_us < start_us.saturating_add(e)))
         };
         let Some(first) = self.lines.iter().position(inside) else {
             bail!("the window (start {} ms) holds no request of the trace", self.spec.start_ms);
@@ -279,7 +281,7 @@ impl Trace {
         self.first_at_us = self.lines[first].at_us;
         let span = self.lines[last].at_us - self.first_at_us;
         // A new pass starts one mean gap after the last line of the one before.
-        self.period_us = span + (span / (len as u64 - 1).max(1)).max(1000);
+        self.period_us = span.saturating_add((span / (len as u64 - 1).max(1)).max(1000));
         let limit = self.spec.max_requests.unwrap_or(u64::MAX).min(MAX_REQUESTS);
         let mut count = 0u64;
         'passes: for pass in 0u64.. {
@@ -306,7 +308,7 @@ impl Trace {
     /// Request `k`'s time after the run's first, µs, before `time-scale`.
     fn unscaled_us(&self, k: u64) -> u64 {
         let (pass, slot) = (k / self.window_len, self.window_first as u64 + k % self.window_len);
-        pass * self.period_us + self.lines[slot as usize].at_us - self.first_at_us
+        pass.saturating_mul(self.period_us).saturating_add(self.lines[slot as usize].at_us - self.first_at_us)
     }
 
     /// Request `k` of a run: its line slot and when it is due after the run's start (µs, scaled).
