@@ -110,7 +110,7 @@ fn same_path(a: &Reference, b: &Reference) -> bool {
 
 /// A resolver that reads some references at chosen values.
 struct Pinned<'a> {
-    inner: JsonResolver<'a>,
+    inner: &'a dyn Resolver,
     values: Vec<(Reference, Value)>,
 }
 
@@ -123,12 +123,39 @@ impl Resolver for Pinned<'_> {
     }
 }
 
+/// A verdict over intervals and how many distinct sampled intervals it
+/// read: the verdict can be wrong only when one of them misses its truth.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub verdict: IntervalVerdict,
+    pub intervals: usize,
+}
+
 /// `expression` judged over the intervals of what it reads in `inputs`.
 pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
-    let inner = JsonResolver::new(inputs);
-    let point = expression.parsed.eval(&inner);
+    judge_inputs(expression, inputs).verdict
+}
+
+/// [`judge`], with the count of intervals it read.
+pub fn judge_inputs(expression: &Expression, inputs: &Value) -> Judged {
+    let interval = |reference: &Reference| interval_of(inputs, reference);
+    judge_with(expression, &JsonResolver::new(inputs), &interval, &is_sampled)
+}
+
+/// `expression` judged over intervals from any source: `points` resolves
+/// every reference to its point value, `interval` gives a sampled one's
+/// interval, `sampled` says whether a reference is sampled (one without an
+/// interval leaves the verdict undecided) or exact (read as its point).
+pub fn judge_with(
+    expression: &Expression,
+    points: &dyn Resolver,
+    interval: &dyn Fn(&Reference) -> Option<Ends>,
+    sampled: &dyn Fn(&Reference) -> bool,
+) -> Judged {
+    let plain = |verdict| Judged { verdict, intervals: 0 };
+    let point = expression.parsed.eval(points);
     if !matches!(point, Evaluation::Passed { .. } | Evaluation::Rejected { .. }) {
-        return IntervalVerdict::Plain(point);
+        return plain(IntervalVerdict::Plain(point));
     }
     let mut seen: Vec<Reference> = Vec::new();
     let mut intervals: Vec<(Reference, Ends)> = Vec::new();
@@ -138,24 +165,24 @@ pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
             continue;
         }
         seen.push(reference.clone());
-        match interval_of(inputs, &reference) {
+        match interval(&reference) {
             Some(ends) => intervals.push((reference, ends)),
-            None if is_sampled(&reference) => without.push(reference.to_string()),
+            None if sampled(&reference) => without.push(reference.to_string()),
             // A count, a check's verdict, a setting: exact, read as it is.
             None => {}
         }
     }
     let text = &expression.text;
     if !without.is_empty() {
-        return IntervalVerdict::Undecided(format!(
+        return plain(IntervalVerdict::Undecided(format!(
             "\"{text}\" reads {} without an interval, so no verdict at 95% confidence (point value: {}; latency percentiles and means carry intervals, a cell's throughput with `repeat` 2 or more)",
             without.join(", "),
             point.detail()
-        ));
+        )));
     }
     if intervals.is_empty() {
         // Nothing sampled: the verdict is exact.
-        return match point {
+        return plain(match point {
             Evaluation::Passed { detail } => {
                 IntervalVerdict::Passed(format!("{detail} (exact: reads no sampled measurement)"))
             }
@@ -163,8 +190,19 @@ pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
                 IntervalVerdict::Rejected(format!("{detail} (exact: reads no sampled measurement)"))
             }
             other => IntervalVerdict::Plain(other),
-        };
+        });
     }
+    let count = intervals.len();
+    Judged { verdict: over_corners(expression, points, &point, &intervals), intervals: count }
+}
+
+fn over_corners(
+    expression: &Expression,
+    points: &dyn Resolver,
+    point: &Evaluation,
+    intervals: &[(Reference, Ends)],
+) -> IntervalVerdict {
+    let text = &expression.text;
     if intervals.len() > MOST_INTERVALS {
         // Reading the rest as points would claim a confidence they lack.
         return IntervalVerdict::Undecided(format!(
@@ -180,7 +218,7 @@ pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
             .enumerate()
             .map(|(i, (r, ends))| (r.clone(), json!(if corner >> i & 1 == 1 { ends.high } else { ends.low })))
             .collect();
-        match expression.parsed.eval(&Pinned { inner, values }) {
+        match expression.parsed.eval(&Pinned { inner: points, values }) {
             Evaluation::Passed { .. } => held += 1,
             Evaluation::Rejected { .. } => failed += 1,
             // An end the expression cannot take (a division by 0): no verdict either way.
