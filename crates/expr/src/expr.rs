@@ -7,9 +7,12 @@ use crate::error::EvalError;
 use crate::eval::evaluate;
 use crate::evaluation::{Evaluation, outcome_to_result};
 use crate::logic::Logic;
+use crate::over_ranges::{self, Reading};
 use crate::print::{annotated, canonical};
+use crate::range::Truth;
 use crate::reference::Reference;
 use crate::resolver::Resolver;
+use crate::span::Span;
 use crate::value::Value;
 
 /// A parsed gate expression. Build one with [`crate::parse`].
@@ -55,6 +58,20 @@ impl Expr {
     pub fn eval(&self, resolver: &dyn Resolver) -> Evaluation {
         let (outcome, trace) = evaluate(&self.root, self.node_count, resolver);
         Evaluation::from_outcome(outcome, &annotated(&self.root, &trace))
+    }
+
+    /// Whether the expression holds for every value of the ranges `reading`
+    /// gives the references it reads (`True`), for none (`False`), or for
+    /// some only or past what interval arithmetic can tell (`Unknown`).
+    /// `points` resolves each reference; `reading` is asked about each one
+    /// it resolved (a wildcard's items one by one, each by its node name).
+    pub fn judge_over(&self, points: &dyn Resolver, reading: &dyn Fn(&Reference) -> Reading) -> Truth {
+        over_ranges::judge(&self.root, points, reading)
+    }
+
+    /// What in the expression cannot be judged over ranges, and why.
+    pub fn interval_refusals(&self) -> Vec<(Span, String)> {
+        over_ranges::refusals(&self.root)
     }
 
     /// Evaluates to any value, e.g. a screen's `argmax(...)`.

@@ -29,7 +29,8 @@
 //! ```
 //!
 //! Pipeline: `lexer` → `parser` → `ast` (+ `span`, `op`) → `eval` (+ `operators`,
-//! `functions`) → `print` (details) → `evaluation` (verdict).
+//! `functions`) → `print` (details) → `evaluation` (verdict). Over intervals:
+//! `over_ranges` (+ `range`) → [`Truth`].
 
 mod ast;
 mod error;
@@ -41,8 +42,10 @@ mod lexer;
 mod logic;
 mod op;
 mod operators;
+mod over_ranges;
 mod parser;
 mod print;
+mod range;
 mod reference;
 mod resolver;
 mod span;
@@ -52,6 +55,8 @@ pub use error::{EvalError, ParseError, SelectError};
 pub use evaluation::Evaluation;
 pub use expr::Expr;
 pub use logic::{Atom, Logic};
+pub use over_ranges::Reading;
+pub use range::{Range, Truth};
 pub use reference::{PathSegment, Reference, glob_match};
 pub use resolver::{JsonResolver, Resolved, Resolver};
 pub use span::Span;

@@ -9,5 +9,6 @@ mod common;
 mod docs;
 mod evaluation;
 mod fuzz;
+mod over_ranges;
 mod properties;
 mod syntax;
