@@ -33,6 +33,7 @@ mod gates;
 mod golden_fingerprints;
 mod https;
 mod import_result;
+mod litter;
 mod loadgen_workers;
 mod module_cycles;
 mod recipe_properties;

@@ -16,6 +16,7 @@ mod gate_oc_tests;
 pub(crate) mod interval_verdict;
 mod launch;
 mod local;
+mod log_folder;
 mod measure;
 mod measure_more;
 mod outcome;
@@ -56,6 +57,7 @@ use crate::plan::{Plan, Status};
 use crate::recipe::decls::ServerDecl;
 use crate::recipe::{Kind, Spec};
 use context::Context;
+use log_folder::LogFolder;
 use progress::Progress;
 use servers::ServerPool;
 
@@ -137,13 +139,14 @@ pub async fn execute(plan: Plan, store: Store, options: RunOptions) -> Result<Ru
     let mut selected = selected;
     let mut done: Vec<Option<StepOutcome>> = (0..plan.nodes.len()).map(|_| None).collect();
     let mut stop_reason = None;
+    let mut logs = LogFolder::new(&run_id);
     let interrupted = loop {
         let held: Vec<bool> =
             (0..plan.nodes.len()).map(|i| !plan.nodes[i].waits_for.is_empty() && done[i].is_none()).collect();
         // Held and finished steps start no server in this wave.
         let this_wave: Vec<bool> =
             (0..plan.nodes.len()).map(|i| selected[i] && !held[i] && done[i].is_none()).collect();
-        let ctx = wave_context(&plan, &this_wave, &forced, &options, &store, &run_id, cells_elsewhere)?;
+        let ctx = wave_context(&plan, &this_wave, &forced, &options, &store, &mut logs, cells_elsewhere)?;
         let setup = scheduler::Setup {
             selected: selected.clone(),
             forced: forced.clone(),
@@ -257,20 +260,13 @@ fn wave_context(
     forced: &BTreeSet<usize>,
     options: &RunOptions,
     store: &Store,
-    run_id: &str,
+    logs: &mut LogFolder,
     cells_elsewhere: bool,
 ) -> Result<Arc<Context>, RunError> {
     let users = server_users(plan, this_wave, forced);
     // No server to start: no log folder and no GPU detection (nvidia-smi),
     // which a fully cached rerun would otherwise pay for every time.
-    let log_dir = std::env::temp_dir().join(format!("anvil-{run_id}"));
-    if !users.is_empty() {
-        std::fs::create_dir_all(&log_dir).map_err(|source| RunError::Io {
-            what: "creating the log folder",
-            path: log_dir.clone(),
-            source,
-        })?;
-    }
+    let log_dir = if users.is_empty() { std::env::temp_dir() } else { logs.path()? };
     let gpus = match &options.gpus {
         Some(list) => anvil_proc::GpuPool::from_list(list),
         None if users.is_empty() => anvil_proc::GpuPool::from_list(""),
@@ -282,7 +278,7 @@ fn wave_context(
         recipe_dir: plan.recipe.dir(),
         recipe_key: plan.recipe.key.clone(),
         seed: plan.recipe.campaign.seed,
-        run_id: run_id.to_string(),
+        run_id: logs.run_id().to_string(),
         progress: Arc::new(Progress::new(0)),
         cells_elsewhere,
         loadgen_workers: options.loadgen_workers.max(1),

@@ -45,18 +45,33 @@ impl ServerRecord {
 /// Writes the record into `dir` (created if needed) and returns its path.
 pub fn write_record(dir: &Path, record: &ServerRecord) -> Result<PathBuf, ProcError> {
     let io_err = |source| ProcError::Io { what: "server registry", path: dir.to_path_buf(), source };
-    fs::create_dir_all(dir).map_err(io_err)?;
     let path = dir.join(record.file_name());
     let staging = dir.join(format!(".{}.tmp", record.file_name()));
     let json = serde_json::to_vec_pretty(record).map_err(|e| io_err(e.into()))?;
-    fs::write(&staging, json).map_err(io_err)?;
+    // Another anvil removes the folder when its last record goes
+    // (`remove_record`): made again if it vanished between the two calls.
+    let mut tries = 0;
+    loop {
+        fs::create_dir_all(dir).map_err(io_err)?;
+        match fs::write(&staging, &json) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => tries += 1,
+            written => break written.map_err(io_err)?,
+        }
+    }
     fs::rename(&staging, &path).map_err(io_err)?;
     Ok(path)
 }
 
+/// Removes a record, and the registry folder with it when it was the last
+/// one, so runs leave nothing in the temporary folder.
 pub fn remove_record(path: &Path) {
     // Already gone is fine: the reaper of another anvil may have removed it.
     let _ = fs::remove_file(path);
+    // Fails, as it should, while any other record (or a record being
+    // written) is in the folder.
+    if let Some(dir) = path.parent() {
+        let _ = fs::remove_dir(dir);
+    }
 }
 
 pub(crate) fn now_unix_ms() -> u64 {
