@@ -4,8 +4,11 @@
 //! A claim (a rule's label, `promote-when`) is wrong when it holds while,
 //! on the true values, it would not. Each verdict read positively (a gate
 //! `passed`, its `status == "passed"` or `"rejected"`, a screen's `winner`)
-//! errs at most as its procedure states: `1 − confidence`, or
-//! `(budget + 1) · 5%` for one that may measure more. Then:
+//! errs at most as its procedure states: a gate's `passed` 5% per interval
+//! its worst requirement reads, its `rejected` 5% per distinct interval
+//! all its requirements read (`results/gate.rs`), a screen's winner
+//! `1 − confidence`; times `budget + 1` for one that may measure more.
+//! Then:
 //!
 //! - `a && b && …` is the intersection–union test (Berger, *Technometrics*
 //!   24, 1982): it can hold falsely only if some operand that is false in
@@ -24,6 +27,9 @@
 //! the expected number of false labels and so their false-discovery rate.
 
 use anvil_expr::{Atom, Logic, PathSegment, Reference};
+
+pub use super::field_class::is_sampled;
+use super::field_class::{FieldClass, classify};
 
 /// How often a claim or a verdict can be wrong.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,10 +70,21 @@ pub struct ClaimBound {
     pub verdicts: Vec<String>,
 }
 
+/// How a claim reads a verdict: a gate's `passed` (or `status ==
+/// "passed"`), its `status == "rejected"`, a screen's winner. A gate's two
+/// verdicts err differently: `passed` as its worst requirement,
+/// `rejected` as the union of every requirement's intervals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerdictRead {
+    Passed,
+    Rejected,
+    Winner,
+}
+
 /// The stated error of the verdict of step `kind.name` (a gate or a
-/// screen): `Some(error)` when it judged at a confidence, `None` when it
-/// judged point values.
-pub type VerdictErrors<'a> = dyn Fn(&str, &str) -> Option<f64> + 'a;
+/// screen) read this way: `Some(error)` when it judged at a confidence,
+/// `None` when it judged point values.
+pub type VerdictErrors<'a> = dyn Fn(&str, &str, VerdictRead) -> Option<f64> + 'a;
 
 /// The bound of a claim of this shape.
 pub fn claim_bound(logic: &Logic, verdicts: &VerdictErrors<'_>) -> ClaimBound {
@@ -122,20 +139,21 @@ fn field(reference: &Reference) -> Option<&str> {
 fn atom_bound(atom: &Atom, verdicts: &VerdictErrors<'_>, read: &mut Vec<String>) -> ErrorBound {
     // A verdict read the way its procedure decides it.
     let positive = match atom {
-        Atom::Holds(r) if r.kind == "gate" && field(r) == Some("passed") => Some(r),
-        Atom::Equals(r, word)
-            if r.kind == "gate" && field(r) == Some("status") && (word == "passed" || word == "rejected") =>
-        {
-            Some(r)
+        Atom::Holds(r) if r.kind == "gate" && field(r) == Some("passed") => Some((r, VerdictRead::Passed)),
+        Atom::Equals(r, word) if r.kind == "gate" && field(r) == Some("status") && word == "passed" => {
+            Some((r, VerdictRead::Passed))
+        }
+        Atom::Equals(r, word) if r.kind == "gate" && field(r) == Some("status") && word == "rejected" => {
+            Some((r, VerdictRead::Rejected))
         }
         Atom::Equals(r, _) if r.kind == "screen" && matches!(field(r), Some("winner" | "winner_server")) => {
-            Some(r)
+            Some((r, VerdictRead::Winner))
         }
         _ => None,
     };
-    if let Some(r) = positive {
+    if let Some((r, how)) = positive {
         read.push(format!("{}.{}", r.kind, r.name));
-        return match verdicts(&r.kind, &r.name) {
+        return match verdicts(&r.kind, &r.name, how) {
             Some(error) => ErrorBound::from_error(error),
             None => ErrorBound::Uncontrolled(format!(
                 "{}.{} judges point values (no `confidence`), so its verdict has no stated error",
@@ -156,33 +174,24 @@ fn atom_bound(atom: &Atom, verdicts: &VerdictErrors<'_>, read: &mut Vec<String>)
     }
 }
 
-/// Whether a reference reads a sampled measurement of a cell (a latency,
-/// a rate: a value with noise), as opposed to a count, a check's verdict
-/// or a setting, which are exact.
-pub fn is_sampled(reference: &Reference) -> bool {
-    let Some(PathSegment::Key(last)) = reference.field.last() else { return false };
-    reference.kind == "cell" && (last.ends_with("_ms") || last.contains("_tok_s") || last.ends_with("_req_s"))
-}
-
 /// A value a claim may read as it is: a check's or a task's outcome, a
-/// cell's count or setting.
+/// cell's count or setting (`field_class`).
 fn is_exact(reference: &Reference) -> bool {
-    match reference.kind.as_str() {
-        "check" | "task" => true,
-        "cell" => !is_sampled(reference),
-        _ => false,
-    }
+    classify(reference) == FieldClass::Exact
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Gates `a` and `b` at 95%, `more` measured more (3 looks), `point` without a confidence.
-    fn verdicts(kind: &str, name: &str) -> Option<f64> {
-        match (kind, name) {
-            ("gate", "point") => None,
-            ("gate", "more") => Some(0.15),
+    /// Gates `a` and `b` at 95% reading one interval each, `more` measured
+    /// more (3 looks), `point` without a confidence, `eight` with eight
+    /// requirements of one interval each (rejected: their union).
+    fn verdicts(kind: &str, name: &str, read: VerdictRead) -> Option<f64> {
+        match (kind, name, read) {
+            ("gate", "point", _) => None,
+            ("gate", "more", _) => Some(0.15),
+            ("gate", "eight", VerdictRead::Rejected) => Some(0.4),
             _ => Some(0.05),
         }
     }
@@ -203,6 +212,14 @@ mod tests {
         assert_eq!(bound("gate.a.passed || gate.b.passed"), ErrorBound::AtMost(0.1));
         assert_eq!(bound("gate.a.passed || gate.b.passed && gate.more.passed"), ErrorBound::AtMost(0.2));
         assert_eq!(bound("screen.tp.winner == \"tp4\" || check.x.passed"), ErrorBound::AtMost(0.05));
+    }
+
+    #[test]
+    fn a_gates_rejection_errs_as_the_union_of_its_requirements() {
+        assert_eq!(bound("gate.eight.passed"), ErrorBound::AtMost(0.05));
+        assert_eq!(bound("gate.eight.status == \"passed\""), ErrorBound::AtMost(0.05));
+        assert_eq!(bound("gate.eight.status == \"rejected\""), ErrorBound::AtMost(0.4));
+        assert_eq!(bound("gate.eight.status == \"rejected\" && gate.a.passed"), ErrorBound::AtMost(0.4));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 
 use super::decl::Decl;
 use super::decls::{DecisionDecl, Spec};
-use super::error_bound::{ClaimBound, ErrorBound, VerdictErrors, claim_bound};
+use super::error_bound::{ClaimBound, ErrorBound, VerdictErrors, VerdictRead, claim_bound};
+use super::gate_bounds;
 use super::problem::{Problem, Problems};
 
 /// One claim a decision makes: `promotion`, or a rule's label.
@@ -53,17 +54,23 @@ pub fn claim_words(name: &str) -> String {
 }
 
 /// The stated error of each gate's and screen's verdict as the recipe
-/// declares it: `(extra-repeats + 1) · (1 − confidence)` (every look may err,
-/// `src/run/measure_more.rs`), `None` for one judged at point values.
-pub fn declared_verdict_errors(steps: &[Decl]) -> impl Fn(&str, &str) -> Option<f64> + '_ {
-    move |kind, name| {
+/// declares it, per look: a gate's `passed` and `rejected` from the sampled
+/// numbers its requirements read (`gate_bounds`), a screen's winner
+/// `1 − confidence`; times `extra-repeats + 1` (every look may err,
+/// `src/run/measure_more.rs`). `None` for one judged at point values.
+pub fn declared_verdict_errors(steps: &[Decl]) -> impl Fn(&str, &str, VerdictRead) -> Option<f64> + '_ {
+    move |kind, name, read| {
         let step = steps.iter().find(|s| s.kind.as_str() == kind && s.name == name)?;
-        let (confidence, extra) = match &step.spec {
-            Spec::Gate(gate) => (gate.confidence?, gate.extra_repeats),
-            Spec::Screen(screen) => (screen.confidence?, screen.extra_repeats),
+        let (per_look, extra) = match &step.spec {
+            Spec::Gate(gate) => {
+                let bounds = gate_bounds::declared(gate, steps)?;
+                let per_look = if read == VerdictRead::Rejected { bounds.rejected } else { bounds.passed };
+                (per_look, gate.extra_repeats)
+            }
+            Spec::Screen(screen) => (1.0 - screen.confidence?, screen.extra_repeats),
             _ => return None,
         };
-        Some((extra + 1) as f64 * (1.0 - confidence))
+        Some((extra + 1) as f64 * per_look)
     }
 }
 
@@ -103,7 +110,7 @@ pub(super) fn check(steps: &[Decl], problems: &mut Problems) {
                     ),
                     "not met",
                 )
-                .help("raise `family-error`, or let fewer claims read fewer verdicts: each verdict at 95% errs up to 0.05, one that measures more (N + 1) × 0.05"),
+                .help("raise `family-error`, or let fewer claims read fewer verdicts: a gate's `passed` errs up to 0.05 per interval its worst requirement reads, its `status == \"rejected\"` 0.05 per interval all its requirements read, a screen's winner 0.05; one that measures more (N + 1) times that"),
             ),
             _ => {}
         }

@@ -13,6 +13,8 @@ pub mod error_bound;
 mod expand;
 mod expression;
 pub mod family_error;
+pub mod field_class;
+pub mod gate_bounds;
 mod kind;
 mod loader;
 mod params;
@@ -202,6 +204,7 @@ fn load_from(
         if decl.kind == Kind::Workload { workloads.push(decl) } else { steps.push(decl) }
     }
 
+    gate_bounds::check(&steps, &mut problems);
     family_error::check(&steps, &mut problems);
     let recipe_name = path.display().to_string();
     let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();

@@ -16,6 +16,17 @@ pub struct GateResult {
     /// Set when the gate judged over intervals (`confidence 0.95`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
+    /// With `confidence`: how often `passed` can be wrong. Passed needs
+    /// every requirement passed, so a false one passed: at most the worst
+    /// requirement's error (intersection–union), whatever the dependence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_error_at_most: Option<f64>,
+    /// With `confidence`: how often `rejected` can be wrong. Rejected needs
+    /// some requirement rejected, so some interval the gate read missing:
+    /// at most the distinct intervals across all requirements × 5% (a
+    /// union, never less than any requirement's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_error_at_most: Option<f64>,
     /// The extra repeats it pooled because its first verdict was undecided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_more: Option<super::measured_more::MeasuredMore>,
@@ -29,6 +40,26 @@ pub struct Requirement {
     pub require: String,
     pub status: EvalStatus,
     pub detail: String,
+    /// With `confidence`: the sampled numbers it read through a 95%
+    /// interval, distinct; its verdict is wrong only if one of them misses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<String>,
+    /// With `confidence`: how often its verdict can be wrong, 5% per interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_at_most: Option<f64>,
+}
+
+impl Requirement {
+    /// A requirement judged at point values (no `confidence`).
+    pub fn plain(require: &str, status: EvalStatus, detail: &str) -> Requirement {
+        Requirement {
+            require: require.to_string(),
+            status,
+            detail: detail.to_string(),
+            intervals: Vec::new(),
+            error_at_most: None,
+        }
+    }
 }
 
 impl GateResult {
@@ -48,13 +79,50 @@ impl GateResult {
             requirements,
             detail,
             confidence: None,
+            passed_error_at_most: None,
+            rejected_error_at_most: None,
             measured_more: None,
         }
     }
 
+    /// Judged over intervals at `confidence`: each requirement's error and
+    /// the gate's, for `passed` and for `rejected`.
     pub fn with_confidence(self, confidence: Option<f64>) -> GateResult {
-        GateResult { confidence, ..self }
+        let Some(level) = confidence else { return GateResult { confidence, ..self } };
+        let miss = 1.0 - level;
+        let requirements: Vec<Requirement> = self
+            .requirements
+            .into_iter()
+            .map(|r| Requirement { error_at_most: Some(bound(r.intervals.len(), miss)), ..r })
+            .collect();
+        let worst = requirements.iter().map(|r| r.intervals.len()).max().unwrap_or(0);
+        let mut distinct: Vec<&String> = requirements.iter().flat_map(|r| &r.intervals).collect();
+        distinct.sort();
+        distinct.dedup();
+        GateResult {
+            confidence,
+            passed_error_at_most: Some(bound(worst, miss)),
+            rejected_error_at_most: Some(bound(distinct.len(), miss)),
+            requirements,
+            ..self
+        }
     }
+
+    /// How often this gate's verdict read as `status` can be wrong, per
+    /// look (`None`: judged at point values, or stored before bounds were).
+    pub fn error_if(&self, status: Verdict) -> Option<f64> {
+        match status {
+            Verdict::Passed => self.passed_error_at_most,
+            Verdict::Rejected => self.rejected_error_at_most,
+            Verdict::Undecided => None,
+        }
+    }
+}
+
+/// `k` intervals, each missing with probability `miss`: at most `k · miss`
+/// (capped at 1), to six decimals.
+fn bound(k: usize, miss: f64) -> f64 {
+    ((k as f64 * miss).min(1.0) * 1e6).round() / 1e6
 }
 
 #[cfg(test)]
@@ -81,11 +149,7 @@ mod tests {
     fn new_way(requirements: &[(&str, EvalStatus, &str)]) -> Value {
         let requirements = requirements
             .iter()
-            .map(|(text, status, detail)| Requirement {
-                require: text.to_string(),
-                status: *status,
-                detail: detail.to_string(),
-            })
+            .map(|(text, status, detail)| Requirement::plain(text, *status, detail))
             .collect();
         super::super::to_value(&GateResult::new(requirements))
     }

@@ -7,20 +7,28 @@ use serde_json::Value;
 use super::gate::eval_status;
 use super::outcome::{Failure, Produced};
 use crate::recipe::decls::DecisionDecl;
-use crate::recipe::error_bound::{self, ErrorBound};
+use crate::recipe::error_bound::{self, ErrorBound, VerdictRead};
 use crate::recipe::family_error::{self, Claim, family_bound};
-use crate::results::{self, ClaimError, DecisionResult, ErrorControl, NamedMap, Promotion, RuleResult};
+use crate::results::{
+    self, ClaimError, DecisionResult, ErrorControl, GateResult, NamedMap, Promotion, RuleResult, Verdict,
+};
 
 /// The stated error of each gate's and screen's verdict in this run's
-/// results: `1 − confidence`, or `1 − measured_more.confidence_at_least`
-/// for one that measured more (its procedure may look several times);
+/// results: a gate's `passed_error_at_most` or `rejected_error_at_most`
+/// (as the claim reads it), a screen's `1 − confidence`; times `budget + 1`
+/// for one that measured more (its procedure may look that many times).
 /// `None` for one judged at point values.
-fn verdict_errors(inputs: &Value) -> impl Fn(&str, &str) -> Option<f64> + '_ {
-    move |kind, name| {
+fn verdict_errors(inputs: &Value) -> impl Fn(&str, &str, VerdictRead) -> Option<f64> + '_ {
+    move |kind, name, read| {
         let result = inputs.get(kind)?.get(name)?;
-        let after_more = result.get("measured_more").and_then(|m| m.get("confidence_at_least"));
-        let confidence = after_more.or(result.get("confidence"))?.as_f64()?;
-        Some(1.0 - confidence)
+        let confidence = result.get("confidence")?.as_f64()?;
+        let looks = result.get("measured_more").and_then(|m| m.get("budget")).and_then(Value::as_f64);
+        let gate = (kind == "gate").then(|| results::from_value::<GateResult>(result.clone()).ok()).flatten();
+        let status = if read == VerdictRead::Rejected { Verdict::Rejected } else { Verdict::Passed };
+        // A gate stored before its bounds were: as many intervals as it
+        // read can miss, at least one.
+        let per_look = gate.and_then(|g| g.error_if(status)).unwrap_or(1.0 - confidence);
+        Some((looks.unwrap_or(0.0) + 1.0) * per_look)
     }
 }
 
@@ -49,7 +57,7 @@ fn error_control(decision: &DecisionDecl, claims: &[Claim]) -> Option<ErrorContr
     })
 }
 
-const PROCEDURE: &str = "each verdict errs at most 1 − its confidence (a gate or screen that measured more: (extra repeats + 1) × 5%); a claim `a && b` at most as its worst operand (intersection–union test, Berger 1982), `a || b` at most their sum, `!` of a verdict and a measurement read at its point value state no rate; the family of claims errs at most their sum (Bonferroni), which also bounds the expected number of wrong labels and so their false-discovery rate";
+const PROCEDURE: &str = "a gate's `passed` errs at most 5% per interval its worst requirement reads, its `rejected` 5% per distinct interval all its requirements read, a screen's winner 1 − its confidence; one that measured more (extra repeats + 1) times that; a claim `a && b` at most as its worst operand (intersection–union test, Berger 1982), `a || b` at most their sum, `!` of a verdict and a measurement read at its point value state no rate; the family of claims errs at most their sum (Bonferroni), which also bounds the expected number of wrong labels and so their false-discovery rate";
 
 pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);

@@ -1,13 +1,16 @@
 //! The decision's stated error rates, tested as statistics: seeded
 //! campaigns whose truth is known, judged by the real gates over intervals
 //! computed as artifacts compute them, each claim's false rate counted over
-//! many campaigns and set beside the rate the decision states.
+//! many campaigns, and the upper end of its Clopper–Pearson interval held
+//! to the rate the decision states (a rate stated too low fails).
 
 use serde_json::{Value, json};
 
 use super::decision::run_decision;
 use super::gate::evaluate_gate;
-use super::statistics_testing::{clopper_pearson, exponential, exponential_p90};
+use super::statistics_testing::{
+    assert_within, clopper_pearson, exponential, exponential_p50, exponential_p90,
+};
 use crate::recipe::Spec;
 use crate::recipe::testing::load_text;
 use crate::results::DecisionResult;
@@ -123,12 +126,7 @@ fn each_claim_and_the_family_err_no_more_than_stated() {
         ("any-ok", tally.any_ok, 0.2),
         ("the family", tally.some_claim, 0.3),
     ] {
-        let (low, high) = clopper_pearson(count, CAMPAIGNS);
-        eprintln!(
-            "{what}: held falsely {count}/{CAMPAIGNS} = {:.4} (95% CP {low:.4}–{high:.4}); stated at most {bound}",
-            count as f64 / CAMPAIGNS as f64
-        );
-        assert!(low <= bound, "{what}: {count}/{CAMPAIGNS} falsely, above the stated {bound}");
+        assert_within(&format!("{what} held falsely"), count, CAMPAIGNS, bound);
     }
     // The test can see errors: the disjunction errs in some campaigns.
     assert!(tally.any_ok > 0, "no false `any-ok` in {CAMPAIGNS} campaigns: the test would not see an excess");
@@ -156,12 +154,70 @@ fn a_conjunction_errs_no_more_than_its_worst_verdict() {
     let p90 = exponential_p90();
     let tally = campaigns([p90, 2.0 * p90, 2.0 * p90, 2.0 * p90], true);
     for (what, count) in [("promotion", tally.promoted), ("all-ok", tally.all_ok)] {
-        let (low, high) = clopper_pearson(count, CAMPAIGNS);
-        eprintln!(
-            "{what} with one gate at its threshold: held falsely {count}/{CAMPAIGNS} (95% CP {low:.4}–{high:.4}); stated at most 0.05"
+        assert_within(
+            &format!("{what} with one gate at its threshold: held falsely"),
+            count,
+            CAMPAIGNS,
+            0.05,
         );
-        assert!(low <= 0.05, "{what}: {count}/{CAMPAIGNS}");
     }
     // `any-ok` is true in truth here (three gates pass in truth): not a false claim.
     assert!(tally.any_ok > CAMPAIGNS * 9 / 10, "the true gates pass: {}", tally.any_ok);
+}
+
+/// A label that reads a gate's rejection (`status == "rejected"`) over a
+/// gate of eight requirements, each just true: the label is false in
+/// truth whenever it holds. The decision states the gate's union bound for
+/// it (8 × 5%), not one requirement's 5%, and the label holds within it.
+#[test]
+fn a_claim_on_a_rejection_errs_as_the_union_of_the_gates_requirements() {
+    let mut text = String::from("server \"s\" { model \"m\"; }\n");
+    let mut requires = String::new();
+    let threshold = exponential_p50() * 1.0001;
+    for c in 1..=8 {
+        text.push_str(&format!("cell \"c{c}\" server=\"s\" {{ requests 200; }}\n"));
+        requires.push_str(&format!("require \"cell.c{c}.metrics.ttft_p50_ms < {threshold}\"; "));
+    }
+    text.push_str(&format!("gate \"g\" {{ confidence 0.95; blocking #false; {requires}}}\n"));
+    text.push_str("decision \"d\" { rule label=\"regressed\" when=\"gate.g.status == 'rejected'\"; family-error 0.4; }\n");
+    let recipe = load_text(&text).expect("recipe loads");
+    let Spec::Gate(gate) = &recipe.step("g").expect("gate").spec else { unreachable!() };
+    let Spec::Decision(decision) = &recipe.step("d").expect("decision").spec else { unreachable!() };
+    let campaigns = 300;
+    let (mut regressed, mut stated) = (0, None);
+    for campaign in 0..campaigns {
+        let mut cells = serde_json::Map::new();
+        for c in 1..=8u64 {
+            let samples = exponential(campaign * 8 + c, REQUESTS);
+            cells.insert(format!("c{c}"), p50_metrics(&samples));
+        }
+        let produced = evaluate_gate(gate, &json!({ "cell": cells })).expect("gate judges");
+        let inputs = json!({ "gate": { "g": produced.result } });
+        let result: DecisionResult =
+            crate::results::from_value(run_decision(decision, &inputs).expect("decision").result)
+                .expect("typed");
+        regressed += u64::from(result.decision_labels.iter().any(|l| l == "regressed"));
+        stated.get_or_insert(stated_error(&result, "regressed"));
+    }
+    let stated = stated.expect("campaigns ran");
+    assert_eq!(stated, 0.4);
+    assert_within(
+        "`regressed` (a rejection of eight just-true requirements) held falsely",
+        regressed,
+        campaigns,
+        stated,
+    );
+    // The test sees errors: an excess over the stated rate would show.
+    assert!(regressed > 0, "no false rejection in {campaigns} campaigns: the test would not see an excess");
+}
+
+/// A cell's p50 and its interval, as an artifact computes them.
+fn p50_metrics(samples: &[f64]) -> Value {
+    let e = anvil_loadgen::estimate(
+        samples,
+        anvil_loadgen::Statistic::Percentile(50),
+        anvil_loadgen::Level::NINETY_FIVE,
+    )
+    .expect("samples");
+    json!({ "metrics": { "ttft_p50_ms": e.value, "ttft_p50_ci95_low_ms": e.low, "ttft_p50_ci95_high_ms": e.high } })
 }

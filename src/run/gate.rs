@@ -1,4 +1,7 @@
-//! `gate` steps: every `require` expression must hold.
+//! `gate` steps: every `require` expression must hold. With `confidence`,
+//! each is judged over the intervals of what it reads
+//! (`interval_verdict`), and the result states how often its `passed` and
+//! its `rejected` can be wrong (`GateResult::with_confidence`).
 
 use anvil_expr::{Evaluation, JsonResolver};
 use serde_json::Value;
@@ -15,7 +18,8 @@ pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failur
     for requirement in &gate.require {
         let text = &requirement.text;
         if gate.confidence.is_some() {
-            let (status, detail) = match interval_verdict::judge(requirement, inputs) {
+            let judged = interval_verdict::judge_inputs(requirement, inputs);
+            let (status, detail) = match judged.verdict {
                 IntervalVerdict::Passed(detail) => (EvalStatus::Passed, detail),
                 IntervalVerdict::Rejected(detail) => (EvalStatus::Rejected, detail),
                 IntervalVerdict::Undecided(detail) => (EvalStatus::Undecided, detail),
@@ -29,7 +33,8 @@ pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failur
                     (eval_status(&evaluation), evaluation.detail().to_string())
                 }
             };
-            requirements.push(Requirement { require: text.clone(), status, detail });
+            requirements
+                .push(Requirement { intervals: judged.read, ..Requirement::plain(text, status, &detail) });
             continue;
         }
         let evaluation = requirement.parsed.eval(&resolver);
@@ -40,11 +45,7 @@ pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failur
                 return Err(Failure::new(format!("require \"{text}\": {detail}")));
             }
         }
-        requirements.push(Requirement {
-            require: text.clone(),
-            status: eval_status(&evaluation),
-            detail: evaluation.detail().to_string(),
-        });
+        requirements.push(Requirement::plain(text, eval_status(&evaluation), evaluation.detail()));
     }
     if !missing.is_empty() {
         // An absent input is not a verdict: never stored, reported as missing.

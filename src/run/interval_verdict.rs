@@ -1,25 +1,29 @@
 //! A verdict with a confidence: an expression judged over the 95%
 //! intervals of the measurements it reads, not over their point values.
-//! Each number the expression reads that carries an interval in its
-//! result (a percentile's `_ci95_low`/`_high`, a mean's batch-means
-//! interval, a repeated cell's throughput across repeats) is set to each
-//! end of that interval in turn, every combination of ends; the verdict is
-//! `passed` when the expression holds at every combination, `rejected`
-//! when it fails at every one, and `undecided` otherwise: the intervals
-//! allow either answer. For an expression that moves one way with each
-//! number it reads (a comparison of sums, products and ratios of
-//! non-negative measurements with a threshold), the combinations of ends
-//! are where its extremes lie, so "holds at every one" is "holds anywhere
-//! in the intervals".
+//! Each sampled number the expression reads (`recipe/field_class.rs`) is
+//! replaced by the interval its result holds (a percentile's
+//! `_ci95_low`/`_high`, a mean's batch-means interval, a repeated cell's
+//! throughput across repeats) and the expression is evaluated once in
+//! interval arithmetic (`anvil_expr::Expr::judge_over`): `passed` when it
+//! holds for every value in the intervals' box, `rejected` when it fails
+//! for every one, `undecided` otherwise. This holds for expressions that
+//! move both ways with an input (`abs`, a difference of two cells), whose
+//! extremes need not lie at the box's corners.
+//!
+//! Its error: a wrong verdict needs the true values outside the box, so at
+//! least one of the k distinct intervals read must miss its truth, which
+//! each does with probability at most 5% (two-sided): at most k × 5%.
 
-use anvil_expr::{Evaluation, JsonResolver, PathSegment, Reference, Resolved, Resolver};
-use serde_json::{Value, json};
+use std::cell::RefCell;
+
+use anvil_expr::{Evaluation, JsonResolver, PathSegment, Range, Reading, Reference, Resolver, Truth};
+use serde_json::Value;
 
 use crate::recipe::Expression;
-use crate::recipe::error_bound::is_sampled;
+use crate::recipe::field_class::is_sampled;
 
-/// Most numbers with intervals one expression may read: 2^k evaluations.
-const MOST_INTERVALS: usize = 8;
+/// How often one 95% interval misses its true value (either side).
+pub const INTERVAL_MISS: f64 = 0.05;
 
 /// An interval's ends; an unbounded side is 0 below (every measurement
 /// read this way is non-negative) and without limit above.
@@ -108,146 +112,117 @@ fn same_path(a: &Reference, b: &Reference) -> bool {
     a.kind == b.kind && a.name == b.name && a.field == b.field
 }
 
-/// A resolver that reads some references at chosen values.
-struct Pinned<'a> {
-    inner: &'a dyn Resolver,
-    values: Vec<(Reference, Value)>,
-}
-
-impl Resolver for Pinned<'_> {
-    fn resolve(&self, reference: &Reference) -> Resolved {
-        match self.values.iter().find(|(r, _)| same_path(r, reference)) {
-            Some((_, value)) => Resolved::Value(value.clone()),
-            None => self.inner.resolve(reference),
-        }
-    }
-}
-
-/// A verdict over intervals and how many distinct sampled intervals it
-/// read: the verdict can be wrong only when one of them misses its truth.
+/// A verdict over intervals and the distinct sampled numbers it read
+/// through an interval: it can be wrong only when one of them misses its
+/// truth, so it errs at most `intervals × INTERVAL_MISS`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judged {
     pub verdict: IntervalVerdict,
     pub intervals: usize,
+    /// Those numbers' paths (a wildcard's items by their node names).
+    pub read: Vec<String>,
 }
 
-/// `expression` judged over the intervals of what it reads in `inputs`.
-pub fn judge(expression: &Expression, inputs: &Value) -> IntervalVerdict {
-    judge_inputs(expression, inputs).verdict
-}
-
-/// [`judge`], with the count of intervals it read.
+/// `expression` judged over the intervals of what it reads in `inputs`
+/// (`{kind: {name: result}}`, as gates read them).
 pub fn judge_inputs(expression: &Expression, inputs: &Value) -> Judged {
     let interval = |reference: &Reference| interval_of(inputs, reference);
     judge_with(expression, &JsonResolver::new(inputs), &interval, &is_sampled)
 }
 
+/// What one judgement read: the intervals, and the sampled numbers that
+/// had none (each read as "any number").
+#[derive(Default)]
+struct Read {
+    intervals: Vec<(Reference, Ends)>,
+    without: Vec<Reference>,
+}
+
 /// `expression` judged over intervals from any source: `points` resolves
-/// every reference to its point value, `interval` gives a sampled one's
-/// interval, `sampled` says whether a reference is sampled (one without an
-/// interval leaves the verdict undecided) or exact (read as its point).
+/// every reference to its point value, `interval` gives a reference's
+/// interval, `sampled` says whether one without an interval is sampled
+/// (then it may be any number: the verdict is undecided unless the rest
+/// decides alone) or exact (read at its point).
 pub fn judge_with(
     expression: &Expression,
     points: &dyn Resolver,
     interval: &dyn Fn(&Reference) -> Option<Ends>,
     sampled: &dyn Fn(&Reference) -> bool,
 ) -> Judged {
-    let plain = |verdict| Judged { verdict, intervals: 0 };
     let point = expression.parsed.eval(points);
     if !matches!(point, Evaluation::Passed { .. } | Evaluation::Rejected { .. }) {
-        return plain(IntervalVerdict::Plain(point));
+        return Judged { verdict: IntervalVerdict::Plain(point), intervals: 0, read: Vec::new() };
     }
-    let mut seen: Vec<Reference> = Vec::new();
-    let mut intervals: Vec<(Reference, Ends)> = Vec::new();
-    let mut without: Vec<String> = Vec::new();
-    for reference in expression.parsed.references() {
-        if reference.is_wildcard() || seen.iter().any(|r| same_path(r, &reference)) {
-            continue;
-        }
-        seen.push(reference.clone());
-        match interval(&reference) {
-            Some(ends) => intervals.push((reference, ends)),
-            None if sampled(&reference) => without.push(reference.to_string()),
+    let read = RefCell::new(Read::default());
+    let reading = |reference: &Reference| {
+        let mut read = read.borrow_mut();
+        match interval(reference) {
+            Some(ends) => {
+                if !read.intervals.iter().any(|(r, _)| same_path(r, reference)) {
+                    read.intervals.push((reference.clone(), ends));
+                }
+                Reading::Within(Range { low: ends.low, high: ends.high })
+            }
+            None if sampled(reference) => {
+                if !read.without.iter().any(|r| same_path(r, reference)) {
+                    read.without.push(reference.clone());
+                }
+                Reading::Unbounded
+            }
             // A count, a check's verdict, a setting: exact, read as it is.
-            None => {}
+            None => Reading::Exact,
         }
-    }
-    let text = &expression.text;
-    if !without.is_empty() {
-        return plain(IntervalVerdict::Undecided(format!(
-            "\"{text}\" reads {} without an interval, so no verdict at 95% confidence (point value: {}; latency percentiles and means carry intervals, a cell's throughput with `repeat` 2 or more)",
-            without.join(", "),
-            point.detail()
-        )));
-    }
-    if intervals.is_empty() {
-        // Nothing sampled: the verdict is exact.
-        return plain(match point {
-            Evaluation::Passed { detail } => {
-                IntervalVerdict::Passed(format!("{detail} (exact: reads no sampled measurement)"))
-            }
-            Evaluation::Rejected { detail } => {
-                IntervalVerdict::Rejected(format!("{detail} (exact: reads no sampled measurement)"))
-            }
-            other => IntervalVerdict::Plain(other),
-        });
-    }
-    let count = intervals.len();
-    Judged { verdict: over_corners(expression, points, &point, &intervals), intervals: count }
+    };
+    let truth = expression.parsed.judge_over(points, &reading);
+    let read = read.into_inner();
+    let paths: Vec<String> = read.intervals.iter().map(|(r, _)| path(r)).collect();
+    Judged { verdict: verdict(&expression.text, &point, truth, &read), intervals: paths.len(), read: paths }
 }
 
-fn over_corners(
-    expression: &Expression,
-    points: &dyn Resolver,
-    point: &Evaluation,
-    intervals: &[(Reference, Ends)],
-) -> IntervalVerdict {
-    let text = &expression.text;
-    if intervals.len() > MOST_INTERVALS {
-        // Reading the rest as points would claim a confidence they lack.
-        return IntervalVerdict::Undecided(format!(
-            "\"{text}\" reads {} numbers with intervals; at most {MOST_INTERVALS} are judged together (every corner of their intervals): split it into several `require` lines (point value: {})",
-            intervals.len(),
-            point.detail()
+/// `kind.name.field…` as read, whatever spacing it was written with.
+fn path(reference: &Reference) -> String {
+    let mut text = format!("{}.{}", reference.kind, reference.name);
+    for segment in &reference.field {
+        match segment {
+            PathSegment::Key(key) => text.push_str(&format!(".{key}")),
+            PathSegment::Index(index) => text.push_str(&format!("[{index}]")),
+        }
+    }
+    text
+}
+
+/// The verdict and its detail, from the truth over the intervals.
+fn verdict(text: &str, point: &Evaluation, truth: Truth, read: &Read) -> IntervalVerdict {
+    let point = point.detail();
+    if read.intervals.is_empty() && read.without.is_empty() {
+        let exact = format!("{point} (exact: reads no sampled measurement)");
+        return match truth {
+            Truth::True => IntervalVerdict::Passed(exact),
+            Truth::False => IntervalVerdict::Rejected(exact),
+            Truth::Unknown => IntervalVerdict::Undecided(exact),
+        };
+    }
+    let intervals: Vec<String> = read.intervals.iter().map(|(r, e)| format!("{} in {e}", path(r))).collect();
+    let k = intervals.len();
+    let mut over = intervals.join(", ");
+    if k > 0 {
+        over.push_str(&format!(
+            "; wrong only if one of these {k} intervals misses: at most {}",
+            fmt(k as f64 * INTERVAL_MISS)
         ));
     }
-    let (mut held, mut failed) = (0u32, 0u32);
-    for corner in 0u32..(1 << intervals.len()) {
-        let values = intervals
-            .iter()
-            .enumerate()
-            .map(|(i, (r, ends))| (r.clone(), json!(if corner >> i & 1 == 1 { ends.high } else { ends.low })))
-            .collect();
-        match expression.parsed.eval(&Pinned { inner: points, values }) {
-            Evaluation::Passed { .. } => held += 1,
-            Evaluation::Rejected { .. } => failed += 1,
-            // An end the expression cannot take (a division by 0): no verdict either way.
-            _ => {
-                held += 1;
-                failed += 1;
-            }
+    match truth {
+        Truth::True => IntervalVerdict::Passed(format!("{point} (holds over the 95% intervals: {over})")),
+        Truth::False => IntervalVerdict::Rejected(format!("{point} (fails over the 95% intervals: {over})")),
+        Truth::Unknown if !read.without.is_empty() => {
+            let without: Vec<String> = read.without.iter().map(path).collect();
+            IntervalVerdict::Undecided(format!(
+                "\"{text}\" reads {} without an interval, so no verdict at 95% confidence (point value: {point}; latency percentiles and means carry intervals, a cell's throughput with `repeat` 2 or more)",
+                without.join(", ")
+            ))
         }
-    }
-    let read: Vec<String> = intervals.iter().map(|(r, e)| format!("{r} in {e}")).collect();
-    let mut read = read.join(", ");
-    // Right whenever every interval holds its truth: at least 1 − k·5%.
-    if intervals.len() > 1 {
-        let k = intervals.len();
-        read.push_str(&format!(
-            "; {k} intervals: right with probability at least {}",
-            fmt(1.0 - 0.05 * k as f64)
-        ));
-    }
-    match (held, failed) {
-        (_, 0) => {
-            IntervalVerdict::Passed(format!("{} (holds over the 95% intervals: {read})", point.detail()))
-        }
-        (0, _) => {
-            IntervalVerdict::Rejected(format!("{} (fails over the 95% intervals: {read})", point.detail()))
-        }
-        _ => IntervalVerdict::Undecided(format!(
-            "undecided at 95% confidence: {} at the point values, but the 95% intervals ({read}) allow either answer",
-            point.detail()
+        Truth::Unknown => IntervalVerdict::Undecided(format!(
+            "undecided at 95% confidence: {point} at the point values, but the 95% intervals ({over}) allow either answer"
         )),
     }
 }
