@@ -76,6 +76,7 @@ pub fn export(request: &ExportRequest<'_>) -> Result<ExportSummary, ExportError>
         invocation: request.invocation.clone(),
         exported_on: crate::environment::capture(),
         members,
+        run_to_run: super::run_to_run::stated(request.store, &request.run, request.recipe),
     };
     let mut manifest_bytes = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
     manifest_bytes.push(b'\n');

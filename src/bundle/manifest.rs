@@ -26,6 +26,11 @@ pub struct BundleManifest {
     pub exported_on: crate::environment::Environment,
     /// Every other member, in the order they follow the manifest.
     pub members: Vec<Member>,
+    /// Per cell, the run-to-run spread of each headline metric: measured
+    /// from its repeats, else declared in the recipe (`run-to-run`).
+    /// Absent from bundles that state none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub run_to_run: std::collections::BTreeMap<String, anvil_evidence::run_to_run::Spreads>,
 }
 
 pub use crate::run_extra::Invocation;

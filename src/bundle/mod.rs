@@ -12,6 +12,7 @@ mod import;
 mod manifest;
 mod member_path;
 mod reader;
+pub mod run_to_run;
 pub mod signature;
 mod verify;
 

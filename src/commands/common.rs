@@ -13,20 +13,46 @@ pub enum Exit {
     Input(miette::Report),
     /// The work could not be done (store damage, I/O).
     Failed(miette::Report),
+    /// `reproduce` could not be done (a bundle that does not verify, an
+    /// interrupted run): apart from its answer `differs`, which is 1.
+    NotReproduced(miette::Report),
+}
+
+/// `anvil reproduce`'s answers, each its own exit code (docs/bundles.md
+/// "Exit codes"); 2 stays bad input, [`Exit::NotReproduced`] is 4.
+pub mod reproduce_code {
+    /// Equivalence shown: labels reached again, every judged cell reproduced.
+    pub const REPRODUCED: i32 = 0;
+    /// A label or a judged cell differs.
+    pub const DIFFERS: i32 = 1;
+    /// Neither shown.
+    pub const INCONCLUSIVE: i32 = 3;
+    /// The reproduction could not be done.
+    pub const NOT_DONE: i32 = 4;
 }
 
 impl Exit {
-    /// The process exit code: 2 for bad input, 1 for work that failed.
+    /// The process exit code: 2 for bad input, 1 for work that failed
+    /// (4 for a reproduction that could not be done).
     pub fn code(&self) -> i32 {
         match self {
             Exit::Input(_) => 2,
             Exit::Failed(_) => 1,
+            Exit::NotReproduced(_) => reproduce_code::NOT_DONE,
         }
     }
 
     pub fn report(&self) -> &miette::Report {
         match self {
-            Exit::Input(report) | Exit::Failed(report) => report,
+            Exit::Input(report) | Exit::Failed(report) | Exit::NotReproduced(report) => report,
+        }
+    }
+
+    /// As `reproduce` ends: work that failed is [`Exit::NotReproduced`].
+    pub fn in_reproduce(self) -> Exit {
+        match self {
+            Exit::Failed(report) => Exit::NotReproduced(report),
+            other => other,
         }
     }
 }

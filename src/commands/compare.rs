@@ -3,16 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use anvil_evidence::CompareOptions;
+use anvil_evidence::{CompareOptions, Verdict};
 
 use crate::bundle::Invocation;
 use crate::cli::VerdictArgs;
-use crate::compare::{self, Side};
+use crate::compare::{self, Reproduction, Side};
 use crate::plan::{EngineMode, Plan};
 use crate::recipe::Spec;
 use crate::run::{RunOptions, execute};
 
-use super::common::{Exit, failed, input, open_store};
+use super::common::{Exit, failed, input, open_store, reproduce_code};
 
 fn options(verdicts: &VerdictArgs) -> Result<CompareOptions, Exit> {
     if !(verdicts.threshold > 0.0 && verdicts.threshold < 1.0) {
@@ -53,6 +53,20 @@ pub async fn reproduce(
     verdicts: &VerdictArgs,
 ) -> Result<i32, Exit> {
     let options = options(verdicts)?;
+    reproduce_and_judge(store_root, bundle, sim, set, into, verdicts, &options)
+        .await
+        .map_err(Exit::in_reproduce)
+}
+
+async fn reproduce_and_judge(
+    store_root: &Path,
+    bundle: &Path,
+    sim: bool,
+    set: &[String],
+    into: Option<PathBuf>,
+    verdicts: &VerdictArgs,
+    options: &CompareOptions,
+) -> Result<i32, Exit> {
     let store = open_store(store_root)?;
     let bundle_text = bundle.display().to_string();
     // The published side, checked like `verify` checks it.
@@ -88,26 +102,29 @@ pub async fn reproduce(
     let run =
         store.run(&summary.run_id)?.ok_or_else(|| failed("the reproduction's run record is missing"))?;
     let reproduced = compare::resolve(&store, &run.run_id).map_err(failed)?;
-    let report = compare::compare(&published, &reproduced, &options).map_err(failed)?;
-    print(&report, verdicts);
-    let labels_reproduced = report.labels_reproduced();
-    let judged = report.metrics_judged(&headline);
-    let failure = judged.failure_words();
-    if !verdicts.json {
-        println!();
-        if report.labels.is_some() {
-            println!(
-                "{}",
-                if labels_reproduced {
-                    "every decision label reproduced"
-                } else {
-                    "DECISION LABELS DIFFER: the published conclusion did not reproduce here"
-                }
-            );
+    let mut report = compare::compare(&published, &reproduced, options).map_err(failed)?;
+    let reproduction = {
+        let judged = report.metrics_judged(&headline);
+        let reproduction = Reproduction::of(report.labels_reproduced(), &judged);
+        if !verdicts.json {
+            print(&report, verdicts);
+            println!();
+            for line in summary_lines(&judged, &reproduction, !headline.is_empty(), options.threshold) {
+                println!("{line}");
+            }
         }
-        println!("{}", metrics_summary(&judged, failure.as_deref(), !headline.is_empty(), options.threshold));
+        reproduction
+    };
+    let answer = reproduction.answer;
+    report.reproduction = Some(reproduction);
+    if verdicts.json {
+        print(&report, verdicts);
     }
-    Ok(if labels_reproduced && failure.is_none() { 0 } else { 1 })
+    Ok(match answer {
+        Verdict::Reproduced => reproduce_code::REPRODUCED,
+        Verdict::Differs => reproduce_code::DIFFERS,
+        Verdict::Inconclusive => reproduce_code::INCONCLUSIVE,
+    })
 }
 
 /// Names of the cells a recipe's decision heads its summary with (empty:
@@ -124,16 +141,22 @@ fn headline_cells(plan: &Plan) -> Vec<String> {
         .collect()
 }
 
-/// The line that says what `reproduce` judged of the headline metrics, and
-/// which differ (`failure`, from [`compare::MetricsJudged::failure_words`]).
-fn metrics_summary(
+/// What `reproduce` says below the comparison: the decision labels, the
+/// judged cells counted by verdict with what differs and what is open,
+/// and the answer.
+fn summary_lines(
     judged: &compare::MetricsJudged<'_>,
-    failure: Option<&str>,
+    reproduction: &Reproduction,
     decision_headline: bool,
     threshold: f64,
-) -> String {
-    if let Some(failure) = failure {
-        return format!("reproduction failed: {failure}");
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    match reproduction.labels_reproduced {
+        Some(true) => lines.push("every decision label reproduced".to_string()),
+        Some(false) => {
+            lines.push("DECISION LABELS DIFFER: the published conclusion did not reproduce here".to_string())
+        }
+        None => {}
     }
     let names: Vec<&str> = judged.cells.iter().map(|c| c.name.as_str()).collect();
     let scope = if decision_headline { "the decision's headline cells" } else { "every cell" };
@@ -141,21 +164,29 @@ fn metrics_summary(
         format!("headline metrics: none judged ({scope}: no cell compared)")
     } else {
         format!(
-            "headline metrics of {scope} ({}): none differs beyond ±{:.0}%",
+            "headline metrics of {scope} ({}) at ±{:.0}%: {}",
             names.join(", "),
-            threshold * 100.0
+            threshold * 100.0,
+            judged.counts_words()
         )
     };
     if !judged.missing.is_empty() {
         line.push_str(&format!("; not compared: {}", judged.missing.join(", ")));
     }
-    let single: Vec<&str> = judged.differing_single_runs().map(|c| c.name.as_str()).collect();
-    if !single.is_empty() {
-        line.push_str(&format!(
-            "; {} differ{} only where the run-to-run spread is unknown (measured once on a side, or repeats too small for a per-repeat statistic): not failed on (give it `repeat 2` or more)",
-            single.join(", "),
-            if single.len() == 1 { "s" } else { "" },
-        ));
+    lines.push(line);
+    if let Some(differs) = judged.differs_words() {
+        lines.push(format!("differs: {differs}"));
     }
-    line
+    if let Some(open) = judged.inconclusive_words(threshold) {
+        lines.push(format!("inconclusive: {open}"));
+    }
+    lines.push(format!(
+        "reproduction {}",
+        match reproduction.answer {
+            Verdict::Reproduced => "REPRODUCED",
+            Verdict::Differs => "DIFFERS",
+            Verdict::Inconclusive => "INCONCLUSIVE",
+        }
+    ));
+    lines
 }

@@ -16,8 +16,8 @@ mod side;
 
 pub use error::CompareError;
 pub use render::render;
-pub use report::{Agreement, CellReport, MetricsJudged, Report};
-pub use side::{Cell, Side, resolve};
+pub use report::{Agreement, CellReport, MetricsJudged, Report, Reproduction};
+pub use side::{Cell, Side, head, resolve};
 
 use anvil_evidence::{CompareOptions, Comparison, Verdict};
 use serde_json::Value;
@@ -50,10 +50,13 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Report, C
         let Some(reproduced_cell) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
         let read = |cell: &Cell| side::head(&cell.artifact_file);
         let (published, reproduced) = (read(published_cell)?, read(reproduced_cell)?);
+        // A side measured once is judged against the spread the published side states (else B's).
+        let stated = a.spreads.get(name).or_else(|| b.spreads.get(name)).cloned().unwrap_or_default();
+        let options = CompareOptions { run_to_run: stated, ..options.clone() };
         let metrics = headline(
             (&published, &published_cell.artifact_file),
             (&reproduced, &reproduced_cell.artifact_file),
-            options,
+            &options,
         );
         let definitions = definitions::between(&published, &reproduced);
         let by_definition: Vec<String> = metrics
@@ -125,6 +128,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Report, C
             let other = b.labels.clone().unwrap_or(Value::Null);
             Agreement { name: "decision labels".into(), same: *labels == other, a: labels.clone(), b: other }
         }),
+        reproduction: None,
     })
 }
 
@@ -187,43 +191,46 @@ mod tests {
     }
 
     #[test]
-    fn only_a_difference_that_holds_the_run_to_run_spread_fails_a_reproduction() {
-        use anvil_evidence::compare::Spread;
-        let cell = |spread: Spread, runs: u64| {
-            let mut m = metric(Verdict::Differs, 36, None);
-            m.spread = spread;
-            CellReport {
-                name: "c".into(),
-                workload: alike::WorkloadCheck::default(),
-                metrics: vec![m],
-                definitions: Vec::new(),
-                by_definition: Vec::new(),
-                verdict: Verdict::Differs,
-                settle_n: None,
-                configuration: Vec::new(),
-                runs: [runs, 3],
-            }
+    fn a_reproduction_answers_in_three_words() {
+        let cell = |name: &str, verdict: Verdict| CellReport {
+            name: name.into(),
+            workload: alike::WorkloadCheck::default(),
+            metrics: vec![metric(verdict, 36, None)],
+            definitions: Vec::new(),
+            by_definition: Vec::new(),
+            verdict,
+            settle_n: None,
+            configuration: Vec::new(),
+            runs: [1, 1],
         };
-        let report = |c: CellReport| Report {
+        let report = |cells: Vec<CellReport>| Report {
             a: "a".into(),
             b: "b".into(),
             threshold: 0.1,
-            cells: vec![c],
+            cells,
             screens: Vec::new(),
             gates: Vec::new(),
             labels: None,
+            reproduction: None,
         };
-        let fails = |r: &Report| r.metrics_judged(&[]).failing().count() == 1;
-        let said = |r: &Report| r.metrics_judged(&[]).differing_single_runs().count() == 1;
-        let across = report(cell(Spread::AcrossRepeats, 3));
-        assert!(fails(&across) && !said(&across));
-        assert!(across.metrics_judged(&[]).failure_words().unwrap().contains("cell c: m"));
-        // Repeated, but judged within runs only (repeats too small): said, not failed on.
-        let within = report(cell(Spread::WithinRun, 3));
-        assert!(!fails(&within) && said(&within));
-        assert_eq!(within.metrics_judged(&[]).failure_words(), None);
-        // Measured once on a side: never fails.
-        let once = report(cell(Spread::AcrossRepeats, 1));
-        assert!(!fails(&once) && said(&once));
+        use Verdict::{Differs, Inconclusive, Reproduced};
+        let answer = |r: &Report, labels: Option<bool>, headline: &[String]| {
+            Reproduction::of(labels, &r.metrics_judged(headline)).answer
+        };
+        let all = report(vec![cell("c", Reproduced), cell("d", Reproduced)]);
+        assert_eq!(answer(&all, None, &[]), Reproduced);
+        assert_eq!(answer(&all, Some(true), &[]), Reproduced);
+        assert_eq!(answer(&all, Some(false), &[]), Differs, "labels decide too");
+        // A headline cell not compared leaves it open.
+        assert_eq!(answer(&all, Some(true), &["c".into(), "e".into()]), Inconclusive);
+        let mixed = report(vec![cell("c", Reproduced), cell("d", Inconclusive), cell("e", Differs)]);
+        assert_eq!(answer(&mixed, Some(true), &[]), Differs);
+        assert_eq!(answer(&mixed, Some(true), &["c".into(), "d".into()]), Inconclusive);
+        assert_eq!(answer(&mixed, None, &["c".into()]), Reproduced);
+        let judged = mixed.metrics_judged(&[]);
+        assert_eq!(judged.counts_words(), "1 reproduced, 1 differs, 1 inconclusive");
+        assert_eq!(judged.differs_words().as_deref(), Some("cell e: m +0.0%"));
+        // Nothing judged: not shown to reproduce.
+        assert_eq!(answer(&report(Vec::new()), None, &[]), Inconclusive);
     }
 }

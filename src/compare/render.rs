@@ -16,7 +16,7 @@ pub fn render(report: &Report, all: bool) -> String {
     let _ = writeln!(out, "A: {}\nB: {}", report.a, report.b);
     let _ = writeln!(
         out,
-        "verdicts: a 95% interval of B/A inside ±{:.0}% reproduces, wholly outside differs, else inconclusive; with 2 or more repeats a side, from each repeat's own figures (the spread between runs is in the interval)",
+        "verdicts: a 95% interval of B/A inside ±{:.0}% reproduces, wholly outside differs, else inconclusive; the spread between runs is in the interval, from repeats (each repeat's own figures) or, one run a side, as the published side states it (none stated: inconclusive)",
         report.threshold * 100.0
     );
     workloads(&mut out, report);
@@ -111,8 +111,14 @@ pub fn render(report: &Report, all: bool) -> String {
         if cell.metrics.iter().any(|m| m.spread == Spread::WithinRun) {
             let _ = writeln!(
                 out,
-                "  [within run]: from the pooled requests; the interval holds each run's sampling error, not the spread between runs ({})",
+                "  [within run]: from the pooled requests; the interval holds each run's sampling error, not the spread between runs ({}), and no run-to-run spread is stated: not judged",
                 within_run_why(cell)
+            );
+        }
+        if cell.metrics.iter().any(|m| m.spread == Spread::Stated) {
+            let _ = writeln!(
+                out,
+                "  [stated spread]: the within-run interval widened by the run-to-run spread the published side states (its method in --json says which)"
             );
         }
         if !cell.configuration.is_empty() {
@@ -249,6 +255,7 @@ fn verdict_with_settle(m: &anvil_evidence::Comparison) -> String {
 fn spread_mark(spread: Spread) -> &'static str {
     match spread {
         Spread::WithinRun => " [within run]",
+        Spread::Stated => " [stated spread]",
         Spread::AcrossRepeats | Spread::NoInterval => "",
     }
 }

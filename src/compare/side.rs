@@ -31,6 +31,9 @@ pub struct Side {
     /// Gate and check name → status.
     pub gates: BTreeMap<String, Value>,
     pub labels: Option<Value>,
+    /// Per cell, the run-to-run spread of each headline metric this side
+    /// states: a bundle's manifest, or a recorded run's recipe (declared only).
+    pub spreads: BTreeMap<String, anvil_evidence::run_to_run::Spreads>,
     /// A bundle's unpacked store, kept while the side's artifact files are read.
     pub scratch: Option<std::sync::Arc<tempfile::TempDir>>,
 }
@@ -57,6 +60,7 @@ pub fn resolve(store: &Store, text: &str) -> Result<Side, CompareError> {
             crate::bundle::add_entries(&imported, &temp_store)?;
             let mut side = from_run(&temp_store, &imported.run);
             side.label = format!("{text} ({})", imported.verified.digest);
+            side.spreads = imported.verified.manifest.run_to_run.clone();
             side.scratch = Some(std::sync::Arc::new(scratch));
             Ok(side)
         }
@@ -96,7 +100,7 @@ pub fn resolve(store: &Store, text: &str) -> Result<Side, CompareError> {
 fn from_run(store: &Store, run: &RunRecord) -> Side {
     let extra = crate::run_extra::RunExtra::of(run);
     let preimage_of = |fp: &anvil_store::Fingerprint| extra.preimage(fp).cloned();
-    let mut side = Side::default();
+    let mut side = Side { spreads: declared_spreads(run, &extra.invocation.set), ..Side::default() };
     for node in run.nodes.iter().filter(|n| n.status.stored()) {
         let Ok(Some(entry)) = store.read(&node.fingerprint) else { continue };
         let result = &entry.result;
@@ -134,6 +138,17 @@ fn from_run(store: &Store, run: &RunRecord) -> Side {
         }
     }
     side
+}
+
+/// The run-to-run spreads a recorded run's recipe declares, loaded as the
+/// run was (`set`); none if it no longer loads.
+fn declared_spreads(
+    run: &RunRecord,
+    set: &[String],
+) -> BTreeMap<String, anvil_evidence::run_to_run::Spreads> {
+    crate::recipe::load(Path::new(&run.recipe_path), set)
+        .map(|recipe| crate::bundle::run_to_run::declared(&recipe))
+        .unwrap_or_default()
 }
 
 /// Every top-level member of the artifact at `path` but its records (its

@@ -84,6 +84,7 @@ use serde::Serialize;
 
 use crate::bootstrap::{Statistic, ratio_interval};
 use crate::error::AcrossRepeatsError;
+use crate::run_to_run::{Spreads, one_run_against_repeats, widen};
 use crate::stats::{mean, sample_sd};
 use crate::tdist::t95;
 
@@ -106,11 +107,21 @@ pub struct CompareOptions {
     pub min_samples: usize,
     /// Values needed beyond a percentile on its narrow side.
     pub min_tail: usize,
+    /// The run-to-run spread stated for each metric (by its row name):
+    /// what a side measured once is judged against ([`crate::run_to_run`]).
+    pub run_to_run: Spreads,
 }
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        Self { threshold: 0.10, resamples: 2000, seed: 0x5EED_A4B1, min_samples: 8, min_tail: 2 }
+        Self {
+            threshold: 0.10,
+            resamples: 2000,
+            seed: 0x5EED_A4B1,
+            min_samples: 8,
+            min_tail: 2,
+            run_to_run: Spreads::new(),
+        }
     }
 }
 
@@ -161,7 +172,12 @@ pub enum Spread {
     /// runs, so a rerun may differ by more than it says.
     #[serde(rename = "within-run")]
     WithinRun,
-    /// No interval: a count judged exactly, one run on a side, or no values.
+    /// One run on a side (or repeats too small for the statistic): the
+    /// within-run interval widened by the run-to-run spread the published
+    /// side states ([`crate::run_to_run::widen`]).
+    #[serde(rename = "stated")]
+    Stated,
+    /// No interval: a count judged exactly, or no values.
     #[serde(rename = "none")]
     NoInterval,
 }
@@ -329,24 +345,62 @@ pub fn compare_repeats(metric: &str, a: &[f64], b: &[f64], opts: &CompareOptions
         return row;
     }
     if a.len() < 2 || b.len() < 2 {
-        row.method = format!("single run on a side: no spread; differs iff |b/a − 1| > 2·{t}");
-        let delta = row.relative_delta.unwrap_or(0.0);
-        if delta.abs() > 2.0 * t {
-            row.verdict = Verdict::Differs;
-            row.reason = format!("|Δ| = {:.4} > {:.3}", delta.abs(), 2.0 * t);
-        } else {
-            row.reason = format!(
-                "|Δ| = {:.4} ≤ {:.3}, and one run per side cannot show agreement",
-                delta.abs(),
-                2.0 * t
-            );
-            // Two runs a side give a spread; more if it is wide.
-            row.settle_n = Some(2);
-        }
+        one_run_on_a_side(&mut row, &a, &b, opts, "per-repeat values");
         return row;
     }
     welch_on_logs(&mut row, &a, &b, t, "per-repeat values");
     row
+}
+
+/// Per-repeat values with one run on a side (`a`, `b` positive, one of
+/// them a single value), into `row`: against the other side's repeats when
+/// it has two or more ([`one_run_against_repeats`]: their spread stands
+/// for both sides'); with one run each, the stated run-to-run spread of
+/// `row.metric` around the ratio ([`widen`]); with none stated,
+/// `inconclusive`, saying so.
+fn one_run_on_a_side(row: &mut Comparison, a: &[f64], b: &[f64], opts: &CompareOptions, of_what: &str) {
+    let t = opts.threshold;
+    let (ma, mb) = (mean(a).unwrap_or(0.0), mean(b).unwrap_or(0.0));
+    if a.len() >= 2 || b.len() >= 2 {
+        let (single, repeated, single_is_b) = if b.len() == 1 { (mb, a, true) } else { (ma, b, false) };
+        if let Some((low, high, df)) = one_run_against_repeats(single, repeated, single_is_b) {
+            row.method = format!(
+                "one run against {} repeats of {of_what}: t 95% CI (df {df:.0}) of the ratio, the repeats' spread standing for both sides; band ±{t}",
+                repeated.len()
+            );
+            set_interval(row, low, high, Spread::AcrossRepeats, t);
+            return;
+        }
+    }
+    match opts.run_to_run.get(&row.metric) {
+        Some(stated) if a.len() == 1 && b.len() == 1 => {
+            let Some((low, high)) = widen(mb / ma, None, stated.sigma, [1, 1]) else { return };
+            row.method = format!(
+                "one run a side: the ratio ± z·√2·σ, σ = {:.4} the {} run-to-run spread; band ±{t}",
+                stated.sigma, stated.from
+            );
+            set_interval(row, low, high, Spread::Stated, t);
+            row.settle_n = None;
+        }
+        _ => {
+            row.method = "none: one run a side, no run-to-run spread stated".into();
+            row.reason = format!(
+                "one run a side and no run-to-run spread stated for {}: a rerun may differ by more than it shows (state `run-to-run` on the cell, or give it `repeat 2` or more)",
+                row.metric
+            );
+        }
+    }
+}
+
+/// An interval of the ratio and the band's verdict on it, into `row`.
+fn set_interval(row: &mut Comparison, low: f64, high: f64, spread: Spread, t: f64) {
+    row.spread = spread;
+    row.ci_low = Some(low);
+    row.ci_high = Some(high);
+    (row.verdict, row.reason) = band_verdict(low, high, t);
+    if row.verdict == Verdict::Inconclusive {
+        row.settle_n = samples_to_settle(row.repeats.map_or(1, |[a, b]| a.min(b)), low, high, t);
+    }
 }
 
 /// The Welch t 95% interval of the ratio of geometric means of `a` and `b`
@@ -367,13 +421,7 @@ fn welch_on_logs(row: &mut Comparison, a: &[f64], b: &[f64], t: f64, of_what: &s
     };
     row.method =
         format!("Welch t 95% CI (df {df:.2}) of the ratio of geometric means of {of_what}; band ±{t}");
-    row.spread = Spread::AcrossRepeats;
-    row.ci_low = Some(low);
-    row.ci_high = Some(high);
-    (row.verdict, row.reason) = band_verdict(low, high, t);
-    if row.verdict == Verdict::Inconclusive {
-        row.settle_n = samples_to_settle(a.len().min(b.len()), low, high, t);
-    }
+    set_interval(row, low, high, Spread::AcrossRepeats, t);
 }
 
 /// Compares a per-request statistic across repeats: `stat` taken within
@@ -381,9 +429,11 @@ fn welch_on_logs(row: &mut Comparison, a: &[f64], b: &[f64], t: f64, of_what: &s
 /// judged like per-repeat aggregates ([`compare_repeats`]: a Welch t
 /// interval on logarithms), so the spread between runs is in the interval.
 /// `a` and `b` are the means of the per-repeat values; `n_a`, `n_b` the
-/// samples of all repeats; `settle_n` counts repeats.
+/// samples of all repeats; `settle_n` counts repeats. With one run on a
+/// side and repeats on the other, the single run is judged against the
+/// repeats' spread ([`one_run_against_repeats`]).
 ///
-/// Err (why not): fewer than 2 repeats on a side, a repeat with fewer
+/// Err (why not): fewer than 2 repeats on both sides, a repeat with fewer
 /// samples than `stat` needs ([`samples_needed`]), or a non-positive value.
 pub fn compare_across_repeats(
     metric: &str,
@@ -392,7 +442,7 @@ pub fn compare_across_repeats(
     b: &[RepeatStat],
     opts: &CompareOptions,
 ) -> Result<Comparison, AcrossRepeatsError> {
-    if a.len() < 2 || b.len() < 2 {
+    if a.len() < 2 && b.len() < 2 || a.is_empty() || b.is_empty() {
         return Err(AcrossRepeatsError::TooFewRepeats { a: a.len(), b: b.len() });
     }
     let need = samples_needed(stat, opts);
@@ -424,17 +474,54 @@ pub fn compare_across_repeats(
         spread: Spread::AcrossRepeats,
         repeats: Some([a.len(), b.len()]),
     };
-    welch_on_logs(&mut row, &va, &vb, opts.threshold, &format!("per-repeat {}s", stat.label()));
+    let of_what = format!("per-repeat {}s", stat.label());
+    if va.len() >= 2 && vb.len() >= 2 {
+        welch_on_logs(&mut row, &va, &vb, opts.threshold, &of_what);
+    } else {
+        one_run_on_a_side(&mut row, &va, &vb, opts, &of_what);
+    }
     row.method = format!("across repeats: {}", row.method);
     Ok(row)
 }
 
-/// Marks a pooled-request row as holding only the sampling error within
-/// each run, and says why (`why`: from [`compare_across_repeats`]).
-pub fn within_run_only(row: &mut Comparison, why: &str, repeats: [usize; 2]) {
-    row.spread = Spread::WithinRun;
+/// Judges a pooled-request row ([`compare_samples`], used because `why`:
+/// from [`compare_across_repeats`]) with `repeats` runs a side: its
+/// within-run interval holds each run's sampling error, not the spread
+/// between runs. With a run-to-run spread stated for the metric, the
+/// interval is widened by it ([`widen`]) and judged; without, the row is
+/// `inconclusive` (the within-run interval kept for the reader).
+pub fn judge_within_run(row: &mut Comparison, why: &str, repeats: [usize; 2], opts: &CompareOptions) {
     row.repeats = Some(repeats);
-    let note = format!("within-run interval only ({why}): the spread between runs is not in it");
+    let point = row.a.zip(row.b).filter(|(a, _)| *a > 0.0).map(|(a, b)| b / a);
+    let within = row.ci_low.zip(row.ci_high);
+    let stated = opts.run_to_run.get(&row.metric);
+    let widened = match (stated, point, within) {
+        (Some(stated), Some(point), Some(within)) => {
+            widen(point, Some(within), stated.sigma, repeats.map(|r| r.max(1))).map(|iv| (stated, iv))
+        }
+        _ => None,
+    };
+    if let Some((stated, (low, high))) = widened {
+        row.method = format!(
+            "{}; widened by σ = {:.4}, the {} run-to-run spread ({why})",
+            row.method, stated.sigma, stated.from
+        );
+        set_interval(row, low, high, Spread::Stated, opts.threshold);
+        row.settle_n = None;
+        return;
+    }
+    row.spread = if within.is_some() { Spread::WithinRun } else { Spread::NoInterval };
+    let note = if within.is_some() {
+        format!(
+            "within-run interval only ({why}) and no run-to-run spread stated: a rerun may differ by more than it shows (state `run-to-run` on the cell, or give it `repeat 2` or more)"
+        )
+    } else {
+        format!("({why})")
+    };
+    if within.is_some() {
+        row.verdict = Verdict::Inconclusive;
+        row.settle_n = None;
+    }
     row.reason = if row.reason.is_empty() { note } else { format!("{}; {note}", row.reason) };
 }
 
@@ -463,7 +550,7 @@ pub fn compare_by_repeat(
         Ok(row) => row,
         Err(why) => {
             let mut row = compare_finite(metric, stat, &ga.concat(), &gb.concat(), opts);
-            within_run_only(&mut row, &why.to_string(), [ga.len(), gb.len()]);
+            judge_within_run(&mut row, &why.to_string(), [ga.len(), gb.len()], opts);
             row
         }
     }
@@ -505,12 +592,12 @@ mod tests {
     #[test]
     fn repeats_rules() {
         let o = CompareOptions::default();
-        let r = compare_repeats("tok_s", &[100.0], &[130.0], &o);
-        assert_eq!(r.verdict, Verdict::Differs);
-        let r = compare_repeats("tok_s", &[100.0], &[115.0], &o);
-        assert_eq!(r.verdict, Verdict::Inconclusive);
-        let r = compare_repeats("tok_s", &[100.0], &[100.0], &o);
-        assert_eq!(r.verdict, Verdict::Inconclusive);
+        // One run a side and no stated spread: never judged either way.
+        for b in [300.0, 115.0, 100.0] {
+            let r = compare_repeats("tok_s", &[100.0], &[b], &o);
+            assert_eq!((r.verdict, r.spread), (Verdict::Inconclusive, Spread::NoInterval), "{r:?}");
+            assert!(r.reason.contains("no run-to-run spread stated"), "{}", r.reason);
+        }
         let r = compare_repeats("tok_s", &[100.0, 101.0, 99.0], &[100.5, 99.5, 100.0], &o);
         assert_eq!(r.verdict, Verdict::Reproduced, "{r:?}");
         let r = compare_repeats("tok_s", &[100.0, 101.0, 99.0], &[150.0, 152.0, 149.0], &o);
@@ -518,7 +605,36 @@ mod tests {
         let r = compare_repeats("tok_s", &[100.0, 100.0], &[100.0, 100.0], &o);
         assert_eq!((r.verdict, r.ci_low, r.ci_high), (Verdict::Reproduced, Some(1.0), Some(1.0)));
         assert_eq!(r.spread, Spread::AcrossRepeats);
-        assert_eq!(compare_repeats("tok_s", &[100.0], &[100.0], &o).spread, Spread::NoInterval);
+    }
+
+    #[test]
+    fn one_run_a_side_is_judged_against_the_stated_spread() {
+        use crate::run_to_run::{RunSpread, SpreadSource};
+        let stated = |sigma: f64| CompareOptions {
+            run_to_run: Spreads::from([(
+                "tok_s".to_string(),
+                RunSpread { sigma, from: SpreadSource::Declared, repeats: None },
+            )]),
+            ..CompareOptions::default()
+        };
+        // 5% a run: a third of the throughput differs, the same does not reproduce at ±10%
+        // (z·√2·0.05 = 0.139 > ln 1.1) but does at ±20%.
+        let r = compare_repeats("tok_s", &[100.0], &[33.0], &stated(0.05));
+        assert_eq!((r.verdict, r.spread), (Verdict::Differs, Spread::Stated), "{r:?}");
+        assert!(r.method.contains("declared run-to-run spread"), "{}", r.method);
+        let r = compare_repeats("tok_s", &[100.0], &[100.0], &stated(0.05));
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{r:?}");
+        let wide = CompareOptions { threshold: 0.2, ..stated(0.05) };
+        assert_eq!(compare_repeats("tok_s", &[100.0], &[100.0], &wide).verdict, Verdict::Reproduced);
+        // A 50% spread a run: a third is not shown (exp(ln 0.33 + z·√2·0.5) > 0.9).
+        assert_eq!(compare_repeats("tok_s", &[100.0], &[33.0], &stated(0.5)).verdict, Verdict::Inconclusive);
+        // Another metric's statement does not count.
+        let other = compare_repeats("other", &[100.0], &[33.0], &stated(0.05));
+        assert_eq!(other.verdict, Verdict::Inconclusive);
+        // Repeats on one side: their spread, not the statement.
+        let r = compare_repeats("tok_s", &[100.0, 102.0, 98.0], &[33.0], &stated(0.5));
+        assert_eq!((r.verdict, r.spread), (Verdict::Differs, Spread::AcrossRepeats), "{r:?}");
+        assert!(r.method.starts_with("one run against 3 repeats"), "{}", r.method);
     }
 
     /// `n` values around `centre` (±4%), in a fixed order.
@@ -557,22 +673,37 @@ mod tests {
     }
 
     #[test]
-    fn one_run_or_small_repeats_fall_back_to_the_within_run_bootstrap_and_say_so() {
+    fn one_run_against_repeats_or_small_repeats() {
         let o = CompareOptions::default();
         let three = vec![run(100.0, 60), run(101.0, 60), run(99.0, 60)];
         let one = vec![run(100.0, 180)];
+        // One run against three: the three's spread stands for both.
         let row = compare_by_repeat("ttft_p50_ms", Statistic::Percentile(50), &three, &one, &o);
-        assert_eq!((row.spread, row.repeats), (Spread::WithinRun, Some([3, 1])));
-        assert!(row.reason.contains("one run on side B"), "{}", row.reason);
-        assert!(row.reason.contains("within-run interval only"), "{}", row.reason);
+        assert_eq!((row.spread, row.repeats), (Spread::AcrossRepeats, Some([3, 1])), "{row:?}");
+        assert!(row.method.contains("one run against 3 repeats"), "{}", row.method);
         assert_eq!(row.n_b, 180);
-        // 60 requests a repeat cannot carry a per-repeat p95 (needs 40: fine)
-        // but 30 cannot: pooled, 90 a side can.
+        // 30 requests a repeat cannot carry a per-repeat p95 (needs 40):
+        // pooled within runs, and with no spread stated, not judged.
         let small = vec![run(100.0, 30), run(101.0, 30), run(99.0, 30)];
         let row = compare_by_repeat("ttft_p95_ms", Statistic::Percentile(95), &small, &small, &o);
-        assert_eq!(row.spread, Spread::WithinRun, "{row:?}");
+        assert_eq!((row.spread, row.verdict), (Spread::WithinRun, Verdict::Inconclusive), "{row:?}");
         assert!(row.reason.contains("a per-repeat p95 needs ≥ 40"), "{}", row.reason);
-        assert_eq!(row.verdict, Verdict::Reproduced);
+        assert!(row.reason.contains("no run-to-run spread stated"), "{}", row.reason);
+        assert!(row.ci_low.is_some(), "the within-run interval is kept for the reader");
+        // With a spread stated: widened by σ²/3 a side, and judged.
+        let stated = CompareOptions {
+            run_to_run: Spreads::from([(
+                "ttft_p95_ms".to_string(),
+                crate::run_to_run::RunSpread {
+                    sigma: 0.02,
+                    from: crate::run_to_run::SpreadSource::Declared,
+                    repeats: None,
+                },
+            )]),
+            ..o.clone()
+        };
+        let row = compare_by_repeat("ttft_p95_ms", Statistic::Percentile(95), &small, &small, &stated);
+        assert_eq!((row.spread, row.verdict), (Spread::Stated, Verdict::Reproduced), "{row:?}");
         let row = compare_by_repeat("ttft_p95_ms", Statistic::Percentile(95), &three, &three, &o);
         assert_eq!(row.spread, Spread::AcrossRepeats, "{row:?}");
         // The reasons name the side.

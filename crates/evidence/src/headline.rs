@@ -34,10 +34,35 @@ use crate::bootstrap::Statistic;
 use crate::columns::{self, Row, RowWriter, Rows};
 use crate::compare::{
     CompareOptions, Comparison, RepeatStat, Spread, Verdict, compare_across_repeats, compare_finite,
-    compare_repeats, within_run_only,
+    compare_repeats, judge_within_run,
 };
 use crate::records::Classifier;
 use crate::rederive::RederiveError;
+use crate::run_to_run::{Spreads, measured};
+
+/// Every headline row's metric and the family a recipe's `run-to-run`
+/// names it by (canaries are exact: no spread).
+pub const HEADLINE_ROWS: [(&str, &str); 8] = [
+    ("throughput_tok_s", "throughput"),
+    ("ttft_p50_ms", "ttft"),
+    ("ttft_p95_ms", "ttft"),
+    ("tpot_p50_ms", "tpot"),
+    ("tpot_p95_ms", "tpot"),
+    ("e2e_p50_ms", "e2e"),
+    ("e2e_p95_ms", "e2e"),
+    ("decode_tok_s_mean", "decode"),
+];
+
+/// The per-request headline rows: metric, record key, statistic.
+const LATENCY_ROWS: [(&str, &str, Statistic); 7] = [
+    ("ttft_p50_ms", "ttft_ms", Statistic::Percentile(50)),
+    ("ttft_p95_ms", "ttft_ms", Statistic::Percentile(95)),
+    ("tpot_p50_ms", "tpot_ms", Statistic::Percentile(50)),
+    ("tpot_p95_ms", "tpot_ms", Statistic::Percentile(95)),
+    ("e2e_p50_ms", "e2e_ms", Statistic::Percentile(50)),
+    ("e2e_p95_ms", "e2e_ms", Statistic::Percentile(95)),
+    ("decode_tok_s_mean", "decode_tok_s", Statistic::Mean),
+];
 
 /// The per-request keys the headline rows compare.
 const SAMPLED: [&str; 4] = ["ttft_ms", "tpot_ms", "e2e_ms", "decode_tok_s"];
@@ -251,6 +276,32 @@ pub fn compare_artifact_files(
     Ok(compare_sampled(published_head, &a, reproduced_head, &b, opts))
 }
 
+/// The run-to-run spread one artifact's repeats show, per headline row
+/// ([`crate::run_to_run::measured`]: the log-sd of the per-repeat figures):
+/// throughput from each repeat's, a per-request statistic from each
+/// repeat's own, where every repeat has the samples it needs
+/// ([`samples_needed`](crate::compare::samples_needed)). Empty for a cell
+/// measured once. `head`: the artifact's top-level members; `path`: its file.
+pub fn measured_spreads(head: &Value, path: &Path, opts: &CompareOptions) -> Result<Spreads, RederiveError> {
+    let mut spreads = Spreads::new();
+    if let Some(spread) = measured(&repeat_values(head, "throughput_tok_s")) {
+        spreads.insert("throughput_tok_s".into(), spread);
+    }
+    let samples = Samples::of_file(head, path)?;
+    for (metric, key, stat) in LATENCY_ROWS {
+        let per_repeat = samples.per_repeat(key, stat);
+        let need = crate::compare::samples_needed(stat, opts);
+        if per_repeat.iter().any(|r| r.samples < need) {
+            continue;
+        }
+        let values: Vec<f64> = per_repeat.iter().map(|r| r.value).collect();
+        if let Some(spread) = measured(&values) {
+            spreads.insert(metric.into(), spread);
+        }
+    }
+    Ok(spreads)
+}
+
 /// The headline rows of two artifacts' heads and their samples.
 pub fn compare_sampled(
     published: &Value,
@@ -265,18 +316,9 @@ pub fn compare_sampled(
         &repeat_values(reproduced, "throughput_tok_s"),
         opts,
     )];
-    let latency = [
-        ("ttft_p50_ms", "ttft_ms", Statistic::Percentile(50)),
-        ("ttft_p95_ms", "ttft_ms", Statistic::Percentile(95)),
-        ("tpot_p50_ms", "tpot_ms", Statistic::Percentile(50)),
-        ("tpot_p95_ms", "tpot_ms", Statistic::Percentile(95)),
-        ("e2e_p50_ms", "e2e_ms", Statistic::Percentile(50)),
-        ("e2e_p95_ms", "e2e_ms", Statistic::Percentile(95)),
-        ("decode_tok_s_mean", "decode_tok_s", Statistic::Mean),
-    ];
     // The two cells' client errors combined: no difference within it is real.
     let combined = client_error_ms(published) + client_error_ms(reproduced);
-    for (metric, key, stat) in latency {
+    for (metric, key, stat) in LATENCY_ROWS {
         // With repeats on both sides: the statistic of each repeat, judged
         // across repeats (the run-to-run spread in the interval).
         let (ra, rb) = (a_samples.per_repeat(key, stat), b_samples.per_repeat(key, stat));
@@ -292,7 +334,7 @@ pub fn compare_sampled(
                 let mut row = compare_finite(metric, stat, &a, &b, opts);
                 a_samples.recycle(a);
                 b_samples.recycle(b);
-                within_run_only(&mut row, &why.to_string(), [ra.len(), rb.len()]);
+                judge_within_run(&mut row, &why.to_string(), [ra.len(), rb.len()], opts);
                 row
             }
         };
@@ -357,11 +399,15 @@ mod tests {
         assert_eq!(row("tpot_p50_ms").verdict, Verdict::Reproduced);
         // 50 requests a repeat carry a per-repeat p95 (needs 40).
         assert_eq!(row("ttft_p95_ms").spread, Spread::AcrossRepeats);
-        // One run on a side: the pooled bootstrap, marked within-run.
+        // One run on a side: judged against the other side's repeats.
         let one = repeated(&[1.0]);
         let rows = compare_artifacts(&a, &one, &opts);
         let ttft = rows.iter().find(|r| r.metric == "ttft_p50_ms").unwrap();
-        assert_eq!((ttft.spread, ttft.repeats), (Spread::WithinRun, Some([3, 1])), "{ttft:?}");
-        assert!(ttft.reason.contains("one run on side B"), "{}", ttft.reason);
+        assert_eq!((ttft.spread, ttft.repeats), (Spread::AcrossRepeats, Some([3, 1])), "{ttft:?}");
+        // One run each and no spread stated: the within-run interval, not judged.
+        let rows = compare_artifacts(&one, &one, &opts);
+        let ttft = rows.iter().find(|r| r.metric == "ttft_p50_ms").unwrap();
+        assert_eq!((ttft.spread, ttft.verdict), (Spread::WithinRun, Verdict::Inconclusive), "{ttft:?}");
+        assert!(ttft.reason.contains("one run on side A and one run on side B"), "{}", ttft.reason);
     }
 }

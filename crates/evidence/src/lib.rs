@@ -63,6 +63,7 @@ pub mod records;
 pub mod rederive;
 pub mod repeats;
 pub mod report;
+pub mod run_to_run;
 pub mod select;
 pub mod series;
 pub mod stages;

@@ -9,6 +9,7 @@ pub mod executor;
 pub mod finally;
 pub mod gate;
 pub mod load;
+pub mod run_to_run;
 pub mod screen;
 pub mod search;
 pub mod server;
