@@ -7,10 +7,13 @@
 //!   default, so `cargo test` stays fast);
 //! - `ANVIL_FUZZ_SECONDS` bounds the whole test process: once that many
 //!   seconds have passed since the first target started, every target
-//!   stops after its current batch (`scripts/fuzz.sh` sets both);
-//! - `PROPTEST_RNG_SEED` fixes the seed. Without it a plain `cargo test` uses
-//!   a fixed seed (reproducible CI) and a fuzzing run (`ANVIL_FUZZ_SECONDS`
-//!   set) a fresh one, printed with any failure.
+//!   stops after its current batch (`scripts/fuzz.sh --explore` sets both);
+//! - `PROPTEST_RNG_SEED` fixes the seed. Without it every run uses a fixed
+//!   seed (batch `b` of a test uses `seed + b`), so a given case count runs
+//!   the same inputs on every machine: a gate that decides a landing answers
+//!   the same twice. Only an exploring run (`ANVIL_FUZZ_EXPLORE` set, by
+//!   `scripts/fuzz.sh --explore`) draws a fresh seed, printed with any
+//!   failure; what it finds joins `fuzz/corpus/` as a regression.
 //!
 //! Every run prints one `fuzz-stat target=... test=... cases=N ...` line on
 //! stderr (seen with `--nocapture`), and a failure prints `fuzz-fail` with
@@ -59,10 +62,10 @@ fn base_seed(name: &str) -> u64 {
     {
         return seed;
     }
-    if std::env::var_os("ANVIL_FUZZ_SECONDS").is_none() {
+    if std::env::var_os("ANVIL_FUZZ_EXPLORE").is_none() {
         return FIXED_SEED;
     }
-    // A fuzzing run: a fresh seed per test, from the clock and the name.
+    // An exploring run: a fresh seed per test, from the clock and the name.
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     name.bytes().fold(nanos ^ 0x9E37_79B9_7F4A_7C15, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }

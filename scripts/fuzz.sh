@@ -1,30 +1,57 @@
 #!/usr/bin/env bash
-# Runs every fuzz target (the proptest property tests) for a bounded time.
+# Runs every fuzz target (the proptest property tests of fuzz/harness.rs).
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#   scripts/fuzz.sh [TARGET...]                       the fixed run (CI's)
+#   scripts/fuzz.sh --explore [SECONDS] [TARGET...]   fresh seeds, time-bound
 #
-# SECONDS (default 60) is each target's budget: its tests run side by side
-# with a huge PROPTEST_CASES and stop after SECONDS (ANVIL_FUZZ_SECONDS, see
-# fuzz/harness.rs), under a hard `timeout` of SECONDS + 120 that catches
-# hangs. Targets: chunked http_head sse json_scan chat_chunk expr recipe
-# inputs
-# (default: all). Each run uses fresh seeds (printed); a failure prints the
-# shrunk input and a PROPTEST_RNG_SEED that replays it.
+# The fixed run replays the seed corpus (fuzz/corpus/) and a fixed list of
+# generated cases: each property runs the case count below from the fixed
+# seed (batch b of 64 cases seeded seed + b), so it executes the same inputs
+# on any machine and a landing's answer cannot hang on the draw. Its
+# counts were sized to about 15 s a target on a 2-core machine; FUZZ_CASES
+# overrides them all. A hard `timeout` of 600 s a target catches hangs.
+#
+# --explore searches instead: fresh seeds (printed) for SECONDS (default
+# 60) a target, time-bound, under a hard `timeout` of SECONDS + 120. A
+# finding prints the shrunk input and a PROPTEST_RNG_SEED that replays it:
+# add the input to fuzz/corpus/<target>/ so the fixed run keeps it as a
+# regression. Targets: chunked http_head sse json_scan chat_chunk expr
+# recipe inputs (default: all).
 #
 # Prints, per target, the cases executed and any failures; exits 1 on a
 # finding (a failed property, a panic, a hang), 2 on a usage or build error.
-# CI-sized: `scripts/fuzz.sh 20`. Environment: FUZZ_CASES caps the cases
-# per test (default 1000000000, i.e. time-bound).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-seconds="${1:-60}"
-[[ $# -gt 0 ]] && shift
-if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -eq 0 ]]; then
-  echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
+explore=0
+seconds=60
+if [[ "${1:-}" == "--explore" ]]; then
+  explore=1
+  shift
+  if [[ "${1:-}" =~ ^[0-9]+$ ]]; then
+    seconds="$1"
+    shift
+  fi
+  if [[ "$seconds" -eq 0 ]]; then
+    echo "usage: scripts/fuzz.sh --explore [SECONDS] [TARGET...]" >&2
+    exit 2
+  fi
+elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then
+  echo "usage: scripts/fuzz.sh [TARGET...] (fixed cases) or scripts/fuzz.sh --explore [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-cases="${FUZZ_CASES:-1000000000}"
+
+# Cases per property in the fixed run (about 15 s a target here).
+declare -A fixed_cases=(
+  [chunked]=4096
+  [http_head]=4096
+  [sse]=3072
+  [json_scan]=8192
+  [chat_chunk]=3072
+  [expr]=3072
+  [recipe]=512
+  [inputs]=4096
+)
 
 # target -> the test build it runs in (scripts/test-builds.sh: lib, core
 # or integration, the tiers' own builds) | test name filters
@@ -83,11 +110,22 @@ for t in "${targets[@]}"; do
   stats="$work/$t.stats"
   log="$work/$t.log"
   : >"$stats"
-  echo "== $t: ${seconds}s"
   start=$(date +%s)
-  # shellcheck disable=SC2086
-  ANVIL_FUZZ_SECONDS="$seconds" PROPTEST_CASES="$cases" ANVIL_FUZZ_STATS="$stats" \
-    timeout -k 10 $((seconds + 120)) cargo test -q "${build[@]}" -- --test-threads 16 $filters >"$log" 2>&1
+  if [[ $explore -eq 1 ]]; then
+    echo "== $t: ${seconds}s, fresh seeds"
+    limit=$((seconds + 120))
+    # shellcheck disable=SC2086
+    ANVIL_FUZZ_EXPLORE=1 ANVIL_FUZZ_SECONDS="$seconds" PROPTEST_CASES="${FUZZ_CASES:-1000000000}" \
+      ANVIL_FUZZ_STATS="$stats" \
+      timeout -k 10 $limit cargo test -q "${build[@]}" -- --test-threads 16 $filters >"$log" 2>&1
+  else
+    cases="${FUZZ_CASES:-${fixed_cases[$t]}}"
+    echo "== $t: $cases cases a property, fixed seed"
+    limit=600
+    # shellcheck disable=SC2086
+    PROPTEST_CASES="$cases" ANVIL_FUZZ_STATS="$stats" \
+      timeout -k 10 $limit cargo test -q "${build[@]}" -- --test-threads 16 $filters >"$log" 2>&1
+  fi
   rc=$?
   took=$(($(date +%s) - start))
   total=$(sed -n 's/^fuzz-stat .* cases=\([0-9]*\) .*/\1/p' "$stats" | awk '{s += $1} END {print s + 0}')
@@ -103,7 +141,7 @@ for t in "${targets[@]}"; do
   fi
   findings=$((findings + 1))
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-    why="timed out after $((seconds + 120))s: a hang?"
+    why="timed out after ${limit}s: a hang?"
   elif [[ $failed -gt 0 ]]; then
     why="$failed failing propert$([[ $failed -eq 1 ]] && echo y || echo ies)"
   else
@@ -118,7 +156,7 @@ for t in "${targets[@]}"; do
   summary+=("$(printf '%-11s %12s cases  FINDING: %s' "$t" "$total" "$why")")
 done
 
-echo "== fuzz summary (${seconds}s per target)"
+if [[ $explore -eq 1 ]]; then echo "== fuzz summary (${seconds}s per target, fresh seeds)"; else echo "== fuzz summary (fixed cases and seed)"; fi
 printf '   %s\n' "${summary[@]}"
 if [[ $findings -gt 0 ]]; then
   echo "fuzz: $findings target(s) with findings" >&2
