@@ -538,3 +538,26 @@ fn a_reproduction_that_cannot_be_done_exits_4_apart_from_differs() {
     let outcome = elsewhere.anvil(&["reproduce", out.to_str().expect("utf-8"), "--sim"]).expect_code(4);
     assert!(outcome.stderr.contains("damaged bundle"), "{}", outcome.transcript());
 }
+
+#[test]
+fn the_manifest_states_the_measured_spread_and_verify_derives_it_again() {
+    let (_publisher, bundle) = one_cell_bundle();
+    let mut parts = members(&bundle);
+    let mut manifest: Value = serde_json::from_slice(&parts[0].1).expect("the manifest");
+    let throughput = &manifest["run_to_run"]["c"]["throughput_tok_s"];
+    assert_eq!((&throughput["from"], &throughput["repeats"]), (&Value::from("measured"), &Value::from(3)));
+    assert!(throughput["sigma"].as_f64().is_some_and(|s| s > 0.0), "{manifest}");
+    let elsewhere = Scratch::new();
+    elsewhere.anvil(&["verify", bundle.to_str().expect("utf-8")]).expect_code(0);
+    // A wider spread edited into the manifest (to keep a slower twin from `differs`).
+    manifest["run_to_run"]["c"]["throughput_tok_s"]["sigma"] = Value::from(0.5);
+    parts[0].1 = serde_json::to_vec_pretty(&manifest).expect("json");
+    let doctored = elsewhere.path().join("doctored.anvil");
+    repack(&parts, &doctored);
+    let outcome = elsewhere.anvil(&["verify", doctored.to_str().expect("utf-8")]).expect_code(1);
+    assert!(
+        outcome.stdout.contains("MANIFEST.json run_to_run.c.throughput_tok_s.sigma"),
+        "{}",
+        outcome.transcript()
+    );
+}

@@ -9,7 +9,9 @@
 //! 3. The recipe, planned again from the bundle: every step must plan to
 //!    the fingerprint the run recorded.
 //! 4. Every gate, screen and decision evaluated again from the stored
-//!    results of its inputs, and the decision summary rebuilt.
+//!    results of its inputs, and the decision summary rebuilt; the
+//!    manifest's run-to-run spreads stated again (declared ones from the
+//!    recipe, measured ones re-derived from the repeats).
 //!
 //! Each finding names the member and the field path.
 
@@ -199,6 +201,8 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
         }
     }
 
+    run_to_run_again(&mut report, &imported.verified.manifest, &store, run, &plan.recipe);
+
     // The decision summary, rebuilt from the same results and endings.
     let summary_member = unpacked.join("outputs/decision-summary.json");
     if summary_member.is_file() && plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
@@ -233,6 +237,28 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
         }
     }
     Ok(report)
+}
+
+/// The manifest's run-to-run spreads, stated again from the bundle's
+/// recipe and artifacts (a measured one re-derived from the repeats): a
+/// spread a publisher edited into the manifest is a finding.
+fn run_to_run_again(
+    report: &mut Verification,
+    manifest: &super::manifest::BundleManifest,
+    store: &Store,
+    run: &anvil_store::RunRecord,
+    recipe: &crate::recipe::Recipe,
+) {
+    let derived = serde_json::to_value(super::run_to_run::stated(store, run, recipe)).unwrap_or_default();
+    let claimed = serde_json::to_value(&manifest.run_to_run).unwrap_or_default();
+    for change in diff_values(&claimed, &derived) {
+        report.findings.push(Finding {
+            at: super::manifest::MANIFEST_NAME.into(),
+            path: format!("run_to_run.{}", change.path),
+            claimed: change.a,
+            derived: change.b,
+        });
+    }
 }
 
 /// How the runner would have called an ending recorded as `status`.
