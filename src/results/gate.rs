@@ -10,7 +10,8 @@ pub struct GateResult {
     /// `status` is passed (kept for readers of the stored file).
     pub passed: bool,
     pub requirements: Vec<Requirement>,
-    /// The requirements' details, joined with `; ` (and what it measured
+    /// The requirements' details, joined with `; ` (with `confidence`, then
+    /// how often `passed` and `rejected` can be wrong; and what it measured
     /// more, when it did: `measured_more`).
     pub detail: String,
     /// Set when the gate judged over intervals (`confidence 0.95`).
@@ -99,11 +100,19 @@ impl GateResult {
         let mut distinct: Vec<&String> = requirements.iter().flat_map(|r| &r.intervals).collect();
         distinct.sort();
         distinct.dedup();
+        let (passed, rejected) = (bound(worst, miss), bound(distinct.len(), miss));
+        let detail = format!(
+            "{} (at {level}: passed errs at most {}, rejected at most {})",
+            self.detail,
+            anvil_expr::format_number(passed),
+            anvil_expr::format_number(rejected)
+        );
         GateResult {
             confidence,
-            passed_error_at_most: Some(bound(worst, miss)),
-            rejected_error_at_most: Some(bound(distinct.len(), miss)),
+            passed_error_at_most: Some(passed),
+            rejected_error_at_most: Some(rejected),
             requirements,
+            detail,
             ..self
         }
     }
@@ -178,5 +187,32 @@ mod tests {
         );
         // A gate with no requirement passes, with an empty detail.
         assert_same(old_way(&[]), new_way(&[]));
+    }
+
+    fn judged(read: &[&str]) -> Requirement {
+        Requirement {
+            intervals: read.iter().map(|r| r.to_string()).collect(),
+            ..Requirement::plain("r", EvalStatus::Passed, "d")
+        }
+    }
+
+    /// `passed` errs as the worst requirement, `rejected` as the distinct
+    /// intervals of all of them: a shared interval counts once.
+    #[test]
+    fn each_verdict_states_its_own_bound() {
+        let requirements =
+            vec![judged(&["cell.a.x", "cell.b.x"]), judged(&["cell.a.x", "cell.c.x"]), judged(&[])];
+        let gate = GateResult::new(requirements).with_confidence(Some(0.95));
+        assert_eq!(gate.passed_error_at_most, Some(0.1));
+        assert_eq!(gate.rejected_error_at_most, Some(0.15));
+        let errors: Vec<Option<f64>> = gate.requirements.iter().map(|r| r.error_at_most).collect();
+        assert_eq!(errors, [Some(0.1), Some(0.1), Some(0.0)]);
+        assert!(
+            gate.detail.ends_with("(at 0.95: passed errs at most 0.1, rejected at most 0.15)"),
+            "{}",
+            gate.detail
+        );
+        let plain = GateResult::new(vec![judged(&["cell.a.x"])]).with_confidence(None);
+        assert_eq!((plain.passed_error_at_most, plain.rejected_error_at_most), (None, None));
     }
 }

@@ -242,6 +242,60 @@ mod tests {
         interval_of(inputs, &parsed.references()[0])
     }
 
+    fn expression(text: &str) -> Expression {
+        let recipe = crate::recipe::testing::load_text(&format!(
+            "server \"s\" {{ model \"m\"; }}\ncell \"a\" server=\"s\"\ncell \"b\" server=\"s\"\ngate \"g\" {{ require \"{text}\"; }}\n"
+        ))
+        .expect("recipe loads");
+        match &recipe.step("g").expect("gate").spec {
+            crate::recipe::Spec::Gate(gate) => gate.require[0].clone(),
+            _ => unreachable!(),
+        }
+    }
+
+    fn p50(value: f64, low: f64, high: f64) -> Value {
+        json!({ "completed": 200, "metrics": {
+            "e2e_p50_ms": value, "e2e_p50_ci95_low_ms": low, "e2e_p50_ci95_high_ms": high,
+            "goodput_rate": 0.95,
+        }})
+    }
+
+    /// Two medians within 10%: where the box allows a ratio of 1 the
+    /// verdict is undecided (each corner alone fails), and it names the two
+    /// intervals it read; narrow intervals around equal medians pass.
+    #[test]
+    fn a_requirement_that_moves_both_ways_is_judged_over_its_whole_box() {
+        let same = expression("abs(cell.a.metrics.e2e_p50_ms / cell.b.metrics.e2e_p50_ms - 1) < 0.1");
+        let wide = json!({ "cell": { "a": p50(100.0, 80.0, 125.0), "b": p50(100.0, 99.0, 101.0) } });
+        let judged = judge_inputs(&same, &wide);
+        assert!(matches!(judged.verdict, IntervalVerdict::Undecided(_)), "{judged:?}");
+        assert_eq!(judged.read, ["cell.a.metrics.e2e_p50_ms", "cell.b.metrics.e2e_p50_ms"]);
+        let narrow = json!({ "cell": { "a": p50(100.0, 98.0, 103.0), "b": p50(100.0, 99.0, 101.0) } });
+        assert!(matches!(judge_inputs(&same, &narrow).verdict, IntervalVerdict::Passed(_)));
+    }
+
+    /// A wildcard's items each count as an interval; a sampled share with
+    /// no interval leaves the verdict undecided unless an exact part
+    /// decides alone; exact values read nothing sampled.
+    #[test]
+    fn what_is_read_is_counted_and_what_has_no_interval_is_unknown() {
+        let cells = json!({ "cell": { "a": p50(100.0, 90.0, 110.0), "b": p50(120.0, 110.0, 130.0) } });
+        let max = judge_inputs(&expression("max(cell.*.metrics.e2e_p50_ms) < 200"), &cells);
+        assert!(matches!(max.verdict, IntervalVerdict::Passed(_)), "{max:?}");
+        assert_eq!(max.intervals, 2);
+        let share = judge_inputs(&expression("cell.a.metrics.goodput_rate > 0.9"), &cells);
+        assert!(
+            matches!(&share.verdict, IntervalVerdict::Undecided(d) if d.contains("without an interval")),
+            "{share:?}"
+        );
+        let decided =
+            judge_inputs(&expression("cell.a.metrics.goodput_rate > 0.9 || cell.a.completed > 100"), &cells);
+        assert!(matches!(decided.verdict, IntervalVerdict::Passed(_)), "{decided:?}");
+        let exact = judge_inputs(&expression("cell.a.completed == 200"), &cells);
+        assert!(matches!(&exact.verdict, IntervalVerdict::Passed(d) if d.contains("exact")), "{exact:?}");
+        assert_eq!(exact.intervals, 0);
+    }
+
     /// A stopped cell's 95% intervals were looked at to choose the stop, so
     /// a verdict reads the rule's (wider) intervals there, and none for a
     /// metric the rule did not watch; a cell measured without a rule reads
