@@ -96,6 +96,12 @@ pub fn interval_of(inputs: &Value, reference: &Reference) -> Option<Ends> {
             return Some(Ends { low: l, high: h });
         }
     }
+    // A summary across repeats (`repeats.ttft_p50_ms.mean`): its t-interval.
+    if last == "mean"
+        && let (Some(low), Some(high)) = (parent.get("ci95_low"), parent.get("ci95_high"))
+    {
+        return Some(Ends { low: low.as_f64()?, high: high.as_f64()? });
+    }
     // A cell's throughput: its interval across repeats.
     if reference.kind == "cell" && reference.field.len() == 1 && last == "aggregate_tok_s" {
         let across = node.get("repeats")?.get("throughput_tok_s")?;
@@ -321,5 +327,16 @@ mod tests {
         assert_eq!(read(&stopped, "cell.a.metrics.e2e_mean_ms"), Some(Ends { low: 97.0, high: 103.0 }));
         // p90 was not watched: its 95% interval is not valid at the stop, and no other is given.
         assert_eq!(read(&stopped, "cell.a.metrics.e2e_p90_ms"), None);
+    }
+
+    /// The mean across repeats reads its t-interval; the other summaries
+    /// across repeats (stddev, min, max) have none.
+    #[test]
+    fn a_mean_across_repeats_reads_its_interval() {
+        let cells = json!({ "cell": { "a": { "repeats": { "ttft_p50_ms": {
+            "mean": 10.0, "ci95_low": 9.0, "ci95_high": 11.5, "stddev": 0.4, "samples": 3,
+        }}}}});
+        assert_eq!(read(&cells, "cell.a.repeats.ttft_p50_ms.mean"), Some(Ends { low: 9.0, high: 11.5 }));
+        assert_eq!(read(&cells, "cell.a.repeats.ttft_p50_ms.stddev"), None);
     }
 }
