@@ -418,11 +418,15 @@ search "missing" server="sim" workload="w" {
     let rungs = stored_result(&scratch, &recipe, "rungs");
     assert_eq!(curve_values(&rungs), [3.0, 6.0, 5.0]);
     // The run's summary gives each search's answer; the report shows its probes.
-    assert!(run.stdout.contains("search `rungs`: max_concurrency 6 (boundary above-range, stopped: ladder-done, 3 probes) (simulated)"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("search `rungs`: max_concurrency 6 (point values: no stated rate) (boundary above-range, stopped: ladder-done, 3 probes, "),
+        "{}",
+        run.stdout
+    );
     let html = scratch.read("results/bisect/report.html");
     let section = &html[html.find("<section id=\"searches\">").expect("a Searches section")..];
     let section = &section[..section.find("</section>").unwrap()];
-    assert!(section.contains("max_concurrency = 6"), "{section}");
+    assert!(section.contains("max_concurrency 6 (point values: no stated rate)"), "{section}");
     for fp in rungs["curve"].as_array().unwrap().iter().map(|p| p["fingerprint"].as_str().unwrap()) {
         assert!(section.contains(&fp[..12]), "probe {fp} in the report's table");
     }
@@ -793,5 +797,112 @@ search "capacity" server="sim" workload="second" {
     assert!(
         pass >= 0.9 * capacity && pass <= 1.1 * capacity,
         "max_rate {pass} vs the model's capacity {capacity:.2} req/s: {result}"
+    );
+}
+
+/// A search with `confidence` states a bound: each probe judged over its
+/// intervals, the answer with the lowest non-pass above it, the search's
+/// error rate and what it cost, in the result, the summary and the
+/// report. An undecided probe is measured again: a probe of 30 requests
+/// has no interval for its mean (below 50 values), so each passes only
+/// after an extra repeat pooled with it. A rerun replays the same rounds
+/// from the store and measures nothing.
+#[test]
+fn a_search_with_confidence_states_its_bound_error_rate_and_cost() {
+    let _one = serial();
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "bound.kdl",
+        &format!(
+            r#"
+campaign "bound"
+server "sim" {{ {CAPACITY_SIM} }}
+{CAPACITY_WORKLOAD}
+workload "few" {{
+    context-tokens 256
+    max-tokens 16
+    thinking "off"
+    requests 30
+    warmup-requests 0
+}}
+search "capacity" server="sim" workload="short" {{
+    variable "concurrency"
+    range 4 64
+    slo "probe.ttft_mean_ms <= 150"
+    precision "25%"
+    budget 8
+    confidence 0.95
+    extra-repeats 2
+}}
+search "few" server="sim" workload="few" {{
+    variable "concurrency"
+    ladder 4 8
+    slo "probe.ttft_mean_ms <= 2000"
+    confidence 0.95
+    extra-repeats 2
+}}
+"#
+        ),
+    );
+    let run = scratch.run(&recipe, &["--report"], 0);
+    let result = stored_result(&scratch, &recipe, "capacity");
+    print_curve("concurrency bound at 95%", &result);
+    assert_eq!(result["confidence"], 0.95);
+    // 2 chances (a doubling and a step up above the capacity) × 3 looks × 1 interval × 5%.
+    assert_eq!(result["error_rate"], 0.3, "{result}");
+    assert!(result["error_basis"].as_str().unwrap().contains("3 looks"), "{result}");
+    let curve = result["curve"].as_array().unwrap();
+    let bound = result["max_concurrency"].as_f64().expect("a bound");
+    let above = result["lowest_fail"].as_f64().expect("a non-pass above it");
+    assert!(bound < above);
+    for p in curve {
+        assert_eq!(p["passed"], p["verdict"] == "passed", "{p}");
+    }
+    let requests: u64 =
+        curve.iter().map(|p| p["completed"].as_u64().unwrap() + p["failed"].as_u64().unwrap()).sum();
+    assert_eq!(result["cost"]["probes"], curve.len());
+    assert_eq!(result["cost"]["requests"], requests);
+    let extras = result["cost"]["extra_repeats"].as_u64().unwrap();
+    let claim = format!(
+        "search `capacity`: max_concurrency {bound}: the SLO holds there at 0.95 confidence (not at concurrency={above}; error rate ≤ 0.3)"
+    );
+    assert!(run.stdout.contains(&claim), "{claim}\n{}", run.stdout);
+    let extras_words = if extras == 0 { String::new() } else { format!(" + {extras} extra repeat") };
+    assert!(
+        run.stdout.contains(&format!("{} probes{extras_words}", curve.len()))
+            && run.stdout.contains(&format!("{requests} requests")),
+        "{}",
+        run.stdout
+    );
+    let html = scratch.read("results/bound/report.html");
+    assert!(html.contains(&format!("max_concurrency {bound}: the SLO holds there at 0.95 confidence")));
+
+    // Undecided probes measured more: each passed only with an extra repeat
+    // pooled, every one stored; the requests counted are the pooled ones.
+    let few = stored_result(&scratch, &recipe, "few");
+    print_curve("ladder of 30-request probes", &few);
+    assert_eq!(few["error_rate"], 0.15, "1 rung × 3 looks × 5%: {few}");
+    for p in few["curve"].as_array().unwrap() {
+        let pooled = p["extra_repeats"].as_array().map_or(0, Vec::len);
+        assert!(pooled >= 1, "no mean interval below 50 values: {p}");
+        assert_eq!(
+            p["completed"].as_u64().unwrap() + p["failed"].as_u64().unwrap(),
+            30 * (1 + pooled as u64)
+        );
+        for fp in p["extra_repeats"].as_array().into_iter().flatten() {
+            assert!(
+                stored_fingerprints(&scratch.store()).contains(fp.as_str().unwrap()),
+                "extra {fp} stored"
+            );
+        }
+    }
+    assert_eq!(few["max_concurrency"], 8.0, "{few}");
+
+    // A rerun replays the same rounds from the store: nothing is measured.
+    let again = scratch.run(&recipe, &[], 0);
+    assert!(
+        !again.stderr.contains("@concurrency"),
+        "no probe or extra repeat is measured again:\n{}",
+        again.stderr
     );
 }

@@ -164,14 +164,13 @@ fn print_searches(summary: &RunSummary, store: &anvil_store::Store) {
     for step in summary.steps.iter().filter(|s| s.kind == Kind::Search) {
         let Ok(Some(result)) = store.read_result(&step.fingerprint) else { continue };
         let Ok(search) = crate::results::from_value::<crate::results::SearchResult>(result) else { continue };
-        let field = if search.variable == "concurrency" { "max_concurrency" } else { "max_rate" };
-        let answer = search.max_value.map_or_else(|| "none passed".to_string(), |v| format!("{v}"));
         println!(
-            "search `{}`: {field} {answer} (boundary {}, stopped: {}, {} probes){}",
+            "search `{}`: {} (boundary {}, stopped: {}, {}){}",
             step.name,
+            search.claim(),
             search.boundary,
             search.stopped,
-            search.curve.len(),
+            search.cost_words(),
             if search.simulated { " (simulated)" } else { "" }
         );
     }

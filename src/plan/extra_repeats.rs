@@ -5,10 +5,15 @@
 //! step (and any later run) that asks for the same round of the same cell,
 //! and is measured anew when the cell's configuration changes.
 
-use anvil_store::Fingerprint;
+use std::collections::HashMap;
+
+use anvil_store::{Fingerprint, Store};
 use serde_json::{Value, json};
 
-use super::{Plan, fingerprint_of};
+// By file, not through `plan/mod.rs`: a search's probes pool extra repeats
+// too, and `mod.rs` reaches the search module.
+use super::fingerprint::fingerprint_of;
+use super::planned::Plan;
 use crate::recipe::{Decl, Kind, Spec};
 
 /// A cell a gate or screen reads, as its extra repeats need it.
@@ -44,20 +49,26 @@ impl CellSite {
 
     /// Round `round` (from 1) of this cell's extra repeats.
     pub fn extra(&self, round: u32) -> ExtraRepeat {
-        let seed = round_seed(self.seed, round);
-        let preimage = json!({
-            "kind": "cell-extra-repeat",
-            "cell": self.fingerprint.to_string(),
-            "round": round,
-            "seed": seed,
-        });
-        ExtraRepeat {
-            name: extra_name(&self.decl.name, round),
-            round,
-            fingerprint: fingerprint_of(&preimage),
-            preimage,
-            seed,
-        }
+        extra_of(&self.decl.name, self.fingerprint, self.seed, round)
+    }
+}
+
+/// Round `round` (from 1) of the extra repeats of cell `name` (a search's
+/// probe is one too), measured under campaign seed `seed`.
+pub fn extra_of(name: &str, fingerprint: Fingerprint, seed: u64, round: u32) -> ExtraRepeat {
+    let seed = round_seed(seed, round);
+    let preimage = json!({
+        "kind": "cell-extra-repeat",
+        "cell": fingerprint.to_string(),
+        "round": round,
+        "seed": seed,
+    });
+    ExtraRepeat {
+        name: extra_name(name, round),
+        round,
+        fingerprint: fingerprint_of(&preimage),
+        preimage,
+        seed,
     }
 }
 
@@ -80,6 +91,86 @@ pub fn budget_of(decl: &Decl) -> u32 {
         _ => 0,
     };
     u32::try_from(extra).unwrap_or(u32::MAX)
+}
+
+/// Artifacts read so far, by fingerprint: each round pools every earlier
+/// one again, and each replay starts over, so each is read from disk once.
+pub type Artifacts = HashMap<Fingerprint, Value>;
+
+/// Why a cell's measurements could not be pooled.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolingError {
+    #[error("reading {what}: {detail}")]
+    Read { what: String, detail: String },
+    #[error("{0} is not stored")]
+    NotStored(String),
+    #[error("pooling cell {cell}: {source}")]
+    Pool {
+        cell: String,
+        #[source]
+        source: anvil_evidence::error::PoolError,
+    },
+    #[error("cell {0} has no stored result")]
+    NoResult(String),
+}
+
+/// `base` (cell `name`'s stored result) as its own artifact and `extras`
+/// pooled would give it: every metric re-derived from all their request
+/// records (`anvil_evidence::pool`).
+pub fn pooled_result(
+    store: &Store,
+    read: &mut Artifacts,
+    (name, fingerprint): (&str, Fingerprint),
+    extras: &[ExtraRepeat],
+    mut base: Value,
+) -> Result<Value, PoolingError> {
+    let wanted: Vec<(Fingerprint, String)> = std::iter::once((fingerprint, format!("cell {name}")))
+        .chain(extras.iter().map(|e| (e.fingerprint, e.name.clone())))
+        .collect();
+    for (fingerprint, what) in &wanted {
+        if !read.contains_key(fingerprint) {
+            read.insert(*fingerprint, read_artifact(store, fingerprint, what)?);
+        }
+    }
+    let artifacts: Vec<&Value> = wanted.iter().filter_map(|(fp, _)| read.get(fp)).collect();
+    let pooled = anvil_evidence::pool::pool(&artifacts)
+        .map_err(|source| PoolingError::Pool { cell: name.to_string(), source })?;
+    let Some(cell) = base.as_object_mut() else { return Err(PoolingError::NoResult(name.to_string())) };
+    let metric = |key: &str| pooled.metrics.get(key).cloned().unwrap_or(Value::Null);
+    for (field, key) in [
+        ("aggregate_tok_s", "throughput_tok_s"),
+        ("ttft_p50_ms", "ttft_p50_ms"),
+        ("ttft_p99_ms", "ttft_p99_ms"),
+        ("decode_tok_s_mean", "decode_tok_s_mean"),
+    ] {
+        cell.insert(field.into(), metric(key));
+    }
+    // Counts are the pooled ones too, so `canaries_passed == requests` reads alike.
+    cell.insert("canaries_passed".into(), metric("request_canary_passed"));
+    cell.insert(
+        "performance_eligible".into(),
+        (pooled.completed > 0 && pooled.completed == pooled.attempted).into(),
+    );
+    cell.insert("completed".into(), pooled.completed.into());
+    cell.insert("failed".into(), (pooled.attempted - pooled.completed).into());
+    cell.insert("requests".into(), pooled.attempted.into());
+    cell.insert("wall_clock_ms".into(), pooled.wall_clock_ms.into());
+    cell.insert("repeats".into(), Value::Object(pooled.across_repeats));
+    cell.insert("metrics".into(), Value::Object(pooled.metrics));
+    Ok(base)
+}
+
+/// A stored cell's `benchmark.json`.
+fn read_artifact(store: &Store, fingerprint: &Fingerprint, what: &str) -> Result<Value, PoolingError> {
+    let failed = |detail: String| PoolingError::Read { what: what.to_string(), detail };
+    let entry = store
+        .read(fingerprint)
+        .map_err(|e| failed(e.to_string()))?
+        .ok_or_else(|| PoolingError::NotStored(what.to_string()))?;
+    let file = std::fs::File::open(entry.path_of("benchmark.json"))
+        .map_err(|e| failed(format!("its benchmark.json: {e}")))?;
+    serde_json::from_reader(std::io::BufReader::new(file))
+        .map_err(|e| failed(format!("its benchmark.json: {e}")))
 }
 
 impl Plan {

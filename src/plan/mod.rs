@@ -12,10 +12,14 @@ pub mod inputs;
 mod planned;
 mod preimage;
 mod preimage_text;
+mod probe_verdict;
 mod provisional;
 pub mod resolved_cell;
 mod result_digest;
 pub mod search;
+mod search_error;
+#[cfg(test)]
+mod search_error_tests;
 mod status;
 mod step_index;
 

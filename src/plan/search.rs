@@ -5,20 +5,20 @@
 //! so `plan` can replay it over the store and a rerun resumes where an
 //! interrupted one stopped.
 
-use anvil_expr::{Evaluation, Reference, Resolved, Resolver};
-use anvil_store::{Fingerprint, Store, StoreError};
+use anvil_store::{Fingerprint, Store};
 use anvil_words::words;
-use serde::Deserialize as _;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::extra_repeats::{Artifacts, ExtraRepeat, extra_of, pooled_result};
 use super::fingerprint::fingerprint_of;
 use super::planned::Plan;
 use super::preimage::{EngineMode, Upstream, World, preimage_of};
+pub use super::probe_verdict::{ProbeError, ProbeOutcome, ProbeVerdict, judge, probe_view};
+pub use super::search_error::{StatedError, stated_error};
 use crate::recipe::decls::SearchDecl;
 use crate::recipe::decls::search::format_value;
 use crate::recipe::words::{SearchMethod, SearchVariable};
 use crate::recipe::{Decl, Recipe, Spec};
-use crate::results::CellResult;
 
 /// Everything needed to name, fingerprint and judge a search's probes,
 /// owned so an executor can carry it.
@@ -30,26 +30,19 @@ pub struct ProbeSite {
     recipe: Recipe,
     server_fingerprint: Fingerprint,
     mode: EngineMode,
+    /// The campaign seed: an extra repeat of a probe is measured under a
+    /// seed of its own derived from it.
+    seed: u64,
 }
 
-/// Why a stored probe could not be judged.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    /// Its result could not be read from the store.
-    #[error("reading probe {probe}: {source}")]
-    Read {
-        probe: String,
-        #[source]
-        source: StoreError,
-    },
-    /// An SLO could not be evaluated on it (a metric it lacks, a type error).
-    #[error("slo \"{slo}\" at {variable}={}: {detail}", format_value(*value))]
-    Slo { slo: String, variable: SearchVariable, value: f64, detail: String },
-    #[error("a stored probe does not read as a cell: {source}")]
-    NotACell {
-        #[source]
-        source: serde_json::Error,
-    },
+/// Where one probe stands in the store.
+pub enum Replayed {
+    /// Judged, after the extra repeats it needed.
+    Judged(ProbeOutcome),
+    /// The probe itself is to be measured.
+    Probe(Probe),
+    /// An undecided probe's next extra repeat is to be measured.
+    Extra(Probe, ExtraRepeat),
 }
 
 /// One probe as the plan sees it: a cell declaration and its identity.
@@ -68,14 +61,55 @@ impl ProbeSite {
         Probe { value, fingerprint: fingerprint_of(&preimage), decl, preimage }
     }
 
-    /// The stored probe at `value`, judged against the SLO (None: not stored).
+    /// The stored probe at `value`, judged against the SLO (None: it, or
+    /// an extra repeat it needs, is not stored).
     pub fn stored(&self, store: &Store, value: f64) -> Result<Option<ProbeOutcome>, ProbeError> {
-        let probe = self.probe(value);
-        match store.read_result(&probe.fingerprint) {
-            Ok(Some(result)) => judge(&self.search, value, probe.fingerprint, &result).map(Some),
-            Ok(None) => Ok(None),
-            Err(source) => Err(ProbeError::Read { probe: probe.decl.name, source }),
+        match self.replay(store, value, &mut Artifacts::new())? {
+            Replayed::Judged(outcome) => Ok(Some(outcome)),
+            Replayed::Probe(_) | Replayed::Extra(..) => Ok(None),
         }
+    }
+
+    /// Judge the probe at `value` over the store: while it is undecided and
+    /// `extra-repeats` allows, pool its next extra repeat and judge again
+    /// (as a gate measures more, `run/measure_more.rs`); what is not stored
+    /// is returned to be measured. After the last extra repeat an undecided
+    /// probe stays undecided: it does not pass.
+    pub fn replay(&self, store: &Store, value: f64, read: &mut Artifacts) -> Result<Replayed, ProbeError> {
+        let probe = self.probe(value);
+        let result = match store.read_result(&probe.fingerprint) {
+            Ok(Some(result)) => result,
+            Ok(None) => return Ok(Replayed::Probe(probe)),
+            Err(source) => return Err(ProbeError::Read { probe: probe.decl.name, source }),
+        };
+        let mut outcome = judge(&self.search, value, probe.fingerprint, &result)?;
+        let budget = if self.search.confidence.is_some() { self.search.extra_repeats } else { 0 };
+        let mut extras: Vec<ExtraRepeat> = Vec::new();
+        while outcome.verdict == ProbeVerdict::Undecided && (extras.len() as u64) < budget {
+            let round = u32::try_from(extras.len() + 1).unwrap_or(u32::MAX);
+            let extra = extra_of(&probe.decl.name, probe.fingerprint, self.seed, round);
+            if !store.contains(&extra.fingerprint) {
+                return Ok(Replayed::Extra(probe, extra));
+            }
+            extras.push(extra);
+            let pooled =
+                pooled_result(store, read, (&probe.decl.name, probe.fingerprint), &extras, result.clone());
+            let judged = pooled.map_err(|e| e.to_string()).and_then(|pooled| {
+                judge(&self.search, value, probe.fingerprint, &pooled).map_err(|e| e.to_string())
+            });
+            match judged {
+                Ok(again) => outcome = ProbeOutcome { extra_repeats: Vec::new(), ..again },
+                // Pooling cannot re-derive what the SLO reads (an agent's
+                // job metric): the probe stays as it was, undecided.
+                Err(why) => {
+                    outcome.details.push(format!("its extra repeats could not be pooled: {why}"));
+                    outcome.extra_repeats = extras.iter().map(|e| e.fingerprint).collect();
+                    return Ok(Replayed::Judged(outcome));
+                }
+            }
+            outcome.extra_repeats = extras.iter().map(|e| e.fingerprint).collect();
+        }
+        Ok(Replayed::Judged(outcome))
     }
 }
 
@@ -104,120 +138,9 @@ impl Plan {
             recipe,
             server_fingerprint: self.nodes[server].fingerprint,
             mode: self.mode,
+            seed: r.campaign.seed,
         })
     }
-}
-
-/// How one probe fared against the SLO.
-#[derive(Debug, Clone)]
-pub struct ProbeOutcome {
-    pub value: f64,
-    pub fingerprint: Fingerprint,
-    pub passed: bool,
-    /// Each SLO expression's detail (`probe.ttft_p99_ms = 412.3 <= 2000 → true`).
-    pub details: Vec<String>,
-    /// The metrics the SLO read, by name.
-    pub metrics: Map<String, Value>,
-    /// Output tokens per second over the probe.
-    pub throughput_tok_s: Option<f64>,
-    pub completed: u64,
-    pub failed: u64,
-    /// Measured on the simulated engine.
-    pub simulated: bool,
-}
-
-/// The probe as an SLO reads it: its cell result's fields and metrics, and
-/// `failure_pct` / `goodput_pct` in percent.
-pub fn probe_view(result: &Value) -> Map<String, Value> {
-    let mut view = Map::new();
-    if let Some(metrics) = result.get("metrics").and_then(Value::as_object) {
-        view.extend(metrics.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    if let Some(top) = result.as_object() {
-        view.extend(top.iter().filter(|(k, _)| *k != "metrics").map(|(k, v)| (k.clone(), v.clone())));
-    }
-    // The derived fields, from the result as its type reads it.
-    if let Ok(cell) = CellResult::deserialize(result) {
-        let attempted = cell.completed + cell.failed;
-        if attempted > 0 {
-            view.insert("failure_pct".into(), Value::from(100.0 * cell.failed as f64 / attempted as f64));
-        }
-        if let Some(rate) = cell.metric("goodput_rate").as_f64() {
-            view.insert("goodput_pct".into(), Value::from(100.0 * rate));
-        }
-    }
-    view
-}
-
-/// Resolves `probe.METRIC[.field…]` in one probe's view.
-struct ProbeResolver<'a> {
-    view: &'a Map<String, Value>,
-}
-
-impl Resolver for ProbeResolver<'_> {
-    fn resolve(&self, reference: &Reference) -> Resolved {
-        let Some(value) = self.view.get(&reference.name) else {
-            return Resolved::Missing(format!("the probe has no metric `{}`", reference.name));
-        };
-        match reference.select(value) {
-            Ok(found) => Resolved::Value(found.clone()),
-            Err(why) => Resolved::Missing(why.to_string()),
-        }
-    }
-}
-
-/// Judge a stored probe result against the search's SLO.
-pub fn judge(
-    search: &SearchDecl,
-    value: f64,
-    fingerprint: Fingerprint,
-    result: &Value,
-) -> Result<ProbeOutcome, ProbeError> {
-    let view = probe_view(result);
-    let resolver = ProbeResolver { view: &view };
-    let mut passed = true;
-    let mut details = Vec::new();
-    let mut metrics = Map::new();
-    for slo in &search.slo {
-        match slo.parsed.eval(&resolver) {
-            Evaluation::Passed { detail } => details.push(detail),
-            Evaluation::Rejected { detail } => {
-                passed = false;
-                details.push(detail);
-            }
-            Evaluation::Missing { detail, .. } | Evaluation::Error { detail } => {
-                return Err(ProbeError::Slo {
-                    slo: slo.text.clone(),
-                    variable: search.variable,
-                    value,
-                    detail,
-                });
-            }
-        }
-        for reference in slo.parsed.references() {
-            if let Some(v) = view.get(&reference.name) {
-                metrics.insert(reference.name.clone(), v.clone());
-            }
-        }
-    }
-    let cell = CellResult::deserialize(result).map_err(|source| ProbeError::NotACell { source })?;
-    // A probe stopped past capacity has lost, whatever its completed
-    // requests say (the ones it cancelled would have said more).
-    if let Some(ending) = cell.stopped_early.as_ref().filter(|e| e.lost()) {
-        passed = false;
-        details.push(ending.detail.clone());
-    }
-    Ok(ProbeOutcome {
-        value,
-        fingerprint,
-        passed,
-        details,
-        metrics,
-        throughput_tok_s: cell.aggregate_tok_s,
-        completed: cell.completed,
-        failed: cell.failed,
-        simulated: cell.simulated,
-    })
 }
 
 words! {
@@ -316,12 +239,28 @@ fn bracket(search: &SearchDecl, probes: &[ProbeOutcome]) -> Next {
     if search.precision.reached(pass, fail) {
         return Next::Stop(Stop::Precision);
     }
-    let middle = search.snap((pass + fail) / 2.0);
-    if middle <= pass || middle >= fail || probes.iter().any(|p| p.value == middle) {
+    let next = match search.confidence {
+        // Bisecting would test several values above the capacity, each a
+        // chance to pass falsely; stepping up from the highest pass until
+        // the first probe that does not pass tests one
+        // (`plan/search_error.rs`).
+        Some(_) => step_up(search, pass),
+        None => search.snap((pass + fail) / 2.0),
+    };
+    if next <= pass || next >= fail || probes.iter().any(|p| p.value == next) {
         // The variable cannot be split finer (a whole concurrency).
         return Next::Stop(Stop::Precision);
     }
-    Next::Probe(middle)
+    Next::Probe(next)
+}
+
+/// The value one precision above `pass` (a whole concurrency at least one more).
+fn step_up(search: &SearchDecl, pass: f64) -> f64 {
+    let next = search.snap(pass + search.precision.width_at(pass));
+    match search.variable {
+        SearchVariable::Concurrency => next.max(search.snap(pass + 1.0)),
+        SearchVariable::Rate => next,
+    }
 }
 
 /// Whether the last probe doubled the variable of the one before and grew
@@ -386,6 +325,22 @@ mod tests {
         search.clone()
     }
 
+    pub(in crate::plan) fn outcome(value: f64, passed: bool) -> ProbeOutcome {
+        ProbeOutcome {
+            value,
+            fingerprint: Fingerprint::from(blake3::hash(&value.to_le_bytes())),
+            verdict: if passed { ProbeVerdict::Passed } else { ProbeVerdict::Failed },
+            passed,
+            details: Vec::new(),
+            metrics: serde_json::Map::new(),
+            throughput_tok_s: None,
+            completed: 1,
+            failed: 0,
+            simulated: true,
+            extra_repeats: Vec::new(),
+        }
+    }
+
     /// Run the walk to its end against a server whose outcome is `passes(value)`.
     fn run(search: &SearchDecl, passes: impl Fn(f64) -> (bool, f64)) -> (Vec<f64>, Stop) {
         let mut made: Vec<ProbeOutcome> = Vec::new();
@@ -396,17 +351,9 @@ mod tests {
                 Next::Stop(stop) => return (walked.probes.iter().map(|p| p.value).collect(), stop),
                 Next::Probe(value) => {
                     let (passed, throughput) = passes(value);
-                    made.push(ProbeOutcome {
-                        value,
-                        fingerprint: Fingerprint::from(blake3::hash(&value.to_le_bytes())),
-                        passed,
-                        details: Vec::new(),
-                        metrics: Map::new(),
-                        throughput_tok_s: Some(throughput),
-                        completed: 1,
-                        failed: 0,
-                        simulated: true,
-                    });
+                    let mut outcome = outcome(value, passed);
+                    outcome.throughput_tok_s = Some(throughput);
+                    made.push(outcome);
                 }
             }
         }
@@ -436,19 +383,28 @@ mod tests {
         assert_eq!(run(&s, |v| (v != 1.0, v)), (vec![3.0, 1.0, 2.0], Stop::LadderDone));
     }
 
+    /// With a confidence the bracket steps up from the highest pass by the
+    /// precision (never back below a value that did not pass), so it tests
+    /// one value above the capacity after the doubling's.
+    #[test]
+    fn with_a_confidence_the_bracket_steps_up_from_the_highest_pass() {
+        let s = search("variable \"rate\"\nrange 2 100\nslo \"probe.ok\"\nprecision 1\nconfidence 0.95");
+        let (values, stop) = run(&s, |v| (v <= 37.3, v));
+        assert_eq!(values, [2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0]);
+        assert_eq!(stop, Stop::Precision);
+        let s =
+            search("variable \"rate\"\nrange 10 100\nslo \"probe.ok\"\nprecision \"10%\"\nconfidence 0.95");
+        let (values, _) = run(&s, |v| (v <= 14.0, v));
+        assert_eq!(values, [10.0, 20.0, 11.0, 12.1, 13.31, 14.641]);
+        // Whole concurrencies, a relative precision below one: one more at least.
+        let s = search(
+            "variable \"concurrency\"\nrange 1 16\nslo \"probe.ok\"\nprecision \"10%\"\nconfidence 0.95",
+        );
+        assert_eq!(run(&s, |v| (v <= 5.0, v)), (vec![1.0, 2.0, 4.0, 8.0, 5.0, 6.0], Stop::Precision));
+    }
+
     #[test]
     fn the_answer_is_the_highest_pass_below_every_fail() {
-        let outcome = |value: f64, passed: bool| ProbeOutcome {
-            value,
-            fingerprint: Fingerprint::from(blake3::hash(b"x")),
-            passed,
-            details: Vec::new(),
-            metrics: Map::new(),
-            throughput_tok_s: None,
-            completed: 1,
-            failed: 0,
-            simulated: false,
-        };
         assert_eq!(highest_pass(&[outcome(1.0, true), outcome(2.0, false), outcome(3.0, true)]), Some(1.0));
         assert_eq!(highest_pass(&[outcome(1.0, false)]), None);
     }

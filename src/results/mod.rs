@@ -44,7 +44,7 @@ pub use gate::{GateResult, Requirement};
 pub use measured_more::{MeasuredMore, PooledCell};
 pub use named::NamedMap;
 pub use screen::ScreenResult;
-pub use search::{ProbePoint, SEARCH_RESULT_SCHEMA, SearchResult, boundary_of};
+pub use search::{ProbePoint, SEARCH_RESULT_SCHEMA, SearchCost, SearchResult, boundary_of};
 pub use task::TaskResult;
 pub use verdict::{EvalStatus, Verdict};
 

@@ -1,5 +1,7 @@
 //! A `search`'s result: the highest passing value of its variable, every
-//! probe it judged (the curve), the shape of the boundary and why it stopped.
+//! probe it judged (the curve), the shape of the boundary and why it stopped;
+//! with `confidence`, the answer is a bound and the result states how often
+//! such a bound is above the true capacity (`error_rate`) and what it cost.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -43,6 +45,31 @@ pub struct SearchResult {
     pub curve: Vec<ProbePoint>,
     /// Whether the probes were measured on the simulated engine.
     pub simulated: bool,
+    /// The level probes were judged at (`null`: point values).
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    /// With `confidence`: at most this share of searches like this one
+    /// state a bound (`max_value`) above the true capacity; `null` when no
+    /// rate can be stated (`error_basis` says why).
+    #[serde(default)]
+    pub error_rate: Option<f64>,
+    /// How `error_rate` follows from the walk, or why there is none.
+    #[serde(default)]
+    pub error_basis: String,
+    /// What the answer cost.
+    #[serde(default)]
+    pub cost: SearchCost,
+}
+
+/// The measurements a search's answer rests on (all stored).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchCost {
+    /// Probes (one value each).
+    pub probes: u64,
+    /// Extra repeats pooled into undecided probes.
+    pub extra_repeats: u64,
+    /// Requests attempted over every probe and extra repeat.
+    pub requests: u64,
 }
 
 /// One probe on the curve: a cell stored under its own fingerprint.
@@ -59,6 +86,45 @@ pub struct ProbePoint {
     pub fingerprint: String,
     /// Each SLO expression's evaluation.
     pub slo: Vec<String>,
+    /// `passed`, `failed`, or `undecided` (judged over intervals, still
+    /// undecided after its extra repeats: it counts as not passing).
+    #[serde(default)]
+    pub verdict: String,
+    /// Fingerprints of the extra repeats pooled into this probe, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_repeats: Vec<String>,
+}
+
+impl SearchResult {
+    /// The answer in words: a bound at a confidence with its error rate,
+    /// or a point answer with no stated rate.
+    pub fn claim(&self) -> String {
+        let field = if self.variable == "concurrency" { "max_concurrency" } else { "max_rate" };
+        let show = |v: f64| {
+            let text = format!("{v:.6}");
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        };
+        let Some(value) = self.max_value else { return format!("{field} none (no probe passed)") };
+        let Some(level) = self.confidence else {
+            return format!("{field} {} (point values: no stated rate)", show(value));
+        };
+        let above = self.lowest_fail.map_or_else(
+            || "nothing above it failed".to_string(),
+            |f| format!("not at {}={}", self.variable, show(f)),
+        );
+        let error =
+            self.error_rate.map_or_else(|| "no stated rate".to_string(), |e| format!("error rate ≤ {e}"));
+        format!("{field} {}: the SLO holds there at {level} confidence ({above}; {error})", show(value))
+    }
+
+    /// The cost in words: `5 probes + 2 extra repeats, 1,234 requests`.
+    pub fn cost_words(&self) -> String {
+        let extras = match self.cost.extra_repeats {
+            0 => String::new(),
+            n => format!(" + {n} extra repeat{}", if n == 1 { "" } else { "s" }),
+        };
+        format!("{} probes{extras}, {} requests", self.cost.probes, self.cost.requests)
+    }
 }
 
 /// The shape of the boundary between passing and failing probes.
@@ -87,6 +153,8 @@ mod tests {
             failed: 0,
             fingerprint: String::new(),
             slo: Vec::new(),
+            verdict: if passed { "passed" } else { "failed" }.into(),
+            extra_repeats: Vec::new(),
         }
     }
 
@@ -116,6 +184,10 @@ mod tests {
             budget: 3,
             curve: vec![],
             simulated: true,
+            confidence: Some(0.95),
+            error_rate: Some(0.1),
+            error_basis: String::new(),
+            cost: SearchCost { probes: 2, extra_repeats: 1, requests: 64 },
         };
         let value = super::super::to_value(&result);
         // Gates are checked at load against the recipe layer's list of fields.

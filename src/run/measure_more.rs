@@ -26,7 +26,8 @@ use serde_json::Value;
 use super::context::Context;
 use super::outcome::{Failure, Produced};
 use super::{gate, measure, screen};
-use crate::plan::extra_repeats::{CellSite, ExtraRepeat};
+pub(crate) use crate::plan::extra_repeats::Artifacts;
+use crate::plan::extra_repeats::{self, CellSite, ExtraRepeat};
 use crate::recipe::Spec;
 use crate::recipe::decls::{GateDecl, ScreenDecl};
 use crate::results::{self, EvalStatus, GateResult, MeasuredMore, PooledCell, ScreenResult};
@@ -228,64 +229,9 @@ fn pooled_cell(
     extras: &[ExtraRepeat],
     inputs: &Value,
 ) -> Result<Value, Failure> {
-    let wanted: Vec<(anvil_store::Fingerprint, String)> =
-        std::iter::once((site.fingerprint, format!("cell {}", site.name())))
-            .chain(extras.iter().map(|e| (e.fingerprint, e.name.clone())))
-            .collect();
-    for (fingerprint, what) in &wanted {
-        if !read.contains_key(fingerprint) {
-            read.insert(*fingerprint, read_artifact(store, fingerprint, what)?);
-        }
-    }
-    let artifacts: Vec<&Value> = wanted.iter().filter_map(|(fp, _)| read.get(fp)).collect();
-    let pooled = anvil_evidence::pool::pool(&artifacts)
-        .map_err(|e| Failure::new(format!("pooling cell {}: {e}", site.name())))?;
-    let mut value = inputs.get("cell").and_then(|c| c.get(site.name())).cloned().unwrap_or(Value::Null);
-    let Some(cell) = value.as_object_mut() else {
-        return Err(Failure::new(format!("cell {} has no stored result", site.name())));
-    };
-    let metric = |key: &str| pooled.metrics.get(key).cloned().unwrap_or(Value::Null);
-    for (field, key) in [
-        ("aggregate_tok_s", "throughput_tok_s"),
-        ("ttft_p50_ms", "ttft_p50_ms"),
-        ("ttft_p99_ms", "ttft_p99_ms"),
-        ("decode_tok_s_mean", "decode_tok_s_mean"),
-    ] {
-        cell.insert(field.into(), metric(key));
-    }
-    // Counts are the pooled ones too, so `canaries_passed == requests` reads alike.
-    cell.insert("canaries_passed".into(), metric("request_canary_passed"));
-    cell.insert(
-        "performance_eligible".into(),
-        (pooled.completed > 0 && pooled.completed == pooled.attempted).into(),
-    );
-    cell.insert("completed".into(), pooled.completed.into());
-    cell.insert("failed".into(), (pooled.attempted - pooled.completed).into());
-    cell.insert("requests".into(), pooled.attempted.into());
-    cell.insert("wall_clock_ms".into(), pooled.wall_clock_ms.into());
-    cell.insert("repeats".into(), Value::Object(pooled.across_repeats));
-    cell.insert("metrics".into(), Value::Object(pooled.metrics));
-    Ok(value)
-}
-
-/// Artifacts read so far, by fingerprint: each round pools every earlier
-/// one again, and each replay starts over, so each is read from disk once.
-pub(crate) type Artifacts = std::collections::HashMap<anvil_store::Fingerprint, Value>;
-
-/// A stored cell's `benchmark.json`.
-fn read_artifact(
-    store: &Store,
-    fingerprint: &anvil_store::Fingerprint,
-    what: &str,
-) -> Result<Value, Failure> {
-    let entry = store
-        .read(fingerprint)
-        .map_err(|e| Failure::new(format!("reading {what}: {e}")))?
-        .ok_or_else(|| Failure::new(format!("{what} is not stored")))?;
-    let file = std::fs::File::open(entry.path_of("benchmark.json"))
-        .map_err(|e| Failure::new(format!("reading {what}'s benchmark.json: {e}")))?;
-    serde_json::from_reader(std::io::BufReader::new(file))
-        .map_err(|e| Failure::new(format!("reading {what}'s benchmark.json: {e}")))
+    let base = inputs.get("cell").and_then(|c| c.get(site.name())).cloned().unwrap_or(Value::Null);
+    extra_repeats::pooled_result(store, read, (site.name(), site.fingerprint), extras, base)
+        .map_err(Failure::new)
 }
 
 /// A gate or screen in a run: replay, measuring what a round needs, on the

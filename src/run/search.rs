@@ -8,12 +8,15 @@
 use super::context::Context;
 use super::measure;
 use super::outcome::{Failure, Produced};
-use crate::plan::search::{Next, Probe, ProbeError, ProbeOutcome, ProbeSite, Stop, highest_pass, walk};
+use crate::plan::extra_repeats::{Artifacts, ExtraRepeat};
+use crate::plan::search::{
+    Next, Probe, ProbeError, ProbeOutcome, ProbeSite, Replayed, Stop, highest_pass, stated_error, walk,
+};
 use crate::recipe::Kind;
 use crate::recipe::Spec;
 use crate::recipe::decls::search::format_value;
 use crate::recipe::words::SearchVariable;
-use crate::results::{self, ProbePoint, SEARCH_RESULT_SCHEMA, SearchResult, boundary_of};
+use crate::results::{self, ProbePoint, SEARCH_RESULT_SCHEMA, SearchCost, SearchResult, boundary_of};
 use std::collections::HashMap;
 
 pub(super) async fn run_search(
@@ -22,27 +25,36 @@ pub(super) async fn run_search(
     server: Option<usize>,
 ) -> Result<Produced, Failure> {
     let mut judged: HashMap<u64, ProbeOutcome> = HashMap::new();
+    let mut read = Artifacts::new();
     let mut measured = 0usize;
     loop {
+        let mut needed = None;
         let walked = walk(&site.search, |value| {
             if let Some(known) = judged.get(&value.to_bits()) {
                 return Ok(Some(known.clone()));
             }
-            let stored = site.stored(&ctx.store, value)?;
-            if let Some(outcome) = &stored {
-                judged.insert(value.to_bits(), outcome.clone());
+            match site.replay(&ctx.store, value, &mut read)? {
+                Replayed::Judged(outcome) => {
+                    judged.insert(value.to_bits(), outcome.clone());
+                    Ok(Some(outcome))
+                }
+                other => {
+                    needed = Some(other);
+                    Ok(None)
+                }
             }
-            Ok(stored)
         })
         .map_err(|e: ProbeError| Failure::new(e))?;
-        match walked.next {
-            Next::Stop(stop) => return Ok(finish(site, walked.probes, stop, measured)),
-            Next::Probe(value) => {
-                let server = server.ok_or_else(|| Failure::new("search has no server"))?;
-                measure(ctx, site, server, &site.probe(value)).await?;
-                measured += 1;
+        let server = server.ok_or_else(|| Failure::new("search has no server"));
+        match (walked.next, needed) {
+            (Next::Stop(stop), _) => return Ok(finish(site, walked.probes, stop, measured)),
+            (Next::Probe(_), Some(Replayed::Probe(probe))) => measure(ctx, site, server?, &probe).await?,
+            (Next::Probe(_), Some(Replayed::Extra(probe, extra))) => {
+                measure_extra(ctx, server?, &probe, &extra).await?
             }
+            (Next::Probe(value), _) => measure(ctx, site, server?, &site.probe(value)).await?,
         }
+        measured += 1;
     }
 }
 
@@ -60,26 +72,40 @@ async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) 
     measure::measure_and_store(ctx, server, &inner).await
 }
 
+/// Measure an undecided probe's next extra repeat: the probe's cell again,
+/// under the extra repeat's own seed and fingerprint.
+async fn measure_extra(
+    ctx: &Context,
+    server: usize,
+    probe: &Probe,
+    extra: &ExtraRepeat,
+) -> Result<(), Failure> {
+    let Spec::Cell(cell) = &probe.decl.spec else { return Err(Failure::new("a probe is a cell")) };
+    let inner = measure::Inner {
+        name: &extra.name,
+        cell,
+        fingerprint: extra.fingerprint,
+        preimage: &extra.preimage,
+        seed: extra.seed,
+        what: format!("extra repeat {} of {}", extra.round, probe.decl.name),
+    };
+    measure::measure_and_store(ctx, server, &inner).await
+}
+
 /// The result from the judged probes.
 fn finish(site: &ProbeSite, probes: Vec<ProbeOutcome>, stop: Stop, measured: usize) -> Produced {
     let search = &site.search;
     let max_value = highest_pass(&probes);
     let lowest_fail = probes.iter().filter(|p| !p.passed).map(|p| p.value).reduce(f64::min);
-    let curve: Vec<ProbePoint> = probes
-        .iter()
-        .map(|p| ProbePoint {
-            value: p.value,
-            passed: p.passed,
-            metrics: p.metrics.clone(),
-            throughput_tok_s: p.throughput_tok_s,
-            completed: p.completed,
-            failed: p.failed,
-            fingerprint: p.fingerprint.to_string(),
-            slo: p.details.clone(),
-        })
-        .collect();
+    let curve: Vec<ProbePoint> = probes.iter().map(probe_point).collect();
     let boundary = boundary_of(&curve);
     let detail = stop_sentence(site, stop, max_value, lowest_fail, probes.len());
+    let stated = stated_error(search);
+    let cost = SearchCost {
+        probes: probes.len() as u64,
+        extra_repeats: probes.iter().map(|p| p.extra_repeats.len() as u64).sum(),
+        requests: probes.iter().map(|p| p.completed + p.failed).sum(),
+    };
     let result = SearchResult {
         schema: SEARCH_RESULT_SCHEMA.into(),
         variable: search.variable.as_str().into(),
@@ -96,19 +122,43 @@ fn finish(site: &ProbeSite, probes: Vec<ProbeOutcome>, stop: Stop, measured: usi
         budget: search.budget,
         simulated: probes.iter().any(|p| p.simulated),
         curve,
+        confidence: search.confidence,
+        error_rate: stated.rate,
+        error_basis: stated.basis,
+        cost,
     };
-    let answer = match max_value {
-        Some(v) => format!("{} {}", search.answer_field(), format_value(v)),
-        None => format!("{} none (no probe passed)", search.answer_field()),
-    };
-    let reused = probes.len().saturating_sub(measured);
-    let summary = format!(
-        "{answer}, boundary {boundary}, stopped: {}; {} probes ({measured} measured, {reused} stored){}",
-        stop.as_str(),
-        probes.len(),
-        if result.simulated { " (simulated)" } else { "" }
-    );
+    let summary = summary_line(&result, measured);
     Produced { result: results::to_value(&result), summary, ..Produced::default() }
+}
+
+fn probe_point(p: &ProbeOutcome) -> ProbePoint {
+    ProbePoint {
+        value: p.value,
+        passed: p.passed,
+        metrics: p.metrics.clone(),
+        throughput_tok_s: p.throughput_tok_s,
+        completed: p.completed,
+        failed: p.failed,
+        fingerprint: p.fingerprint.to_string(),
+        slo: p.details.clone(),
+        verdict: p.verdict.as_str().into(),
+        extra_repeats: p.extra_repeats.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The terminal line: the answer (a bound with its error rate when judged
+/// at a confidence), the boundary, the stop and what it cost.
+fn summary_line(result: &SearchResult, measured: usize) -> String {
+    let cost = &result.cost;
+    let reused = (cost.probes + cost.extra_repeats).saturating_sub(measured as u64);
+    format!(
+        "{}, boundary {}, stopped: {}; {} ({measured} measured, {reused} stored){}",
+        result.claim(),
+        result.boundary,
+        result.stopped,
+        result.cost_words(),
+        if result.simulated { " (simulated)" } else { "" }
+    )
 }
 
 fn stop_sentence(
@@ -166,7 +216,12 @@ pub(super) fn probe_nodes(
         for probe in walked.probes {
             let name = site.search.probe(probe.value).name;
             let detail = format!("probe of search {}", step.name);
-            nodes.push(inner_cell_node(store, &summary.run_id, name, probe.fingerprint, detail));
+            nodes.push(inner_cell_node(store, &summary.run_id, name.clone(), probe.fingerprint, detail));
+            for (round, fingerprint) in (1..).zip(&probe.extra_repeats) {
+                let extra = crate::plan::extra_repeats::extra_name(&name, round);
+                let detail = format!("extra repeat {round} of probe {name} of search {}", step.name);
+                nodes.push(inner_cell_node(store, &summary.run_id, extra, *fingerprint, detail));
+            }
         }
     }
     nodes
@@ -219,8 +274,10 @@ pub(super) fn rejudge(
     let walked = walk(&site.search, |value| site.stored(store, value)).map_err(Failure::new)?;
     match walked.next {
         Next::Stop(stop) => Ok(finish(&site, walked.probes, stop, 0)),
-        Next::Probe(value) => {
-            Err(Failure::new(format!("probe {}={} is not stored", site.search.variable, format_value(value))))
-        }
+        Next::Probe(value) => Err(Failure::new(format!(
+            "probe {}={} (or an extra repeat it pooled) is not stored",
+            site.search.variable,
+            format_value(value)
+        ))),
     }
 }

@@ -13,7 +13,7 @@ use super::super::kind::Kind;
 use super::super::problem::Problems;
 use super::super::settings::{self, Draft, Setting, SettingMap, Settings, settings};
 use super::super::words::{SearchMethod, SearchVariable};
-use super::{cell, load};
+use super::{cell, gate, load};
 
 /// The fields of a search's stored result (`anvil-serving.search-result/v1`),
 /// which gates may read; `results::SearchResult` is tested against this list.
@@ -33,6 +33,10 @@ pub const RESULT_FIELDS: &[&str] = &[
     "budget",
     "curve",
     "simulated",
+    "confidence",
+    "error_rate",
+    "error_basis",
+    "cost",
 ];
 
 /// A probe's `prompt-salt`: from its value (to a thousandth), so one value
@@ -71,6 +75,14 @@ impl Precision {
         match self {
             Precision::Absolute(width) => fail - pass <= width + 1e-9,
             Precision::Relative(pct) => fail - pass <= pass * pct / 100.0 + 1e-9,
+        }
+    }
+
+    /// The width the precision allows above a passing value.
+    pub fn width_at(self, pass: f64) -> f64 {
+        match self {
+            Precision::Absolute(width) => width,
+            Precision::Relative(pct) => pass * pct / 100.0,
         }
     }
 
@@ -117,6 +129,15 @@ settings! {
         pub saturation_pct: Option<f64> = "saturation-pct" as Number,
         /// Stop once a probe has failed requests.
         pub stop_on_errors: bool = "stop-on-errors" as Bool or false,
+        /// Judge each probe over the 95% intervals of what its SLO reads
+        /// (passed, failed or undecided) and state the answer as a bound
+        /// with its error rate (`plan/search.rs`); unset, point values.
+        key confidence = "confidence" as Number,
+        pub confidence: Option<f64>,
+        /// With `confidence`: an undecided probe is measured again, up to
+        /// this many extra repeats pooled with it, before it counts as not
+        /// passing.
+        pub extra_repeats: u64 = "extra-repeats" as Int or 0,
         /// The probe cell without its variable: the search's name, source and
         /// the workload's settings.
         template: Draft,
@@ -301,9 +322,11 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
         method,
         ladder,
         precision: precision(draft, variable, problems),
+        confidence: gate::confidence(draft, key::confidence, problems),
         template,
     };
     let search = SearchDecl::from_settings(s, rest);
+    gate::check_extra_repeats(draft, key::extra_repeats, search.extra_repeats, problems);
     // A trace, sessions or stages decide the load themselves.
     for setting in [load::key::trace, load::key::sessions, load::key::stage] {
         if search.template.settings.contains(setting) {

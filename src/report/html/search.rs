@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::format::{count, short};
+use super::format::short;
 use super::link::step_link;
 use super::page::{Page, escape};
 use super::table::num_td;
@@ -26,26 +26,35 @@ pub(super) fn searches(page: &mut Page, report: &Report) {
         page.push("<p class=\"note\">No searches.</p>");
     }
     for (step, result) in searches {
-        let answer = result.max_value.map_or_else(|| "none passed".to_string(), count);
-        let field = if result.variable == "concurrency" { "max_concurrency" } else { "max_rate" };
         let _ = write!(
             page.out,
-            "<h3>search {}{}</h3><p><strong>{field} = {}</strong> · boundary {} · stopped: {} — {}</p>\
-             <p class=\"note\">SLO: {} · precision {} · budget {} probes · {} probed</p>",
+            "<h3>search {}{}</h3><p><strong>{}</strong> · boundary {} · stopped: {} — {}</p>\
+             <p class=\"note\">SLO: {} · precision {} · budget {} probes · cost: {} · {}</p>",
             step_link(step),
             if result.simulated { " <span class=\"sim-tag\">simulated</span>" } else { "" },
-            escape(&answer),
+            escape(&result.claim()),
             escape(&result.boundary),
             escape(&result.stopped),
             escape(&result.detail),
             escape(&result.slo.join(" && ")),
             escape(&result.precision),
             result.budget,
-            result.curve.len(),
+            escape(&result.cost_words()),
+            escape(&result.error_basis),
         );
         curve(page, result);
     }
     page.end();
+}
+
+/// A probe's verdict as the status classes spell it (`undecided` after
+/// its extra repeats, with a confidence).
+fn verdict_word(p: &crate::results::ProbePoint) -> &'static str {
+    match (p.passed, p.verdict.as_str()) {
+        (true, _) => "passed",
+        (false, "undecided") => "undecided",
+        (false, _) => "rejected",
+    }
 }
 
 /// The plot (first SLO metric by value) and the probe table.
@@ -68,7 +77,7 @@ fn curve(page: &mut Page, result: &SearchResult) {
             let mut row = vec![
                 (i + 1).to_string(),
                 num_td(&result.variable, Some(p.value)),
-                format!("<td class=\"status {0}\">{0}</td>", if p.passed { "passed" } else { "rejected" }),
+                format!("<td class=\"status {0}\">{0}</td>", verdict_word(p)),
             ];
             row.extend(metric_names.iter().map(|m| num_td(m, p.metrics.get(m).and_then(|v| v.as_f64()))));
             row.push(num_td("throughput_tok_s", p.throughput_tok_s));
