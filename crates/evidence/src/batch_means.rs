@@ -12,7 +12,17 @@
 //!   the batches of that widening must each expect at least one value
 //!   beyond the percentile on its narrow side, `m·min(p, 1 − p) ≥ 1`: where
 //!   the mean's do not, `⌊n/⌈1/min(p, 1 − p)⌉⌋` longer ones, and no interval
-//!   when that is fewer than 10 ([`percentile_batching`]).
+//!   when that is fewer than 10 ([`percentile_batching`]);
+//! - each statistic's batch means (of the values for the mean, of the
+//!   indicator for a percentile) must look independent: with
+//!   `C = 1 − Σ(x_{i+1} − x_i)²/(2·Σ(x_i − x̄)²)` over the `B` means in
+//!   order (Young 1941; constant means pass), `C ≤ 1.6449·√((B − 2)/(B² − 1))`
+//!   (one-sided 5%), and so must the `2B` means of `⌊n/(2B)⌋` values;
+//!   when either fails, the count halves (never below 10), the size
+//!   becomes `⌊n/B⌋`, and the tests run again; failing at 10 batches, the
+//!   interval is withheld (null) and `intervals_withheld` says so, with
+//!   the `C` that failed there ([`accepted`], [`Withheld`]). `_batches` is
+//!   the mean's accepted count.
 
 use crate::stats::Ordered;
 use crate::tdist::t95_table;
@@ -47,8 +57,77 @@ pub fn percentile_batching(n: usize, (batches, size): (usize, usize), q: u32) ->
     Some((longer, n / longer))
 }
 
+/// Why an interval is withheld: Young's `C` at the fewest batches, over
+/// its critical value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Withheld {
+    pub c: f64,
+    pub critical: f64,
+    pub batches: usize,
+}
+
+impl Withheld {
+    /// The words the artifact's `intervals_withheld` holds.
+    pub fn reason(&self) -> String {
+        format!(
+            "withheld: batch means correlated at the fewest batches (lag-1 C = {:.2} > {:.2} over {} batches)",
+            self.c, self.critical, self.batches
+        )
+    }
+}
+
+/// Young's `C` over `means`, `None` below 3 or without spread.
+fn young_c(means: &[f64]) -> Option<f64> {
+    if means.len() < 3 {
+        return None;
+    }
+    let mut sum = -0.0;
+    for x in means {
+        sum += x;
+    }
+    let m = sum / means.len() as f64;
+    let (mut spread, mut steps) = (-0.0, -0.0);
+    for x in means {
+        spread += (x - m) * (x - m);
+    }
+    for pair in means.windows(2) {
+        steps += (pair[1] - pair[0]) * (pair[1] - pair[0]);
+    }
+    (spread > 0.0).then(|| 1.0 - steps / (2.0 * spread))
+}
+
+/// `Some` when `means` fail the test.
+fn correlated(means: &[f64]) -> Option<Withheld> {
+    let k = means.len() as f64;
+    let critical = 1.644_853_626_951_472_2 * ((k - 2.0) / (k * k - 1.0)).sqrt();
+    young_c(means).filter(|c| *c > critical).map(|c| Withheld { c, critical, batches: means.len() })
+}
+
+/// The batches of `f`'s means from `start`, halved (never below 10) until
+/// their means and those of the cut twice as fine pass the test, with the
+/// accepted cut's means.
+pub fn accepted(
+    values: &(impl Ordered + ?Sized),
+    start: (usize, usize),
+    f: impl Fn(f64) -> f64,
+) -> Result<((usize, usize), Vec<f64>), Withheld> {
+    let n = values.len();
+    let mut b = start;
+    loop {
+        let means = batch_means(values, b, &f);
+        let failed =
+            correlated(&means).or_else(|| correlated(&batch_means(values, (2 * b.0, n / (2 * b.0)), &f)));
+        let Some(failed) = failed else { return Ok((b, means)) };
+        if b.0 <= 10 {
+            return Err(failed);
+        }
+        let count = (b.0 / 2).max(10);
+        b = (count, n / count);
+    }
+}
+
 /// The mean of `f` over each batch (the values past the last batch left out).
-fn batch_means(
+pub fn batch_means(
     values: &(impl Ordered + ?Sized),
     (batches, size): (usize, usize),
     f: impl Fn(f64) -> f64,
@@ -78,10 +157,10 @@ fn t(batching: (usize, usize)) -> f64 {
     t95_table(batching.0 - 1).unwrap_or(1.96)
 }
 
-/// The mean's 95% interval around `mean`.
-pub fn mean_interval(values: &(impl Ordered + ?Sized), batching: (usize, usize), mean: f64) -> (f64, f64) {
-    let half =
-        t(batching) * (var(batch_means(values, batching, |v| v).as_slice()) / batching.0 as f64).sqrt();
+/// The mean's 95% interval around `mean`, from the batches [`accepted`]
+/// and their means.
+pub fn mean_interval(batching: (usize, usize), means: &[f64], mean: f64) -> (f64, f64) {
+    let half = t(batching) * (var(means) / batching.0 as f64).sqrt();
     (mean - half, mean + half)
 }
 
@@ -96,24 +175,25 @@ pub fn effective_samples(values: &(impl Ordered + ?Sized), batching: (usize, usi
 }
 
 /// The widened ranks of percentile `q` (percent) from the independent ones,
-/// `batching` being the mean's ([`percentile_batching`] says the percentile's).
+/// `batching` being [`batching`]'s cut ([`percentile_batching`] says the
+/// percentile's, [`accepted`] how much longer); `Err` when withheld.
 pub fn widened_ranks(
     values: &(impl Ordered + ?Sized),
     batching: (usize, usize),
     estimate: f64,
     q: u32,
     (l, u): (Option<usize>, Option<usize>),
-) -> (Option<usize>, Option<usize>) {
+) -> Result<(Option<usize>, Option<usize>), Withheld> {
     let n = values.len();
-    let Some(batching) = percentile_batching(n, batching, q) else { return (None, None) };
+    let Some(start) = percentile_batching(n, batching, q) else { return Ok((None, None)) };
     let p = f64::from(q) / 100.0;
-    let below = batch_means(values, batching, |v| if v <= estimate { 1.0 } else { 0.0 });
+    let (batching, below) = accepted(values, start, |v| if v <= estimate { 1.0 } else { 0.0 })?;
     let w =
         ((var(below.as_slice()) / (p * (1.0 - p) / batching.1 as f64)).sqrt() * t(batching) / 1.96).max(1.0);
     let np = n as f64 * p;
     let low = l.map(|l| (np - w * (np - l as f64)).floor()).filter(|r| *r >= 1.0).map(|r| r as usize);
     let high = u.map(|u| (np + w * (u as f64 - np)).ceil()).filter(|r| *r <= n as f64).map(|r| r as usize);
-    (low, high)
+    Ok((low, high))
 }
 
 #[cfg(test)]
@@ -162,16 +242,17 @@ mod tests {
             .map(|q| {
                 let estimate = sorted[crate::stats::nearest_rank_index(q, n) - 1];
                 let ranks = crate::quantile_interval::ranks(n, q);
-                let (l, u) = widened_ranks(values.as_slice(), batching(n).unwrap(), estimate, q, ranks);
+                let (l, u) =
+                    widened_ranks(values.as_slice(), batching(n).unwrap(), estimate, q, ranks).unwrap();
                 (l.map(|r| sorted[r - 1]), u.map(|r| sorted[r - 1]))
             })
             .collect();
         assert_eq!(
             bounds,
             [
-                (Some(96.91449576615092), Some(115.47538256793389)),
-                (Some(122.97417345439311), Some(128.39484027283947)),
-                (Some(126.5798629072985), Some(129.9626394024591)),
+                (Some(95.2419336666987), Some(117.18175381114037)),
+                (Some(122.97117866603125), Some(128.45210923401834)),
+                (Some(126.60027131946038), Some(129.92905716345683)),
                 (Some(130.12475424420876), Some(131.85572154757602)),
             ]
         );

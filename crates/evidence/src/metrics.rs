@@ -15,8 +15,21 @@ use crate::stats::{PERCENTILES, Summary, nearest_rank_index};
 use crate::tally::Tally;
 use crate::{batch_means, quantile_interval};
 
+/// Why intervals are missing (`{name}_mean`, `{name}_pP` → the words of
+/// [`batch_means::Withheld::reason`]).
+pub const WITHHELD_KEY: &str = "intervals_withheld";
+/// Which truth the intervals are about: one run's long-run value
+/// ([`THIS_RUN`]) or, over repeats, the configuration's
+/// ([`THIS_CONFIGURATION`], [`crate::pool`]).
+pub const TRUTH_KEY: &str = "interval_truth";
+pub const THIS_RUN: &str = "this-run";
+pub const THIS_CONFIGURATION: &str = "this-configuration";
+
 /// Percentiles whose 95% interval the artifact carries.
 const INTERVAL_PERCENTILES: [u32; 4] = [50, 90, 95, 99];
+
+/// Withheld intervals (`{name}_mean`, `{name}_pP`) with their reasons.
+pub type Withheld = Vec<(String, String)>;
 
 /// A derived figure, or why it cannot be derived.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,12 +152,25 @@ impl DistDef {
         }
     }
 
-    /// The full block of `sample` (`None`: its source is not in the records).
-    pub fn block(&self, sample: Option<Sample<'_>>, ci_z: f64) -> Vec<(String, Derived)> {
+    /// The values of an ordered source over `member`'s rows, whether or
+    /// not any carries them (`None`: pooled chunk gaps, which have no order).
+    pub fn ordered_column<'g>(&self, rows: &'g Rows, member: &'g dyn Fn(&Row) -> bool) -> Option<Column<'g>> {
+        let div = match self.source {
+            Key(_) | OptionalKey(_) => 1.0,
+            Micros(_) => 1000.0,
+            PooledMicros(_) => return None,
+        };
+        let col = columns::of_key(self.source_key())?;
+        Some(Column::new(rows, col, (member, self.population == Eligible), div))
+    }
+
+    /// The full block of `sample` (`None`: its source is not in the records),
+    /// and each withheld interval's reason by `{name}_mean` / `{name}_pP`.
+    pub fn block(&self, sample: Option<Sample<'_>>, ci_z: f64) -> (Vec<(String, Derived)>, Withheld) {
         let keys = self.keys();
         let Some(sample) = sample else {
             let why = format!("request_timings carry no `{}`", self.source_key());
-            return keys.into_iter().map(|k| (k, Derived::Unknown(why.clone()))).collect();
+            return (keys.into_iter().map(|k| (k, Derived::Unknown(why.clone()))).collect(), Vec::new());
         };
         // Ordered values: never held; the record order is read again, and
         // the values at the ranks the block needs are found by selection.
@@ -173,6 +199,7 @@ impl DistDef {
         figures.push(num(s.as_ref().map(|s| s.max)));
         let ordered = vals.is_some();
         let batching = if ordered { batch_means::batching(n) } else { None };
+        let mut withheld = Vec::new();
         let bounds = INTERVAL_PERCENTILES.map(|p| {
             // Below 50 values (no batches) no interval: the exact ranks
             // would assume independent requests, and the mean has none there.
@@ -180,6 +207,10 @@ impl DistDef {
                 (Some(b), Some(vals)) => {
                     let estimate = at[&nearest_rank_index(p, n)];
                     batch_means::widened_ranks(vals, b, estimate, p, quantile_interval::ranks(n, p))
+                        .unwrap_or_else(|w| {
+                            withheld.push((format!("{}_p{p}", self.name), w.reason()));
+                            (None, None)
+                        })
                 }
                 _ => (None, None),
             }
@@ -196,15 +227,28 @@ impl DistDef {
             figures.push(num(l.map(|r| at[&r])));
             figures.push(num(u.map(|r| at[&r])));
         }
-        let batched = batching.zip(vals.as_ref());
-        let mean_interval =
-            batched.zip(s.as_ref()).map(|((b, vals), s)| batch_means::mean_interval(vals, b, s.mean));
+        let accepted = match (batching, &vals) {
+            (Some(b), Some(vals)) => match batch_means::accepted(vals, b, |v| v) {
+                Ok(cut) => Some(cut),
+                Err(w) => {
+                    withheld.insert(0, (format!("{}_mean", self.name), w.reason()));
+                    None
+                }
+            },
+            _ => None,
+        };
+        let mean_interval = accepted
+            .as_ref()
+            .zip(s.as_ref())
+            .map(|((b, means), s)| batch_means::mean_interval(*b, means, s.mean));
         figures.push(num(mean_interval.map(|(low, _)| low)));
         figures.push(num(mean_interval.map(|(_, high)| high)));
         figures.push(Derived::Value(json!(n)));
-        figures.push(Derived::Value(batching.map_or(Value::Null, |(count, _)| json!(count))));
-        figures.push(num(batched.and_then(|(b, vals)| batch_means::effective_samples(vals, b))));
-        keys.into_iter().zip(figures).collect()
+        figures.push(Derived::Value(accepted.as_ref().map_or(Value::Null, |((count, _), _)| json!(count))));
+        let effective =
+            accepted.zip(vals.as_ref()).and_then(|((b, _), vals)| batch_means::effective_samples(vals, b));
+        figures.push(num(effective));
+        (keys.into_iter().zip(figures).collect(), withheld)
     }
 }
 
@@ -239,9 +283,14 @@ pub fn metrics(
 ) -> Vec<(String, Derived)> {
     let t = group.tally;
     let mut out: Vec<(String, Derived)> = Vec::new();
+    let mut withheld = serde_json::Map::new();
     for d in DISTRIBUTIONS.iter().filter(|d| want(d.name)) {
-        out.extend(d.block(d.sample(group), ci_z));
+        let (block, reasons) = d.block(d.sample(group), ci_z);
+        out.extend(block);
+        withheld.extend(reasons.into_iter().map(|(key, why)| (key, Value::from(why))));
     }
+    out.push((WITHHELD_KEY.into(), Derived::Value(Value::Object(withheld))));
+    out.push((TRUTH_KEY.into(), Derived::Value(THIS_RUN.into())));
     let mut put = |k: &str, v: Value| out.push((k.to_string(), Derived::Value(v)));
     put("output_tokens", json!(t.output_tokens));
     put("prompt_tokens", json!(t.prompt_tokens));

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::civil_time::iso_seconds;
-use crate::columns::{Col, KEYED, Row, RowWriter};
+use crate::columns::{Col, KEYED, Row, RowWriter, Rows};
 use crate::error::RederiveError;
 use crate::fields::{DERIVED, INPUTS};
 use crate::jobs::JobCalls;
@@ -176,7 +176,9 @@ impl<'h> Pass<'h> {
         top_level(c, head, &self.cell, std::mem::take(&mut self.top));
         let everyone = |_: &Row| true;
         let cell = Group { tally: &self.cell, rows: &rows, member: &everyone };
-        let derived = metrics(&cell, wall, ci_z, &|_| true);
+        let mut derived = metrics(&cell, wall, ci_z, &|_| true);
+        let repeats: Vec<u64> = self.repeats.keys().copied().collect();
+        replicated(&mut derived, &rows, &self.cell, &repeats);
         for (key, d) in &derived {
             let path = format!("metrics.{key}");
             match d {
@@ -240,6 +242,28 @@ fn top_level(c: &mut Checker<'_>, head: &Map<String, Value>, all: &Tally, top: T
         match head.get(ns).and_then(Value::as_u64) {
             Some(ns) => c.check(iso, json!(iso_seconds(ns))),
             None => c.uncheck(iso, format!("no integer {ns}")),
+        }
+    }
+}
+
+/// A repeated cell's intervals are across its repeats
+/// ([`crate::pool::across_replications`]): `derived`'s known figures with
+/// those replaced.
+fn replicated(derived: &mut [(String, Derived)], rows: &Rows, cell: &Tally, repeats: &[u64]) {
+    if repeats.len() < 2 {
+        return;
+    }
+    let mut known: Map<String, Value> = derived
+        .iter()
+        .filter_map(|(k, d)| match d {
+            Derived::Value(v) => Some((k.clone(), v.clone())),
+            Derived::Unknown(_) => None,
+        })
+        .collect();
+    crate::pool::across_replications(rows, cell, repeats, &mut known);
+    for (key, d) in derived.iter_mut() {
+        if let (Derived::Value(v), Some(now)) = (d, known.remove(key.as_str())) {
+            *v = now;
         }
     }
 }

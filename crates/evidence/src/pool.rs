@@ -42,9 +42,11 @@
 
 use serde_json::{Map, Value};
 
-use crate::columns::{Col, Column, KEYED, Row, RowWriter};
+use crate::columns::{Col, Column, KEYED, Row, RowWriter, Rows};
 use crate::error::PoolError;
-use crate::metrics::{DISTRIBUTIONS, Derived, DistDef, Group, Sample, metrics};
+use crate::metrics::{
+    DISTRIBUTIONS, Derived, DistDef, Group, Sample, THIS_CONFIGURATION, TRUTH_KEY, WITHHELD_KEY, metrics,
+};
 use crate::quantile_interval;
 use crate::records::Classifier;
 use crate::repeats::{REPEAT_KEYS, across};
@@ -133,28 +135,8 @@ pub fn pool(artifacts: &[&Value]) -> Result<Pooled, PoolError> {
             })
             .collect();
     let mut metrics = metrics;
-    if groups.len() >= 2 {
-        for d in DISTRIBUTIONS.iter() {
-            let all = |_: &Row| true;
-            let Some(Sample::Ordered(column)) = d.sample(&Group { tally: &every, rows: &rows, member: &all })
-            else {
-                continue;
-            };
-            let members: Vec<Member> =
-                (0..groups.len()).map(|g| Box::new(move |r: &Row| r.repeat() == g as u64) as _).collect();
-            let columns: Vec<Column<'_>> = groups
-                .iter()
-                .zip(&members)
-                .filter_map(|(tally, member)| match d.sample(&Group { tally, rows: &rows, member }) {
-                    Some(Sample::Ordered(c)) => Some(c),
-                    _ => None,
-                })
-                .collect();
-            if columns.len() == groups.len() {
-                replication_intervals(d, column, &columns, &mut metrics);
-            }
-        }
-    }
+    let ids: Vec<u64> = (0..groups.len() as u64).collect();
+    across_replications(&rows, &every, &ids, &mut metrics);
     if let Some(e) = rows.error() {
         return Err(scratch(e));
     }
@@ -176,6 +158,40 @@ pub fn pool(artifacts: &[&Value]) -> Result<Pooled, PoolError> {
 
 /// Which rows are one replication's.
 type Member = Box<dyn Fn(&Row) -> bool>;
+
+/// With two or more replications (`repeats`: the `Col::Repeat` each one's
+/// rows carry), replaces every ordered distribution's intervals in
+/// `metrics` (derived over all of `rows`, as `every` tallies them) by the
+/// replications' (the module's doc), drops their within-run reasons from
+/// `intervals_withheld`, and says `interval_truth: this-configuration`. A
+/// replication without values of a metric counts as one of none, as the
+/// load generator's `output/replications.rs` counts it.
+pub fn across_replications(rows: &Rows, every: &Tally, repeats: &[u64], metrics: &mut Map<String, Value>) {
+    if repeats.len() < 2 {
+        return;
+    }
+    let all = |_: &Row| true;
+    let members: Vec<Member> =
+        repeats.iter().map(|&g| Box::new(move |r: &Row| r.repeat() == g) as _).collect();
+    for d in DISTRIBUTIONS.iter() {
+        let Some(Sample::Ordered(column)) = d.sample(&Group { tally: every, rows, member: &all }) else {
+            continue;
+        };
+        let columns: Vec<Column<'_>> = members.iter().filter_map(|m| d.ordered_column(rows, m)).collect();
+        if columns.len() != members.len() {
+            continue;
+        }
+        replication_intervals(d, column, &columns, metrics);
+        if let Some(Value::Object(withheld)) = metrics.get_mut(WITHHELD_KEY) {
+            let within_run: Vec<String> = ["mean", "p50", "p90", "p95", "p99"]
+                .iter()
+                .map(|stat| format!("{}_{stat}", d.name))
+                .collect();
+            withheld.retain(|key, _| !within_run.contains(key));
+        }
+    }
+    metrics.insert(TRUTH_KEY.into(), THIS_CONFIGURATION.into());
+}
 
 /// The variance of the ratio `Σy_r / Σn_r` over independent replications
 /// `(n_r, y_r)`: `R/((R − 1)·N²) · Σ (y_r − n_r·Σy/N)²`; `None` below two
@@ -388,7 +404,8 @@ mod tests {
             let pooled: Vec<f64> = runs.concat();
             let mean = pooled.iter().sum::<f64>() / pooled.len() as f64;
             let b = crate::batch_means::batching(pooled.len()).unwrap();
-            let old = crate::batch_means::mean_interval(pooled.as_slice(), b, mean);
+            let means = crate::batch_means::batch_means(pooled.as_slice(), b, |v| v);
+            let old = crate::batch_means::mean_interval(b, &means, mean);
             let sums: Vec<(f64, f64)> = runs.iter().map(|v| (v.len() as f64, v.iter().sum())).collect();
             let new = replication_mean_interval(&sums).unwrap();
             let mut sorted = pooled.clone();

@@ -12,6 +12,7 @@ use crate::output::benchmark::{
 };
 use crate::output::interval;
 use crate::output::record_log::{FAILURE_CLASSES, GapCounts, Row, Stored, col, element_bytes, get, is};
+use crate::output::replications;
 use crate::output::stats::{Distribution, KeyStyle, P99_MIN_SAMPLES, t95, write_distribution};
 use crate::output::student_t::Level;
 use crate::run::RunOutput;
@@ -199,30 +200,36 @@ fn metrics(
     spec: &CellSpec,
 ) -> std::io::Result<Map<String, Value>> {
     let mut m = Map::new();
+    // A repeated cell's intervals are across its repeats (replications.rs).
+    let repeats = if matches!(subset, Subset::All) { spec.repeat } else { 1 };
+    let truth = if repeats >= 2 { replications::THIS_CONFIGURATION } else { replications::THIS_RUN };
+    m.insert(replications::TRUTH_KEY.into(), truth.into());
+    let distribution =
+        |column: usize, keep: &dyn Fn(&Row) -> bool| -> std::io::Result<Option<Distribution>> {
+            if repeats < 2 {
+                return Ok(Distribution::of_vec(store.column(column, keep)?));
+            }
+            Ok(replications::replicated(&column_by_repeat(store, column, repeats, keep)?))
+        };
     // One metric's values in memory at a time.
     for def in REQUEST_METRICS {
-        let d = Distribution::of_vec(store.column(def.column, eligible_in(subset))?);
+        let d = distribution(def.column, &eligible_in(subset))?;
         write_distribution(&mut m, def.name, def.style, d.as_ref());
     }
     // Raw chunk gaps, pooled over every eligible request (real inter-chunk latency).
     let gaps: Vec<(f64, u64)> = gaps.sorted().into_iter().map(|(g, n)| (f64::from(g) / 1000.0, n)).collect();
     write_distribution(&mut m, "chunk_gap", KeyStyle::Millis, Distribution::of_sorted_counts(&gaps).as_ref());
     for def in SCHEDULE_METRICS {
-        let d = Distribution::of_vec(store.column(def.column, eligible_in(subset))?);
+        let d = distribution(def.column, &eligible_in(subset))?;
         write_distribution(&mut m, def.name, def.style, d.as_ref());
     }
     // Client schedule lag covers every attempted request: it is about the client.
-    let lags = store.column(col::SEND_LAG, |row| subset.keeps(row))?;
-    write_distribution(&mut m, "send_lag", KeyStyle::Millis, Distribution::of_vec(lags).as_ref());
+    let lags = distribution(col::SEND_LAG, &|row| subset.keeps(row))?;
+    write_distribution(&mut m, "send_lag", KeyStyle::Millis, lags.as_ref());
     // How long the first content sat in the socket before the client read
     // it: also about the client (did it keep up?), not the engine.
-    let read_delays = store.column(col::READ_DELAY, eligible_in(subset))?;
-    write_distribution(
-        &mut m,
-        "first_content_read_delay",
-        KeyStyle::Millis,
-        Distribution::of_vec(read_delays).as_ref(),
-    );
+    let read_delays = distribution(col::READ_DELAY, &eligible_in(subset))?;
+    write_distribution(&mut m, "first_content_read_delay", KeyStyle::Millis, read_delays.as_ref());
 
     m.insert("output_tokens".into(), json!(t.output_tokens));
     m.insert("prompt_tokens".into(), json!(t.prompt_tokens));
@@ -263,6 +270,26 @@ fn metrics(
         m.insert("goodput_tok_s".into(), per_second(t.good_tokens as f64, wall_ms));
     }
     Ok(m)
+}
+
+/// `column`'s values of the rows `keep` takes, one list per repeat (in
+/// recorded order); a repeat without values has an empty list.
+fn column_by_repeat(
+    store: &Stored,
+    column: usize,
+    repeats: u32,
+    keep: &dyn Fn(&Row) -> bool,
+) -> std::io::Result<Vec<Vec<f64>>> {
+    let mut by_repeat = vec![Vec::new(); repeats as usize];
+    store.scan(|row| {
+        if keep(row)
+            && let Some(v) = get(row, column)
+            && let Some(values) = by_repeat.get_mut(row[col::REPEAT] as usize)
+        {
+            values.push(v);
+        }
+    })?;
+    Ok(by_repeat)
 }
 
 /// A stopped cell's intervals a verdict may read (docs/metrics.md "Stopping

@@ -20,8 +20,11 @@
 //! That variance sees the tail only when a batch expects at least one
 //! value beyond the percentile ([`Batching::for_percentile`]): a percentile
 //! whose batches cannot be made that long, keeping [`MIN_BATCHES`] of them,
-//! has no interval.
+//! has no interval. Nor has a statistic whose batch means still look
+//! correlated at the fewest batches ([`independent`], the test and its
+//! basis in [`super::independence`]).
 
+use super::independence::{self, Correlated};
 use super::student_t::Level;
 
 /// Fewest batches: fewer make the t quantile (and the interval) balloon.
@@ -83,7 +86,7 @@ impl Batching {
     }
 
     /// Each batch's mean of `f` over its values.
-    fn means(&self, values: &[f64], f: impl Fn(f64) -> f64) -> Vec<f64> {
+    pub fn means(&self, values: &[f64], f: impl Fn(f64) -> f64) -> Vec<f64> {
         values
             .chunks_exact(self.size)
             .take(self.count)
@@ -97,20 +100,40 @@ impl Batching {
     }
 }
 
+/// The cut of `values` for `f`, starting from `start` and made fewer and
+/// longer until the batch means of `f` pass the independence test, both
+/// at that cut and at the cut twice as fine ([`super::independence`]),
+/// with the accepted cut's means; `Err` when they fail at [`MIN_BATCHES`].
+pub fn independent(
+    values: &[f64],
+    start: Batching,
+    f: impl Fn(f64) -> f64,
+) -> Result<(Batching, Vec<f64>), Correlated> {
+    let n = values.len();
+    let mut batching = start;
+    loop {
+        let means = batching.means(values, &f);
+        let finer = Batching { count: 2 * batching.count, size: n / (2 * batching.count) };
+        let tested = independence::test(&means).and_then(|()| independence::test(&finer.means(values, &f)));
+        match tested {
+            Ok(()) => return Ok((batching, means)),
+            Err(failed) => match independence::fewer(batching.count) {
+                Some(count) => batching = Batching { count, size: n / count },
+                None => return Err(failed),
+            },
+        }
+    }
+}
+
 /// Sample variance (n − 1) of `xs`.
-fn variance(xs: &[f64]) -> f64 {
+pub fn variance(xs: &[f64]) -> f64 {
     let mean = xs.iter().sum::<f64>() / xs.len() as f64;
     xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64
 }
 
-/// `s_B²`, the variance of the batch means of `values` (in recorded
-/// order): what both the mean's interval and its effective samples read.
-pub fn batch_mean_variance(values: &[f64], batching: Batching) -> f64 {
-    variance(&batching.means(values, |v| v))
-}
-
 /// The batch-means interval of the mean at `level`, centred on `mean` (the
-/// whole sample's): `mean ± t·s_B/√B`, with `s_B²` from [`batch_mean_variance`].
+/// whole sample's): `mean ± t·s_B/√B`, `s_B²` the variance of the batch
+/// means (those [`independent`] accepted).
 pub fn mean_interval(batching: Batching, mean: f64, batch_variance: f64, level: Level) -> (f64, f64) {
     let half = batching.t(level) * (batch_variance / batching.count as f64).sqrt();
     (mean - half, mean + half)
@@ -130,14 +153,19 @@ pub fn effective_samples(
 
 /// By how much the independent order-statistic ranks of percentile `p`
 /// (a fraction) must widen around `n·p`: `√(inflation)·t/z` (at `level`),
-/// where the inflation is the indicator series' batch variance over
-/// `p(1 − p)/m`; never below 1, so a sample that looks independent keeps
-/// the exact ranks.
-pub fn rank_widening(values: &[f64], batching: Batching, estimate: f64, p: f64, level: Level) -> f64 {
-    let below = batching.means(values, |v| if v <= estimate { 1.0 } else { 0.0 });
+/// where the inflation is the variance of `below`, the indicator series'
+/// batch means `1{x ≤ estimate}` cut as `batching`, over `p(1 − p)/m`;
+/// never below 1, so a sample that looks independent keeps the exact ranks.
+pub fn rank_widening(below: &[f64], batching: Batching, p: f64, level: Level) -> f64 {
     let independent = p * (1.0 - p) / batching.size as f64;
-    let inflation = variance(&below) / independent;
+    let inflation = variance(below) / independent;
     (inflation.sqrt() * batching.t(level) / level.z()).max(1.0)
+}
+
+/// The indicator `1{v ≤ estimate}` whose batch means a percentile's
+/// widening reads.
+pub fn at_or_below(estimate: f64) -> impl Fn(f64) -> f64 {
+    move |v| if v <= estimate { 1.0 } else { 0.0 }
 }
 
 /// Ranks `(l, u)` (1-based, of `n`) widened by `w` around `n·p`; a side

@@ -7,11 +7,15 @@ pub(crate) mod artifact;
 pub(crate) mod batch_means;
 pub(crate) mod benchmark;
 pub(crate) mod client_error;
+#[cfg(test)]
+mod coverage_tests;
 pub(crate) mod ending;
+pub(crate) mod independence;
 pub(crate) mod interval;
 pub mod jobs;
 pub(crate) mod offered;
 pub(crate) mod record_log;
+pub(crate) mod replications;
 pub mod series;
 pub mod server_series;
 pub(crate) mod stats;
