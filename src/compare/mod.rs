@@ -233,4 +233,40 @@ mod tests {
         // Nothing judged: not shown to reproduce.
         assert_eq!(answer(&report(Vec::new()), None, &[]), Inconclusive);
     }
+
+    #[test]
+    fn an_open_cell_says_why_and_what_change_it_could_show() {
+        use anvil_evidence::compare::Spread;
+        let mut wide = metric(Verdict::Inconclusive, 36, Some(9));
+        (wide.metric, wide.ci_low, wide.ci_high) = ("tpot_p50_ms".into(), Some(0.8), Some(1.25));
+        let mut wider = wide.clone();
+        (wider.metric, wider.ci_low, wider.ci_high) = ("ttft_p50_ms".into(), Some(0.5), Some(2.0));
+        let cell = |metrics: Vec<Comparison>| CellReport {
+            name: "c".into(),
+            workload: alike::WorkloadCheck::default(),
+            metrics,
+            definitions: Vec::new(),
+            by_definition: Vec::new(),
+            verdict: Verdict::Inconclusive,
+            settle_n: None,
+            configuration: Vec::new(),
+            runs: [2, 2],
+        };
+        // Half-width ln 1.25 around 1: a change shows beyond 1.1 × 1.25 − 1 = +37.5%.
+        let why = cell(vec![wide.clone(), wider]).why_open(0.1);
+        assert!(
+            why.contains("the narrowest, tpot_p50_ms's, calls only a change beyond +38% differs"),
+            "{why}"
+        );
+        let mut once = wide.clone();
+        once.spread = Spread::WithinRun;
+        let mut few = metric(Verdict::Inconclusive, 24, Some(40));
+        (few.metric, few.spread) = ("ttft_p95_ms".into(), Spread::NoInterval);
+        let why = cell(vec![once, few]).why_open(0.1);
+        assert!(
+            why.starts_with("tpot_p50_ms: measured once on a side and no run-to-run spread stated"),
+            "{why}"
+        );
+        assert!(why.ends_with("ttft_p95_ms: too few samples"), "{why}");
+    }
 }

@@ -39,19 +39,28 @@
 //! n ≥ ⌈min_tail·100 / min(q, 100 − q)⌉ (p95: 40, p99: 200); below that the
 //! verdict is `inconclusive` without an interval. A non-positive stat(A) is
 //! `inconclusive`. This interval holds each run's own sampling error only,
-//! not the spread between two runs of one configuration (`spread`
-//! `within-run`; the reason says why it was used): a rerun can land
-//! outside it by that spread.
+//! not the spread between two runs of one configuration, so it is never
+//! judged alone ([`judge_within_run`]): with a run-to-run spread σ stated
+//! for the metric (`CompareOptions::run_to_run`) it is widened by it
+//! ([`crate::run_to_run::widen`]: z·σ·√(1/runs_A + 1/runs_B) in quadrature
+//! with each half-width; `spread` `stated`) and judged; without, the row is
+//! `inconclusive` (`spread` `within-run`, the interval kept for the reader,
+//! the reason saying why).
 //!
 //! **Per-repeat aggregates** ([`compare_repeats`], e.g. throughput of each
 //! repeat): with at least 2 positive values per side, a Welch t interval on
 //! logarithms: d = mean(ln B) − mean(ln A), se² = s²(ln A)/n_A + s²(ln B)/n_B,
 //! Welch–Satterthwaite df, interval exp(d ∓ t_{0.975, df} · se) (the ratio of
 //! geometric means; se = 0 gives the point exp(d)). a and b are the
-//! arithmetic means. With one value on either side there is no spread: the
-//! verdict is `differs` when |b/a − 1| > 2t (twice the threshold, leaving t
-//! of room for the run-to-run noise that cannot be seen), otherwise
-//! `inconclusive`; never `reproduced`, and no interval.
+//! arithmetic means.
+//!
+//! **One run on a side.** Against two or more repeats on the other, the
+//! repeats' spread stands for both ([`crate::run_to_run::one_run_against_repeats`]:
+//! se² = s²·(1/n + 1), n − 1 df); this serves per-request statistics too.
+//! With one run each, a per-repeat aggregate is judged by the stated spread
+//! alone (the ratio ± z·√2·σ, `spread` `stated`), and with none stated it
+//! is `inconclusive` without an interval: one run a side shows nothing of
+//! the spread between runs.
 //!
 //! **What the verdicts guarantee.** The band rule on a 95% interval is an
 //! equivalence test by two one-sided tests at 2.5% each (Schuirmann, "A
@@ -73,7 +82,10 @@
 //! within-run bootstrap has no such guarantee across runs: on the same
 //! draws its interval missed the true ratio in 32% of trials, and it called
 //! a true 4.5% difference `differs` at ±5% in 15% of them (across repeats:
-//! 1.2%).
+//! 1.2%). One run a side with σ stated as it truly is (3% and 5%, 400
+//! trials): `differs` at ±10% in at most 1 of 400, at ±5% in at most 5;
+//! a σ stated at 3% where it is 10% gave `differs` at ±10% in 15% of
+//! trials: the statement must be honest.
 //!
 //! An inconclusive row says how many samples per side would likely settle
 //! it (`settle_n`, [`samples_to_settle`]).
@@ -527,9 +539,9 @@ pub fn judge_within_run(row: &mut Comparison, why: &str, repeats: [usize; 2], op
 
 /// A per-request statistic of two sides given repeat by repeat (`a[i]`:
 /// the values of side A's i-th repeat, in record order): across repeats
-/// ([`compare_across_repeats`]) when both sides have 2 or more repeats of
-/// enough samples, else the within-run bootstrap of the pooled values
-/// ([`compare_samples`]), marked so ([`within_run_only`]).
+/// ([`compare_across_repeats`]) when a side has 2 or more repeats of enough
+/// samples, else the within-run bootstrap of the pooled values
+/// ([`compare_samples`]), judged by [`judge_within_run`].
 pub fn compare_by_repeat(
     metric: &str,
     stat: Statistic,

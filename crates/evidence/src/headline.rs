@@ -11,10 +11,13 @@
 //! | `request_canary_passed` | `metrics.request_canary_passed` / `_samples` | exact, below |
 //!
 //! A per-request row is judged across repeats (the statistic within each
-//! repeat, a Welch interval over them: `spread` `across-repeats`) when both
-//! sides have at least 2 repeats with enough samples each; otherwise from
-//! the pooled requests by the block bootstrap (`spread` `within-run`, the
-//! reason saying why).
+//! repeat, a Welch interval over them, or one run against the other side's
+//! repeats: `spread` `across-repeats`) when a side has at least 2 repeats
+//! with enough samples each; otherwise from the pooled requests by the
+//! block bootstrap, widened by the stated run-to-run spread (`spread`
+//! `stated`) or, with none stated, `inconclusive` (`spread` `within-run`,
+//! the reason saying why). [`measured_spreads`] gives the spread an
+//! artifact's repeats show, which a bundle states.
 //!
 //! TTFT and E2E rows never say `differs` for a difference no larger than
 //! the two artifacts' client errors combined (`client_error.latency_bound_ms`,
