@@ -11,7 +11,8 @@
 //! requests, intervals of one cell read by several requirements, and
 //! expressions that move both ways with their inputs (`abs`).
 //!
-//! The operating characteristic over distances is a bench:
+//! The operating characteristic over distances is a bench (4,200 seeded
+//! cells, ~90 s in release):
 //! `cargo test --release --lib gate_oc -- --ignored --nocapture` prints it.
 
 use serde_json::{Map, Value, json};
@@ -364,8 +365,9 @@ fn operating_characteristic() {
             let errors = if distance <= 0.0 { passed } else { rejected };
             let (low, high) = clopper_pearson(errors, TRIALS);
             eprintln!(
-                "| {distance:+.2} | {budget} | {passed} | {rejected} | {} | {errors}/{TRIALS} ({low:.3}–{high:.3}) | {stated} |",
-                TRIALS - passed - rejected
+                "| {distance:+.2} | {budget} | {passed} | {rejected} | {} | {errors}/{TRIALS} ({low:.3}–{high:.3}) | {} |",
+                TRIALS - passed - rejected,
+                anvil_expr::format_number(stated)
             );
             assert!(high <= stated, "distance {distance}, budget {budget}: {errors}/{TRIALS} errors");
             if distance.abs() == 0.1 {
