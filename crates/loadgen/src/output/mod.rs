@@ -8,7 +8,7 @@ pub(crate) mod batch_means;
 pub(crate) mod benchmark;
 pub(crate) mod client_error;
 #[cfg(test)]
-mod coverage_tests;
+pub(crate) mod coverage_tests;
 pub(crate) mod ending;
 pub(crate) mod independence;
 pub(crate) mod interval;
