@@ -43,6 +43,7 @@ mod report_agents;
 mod report_scale;
 mod request_options;
 mod resolved_cells;
+mod saturation;
 mod scrape_targets;
 mod search;
 mod servers;

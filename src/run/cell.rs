@@ -141,6 +141,10 @@ pub async fn run_cell(
     let acceptance =
         artifact.telemetry.as_ref().and_then(|t| t.server_derived.as_ref()?.spec_acceptance_rate);
     let mut line = run_line(&result, server.simulated, acceptance);
+    // Completed, but the server never kept up: its numbers stand, marked.
+    if let Some(drain) = artifact.ending.as_ref().and_then(|e| e.over_saturated_at_end()) {
+        line.push_str(&format!("; over-saturated at the end: {}", drain.describe()));
+    }
     // Unique prompts the server had cached anyway: say so, loudly.
     if let Some(warning) = artifact.tokens.as_ref().and_then(|t| t.cold?.warning()) {
         line.push_str(&format!("; {warning}"));

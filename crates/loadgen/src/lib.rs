@@ -23,6 +23,9 @@ pub use anvil_tokens::{TokenizerSpec, hf_cache as tokenizer_cache};
 pub use error::{CellError, SpecError};
 pub use observe::failure::{FailedRequest, Failure, FailureClass};
 pub use observe::precision::{Look, LookedAt, StoppingRecord};
+/// The model server the over-saturation rules are judged against (tests, benches).
+#[doc(hidden)]
+pub use observe::queue_model;
 pub use observe::record::{AgentCallRecord, ControlledOutput, RequestRecord};
 pub use observe::saturation::{FlightLog, Saturated, SaturationWatch};
 pub use observe::sse;
@@ -32,6 +35,7 @@ pub use output::benchmark::{
     ReplicaMetrics, StageFigures, TargetLabel, Telemetry, WarmupCounts,
 };
 pub use output::client_error::ClientError;
+pub use output::drain::{self, Drain};
 pub use output::ending::{EndReason, Ending};
 pub use output::interval::{Estimate, Statistic, estimate};
 pub use output::jobs::{Jobs, TaskRow};

@@ -487,9 +487,9 @@ impl Sink {
     fn finished(&self, rec: RequestRecord) {
         let counter = if rec.performance_eligible { &self.completed } else { &self.failed };
         counter.fetch_add(1, Ordering::Relaxed);
-        if let Some(ms) = rec.e2e_ms {
-            self.flights.ended(rec.actual_send_ms, ms);
-        }
+        // Every ended request, failed or not, as `ended()` counts them; by
+        // when it was due, as the watch counts arrivals.
+        self.flights.ended(rec.intended_send_ms);
         if let Some(p) = &self.progress {
             p.record(&rec);
         }
@@ -888,6 +888,7 @@ async fn launch(
                         detail: saturated.detail,
                         unsent: planned - k,
                         cancelled: 0,
+                        drain: None,
                     };
                     if let Ok(mut stopped) = runner.stopped.lock() {
                         *stopped = Some(ending);
@@ -1375,13 +1376,19 @@ pub async fn measure(
         held_requests: runner.cap_held.load(Ordering::Relaxed),
         longest_hold_ms: runner.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
     });
-    let ending = runner
+    let mut ending = runner
         .stopped
         .lock()
         .ok()
         .and_then(|mut s| s.take())
         .or(ending_by_rule)
         .unwrap_or_else(Ending::completed);
+    // An open loop of its own arrivals is judged at its end too: whether
+    // the server kept up, even when everything was sent and ended.
+    let own_arrivals = !trace && !staged && sessions.is_none() && agents.is_none();
+    if own_arrivals && crate::output::offered::is_open_loop(&runner.spec, false) {
+        ending.drain = crate::output::drain::judge_stored(&store).context("reading the request records")?;
+    }
     let load_margins =
         steady_load(&runner.spec).then(|| runner.margins.lock().map(|m| *m).unwrap_or_default());
     let jobs = agents.is_some().then(|| {

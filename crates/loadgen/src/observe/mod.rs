@@ -8,6 +8,8 @@ pub(crate) mod json_scan;
 pub(crate) mod precision;
 #[cfg(test)]
 pub(crate) mod proptests;
+#[doc(hidden)]
+pub mod queue_model;
 pub(crate) mod read_times;
 pub(crate) mod record;
 pub mod saturation;

@@ -1,59 +1,102 @@
 //! Over-saturation, seen while an open loop runs: the server completes
-//! fewer requests than arrive, and the backlog (sent, not yet ended) keeps
-//! growing. A probe of a capacity search that is past capacity has lost
-//! already; measuring it to the end only adds queue. (guidellm stops such
-//! runs by the slopes of concurrency and TTFT over time; this rule reads
-//! the counts and the time a request takes.)
+//! fewer requests than arrive, and the backlog (arrived, not yet ended)
+//! grows without bound. A probe of a capacity search that is past capacity
+//! has lost already; measuring it to the end only adds queue.
 //!
-//! A request ends a sojourn `W` after it is sent, so the requests that can
-//! have ended by `t` are those sent by `t − W`. Comparing what ended over
-//! `[t/2, t]` with what was sent over that same window mistakes a server
-//! that is merely filling for one that falls behind: with 3 s replies and a
-//! look at 2 s, nothing has ended yet while everything sent is in flight.
-//! The rule therefore compares what ended over `[t/2, t]` with what was sent
-//! over the window shifted back by a lag `D`, `[t/2 − D, t − D]`, where `D`
-//! is the 95th percentile of the sojourns of every request sent so far,
-//! counting a request still in flight at its age (its sojourn is at least
-//! that: a censored observation). Counting only the requests that ended
-//! would take the short replies that end first for the sojourn, and judge
-//! a filling server by them. In a stable queue the two counts agree (by
-//! Little's law the backlog settles at rate × sojourn); while it fills, the
-//! shifted window holds fewer sends, not more; past capacity by a share
-//! `e` of the rate, completions run at `1 − e` of arrivals however long
-//! the sojourns grow (the in-flight ages grow with them, and the shifted
-//! window still holds a full window's arrivals).
+//! **Why the total backlog cannot be judged by itself.** Let `A(t)` be the
+//! arrivals by `t`, `E(t)` the requests ended, `N(t) = A(t) − E(t)` the
+//! backlog. A stable queue (arrivals below capacity) has no sustained drift:
+//! its backlog settles into a stationary distribution (by Little's law at a
+//! mean of rate × mean sojourn), whatever the service distribution, as long
+//! as its mean is finite. A server past capacity by a factor `ρ` ends
+//! requests at its capacity, `1/ρ` of the arrivals, and its backlog grows by
+//! `(1 − 1/ρ)` of the arrivals for ever. But a server starting idle also
+//! fills: the backlog's drift at `t` is the rate times the share of
+//! sojourns longer than `t`, so while `t` is short of a reply's length the
+//! backlog grows as fast as under any overload (with 3 s replies nothing
+//! has ended at 2 s), and with heavy tails (5% of replies 100 times the
+//! rest; lognormal σ 1.5) it keeps growing for tens of reply lengths. A
+//! drift threshold on the total backlog either stops stable heavy-tailed
+//! loads or waits for the slowest reply before it can say anything.
 //!
-//! The rule, looked at every [`LOOK_EVERY_S`] from [`MIN_ELAPSED_S`] on,
-//! against the last look at `t/2` or before (never the start):
-//! - completions over `[t/2, t]` fell short of the sends over
-//!   `[t/2 − D, t − D]` by more than [`SHORTFALL`] (10%), and by more than
-//!   [`NOISE_SIGMAS`] standard deviations of a Poisson count of that size;
-//! - the backlog grew over `[t/2, t]` by at least [`MIN_GROWTH`] requests;
-//! - at [`CONFIRMING_LOOKS`] looks in a row.
+//! **The backlog of requests younger than an age `a`.** Split the backlog
+//! by age. At a rate that does not change, the requests that arrived in the
+//! last `a` seconds and are still in flight at `t ≥ 2a` are, in a stable
+//! queue, distributed as the whole backlog was at `a`, when every request
+//! was younger than `a`: the same number of arrivals, each still in flight
+//! with the probability that its sojourn exceeds its age. What a filling
+//! server adds to its backlog after `a` sits only in requests older than
+//! `a` (replies longer than `a`), so this comparison is blind to the fill
+//! and to the shape of the service distribution (exactly so for a server
+//! that never queues; a server that queues near capacity adds the growth of
+//! its waiting times, bounded by its stationary queue). Past capacity, FIFO
+//! admission makes each request wait `(ρ − 1)` times its arrival time, so
+//! later requests of the same age have ended less often: of the requests
+//! aged below `a` at `t = 2a`, the share that ended is `(2/ρ − 1)` against
+//! `1/ρ` at `a`, a shortfall of `ρ − 1` (all of it from 2× up, when no
+//! young request ends at all). 1.1× overload falls 10% short; 15× falls
+//! 100% short.
 //!
-//! No request ended yet: no verdict (a server that answers nothing is
-//! stalled, not saturated). Closer to capacity than 10% the rule does not
-//! fire and the run goes on: it stops only runs that are clearly lost.
-//! `benches/saturation.rs` gives its false stops and detection delays
-//! across load and reply length.
+//! **The rule.** Every [`LOOK_EVERY_S`] from [`MIN_ELAPSED_S`] on (at the
+//! first arrival after), with `a` the time of the last look at `t/2` or
+//! before (never the start): the old cohort is the `n₁` requests due by
+//! `a`, `e₁` of which had ended at `a`; the young cohort is the `n₂` due
+//! over `(t − a, t]`, `e₂` of which have ended now. It is short when
+//! - `e₂/n₂` falls below `(1 − SHORTFALL)` of `e₁/n₁` ([`SHORTFALL`] 5%:
+//!   room for the waiting a stable queue builds as it fills, and for a
+//!   server that slows as its batch grows);
+//! - by more than [`NOISE_SIGMAS`] standard errors of the difference of two
+//!   binomial shares (pooled): in a server that never queues each ended
+//!   count is a Poisson count, two independent ones with equal means under
+//!   a stable load; queueing correlates requests near each other, which the
+//!   margin and the confirmation absorb (`benches/saturation.rs` measures
+//!   what is left);
+//! - and the whole backlog grew since `a` by at least [`MIN_GROWTH`].
+//!
+//! **Confirmation.** A stable queue whose replies are this variable has
+//! episodes of queueing: at 0.95× capacity with 5% of replies 100 times
+//! the rest, runs of long replies fill all 64 slots and hundreds of
+//! requests wait, for tens of seconds; over such an episode the young
+//! cohort falls 10–20% short, as under 1.1× overload. What tells them
+//! apart is time: an episode ends, an overload does not. So the rule
+//! fires when every look has been short since `t/3` ([`CONFIRMING_SHARE`]
+//! of the time elapsed), or, when the shortfall is at least
+//! [`CLEAR_SHORTFALL`] (half: 2× capacity and beyond), at two looks in a
+//! row: the episodes of the bench's stable queues fell 7–21% short, never
+//! half (a queue that halves the ended share of a whole cohort has grown
+//! by half the cohort).
+//!
+//! No request ended by `a`: no verdict (a server that answers nothing is
+//! stalled, not saturated). `benches/saturation.rs` gives false stops and
+//! detection delays across service distributions and loads: 1.05× is
+//! mostly left alone (the drift is within what a stable queue's episodes
+//! make), 1.1× stops within 300 reply lengths in 53–100% of runs, 1.5× and
+//! beyond in all. A cell that sends all its requests before the watch can
+//! speak (100 requests at 20 req/s to 4 slots of 3 s replies: all sent in
+//! 5 s, the first short look ~18 s) is judged at its end instead
+//! (`output/drain.rs`).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// First look, in seconds after the run's start.
 pub const MIN_ELAPSED_S: f64 = 1.0;
 /// Seconds between looks.
 pub const LOOK_EVERY_S: f64 = 0.25;
-/// Completions below this share of the lagged sends fall short.
-pub const SHORTFALL: f64 = 0.10;
-/// ... and short by more than this many standard deviations of the count.
+/// The young cohort's ended share below this share of the old one's falls short.
+pub const SHORTFALL: f64 = 0.05;
+/// ... and short by more than this many standard errors.
 pub const NOISE_SIGMAS: f64 = 3.0;
-/// Fewest requests the backlog must grow by over `[t/2, t]`.
+/// Fewest requests the backlog must grow by since the old cohort's look.
 pub const MIN_GROWTH: u64 = 20;
-/// Looks in a row that must find the run over-saturated.
-pub const CONFIRMING_LOOKS: u32 = 2;
-/// The lag is this quantile of the sojourns.
-pub const LAG_QUANTILE: f64 = 0.95;
+/// A shortfall of at least this share (the young cohort's requests ended
+/// at half the old one's rate or less: 2× capacity and beyond) is confirmed
+/// by two looks in a row.
+pub const CLEAR_SHORTFALL: f64 = 0.5;
+/// The looks that find the run over-saturated must run on, every one of
+/// them, for this share of the time elapsed (from `t/3` to `t`, and at
+/// least two looks): a queue past capacity stays short, a stable one's
+/// episodes of queueing end.
+pub const CONFIRMING_SHARE: f64 = 2.0 / 3.0;
 
 /// What the watch saw when it fired.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,72 +106,92 @@ pub struct Saturated {
     pub detail: String,
 }
 
-/// 8 buckets an octave from 1 ms to 2^26 ms (18 hours).
-const SOJOURN_BUCKETS: usize = 8 * 26;
 /// Width of a slot of send times, in ms.
-const SEND_SLOT_MS: f64 = 250.0;
+const SEND_SLOT_MS: f64 = 50.0;
+/// Slots summed in a block, so a look adds blocks, not slots.
+const SLOTS_A_BLOCK: usize = 64;
 
-/// The requests that ended, as the rule needs them: their sojourns (send to
-/// end) as a histogram of eighth-octave buckets over milliseconds, and how
-/// many were sent in each quarter second, so a look can tell which of the
-/// requests sent by a time are still in flight. The record path pays one
-/// relaxed add and one uncontended lock a request.
+/// When the ended requests were due, as the rule needs them: how many were
+/// due in each 50 ms (and in each 64 of those), so a look can count the
+/// ended requests of a cohort. The record path pays one uncontended lock a
+/// request.
+#[derive(Default)]
 pub struct FlightLog {
-    sojourns: [AtomicU64; SOJOURN_BUCKETS],
-    ended_by_send_slot: Mutex<Vec<u64>>,
+    ended: Mutex<EndedByDue>,
 }
 
-impl Default for FlightLog {
-    fn default() -> Self {
-        FlightLog {
-            sojourns: std::array::from_fn(|_| AtomicU64::new(0)),
-            ended_by_send_slot: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-/// The upper edge of sojourn bucket `b`, in seconds.
-fn bucket_edge_s(b: usize) -> f64 {
-    2f64.powf((b + 1) as f64 / 8.0) / 1000.0
+#[derive(Default)]
+struct EndedByDue {
+    slots: Vec<u64>,
+    blocks: Vec<u64>,
 }
 
 impl FlightLog {
-    /// One request, sent `send_ms` after the run's start, ended after `sojourn_ms`.
-    pub fn ended(&self, send_ms: f64, sojourn_ms: f64) {
-        let bucket = (sojourn_ms.max(1.0).log2() * 8.0).floor() as usize;
-        self.sojourns[bucket.min(SOJOURN_BUCKETS - 1)].fetch_add(1, Ordering::Relaxed);
+    /// One request, due `send_ms` after the run's start, ended.
+    pub fn ended(&self, send_ms: f64) {
         let slot = (send_ms.max(0.0) / SEND_SLOT_MS) as usize;
-        if let Ok(mut slots) = self.ended_by_send_slot.lock() {
-            if slots.len() <= slot {
-                slots.resize(slot + 1, 0);
+        if let Ok(mut ended) = self.ended.lock() {
+            if ended.slots.len() <= slot {
+                ended.slots.resize(slot + 1, 0);
+                ended.blocks.resize(slot / SLOTS_A_BLOCK + 1, 0);
             }
-            slots[slot] += 1;
+            ended.slots[slot] += 1;
+            ended.blocks[slot / SLOTS_A_BLOCK] += 1;
         }
     }
 
     /// Forget everything: a new run (repeat) starts its clock again.
     pub fn reset(&self) {
-        for bucket in &self.sojourns {
-            bucket.store(0, Ordering::Relaxed);
-        }
-        if let Ok(mut slots) = self.ended_by_send_slot.lock() {
-            slots.clear();
+        if let Ok(mut ended) = self.ended.lock() {
+            *ended = EndedByDue::default();
         }
     }
 
-    fn sojourn_counts(&self) -> Vec<u64> {
-        self.sojourns.iter().map(|b| b.load(Ordering::Relaxed)).collect()
+    /// Ended requests due before `at` seconds (linear within a slot).
+    fn ended_sent_before(&self, at: f64) -> f64 {
+        let Ok(ended) = self.ended.lock() else { return 0.0 };
+        let position = (at * 1000.0 / SEND_SLOT_MS).max(0.0);
+        let whole = (position as usize).min(ended.slots.len());
+        let full_blocks = whole / SLOTS_A_BLOCK;
+        let before: u64 = ended.blocks[..full_blocks].iter().sum::<u64>()
+            + ended.slots[full_blocks * SLOTS_A_BLOCK..whole].iter().sum::<u64>();
+        let part = ended.slots.get(whole).map_or(0.0, |n| *n as f64 * position.fract());
+        before as f64 + part
+    }
+}
+
+/// The counts of the two cohorts a look compares.
+#[derive(Debug, Clone, Copy)]
+struct Cohorts {
+    /// Their age bound: the old cohort's look, in seconds.
+    age_s: f64,
+    /// Due by `age_s`, and ended by then.
+    old: (f64, f64),
+    /// Due over `(t − age_s, t]`, and ended by `t`.
+    young: (f64, f64),
+    /// The whole backlog at `age_s` and now.
+    backlog: (u64, u64),
+}
+
+impl Cohorts {
+    /// The young cohort's ended share below the old one's, as a share of
+    /// the old one's; and the difference in pooled standard errors.
+    fn shortfall(&self) -> (f64, f64) {
+        let ((n1, e1), (n2, e2)) = (self.old, self.young);
+        let (p1, p2) = (e1 / n1, e2 / n2);
+        let pooled = (e1 + e2) / (n1 + n2);
+        let se = (pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2)).sqrt();
+        let z = if se > 0.0 { (p1 - p2) / se } else { 0.0 };
+        (1.0 - p2 / p1, z)
     }
 
-    /// Ended requests sent before each slot boundary: `[0, after slot 0, …]`.
-    fn ended_sent_before(&self) -> Vec<u64> {
-        let slots = self.ended_by_send_slot.lock().map(|s| s.clone()).unwrap_or_default();
-        std::iter::once(0)
-            .chain(slots.iter().scan(0, |sum, n| {
-                *sum += n;
-                Some(*sum)
-            }))
-            .collect()
+    /// The shortfall, when the young cohort falls short.
+    fn short(&self) -> Option<f64> {
+        let (shortfall, z) = self.shortfall();
+        let grew = self.backlog.1 >= self.backlog.0 + MIN_GROWTH;
+        let short =
+            self.old.1 > 0.0 && self.young.0 > 0.0 && shortfall > SHORTFALL && z > NOISE_SIGMAS && grew;
+        short.then_some(shortfall)
     }
 }
 
@@ -137,13 +200,15 @@ impl FlightLog {
 pub struct SaturationWatch {
     /// `(t, sent, ended)` at each look, in order, from `(0, 0, 0)`.
     looks: Vec<(f64, u64, u64)>,
-    /// Looks in a row, up to the last, that found it over-saturated.
-    in_a_row: u32,
+    /// The first of the looks in a row, up to the last, that found it over-saturated.
+    short_since: Option<f64>,
+    /// The same for the looks that found it clearly so ([`CLEAR_SHORTFALL`]).
+    clear_since: Option<f64>,
 }
 
 impl Default for SaturationWatch {
     fn default() -> Self {
-        SaturationWatch { looks: vec![(0.0, 0, 0)], in_a_row: 0 }
+        SaturationWatch { looks: vec![(0.0, 0, 0)], short_since: None, clear_since: None }
     }
 }
 
@@ -153,7 +218,7 @@ impl SaturationWatch {
         t >= MIN_ELAPSED_S && self.looks.last().is_none_or(|(last, _, _)| t - last >= LOOK_EVERY_S)
     }
 
-    /// Requests sent by `at` seconds, read off the looks (linear between two).
+    /// Requests due by `at` seconds, read off the looks (linear between two).
     fn sent_by(&self, at: f64) -> f64 {
         if at <= 0.0 {
             return 0.0;
@@ -168,164 +233,50 @@ impl SaturationWatch {
         }
     }
 
-    /// The [`LAG_QUANTILE`] of the sojourns of the `sent` requests sent by
-    /// `t`: the least bucket edge `x` past which at most 5% of them are
-    /// known to lie — ended ones whose sojourn exceeded `x`, and those in
-    /// flight that are already older than `x`. (Call after the look at `t`
-    /// is recorded.)
-    fn lag_s(&self, t: f64, sent: u64, flights: &FlightLog) -> f64 {
-        let sojourns = flights.sojourn_counts();
-        let ended_before = flights.ended_sent_before();
-        let ended_sent_by = |at: f64| -> f64 {
-            let slot = (at.max(0.0) * 1000.0 / SEND_SLOT_MS) as usize;
-            ended_before[slot.min(ended_before.len() - 1)] as f64
-        };
-        let allowed = (1.0 - LAG_QUANTILE) * sent as f64;
-        let mut ended_above = 0;
-        let mut lag = bucket_edge_s(SOJOURN_BUCKETS - 1);
-        for b in (0..SOJOURN_BUCKETS).rev() {
-            let x = bucket_edge_s(b);
-            // Whole slots only: an ended request sent late in a slot is not
-            // counted, so the in-flight count errs high and the lag long.
-            let in_flight_older = (self.sent_by(t - x) - ended_sent_by(t - x)).max(0.0);
-            if ended_above as f64 + in_flight_older > allowed {
-                break;
-            }
-            lag = x;
-            ended_above += sojourns[b];
-        }
-        lag
-    }
-
-    /// A look at `t` seconds with `sent` requests sent and `ended` ended so
-    /// far, `flights` the record of those ended (call when
+    /// A look at `t` seconds with `sent` requests due and `ended` ended so
+    /// far, `flights` the send times of those ended (call when
     /// [`due`](Self::due)); `Some` when the run is over-saturated.
     pub fn look(&mut self, t: f64, sent: u64, ended: u64, flights: &FlightLog) -> Option<Saturated> {
         // The counts at the last look no later than t/2, never the start.
         let half = self.looks.iter().rev().find(|(at, _, _)| *at <= t / 2.0 && *at > 0.0).copied();
         self.looks.push((t, sent, ended));
-        let verdict = half.filter(|_| ended > 0).map(|(half_t, half_sent, half_ended)| {
-            let lag = self.lag_s(t, sent, flights);
-            let due = self.sent_by(t - lag) - self.sent_by(half_t - lag);
-            let completed = (ended - half_ended) as f64;
-            let short = completed < (1.0 - SHORTFALL) * due
-                && due - completed > NOISE_SIGMAS * due.sqrt()
-                && sent - ended >= half_sent - half_ended + MIN_GROWTH;
-            (short, half_t, half_sent - half_ended, lag, due, completed)
+        let cohorts = half.map(|(age_s, old_sent, old_ended)| {
+            let young_sent = sent as f64 - self.sent_by(t - age_s);
+            let young_ended = (ended as f64 - flights.ended_sent_before(t - age_s)).max(0.0);
+            Cohorts {
+                age_s,
+                old: (old_sent as f64, old_ended as f64),
+                young: (young_sent, young_ended),
+                backlog: (old_sent.saturating_sub(old_ended), sent.saturating_sub(ended)),
+            }
         });
-        let short = verdict.is_some_and(|v| v.0);
-        self.in_a_row = if short { self.in_a_row + 1 } else { 0 };
-        let (_, half_t, half_backlog, lag, due, completed) = verdict?;
-        (self.in_a_row >= CONFIRMING_LOOKS).then(|| Saturated {
-            at_s: t,
-            detail: format!(
-                "over-saturated at {t:.2} s: {completed:.0} requests ended since {half_t:.2} s where {due:.0} were due \
-                 (sent by then less the p95 sojourn, {lag:.2} s), and {} are in flight (were {half_backlog})",
-                sent - ended,
-            ),
-        })
+        let shortfall = cohorts.and_then(|c| c.short());
+        self.short_since = shortfall.map(|_| self.short_since.unwrap_or(t));
+        self.clear_since = shortfall.filter(|s| *s >= CLEAR_SHORTFALL).map(|_| self.clear_since.unwrap_or(t));
+        let (c, since) = (cohorts?, self.short_since?);
+        let clearly = self.clear_since.is_some_and(|clear| clear < t);
+        let confirmed = clearly || (since < t && t - since >= CONFIRMING_SHARE * t);
+        confirmed.then(|| Saturated { at_s: t, detail: describe(t, since, &c) })
     }
+}
+
+/// What a firing look saw, in words.
+fn describe(t: f64, since: f64, c: &Cohorts) -> String {
+    let ((n1, e1), (n2, e2)) = (c.old, c.young);
+    let (shortfall, z) = c.shortfall();
+    format!(
+        "over-saturated at {t:.2} s: of the {n2:.0} requests due in the last {a:.2} s, {e2:.0} have ended \
+         ({:.1}%), where {e1:.0} of the {n1:.0} due in the first {a:.2} s had ended by then ({:.1}%): \
+         {:.0}% short, {z:.1} standard errors, short at every look since {since:.2} s; {} in flight, {} at {a:.2} s",
+        100.0 * e2 / n2,
+        100.0 * e1 / n1,
+        100.0 * shortfall,
+        c.backlog.1,
+        c.backlog.0,
+        a = c.age_s,
+    )
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A server of `slots` sequences, each request served in `service_s`
-    /// once it has a slot (first come, first served), fed at a constant
-    /// `rate`: the look the watch takes at each send, until it fires or
-    /// `until` seconds. Capacity is `slots / service_s`.
-    fn watch(rate: f64, slots: usize, service_s: f64, until: f64) -> Option<Saturated> {
-        let mut free = vec![0.0f64; slots];
-        let mut ends: Vec<(f64, f64, f64)> = Vec::new(); // (end, sojourn, send)
-        let mut watch = SaturationWatch::default();
-        let flights = FlightLog::default();
-        let mut counted = 0;
-        for k in 0u32.. {
-            let t = f64::from(k) / rate;
-            if t > until {
-                return None;
-            }
-            // Requests that ended by now reach the tally in order of their end.
-            ends.sort_by(|a, b| a.0.total_cmp(&b.0));
-            while counted < ends.len() && ends[counted].0 <= t {
-                flights.ended(ends[counted].2 * 1000.0, ends[counted].1 * 1000.0);
-                counted += 1;
-            }
-            if watch.due(t)
-                && let Some(s) = watch.look(t, u64::from(k), counted as u64, &flights)
-            {
-                return Some(s);
-            }
-            let slot = (0..slots).min_by(|&a, &b| free[a].total_cmp(&free[b])).unwrap();
-            let end = free[slot].max(t) + service_s;
-            free[slot] = end;
-            ends.push((end, end - t, t));
-        }
-        unreachable!()
-    }
-
-    #[test]
-    fn a_server_filling_with_replies_of_seconds_is_not_over_saturated() {
-        // The issue's load: room for 512, 3 s replies (capacity ~170/s), 20 req/s.
-        assert_eq!(watch(20.0, 512, 3.0, 20.0), None);
-        // Up to 90% of capacity, at reply lengths from 0.1 to 10 s.
-        for service_s in [0.1, 1.0, 3.0, 10.0] {
-            for share in [0.5, 0.9] {
-                let rate = share * 64.0 / service_s;
-                assert_eq!(
-                    watch(rate, 64, service_s, 8.0 * service_s + 4.0),
-                    None,
-                    "{share} at {service_s} s"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn a_queue_past_capacity_fires_however_long_the_replies() {
-        for service_s in [0.1, 1.0, 3.0] {
-            for share in [1.3, 2.0, 4.0] {
-                let rate = share * 64.0 / service_s;
-                let fired = watch(rate, 64, service_s, 20.0 * service_s + 4.0);
-                let fired = fired.unwrap_or_else(|| panic!("{share}x capacity at {service_s} s"));
-                assert!(fired.detail.starts_with("over-saturated at"), "{fired:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_backlog_that_is_steady_does_not_fire_even_when_completions_lag() {
-        // 150 req/s, each ending 0.27 s after it was sent: the backlog stays at ~40.
-        let mut watch = SaturationWatch::default();
-        let flights = FlightLog::default();
-        let mut ended = 0u64;
-        for i in 4..=64 {
-            let t = f64::from(i) * 0.25;
-            let sent = (150.0 * t) as u64;
-            while (ended as f64) < 150.0 * (t - 0.27) {
-                flights.ended(ended as f64 / 0.15, 270.0);
-                ended += 1;
-            }
-            assert!(watch.look(t, sent, ended, &flights).is_none(), "at {t}");
-        }
-    }
-
-    #[test]
-    fn the_lag_counts_requests_in_flight_at_their_age() {
-        // 100 req/s for 4 s; the first 10 ended after 50 ms, the rest are in flight.
-        let mut watch = SaturationWatch::default();
-        let flights = FlightLog::default();
-        for i in 0..10 {
-            flights.ended(f64::from(i) * 10.0, 50.0);
-        }
-        for i in 1..=16 {
-            let t = f64::from(i) * 0.25;
-            watch.looks.push((t, (100.0 * t) as u64, 10));
-        }
-        // Ended ones alone would say ~50 ms; the 390 in flight say most of 4 s
-        // (a bucket edge: up to 9% over).
-        let lag = watch.lag_s(4.0, 400, &flights);
-        assert!((3.5..4.5).contains(&lag), "{lag}");
-    }
-}
+#[path = "saturation_tests.rs"]
+mod tests;

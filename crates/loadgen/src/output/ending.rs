@@ -5,6 +5,8 @@
 use anvil_words::words;
 use serde::{Deserialize, Serialize};
 
+use crate::output::drain::Drain;
+
 words! {
     #[serde]
     /// Why a cell's measurement ended.
@@ -48,6 +50,11 @@ pub struct Ending {
     /// stopping rule lets them end and records them).
     #[serde(default)]
     pub cancelled: u64,
+    /// An open loop of its own arrivals: whether the server kept up with
+    /// them over the sending window, judged from the records at the end
+    /// (`output/drain.rs`), however the cell ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain: Option<Drain>,
 }
 
 impl Ending {
@@ -59,6 +66,7 @@ impl Ending {
             detail: "every planned request was sent and ended".into(),
             unsent: 0,
             cancelled: 0,
+            drain: None,
         }
     }
 
@@ -72,5 +80,11 @@ impl Ending {
     /// numbers are not those of a load it sustained.
     pub fn lost(&self) -> bool {
         matches!(self.reason, EndReason::OverSaturated | EndReason::ErrorStorm | EndReason::Stalled)
+    }
+
+    /// The verdict at the end, when it found the server over-saturated and
+    /// the watch did not stop the cell for it: its numbers are kept, marked.
+    pub fn over_saturated_at_end(&self) -> Option<&Drain> {
+        self.drain.as_ref().filter(|d| d.over_saturated && self.reason != EndReason::OverSaturated)
     }
 }

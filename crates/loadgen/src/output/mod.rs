@@ -9,6 +9,7 @@ pub(crate) mod benchmark;
 pub(crate) mod client_error;
 #[cfg(test)]
 pub(crate) mod coverage_tests;
+pub mod drain;
 pub(crate) mod ending;
 pub(crate) mod independence;
 pub(crate) mod interval;

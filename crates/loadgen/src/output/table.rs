@@ -66,6 +66,11 @@ pub fn render_table(artifact: &Value) -> String {
             false => writeln!(out, "stopped by its rule: {} ({} unsent)", ending.detail, ending.unsent),
         };
     }
+    if let Ok(ending) = serde_json::from_value::<Ending>(artifact["ending"].clone())
+        && let Some(drain) = ending.over_saturated_at_end()
+    {
+        let _ = writeln!(out, "over-saturated at the end: {}", drain.describe());
+    }
     if let Ok(stopping) = serde_json::from_value::<StoppingRecord>(artifact["stopping"].clone()) {
         let intervals: Vec<String> = stopping
             .final_intervals
@@ -291,5 +296,21 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("intervals of e2e"), "no e2e samples, no line: {text}");
+    }
+
+    #[test]
+    fn marks_a_completed_cell_the_server_never_kept_up_with() {
+        let drain = json!({
+            "over_saturated": true, "repeat": 0, "half": 50, "offered_rate_per_s": 20.0,
+            "achieved_rate_per_s": 1.3, "achieved_rate_high_per_s": 1.4, "sojourn_p50_ms": [20000.0, 55000.0],
+        });
+        let marked = json!({"metrics": {}, "ending": {"reason": "completed", "detail": "", "drain": drain}});
+        let text = render_table(&marked);
+        assert!(text.contains("over-saturated at the end: 1.30 req/s ended of 20.00 offered"), "{text}");
+        assert!(!text.contains("stopped"), "{text}");
+        // Kept up: no mark.
+        let mut kept_up = marked.clone();
+        kept_up["ending"]["drain"]["over_saturated"] = json!(false);
+        assert!(!render_table(&kept_up).contains("over-saturated"), "{}", render_table(&kept_up));
     }
 }
