@@ -179,9 +179,9 @@ fn check(name: &str, search: &SearchDecl, server: Server, capacity: f64) -> Tall
     let stated = stated_error(search).rate.expect("a stated rate");
     // Three precision steps (10% each) below the capacity or lower.
     let tally = tally(search, server, capacity, capacity / 1.331);
-    let (_, upper) = anvil_evidence::binomial::clopper_pearson(tally.above, SEARCHES, 0.95);
+    let (lower, upper) = anvil_evidence::binomial::clopper_pearson(tally.above, SEARCHES, 0.95);
     eprintln!(
-        "{name}: capacity {capacity:.2}, above {}/{SEARCHES} (upper {upper:.3} vs stated {stated}), far below {}/{SEARCHES}, {:.1} probes per search",
+        "{name}: capacity {capacity:.2}, above {}/{SEARCHES} (CP {lower:.4}–{upper:.4}, stated {stated}), far below {}/{SEARCHES}, {:.1} probes per search",
         tally.above,
         tally.far_below,
         tally.probes as f64 / SEARCHES as f64
@@ -250,7 +250,12 @@ fn point_values_overstate_the_capacity() {
     ));
     assert_eq!(stated_error(&s).rate, None);
     let tally = tally(&s, server, NEAR_STEP, NEAR_STEP / 1.331);
-    let (lower, _) = anvil_evidence::binomial::clopper_pearson(tally.above, SEARCHES, 0.95);
-    eprintln!("point values: above {}/{SEARCHES} (lower {lower:.3})", tally.above);
+    let (lower, upper) = anvil_evidence::binomial::clopper_pearson(tally.above, SEARCHES, 0.95);
+    eprintln!(
+        "point values: above {}/{SEARCHES} (CP {lower:.4}–{upper:.4}), far below {}/{SEARCHES}, {:.1} probes per search",
+        tally.above,
+        tally.far_below,
+        tally.probes as f64 / SEARCHES as f64
+    );
     assert!(lower > 0.1, "point values above the capacity in only {}/{SEARCHES}", tally.above);
 }
