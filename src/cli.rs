@@ -212,10 +212,12 @@ pub enum Command {
         pubkey: Option<PathBuf>,
     },
     /// Run a bundle's recipe here (its servers as declared, or their
-    /// simulated twins with --sim) and say, noise-aware, which of its
-    /// results reproduce. Exit 0 when every decision label does and no
-    /// headline metric of the headline cells (every cell without a
-    /// decision) differs; 1 otherwise.
+    /// simulated twins with --sim) and answer, noise-aware, whether its
+    /// decision labels and the headline metrics of its headline cells
+    /// (every cell without a decision) reproduce: exit 0 reproduced, 1
+    /// differs, 3 inconclusive, 4 when it could not be done. A cell
+    /// measured once is judged against the run-to-run spread the bundle
+    /// states.
     Reproduce {
         bundle: PathBuf,
         /// Run every server as its simulated twin.
