@@ -905,4 +905,11 @@ search "few" server="sim" workload="few" {{
         "no probe or extra repeat is measured again:\n{}",
         again.stderr
     );
+
+    // A bundle carries every probe and extra repeat: verify replays the
+    // same rounds from them and finds the same bounds.
+    scratch.anvil(&["export", "bound.kdl", "-o", "bound.anvil"]).expect_code(0);
+    let bundle = scratch.path().join("bound.anvil");
+    let verified = Scratch::new().anvil(&["verify", bundle.to_str().unwrap()]).expect_code(0);
+    assert!(verified.stdout.contains("verified: clean"), "{}", verified.transcript());
 }

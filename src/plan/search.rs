@@ -298,14 +298,14 @@ pub(super) fn explain(plan: &Plan, i: usize, store: Option<&Store>) -> (String, 
         ),
         Ok(Walk { probes, next: Next::Probe(value) }) => {
             let left = budget.saturating_sub(probes.len() as u64);
+            let probe = format!("{}={}", site.search.variable, format_value(value));
+            // The probe may be stored and undecided, waiting for an extra repeat.
+            let next = match site.replay(store, value, &mut Artifacts::new()) {
+                Ok(Replayed::Extra(_, extra)) => format!("extra repeat {} of {probe}", extra.round),
+                _ => probe,
+            };
             (
-                format!(
-                    "search {}: up to {left} probes, {} stored (next: {}={})",
-                    site.name,
-                    probes.len(),
-                    site.search.variable,
-                    format_value(value)
-                ),
+                format!("search {}: up to {left} probes, {} stored (next: {next})", site.name, probes.len()),
                 true,
             )
         }
