@@ -317,7 +317,9 @@ fn extra_repeats_without_a_confidence_or_out_of_range_are_refused_with_their_pla
             ),
         );
         let outcome = scratch.anvil(&["plan", name]).expect_code(2);
-        assert!(outcome.stderr.contains(&format!("[{name}:12:")), "{}", outcome.stderr);
+        // The settings line: after the servers and the gate's opening line.
+        let line = format!("{SERVERS}\ngate \"g\" {{\n").matches('\n').count() + 1;
+        assert!(outcome.stderr.contains(&format!("[{name}:{line}:")), "{}", outcome.stderr);
         assert!(outcome.stderr.contains(message), "{}", outcome.stderr);
     }
 }
