@@ -117,8 +117,12 @@ impl SearchResult {
         format!("{field} {}: the SLO holds there at {level} confidence ({above}; {error})", show(value))
     }
 
-    /// The cost in words: `5 probes + 2 extra repeats, 1,234 requests`.
+    /// The cost in words: `5 probes + 2 extra repeats, 1234 requests`.
     pub fn cost_words(&self) -> String {
+        if self.cost.probes == 0 && !self.curve.is_empty() {
+            // Stored before the cost was: its curve still counts the probes.
+            return format!("{} probes", self.curve.len());
+        }
         let extras = match self.cost.extra_repeats {
             0 => String::new(),
             n => format!(" + {n} extra repeat{}", if n == 1 { "" } else { "s" }),
@@ -164,6 +168,29 @@ mod tests {
         assert_eq!(boundary_of(&[point(1.0, false)]), "below-range");
         assert_eq!(boundary_of(&[point(1.0, true), point(4.0, false), point(2.0, true)]), "sharp");
         assert_eq!(boundary_of(&[point(1.0, true), point(2.0, false), point(3.0, true)]), "noisy");
+    }
+
+    #[test]
+    fn the_claim_states_a_bound_only_with_a_confidence() {
+        let mut result: SearchResult = serde_json::from_value(serde_json::json!({
+            "schema": SEARCH_RESULT_SCHEMA, "variable": "rate", "method": "bracket",
+            "max_value": 32.0, "lowest_fail": 36.8, "boundary": "sharp", "stopped": "precision",
+            "detail": "", "slo": [], "precision": "15%", "budget": 8,
+            "curve": [point(32.0, true), point(36.8, false)], "simulated": true,
+        }))
+        .expect("a result stored before confidence reads");
+        assert_eq!(result.claim(), "max_rate 32 (point values: no stated rate)");
+        assert_eq!(result.cost_words(), "2 probes");
+        result.confidence = Some(0.95);
+        result.error_rate = Some(0.2);
+        result.cost = SearchCost { probes: 4, extra_repeats: 3, requests: 749 };
+        assert_eq!(
+            result.claim(),
+            "max_rate 32: the SLO holds there at 0.95 confidence (not at rate=36.8; error rate ≤ 0.2)"
+        );
+        assert_eq!(result.cost_words(), "4 probes + 3 extra repeats, 749 requests");
+        result.max_value = None;
+        assert_eq!(result.claim(), "max_rate none (no probe passed)");
     }
 
     #[test]
