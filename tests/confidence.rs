@@ -257,8 +257,9 @@ fn an_undecided_verdict_measures_its_cells_again_and_a_rerun_reuses_them() {
     assert_eq!(counted["status"], "passed", "{counted}");
     let at_least = more["confidence_at_least"].as_f64().unwrap();
     // The procedure's confidence: its budget of 4 extra rounds allows 5 looks,
-    // whichever look decided.
-    assert!((at_least - (1.0 - 0.05 * 5.0)).abs() < 1e-9, "{more}");
+    // whichever look decided, each erring as `faster`'s `passed` (two
+    // intervals: 10%).
+    assert!((at_least - (1.0 - 0.1 * 5.0)).abs() < 1e-9, "{more}");
     // The decision's label carries the procedure's bound: 5 looks, each
     // erring as `faster`'s `passed` (two intervals: 10%), not 0.95.
     let decision = stored(&scratch, &recipe, "d");
@@ -266,6 +267,7 @@ fn an_undecided_verdict_measures_its_cells_again_and_a_rerun_reuses_them() {
     assert_eq!(per_look, 0.1, "{faster}");
     let label = decision["label_confidence"]["a-is-faster"].as_f64().expect("a label confidence");
     assert!((label - (1.0 - 5.0 * per_look)).abs() < 1e-9, "{decision}");
+    assert_eq!(label, at_least, "{decision}");
 
     // The twins overlap however often they are measured: no winner after the budget.
     let twins = stored(&scratch, &recipe, "twins");

@@ -24,7 +24,9 @@ pub struct MeasuredMore {
     /// errs with probability at most (budget + 1) · 5% (Bonferroni), however
     /// few looks this run happened to take (when it stops depends on the
     /// data: counting only the looks taken would understate the error).
-    /// Decision labels carry it in place of 0.95.
+    /// Decision labels carry it in place of 0.95. A gate's is from the
+    /// bound of the status it reached (`with_error_per_look`): its
+    /// requirements may read several intervals a look.
     pub confidence_at_least: f64,
 }
 
@@ -51,6 +53,14 @@ impl MeasuredMore {
         // Rounded as a level is written: 0.85, not 0.8499999999999999.
         let confidence_at_least = (confidence_at_least * 1e6).round() / 1e6;
         MeasuredMore { budget, rounds, cells, stopped: stopped.to_string(), looks, confidence_at_least }
+    }
+
+    /// The procedure's confidence for a verdict that errs at most
+    /// `per_look` each look (a gate's bound for the status it reached,
+    /// `GateResult::error_if`), over every look the budget allows.
+    pub fn with_error_per_look(self, per_look: f64) -> MeasuredMore {
+        let at_least = (1.0 - f64::from(self.budget + 1) * per_look).max(0.0);
+        MeasuredMore { confidence_at_least: (at_least * 1e6).round() / 1e6, ..self }
     }
 
     /// One line: "4 extra repeats of a, b over 2 of 3 rounds (decided; confidence at least 0.85)".

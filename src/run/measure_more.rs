@@ -85,7 +85,15 @@ impl<'a> Judge<'a> {
     }
 
     /// The result with what it measured more, and its terminal line.
-    fn with_measured_more(self, mut produced: Produced, more: MeasuredMore) -> Produced {
+    fn with_measured_more(self, mut produced: Produced, mut more: MeasuredMore) -> Produced {
+        // A gate errs each look as the bound of the status it reached says
+        // (its requirements may read several intervals), not 5%.
+        if let Judge::Gate(_) = self
+            && let Ok(gate) = serde_json::from_value::<GateResult>(produced.result.clone())
+            && let Some(per_look) = gate.error_if(gate.status)
+        {
+            more = more.with_error_per_look(per_look);
+        }
         let words = more.words();
         // Said where every reader of the verdict looks: a gate's detail
         // (the decision summary's gate rows), a screen's selection reason.
