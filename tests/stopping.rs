@@ -48,9 +48,37 @@ cell "strict" server="sim" {{
     let outcome = scratch.run(&recipe, &[], 0);
     assert!(outcome.transcript().contains("stopped by its rule"), "{}", outcome.transcript());
 
-    let loose = artifact(&scratch, &recipe, "loose");
-    assert_eq!(loose["ending"]["reason"], "precise", "{}", loose["ending"]);
+    check_loose(&artifact(&scratch, &recipe, "loose"));
+
+    let strict = artifact(&scratch, &recipe, "strict");
+    assert_eq!(strict["ending"]["reason"], "max-requests", "{}", strict["ending"]);
+    assert!(strict["ending"]["detail"].as_str().unwrap().contains("e2e_p99_ms"), "{}", strict["ending"]);
+    assert_eq!(strict["request_timings"].as_array().unwrap().len(), 130);
+    assert_eq!(strict["stopping"]["looks"].as_array().unwrap().len(), 3, "50, 100 and 130");
+
+    // A stopped cell is stored like any other: the rerun runs nothing.
+    let again = scratch.run(&recipe, &[], 0);
+    assert!(again.transcript().contains("0 ran"), "{}", again.transcript());
+}
+
+/// The loose cell: stopped at its first precise look, or, on a drifting
+/// machine, never precise and stopped at its budget.
+fn check_loose(loose: &serde_json::Value) {
     let stopping = &loose["stopping"];
+    // On a busy machine the latencies drift with the machine's own load
+    // (a stretch of E2E 30% slower while a build ran beside the test):
+    // their batch means then look correlated, every look withholds that
+    // interval, and the rule must go on to its budget, saying which one.
+    if loose["ending"]["reason"] == "max-requests" {
+        let detail = loose["ending"]["detail"].as_str().unwrap();
+        assert!(detail.contains("unbounded"), "{}", loose["ending"]);
+        let withheld = loose["metrics"]["intervals_withheld"].as_object().unwrap();
+        assert!(withheld.contains_key("e2e_mean") || withheld.contains_key("ttft_p50"), "{withheld:?}");
+        assert!(stopping["looks"].as_array().unwrap().iter().all(|l| l["precise"] == false), "{stopping}");
+        eprintln!("the machine drifted: {detail}");
+        return;
+    }
+    assert_eq!(loose["ending"]["reason"], "precise", "{}", loose["ending"]);
     assert_eq!(stopping["planned_looks"], serde_json::json!([60, 120, 240, 480, 960]));
     // Five looks hold together with 95%: each is above 95%, below Bonferroni's 99%.
     let level = stopping["look_confidence"].as_f64().unwrap();
@@ -77,16 +105,6 @@ cell "strict" server="sim" {{
     );
     assert_eq!(loose["ending"]["unsent"].as_u64().unwrap(), 960 - recorded);
     assert_eq!(loose["resolved_cell"]["stopping"]["max_requests"], 960);
-
-    let strict = artifact(&scratch, &recipe, "strict");
-    assert_eq!(strict["ending"]["reason"], "max-requests", "{}", strict["ending"]);
-    assert!(strict["ending"]["detail"].as_str().unwrap().contains("e2e_p99_ms"), "{}", strict["ending"]);
-    assert_eq!(strict["request_timings"].as_array().unwrap().len(), 130);
-    assert_eq!(strict["stopping"]["looks"].as_array().unwrap().len(), 3, "50, 100 and 130");
-
-    // A stopped cell is stored like any other: the rerun runs nothing.
-    let again = scratch.run(&recipe, &[], 0);
-    assert!(again.transcript().contains("0 ran"), "{}", again.transcript());
 }
 
 fn refused(body: &str, says: &[&str]) {
