@@ -140,11 +140,8 @@ pub async fn run_cell(
     let result = CellResult { load, ..cell_result(server, &artifact) };
     let acceptance =
         artifact.telemetry.as_ref().and_then(|t| t.server_derived.as_ref()?.spec_acceptance_rate);
-    let mut line = run_line(&result, server.simulated, acceptance);
-    // Completed, but the server never kept up: its numbers stand, marked.
-    if let Some(drain) = artifact.ending.as_ref().and_then(|e| e.over_saturated_at_end()) {
-        line.push_str(&format!("; over-saturated at the end: {}", drain.describe()));
-    }
+    let over_saturated = artifact.ending.as_ref().and_then(|e| e.over_saturated_at_end());
+    let mut line = run_line(&result, server.simulated, acceptance, over_saturated);
     // Unique prompts the server had cached anyway: say so, loudly.
     if let Some(warning) = artifact.tokens.as_ref().and_then(|t| t.cold?.warning()) {
         line.push_str(&format!("; {warning}"));
@@ -174,8 +171,14 @@ fn server_logs(server: &ServerInfo) -> Vec<ProducedFile> {
 }
 
 /// The cell's line in the run's output: its figures, the load it offered,
-/// and whether an in-flight cap held open-loop requests back.
-fn run_line(result: &CellResult, simulated: bool, acceptance: Option<f64>) -> String {
+/// whether an in-flight cap held open-loop requests back, and whether the
+/// server kept up (`over_saturated`: the verdict at the end, when it did not).
+fn run_line(
+    result: &CellResult,
+    simulated: bool,
+    acceptance: Option<f64>,
+    over_saturated: Option<&anvil_loadgen::Drain>,
+) -> String {
     let load = result.load.as_ref();
     let mut line = format!(
         "{} ok / {} failed, {:.1} tok/s aggregate, ttft p50 {:.1} ms",
@@ -205,6 +208,10 @@ fn run_line(result: &CellResult, simulated: bool, acceptance: Option<f64>) -> St
     }
     if let Some(rate) = acceptance {
         line.push_str(&format!(", draft acceptance {:.1}%", rate * 100.0));
+    }
+    // Completed, but the server never kept up: its numbers stand, marked.
+    if let Some(drain) = over_saturated {
+        line.push_str(&format!("; over-saturated at the end: {}", drain.describe()));
     }
     if simulated {
         line.push_str(" (simulated)");
