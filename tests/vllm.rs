@@ -98,7 +98,7 @@ server "vllm" {
     weights "{weights}"
     model "smol"
     tokenizer "server"
-    args "--max-model-len" "2048" "--dtype" "bfloat16" "--enable-prompt-tokens-details"
+    args "--max-model-len" "2048" "--dtype" "float32" "--enable-prompt-tokens-details"
     args "--enable-log-requests"
     env VLLM_CPU_KVCACHE_SPACE="1" HF_HUB_OFFLINE="1"
     ready timeout="15m"
@@ -111,7 +111,7 @@ server "vllm-ngram" {
     model "smol"
     tokenizer "{weights}/tokenizer.json"
     speculative-config #"{{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}}"#
-    args "--max-model-len" "2048" "--dtype" "bfloat16"
+    args "--max-model-len" "2048" "--dtype" "float32"
     env VLLM_CPU_KVCACHE_SPACE="1" HF_HUB_OFFLINE="1"
     ready timeout="15m"
     warmup requests=2 max-tokens=8
