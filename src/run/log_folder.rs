@@ -7,8 +7,6 @@
 
 use std::path::PathBuf;
 
-use super::RunError;
-
 /// The run's log folder, made on first use and removed on drop.
 pub(super) struct LogFolder {
     run_id: String,
@@ -25,8 +23,9 @@ impl LogFolder {
         &self.run_id
     }
 
-    /// The folder, made now if no earlier wave made it.
-    pub fn path(&mut self) -> Result<PathBuf, RunError> {
+    /// The folder, made now if no earlier wave made it; on failure, the
+    /// folder it could not make it in.
+    pub fn path(&mut self) -> Result<PathBuf, (PathBuf, std::io::Error)> {
         if let Some(dir) = &self.made {
             return Ok(dir.path().to_path_buf());
         }
@@ -34,7 +33,7 @@ impl LogFolder {
         let dir = tempfile::Builder::new()
             .prefix(&format!("anvil-{}-", self.run_id))
             .tempdir_in(&parent)
-            .map_err(|source| RunError::Io { what: "creating the log folder in", path: parent, source })?;
+            .map_err(|source| (parent, source))?;
         let path = dir.path().to_path_buf();
         self.made = Some(dir);
         Ok(path)

@@ -266,7 +266,11 @@ fn wave_context(
     let users = server_users(plan, this_wave, forced);
     // No server to start: no log folder and no GPU detection (nvidia-smi),
     // which a fully cached rerun would otherwise pay for every time.
-    let log_dir = if users.is_empty() { std::env::temp_dir() } else { logs.path()? };
+    let log_dir = if users.is_empty() {
+        std::env::temp_dir()
+    } else {
+        logs.path().map_err(|(path, source)| RunError::Io { what: "creating the log folder in", path, source })?
+    };
     let gpus = match &options.gpus {
         Some(list) => anvil_proc::GpuPool::from_list(list),
         None if users.is_empty() => anvil_proc::GpuPool::from_list(""),
