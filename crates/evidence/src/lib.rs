@@ -25,7 +25,8 @@
 //! |---|---|
 //! | [`stats`]: nearest-rank percentiles, mean, spread | `output/stats.rs` |
 //! | [`quantile_interval`]: order-statistic intervals of a percentile | `output/stats.rs`, `output/interval.rs` |
-//! | [`batch_means`]: intervals under correlation | `output/batch_means.rs` |
+//! | [`batch_means`]: intervals under correlation, the independence test | `output/batch_means.rs`, `output/independence.rs` |
+//! | [`pool`]: intervals across repeats (replications) | `output/replications.rs` |
 //! | [`tdist`]: Student-t quantiles | `output/student_t.rs` |
 //! | [`tally`], [`metrics`]: which requests count, and their figures | `output/benchmark.rs` |
 //! | [`per_request`]: a record's own derived values | `observe/record.rs` |

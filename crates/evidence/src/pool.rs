@@ -38,7 +38,9 @@
 //! Each replication carries its own correlation and its own offset, and
 //! replications are independent, so these hold whatever the correlation
 //! within a run, with the `R − 1` degrees of freedom that run-to-run noise
-//! really has.
+//! really has. The same intervals are a repeated cell's own (`repeat` 2 or
+//! more, `interval_truth: this-configuration`): [`across_replications`]
+//! gives them to `rederive` too, over one artifact's repeats.
 
 use serde_json::{Map, Value};
 
