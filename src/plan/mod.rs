@@ -17,7 +17,6 @@ mod provisional;
 pub mod resolved_cell;
 mod result_digest;
 pub mod search;
-mod search_error;
 #[cfg(test)]
 mod search_error_tests;
 mod status;

@@ -124,20 +124,6 @@ fn as_cell(reference: &Reference) -> Reference {
     Reference { kind: "cell".into(), name: AS_CELL.into(), field, ..reference.clone() }
 }
 
-/// The most sampled measurements one SLO expression reads: a probe passes
-/// falsely only if an interval of the expression that fails in truth
-/// misses its truth (the error argument in `plan/search_error.rs`).
-pub fn most_sampled_reads(slo: &[Expression]) -> usize {
-    let count = |e: &Expression| {
-        let mut read: Vec<String> =
-            e.parsed.references().iter().filter(|r| is_sampled(r)).map(|r| r.to_string()).collect();
-        read.sort();
-        read.dedup();
-        read.len()
-    };
-    slo.iter().map(count).max().unwrap_or(0)
-}
-
 /// One SLO expression's verdict on the probe, and its detail.
 fn judge_one(
     search: &SearchDecl,

@@ -14,7 +14,7 @@ use super::fingerprint::fingerprint_of;
 use super::planned::Plan;
 use super::preimage::{EngineMode, Upstream, World, preimage_of};
 pub use super::probe_verdict::{ProbeError, ProbeOutcome, ProbeVerdict, judge, probe_view};
-pub use super::search_error::{StatedError, stated_error};
+pub use crate::recipe::search_error::{StatedError, stated_error};
 use crate::recipe::decls::SearchDecl;
 use crate::recipe::decls::search::format_value;
 use crate::recipe::words::{SearchMethod, SearchVariable};

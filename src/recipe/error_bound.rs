@@ -79,6 +79,10 @@ pub enum VerdictRead {
     Passed,
     Rejected,
     Winner,
+    /// A search's answer read as a lower bound (`search.cap.max_rate >= 8`):
+    /// if the SLO holds at the stated value and worsens with load, it holds
+    /// at every value below, so the claim errs only when the bound does.
+    Capacity,
 }
 
 /// The stated error of the verdict of step `kind.name` (a gate or a
@@ -149,6 +153,12 @@ fn atom_bound(atom: &Atom, verdicts: &VerdictErrors<'_>, read: &mut Vec<String>)
         Atom::Equals(r, _) if r.kind == "screen" && matches!(field(r), Some("winner" | "winner_server")) => {
             Some((r, VerdictRead::Winner))
         }
+        Atom::AtLeast(r, _)
+            if r.kind == "search"
+                && matches!(field(r), Some("max_rate" | "max_concurrency" | "max_value")) =>
+        {
+            Some((r, VerdictRead::Capacity))
+        }
         _ => None,
     };
     if let Some((r, how)) = positive {
@@ -162,7 +172,7 @@ fn atom_bound(atom: &Atom, verdicts: &VerdictErrors<'_>, read: &mut Vec<String>)
         };
     }
     let references: Vec<&Reference> = match atom {
-        Atom::Holds(r) | Atom::Equals(r, _) => vec![r],
+        Atom::Holds(r) | Atom::Equals(r, _) | Atom::AtLeast(r, _) => vec![r],
         Atom::Other(read) => read.iter().collect(),
     };
     match references.into_iter().find(|r| !is_exact(r)) {
@@ -190,6 +200,8 @@ mod tests {
     fn verdicts(kind: &str, name: &str, read: VerdictRead) -> Option<f64> {
         match (kind, name, read) {
             ("gate", "point", _) => None,
+            ("search", "cap", VerdictRead::Capacity) => Some(0.1),
+            ("search", _, _) => None,
             ("gate", "more", _) => Some(0.15),
             ("gate", "eight", VerdictRead::Rejected) => Some(0.4),
             _ => Some(0.05),
@@ -205,6 +217,16 @@ mod tests {
         assert_eq!(bound("gate.a.passed && gate.b.passed"), ErrorBound::AtMost(0.05));
         assert_eq!(bound("gate.a.passed && gate.more.passed && check.json.passed"), ErrorBound::AtMost(0.15));
         assert_eq!(bound("gate.a.status == \"rejected\" && cell.a.completed > 10"), ErrorBound::AtMost(0.05));
+    }
+
+    /// A search's answer read as a lower bound errs as the search states;
+    /// read any other way (an upper bound, a point search) it states nothing.
+    #[test]
+    fn a_capacity_read_as_a_lower_bound_errs_as_its_search_states() {
+        assert_eq!(bound("search.cap.max_rate >= 8"), ErrorBound::AtMost(0.1));
+        assert_eq!(bound("4 < search.cap.max_concurrency && gate.a.passed"), ErrorBound::AtMost(0.1));
+        assert!(matches!(bound("search.cap.max_rate <= 8"), ErrorBound::Uncontrolled(_)));
+        assert!(matches!(bound("search.point.max_rate >= 8"), ErrorBound::Uncontrolled(_)));
     }
 
     #[test]

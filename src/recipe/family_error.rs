@@ -68,6 +68,10 @@ pub fn declared_verdict_errors(steps: &[Decl]) -> impl Fn(&str, &str, VerdictRea
                 (per_look, gate.extra_repeats)
             }
             Spec::Screen(screen) => (1.0 - screen.confidence?, screen.extra_repeats),
+            // Its stated error counts its looks already.
+            Spec::Search(search) if read == VerdictRead::Capacity => {
+                return super::search_error::stated_error(search).rate;
+            }
             _ => return None,
         };
         Some((extra + 1) as f64 * per_look)

@@ -22,6 +22,8 @@ pub mod placeholders;
 mod problem;
 mod raw;
 pub mod result_refs;
+pub mod search_error;
+
 mod schema;
 mod settings;
 pub mod words;

@@ -54,13 +54,13 @@
 //! (the equal-tailed intervals miss there at most `(1 − c)/2`), so the
 //! stated rate is conservative. The seeded tests in
 //! `plan/search_error_tests.rs` count how often searches over known truths
-//! state a bound above it.
+//! state a bound above it. It lives with the recipe because a decision's
+//! `family-error` reads it when the recipe loads (`search.X.max_rate >= v`).
 
-use crate::recipe::decls::SearchDecl;
-use crate::recipe::error_bound::round;
-use crate::recipe::words::SearchMethod;
-
-use super::probe_verdict::most_sampled_reads;
+use super::Expression;
+use super::decls::SearchDecl;
+use super::error_bound::{is_sampled, round};
+use super::words::SearchMethod;
 
 /// A search's stated error: at most this share of such searches state a
 /// bound above the true capacity (Err: why no rate can be stated).
@@ -104,6 +104,20 @@ pub fn stated_error(search: &SearchDecl) -> StatedError {
     StatedError { rate: Some(rate), basis }
 }
 
+/// The most sampled measurements one SLO expression reads: a probe passes
+/// falsely only if an interval of the expression that fails in truth
+/// misses its truth (the argument above).
+pub fn most_sampled_reads(slo: &[Expression]) -> usize {
+    let count = |e: &Expression| {
+        let mut read: Vec<String> =
+            e.parsed.references().iter().filter(|r| is_sampled(r)).map(|r| r.to_string()).collect();
+        read.sort();
+        read.dedup();
+        read.len()
+    };
+    slo.iter().map(count).max().unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +147,26 @@ mod tests {
         assert_eq!(ladder.rate, Some(0.05));
         // Counts are exact: nothing sampled, no error.
         assert_eq!(stated(&format!("{base}\nslo \"probe.failed == 0\"\nconfidence 0.95")).rate, Some(0.0));
+    }
+
+    /// A decision that claims a capacity (`search.s.max_rate >= v`) states
+    /// the search's error when the recipe loads: `family-error` below it
+    /// does not load, at it does.
+    #[test]
+    fn a_decision_on_a_capacity_states_the_searchs_error_at_load() {
+        let text = |family: &str| {
+            format!(
+                "server \"sim\"\nsearch \"s\" server=\"sim\" {{\nvariable \"rate\"\nrange 1 8\nslo \"probe.ttft_p99_ms <= 5\"\nconfidence 0.95\n}}\ndecision \"d\" {{\nfamily-error {family}\nrule label=\"fast\" when=\"search.s.max_rate >= 4\"\n}}\n"
+            )
+        };
+        match load_text(&text("0.05")) {
+            Ok(_) => panic!("family-error 0.05 under a search that states 0.1 loaded"),
+            Err(error) => {
+                let message = error.problems.iter().map(|p| p.message.clone()).collect::<Vec<_>>().join("; ");
+                assert!(message.contains("up to 0.1"), "{message}");
+            }
+        }
+        assert!(load_text(&text("0.1")).is_ok());
     }
 
     #[test]

@@ -22,6 +22,10 @@ fn verdict_errors(inputs: &Value) -> impl Fn(&str, &str, VerdictRead) -> Option<
     move |kind, name, read| {
         let result = inputs.get(kind)?.get(name)?;
         let confidence = result.get("confidence")?.as_f64()?;
+        if read == VerdictRead::Capacity {
+            // A search's bound states its own error, its looks counted.
+            return result.get("error_rate")?.as_f64();
+        }
         let looks = result.get("measured_more").and_then(|m| m.get("budget")).and_then(Value::as_f64);
         let gate = (kind == "gate").then(|| results::from_value::<GateResult>(result.clone()).ok()).flatten();
         let status = if read == VerdictRead::Rejected { Verdict::Rejected } else { Verdict::Passed };
@@ -57,7 +61,7 @@ fn error_control(decision: &DecisionDecl, claims: &[Claim]) -> Option<ErrorContr
     })
 }
 
-const PROCEDURE: &str = "a gate's `passed` errs at most 5% per interval its worst requirement reads, its `rejected` 5% per distinct interval all its requirements read, a screen's winner 1 − its confidence; one that measured more (extra repeats + 1) times that; a claim `a && b` at most as its worst operand (intersection–union test, Berger 1982), `a || b` at most their sum, `!` of a verdict and a measurement read at its point value state no rate; the family of claims errs at most their sum (Bonferroni), which also bounds the expected number of wrong labels and so their false-discovery rate";
+const PROCEDURE: &str = "a gate's `passed` errs at most 5% per interval its worst requirement reads, its `rejected` 5% per distinct interval all its requirements read, a screen's winner 1 − its confidence, a search's answer read as a lower bound (`search.s.max_rate >= v`) the error rate its search states; one that measured more (extra repeats + 1) times that; a claim `a && b` at most as its worst operand (intersection–union test, Berger 1982), `a || b` at most their sum, `!` of a verdict and a measurement read at its point value state no rate; the family of claims errs at most their sum (Bonferroni), which also bounds the expected number of wrong labels and so their false-discovery rate";
 
 pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);

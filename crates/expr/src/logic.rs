@@ -26,6 +26,9 @@ pub enum Atom {
     /// A path equal to a string (`gate.slo.status == "passed"`,
     /// `screen.tp.winner == "tp4"`).
     Equals(Reference, String),
+    /// A path at least a number (`search.cap.max_rate >= 8`, `> 8`, or the
+    /// number on the left: `8 <= search.cap.max_rate`).
+    AtLeast(Reference, f64),
     /// Anything else (a comparison of numbers, a call), with what it reads.
     Other(Vec<Reference>),
 }
@@ -67,6 +70,24 @@ impl Atom {
                     _ => {}
                 }
             }
+            NodeKind::Binary { op, lhs, rhs } => {
+                let at_least = match (op, &lhs.kind, &rhs.kind) {
+                    (
+                        BinaryOp::Ge | BinaryOp::Gt,
+                        NodeKind::Reference(r),
+                        NodeKind::Literal(Literal::Number(n)),
+                    )
+                    | (
+                        BinaryOp::Le | BinaryOp::Lt,
+                        NodeKind::Literal(Literal::Number(n)),
+                        NodeKind::Reference(r),
+                    ) => Some((r, *n)),
+                    _ => None,
+                };
+                if let Some((r, n)) = at_least {
+                    return Atom::AtLeast(r.clone(), n);
+                }
+            }
             _ => {}
         }
         let mut read = Vec::new();
@@ -98,6 +119,7 @@ mod tests {
             Logic::Not(inner) => format!("!{}", shape(inner)),
             Logic::Atom(Atom::Holds(r)) => r.to_string(),
             Logic::Atom(Atom::Equals(r, s)) => format!("{r}={s}"),
+            Logic::Atom(Atom::AtLeast(r, n)) => format!("{r}>={n}"),
             Logic::Atom(Atom::Other(read)) => format!("?{}", read.len()),
         }
     }
@@ -127,5 +149,8 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(logic("gate.a.passed == false"), Logic::Atom(Atom::Other(_))));
+        assert!(matches!(logic("search.c.max_rate >= 8"), Logic::Atom(Atom::AtLeast(_, n)) if n == 8.0));
+        assert!(matches!(logic("8 < search.c.max_rate"), Logic::Atom(Atom::AtLeast(_, n)) if n == 8.0));
+        assert!(matches!(logic("search.c.max_rate <= 8"), Logic::Atom(Atom::Other(_))));
     }
 }
