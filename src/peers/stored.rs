@@ -73,6 +73,7 @@ fn cell_result(artifact: &Value) -> CellResult {
         metrics: artifact["metrics"].clone(),
         load: None,
         stopped_early: None,
+        over_saturated_at_end: None,
     }
 }
 

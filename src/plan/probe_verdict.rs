@@ -185,6 +185,12 @@ pub fn judge(
         verdict = ProbeVerdict::Failed;
         details.push(ending.detail.clone());
     }
+    // Nor does a probe whose server never kept up pass: it sent everything
+    // and saw it end, but at a rate the server could not carry.
+    if let Some(drain) = &cell.over_saturated_at_end {
+        verdict = ProbeVerdict::Failed;
+        details.push(format!("over-saturated at the end: {}", drain.describe()));
+    }
     Ok(ProbeOutcome {
         value,
         fingerprint,

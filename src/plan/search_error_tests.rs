@@ -259,3 +259,23 @@ fn point_values_overstate_the_capacity() {
     );
     assert!(lower > 0.1, "point values above the capacity in only {}/{SEARCHES}", tally.above);
 }
+
+/// A probe whose server never kept up fails, whatever its latencies say:
+/// it sent everything and saw it end, at a rate the server could not carry
+/// (the artifact's `ending.drain`, carried by the stored result).
+#[test]
+fn a_probe_over_saturated_at_the_end_does_not_pass() {
+    let s = search("variable \"rate\"\nrange 10 100\nslo \"probe.failed == 0\"\nconfidence 0.95");
+    let fingerprint = Fingerprint::of_bytes(b"probe");
+    let kept_up = probe_result(&[10.0; 60]);
+    assert_eq!(judge(&s, 40.0, fingerprint, &kept_up).expect("judged").verdict, ProbeVerdict::Passed);
+    let mut behind = kept_up;
+    behind["over_saturated_at_end"] = json!({
+        "over_saturated": true, "repeat": 0, "half": 30,
+        "offered_rate_per_s": 40.0, "achieved_rate_per_s": 4.0, "achieved_rate_high_per_s": 4.5,
+        "sojourn_p50_ms": [800.0, 6200.0],
+    });
+    let outcome = judge(&s, 40.0, fingerprint, &behind).expect("judged");
+    assert_eq!(outcome.verdict, ProbeVerdict::Failed);
+    assert!(outcome.details.iter().any(|d| d.contains("over-saturated at the end")), "{:?}", outcome.details);
+}

@@ -44,6 +44,11 @@ pub struct CellResult {
     /// requests (the artifact's `ending`): its figures cover what ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_early: Option<anvil_loadgen::Ending>,
+    /// Set when the cell completed but its server never kept up (the
+    /// artifact's `ending.drain`, docs/metrics.md "Over-saturated at the
+    /// end"): its figures are of a load the server never carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_saturated_at_end: Option<anvil_loadgen::Drain>,
 }
 
 /// A cell's load as the load generator ran it (the artifact's
@@ -224,6 +229,7 @@ mod tests {
             metrics,
             load: None,
             stopped_early: None,
+            over_saturated_at_end: None,
         })
     }
 

@@ -140,8 +140,7 @@ pub async fn run_cell(
     let result = CellResult { load, ..cell_result(server, &artifact) };
     let acceptance =
         artifact.telemetry.as_ref().and_then(|t| t.server_derived.as_ref()?.spec_acceptance_rate);
-    let over_saturated = artifact.ending.as_ref().and_then(|e| e.over_saturated_at_end());
-    let mut line = run_line(&result, server.simulated, acceptance, over_saturated);
+    let mut line = run_line(&result, server.simulated, acceptance);
     // Unique prompts the server had cached anyway: say so, loudly.
     if let Some(warning) = artifact.tokens.as_ref().and_then(|t| t.cold?.warning()) {
         line.push_str(&format!("; {warning}"));
@@ -172,13 +171,8 @@ fn server_logs(server: &ServerInfo) -> Vec<ProducedFile> {
 
 /// The cell's line in the run's output: its figures, the load it offered,
 /// whether an in-flight cap held open-loop requests back, and whether the
-/// server kept up (`over_saturated`: the verdict at the end, when it did not).
-fn run_line(
-    result: &CellResult,
-    simulated: bool,
-    acceptance: Option<f64>,
-    over_saturated: Option<&anvil_loadgen::Drain>,
-) -> String {
+/// server kept up (`over_saturated_at_end`: the verdict at the end, when it did not).
+fn run_line(result: &CellResult, simulated: bool, acceptance: Option<f64>) -> String {
     let load = result.load.as_ref();
     let mut line = format!(
         "{} ok / {} failed, {:.1} tok/s aggregate, ttft p50 {:.1} ms",
@@ -210,7 +204,7 @@ fn run_line(
         line.push_str(&format!(", draft acceptance {:.1}%", rate * 100.0));
     }
     // Completed, but the server never kept up: its numbers stand, marked.
-    if let Some(drain) = over_saturated {
+    if let Some(drain) = &result.over_saturated_at_end {
         line.push_str(&format!("; over-saturated at the end: {}", drain.describe()));
     }
     if simulated {
@@ -225,6 +219,7 @@ fn cell_result(server: &ServerInfo, artifact: &Benchmark) -> CellResult {
     CellResult {
         load: None,
         stopped_early: artifact.ending.clone().filter(anvil_loadgen::Ending::stopped_early),
+        over_saturated_at_end: artifact.ending.as_ref().and_then(|e| e.over_saturated_at_end()).cloned(),
         schema: CELL_RESULT_SCHEMA.into(),
         engine: server.engine.clone(),
         simulated: server.simulated,
