@@ -69,7 +69,10 @@ fn over_seeds<T: Send>(seeds: u64, stream: u64, one: impl Fn(u64) -> T + Sync) -
                 scope.spawn(move || {
                     (w..seeds)
                         .step_by(threads as usize)
-                        .map(|s| one(SplitMix64(stream ^ s.wrapping_mul(0xD6E8_FEB8_6659_FD93)).next_u64()))
+                        .map(|s| {
+                            one(SplitMix64::from_state(stream ^ s.wrapping_mul(0xD6E8_FEB8_6659_FD93))
+                                .next_u64())
+                        })
                         .collect::<Vec<_>>()
                 })
             })

@@ -10,34 +10,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::saturation::{FlightLog, Saturated, SaturationWatch};
-
-/// SplitMix64 (Steele, Lea & Flood, 2014): small, seeded, good enough here.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform on (0, 1].
-    pub fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    pub fn exponential(&mut self, rate: f64) -> f64 {
-        -self.unit().ln() / rate
-    }
-
-    /// Standard normal (Box–Muller, one of the pair).
-    pub fn normal(&mut self) -> f64 {
-        (-2.0 * self.unit().ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
-    }
-}
+pub use crate::workload::split_mix::SplitMix64;
 
 /// How long a request holds its slot (its reply's length).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -137,7 +110,7 @@ impl Server {
 /// end), then, when a look is due, the watch looks. Until the watch fires
 /// (its verdict) or `horizon_s` of model time (`None`).
 pub fn watched_run(load: Load, horizon_s: f64, seed: u64) -> Option<Saturated> {
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::from_state(seed);
     let rate = load.rate_per_s();
     let mut server = Server::new(load.slots);
     let mut watch = SaturationWatch::default();
@@ -165,7 +138,7 @@ pub fn watched_run(load: Load, horizon_s: f64, seed: u64) -> Option<Saturated> {
 /// One finished open-loop run of `requests` requests, unwatched: each
 /// request's `(send, end)` in seconds, in order of sending.
 pub fn finished_run(load: Load, requests: usize, seed: u64) -> Vec<(f64, f64)> {
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::from_state(seed);
     let rate = load.rate_per_s();
     let mut server = Server::new(load.slots);
     let mut t = 0.0;

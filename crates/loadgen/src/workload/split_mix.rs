@@ -21,8 +21,29 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
+    /// A generator started at `state` itself, with no stream mixed in (the
+    /// model server of `observe::queue_model` seeds its runs this way).
+    pub fn from_state(state: u64) -> Self {
+        Self(state)
+    }
+
     /// Uniform in [0, 1).
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform on (0, 1]: never 0, so its logarithm is finite.
+    pub fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Exponential of this rate.
+    pub fn exponential(&mut self, rate: f64) -> f64 {
+        -self.unit().ln() / rate
+    }
+
+    /// Standard normal (Box–Muller, one of the pair).
+    pub fn normal(&mut self) -> f64 {
+        (-2.0 * self.unit().ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
     }
 }
