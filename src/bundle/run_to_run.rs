@@ -33,7 +33,7 @@ pub fn stated(store: &Store, run: &RunRecord, recipe: &Recipe) -> BTreeMap<Strin
         let mut spreads = declared.get(&node.name).cloned().unwrap_or_default();
         if let Ok(Some(entry)) = store.read(&node.fingerprint) {
             let file = entry.path_of("benchmark.json");
-            let head = crate::compare::head(&file).ok();
+            let head = anvil_evidence::artifact_file::head_but_records(&file).ok();
             let measured = head.and_then(|head| {
                 anvil_evidence::headline::measured_spreads(&head, &file, &CompareOptions::default()).ok()
             });

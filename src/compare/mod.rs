@@ -17,7 +17,7 @@ mod side;
 pub use error::CompareError;
 pub use render::render;
 pub use report::{Agreement, CellReport, MetricsJudged, Report, Reproduction};
-pub use side::{Cell, Side, head, resolve};
+pub use side::{Cell, Side, resolve};
 
 use anvil_evidence::{CompareOptions, Comparison, Verdict};
 use serde_json::Value;
@@ -48,7 +48,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Report, C
     let mut cells = Vec::new();
     for (name, published_cell) in &a.cells {
         let Some(reproduced_cell) = b.cells.get(name).or_else(|| lone_pair(a, b)) else { continue };
-        let read = |cell: &Cell| side::head(&cell.artifact_file);
+        let read = |cell: &Cell| anvil_evidence::artifact_file::head_but_records(&cell.artifact_file);
         let (published, reproduced) = (read(published_cell)?, read(reproduced_cell)?);
         // A side measured once is judged against the spread the published side states (else B's).
         let stated = a.spreads.get(name).or_else(|| b.spreads.get(name)).cloned().unwrap_or_default();

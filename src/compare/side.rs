@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anvil_evidence::artifact_file::{self, ArtifactFileError, Member};
 use anvil_store::{RunRecord, Store};
 use serde_json::Value;
 
@@ -149,14 +148,4 @@ fn declared_spreads(
     crate::recipe::load(Path::new(&run.recipe_path), set)
         .map(|recipe| crate::bundle::run_to_run::declared(&recipe))
         .unwrap_or_default()
-}
-
-/// Every top-level member of the artifact at `path` but its records (its
-/// `failures` decide eligibility in the reference format), read when its
-/// pair of cells is compared.
-pub fn head(path: &Path) -> Result<Value, ArtifactFileError> {
-    artifact_file::head_with(path, &|key| {
-        if key == artifact_file::RECORDS { Member::Absent } else { Member::Kept }
-    })
-    .map(Value::Object)
 }

@@ -57,9 +57,9 @@
 //! state a bound above it. It lives with the recipe because a decision's
 //! `family-error` reads it when the recipe loads (`search.X.max_rate >= v`).
 
-use super::Expression;
 use super::decls::SearchDecl;
 use super::error_bound::{is_sampled, round};
+use super::expression::Expression;
 use super::words::SearchMethod;
 
 /// A search's stated error: at most this share of such searches state a

@@ -93,6 +93,13 @@ pub fn head(path: &Path) -> Result<Map<String, Value>, ArtifactFileError> {
     head_with(path, &|key| if PER_REQUEST_MEMBERS.contains(&key) { Member::Absent } else { Member::Kept })
 }
 
+/// Every top-level member of the artifact at `path` but its records (its
+/// `failures` decide eligibility in the reference format): what a
+/// comparison of two cells, and the run-to-run spread of a bundle, read.
+pub fn head_but_records(path: &Path) -> Result<Value, ArtifactFileError> {
+    head_with(path, &|key| if key == RECORDS { Member::Absent } else { Member::Kept }).map(Value::Object)
+}
+
 /// The top-level members of the artifact at `path`, each as `member` says;
 /// the records are never read into the head.
 pub fn head_with(

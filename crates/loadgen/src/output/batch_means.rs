@@ -117,7 +117,7 @@ pub fn independent(
         let tested = independence::test(&means).and_then(|()| independence::test(&finer.means(values, &f)));
         match tested {
             Ok(()) => return Ok((batching, means)),
-            Err(failed) => match independence::fewer(batching.count) {
+            Err(failed) => match independence::fewer(batching.count, MIN_BATCHES) {
                 Some(count) => batching = Batching { count, size: n / count },
                 None => return Err(failed),
             },

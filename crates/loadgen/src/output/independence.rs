@@ -13,7 +13,8 @@
 //! that under independence has mean 0 and variance `(B − 2)/(B² − 1)`, and
 //! is near normal from 8 batches on. Positive correlation is rejected
 //! one-sided at 5% (`ALPHA`). When it is, the batches are made fewer and
-//! longer (the count halved, never below [`MIN_BATCHES`]) and tested again,
+//! longer (the count halved, never below the fewest the caller allows:
+//! `batch_means::MIN_BATCHES`) and tested again,
 //! the procedure of Fishman ("Grouping observations in digital simulation",
 //! *Management Science* 24(5), 1978) and Fishman & Yarberry's LBATCH ("An
 //! implementation of the batch means method", *INFORMS Journal on
@@ -35,8 +36,6 @@
 //! independent values).
 
 use std::fmt;
-
-use super::batch_means::MIN_BATCHES;
 
 /// Each test's size: the chance of calling independent batch means
 /// correlated. A larger one withholds more often under independence, a
@@ -97,10 +96,10 @@ pub fn test(means: &[f64]) -> Result<(), Correlated> {
     }
 }
 
-/// The batch count to try after `count` failed: half, never below the
-/// fewest; `None` when `count` was already the fewest.
-pub fn fewer(count: usize) -> Option<usize> {
-    (count > MIN_BATCHES).then(|| (count / 2).max(MIN_BATCHES))
+/// The batch count to try after `count` failed: half, never below
+/// `fewest`; `None` when `count` was already the fewest.
+pub fn fewer(count: usize, fewest: usize) -> Option<usize> {
+    (count > fewest).then(|| (count / 2).max(fewest))
 }
 
 #[cfg(test)]
@@ -117,7 +116,10 @@ mod tests {
         // B = 10: √(8/99) = 0.2843, times 1.6449.
         assert!((critical(10) - 0.4676).abs() < 1e-4);
         assert!((critical(30) - 1.6449 * (28.0f64 / 899.0).sqrt()).abs() < 1e-4);
-        assert_eq!((fewer(30), fewer(20), fewer(15), fewer(10)), (Some(15), Some(10), Some(10), None));
+        assert_eq!(
+            (fewer(30, 10), fewer(20, 10), fewer(15, 10), fewer(10, 10)),
+            (Some(15), Some(10), Some(10), None)
+        );
     }
 
     #[test]
