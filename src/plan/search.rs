@@ -14,9 +14,9 @@ use super::fingerprint::fingerprint_of;
 use super::planned::Plan;
 use super::preimage::{EngineMode, Upstream, World, preimage_of};
 pub use super::probe_verdict::{ProbeError, ProbeOutcome, ProbeVerdict, judge, probe_view};
-pub use crate::recipe::search_error::{StatedError, stated_error};
 use crate::recipe::decls::SearchDecl;
 use crate::recipe::decls::search::format_value;
+pub use crate::recipe::search_error::{StatedError, stated_error};
 use crate::recipe::words::{SearchMethod, SearchVariable};
 use crate::recipe::{Decl, Recipe, Spec};
 

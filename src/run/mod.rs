@@ -269,7 +269,11 @@ fn wave_context(
     let log_dir = if users.is_empty() {
         std::env::temp_dir()
     } else {
-        logs.path().map_err(|(path, source)| RunError::Io { what: "creating the log folder in", path, source })?
+        logs.path().map_err(|(path, source)| RunError::Io {
+            what: "creating the log folder in",
+            path,
+            source,
+        })?
     };
     let gpus = match &options.gpus {
         Some(list) => anvil_proc::GpuPool::from_list(list),
