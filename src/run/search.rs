@@ -187,6 +187,12 @@ fn stop_sentence(
         Stop::TopOfRange => {
             format!("the top of the range passed: the capacity is at least {var}={}", search.max)
         }
+        // At a confidence an undecided probe does not pass either: that the
+        // bottom did not pass claims no capacity, and not that it is lower.
+        Stop::BottomOfRange if search.confidence.is_some() => format!(
+            "the bottom of the range ({var}={}) did not pass at the stated confidence (failed, or undecided after its extra repeats): no capacity is claimed",
+            format_value(search.min)
+        ),
         Stop::BottomOfRange => {
             format!(
                 "the bottom of the range failed: the capacity is below {var}={}",

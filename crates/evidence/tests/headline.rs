@@ -1,6 +1,7 @@
 //! Headline comparison of two artifacts.
 
 use crate::common::{anvil_tiny, reference};
+use anvil_evidence::run_to_run::{RunSpread, SpreadSource, Spreads};
 use anvil_evidence::{CompareOptions, Verdict, compare_artifacts};
 
 const METRICS: [&str; 9] = [
@@ -36,8 +37,23 @@ fn reference_against_itself() {
     assert_eq!(row("ttft_p95_ms").verdict, Verdict::Inconclusive);
     assert!((row("ttft_p50_ms").a.unwrap() - 3116.5836000000127).abs() < 1e-9);
     assert_eq!((row("ttft_p50_ms").n_a, row("ttft_p50_ms").n_b), (12, 12));
-    assert_eq!(row("decode_tok_s_mean").verdict, Verdict::Reproduced);
+    // One run a side and no stated spread: within-run intervals only, so
+    // never reproduced either (a rerun may differ by more than they show).
+    assert_eq!(row("decode_tok_s_mean").verdict, Verdict::Inconclusive);
+    assert!(
+        row("decode_tok_s_mean").reason.contains("no run-to-run spread stated"),
+        "{:?}",
+        row("decode_tok_s_mean")
+    );
     assert_eq!(row("request_canary_passed").verdict, Verdict::Reproduced);
+}
+
+/// A spread of `sigma` stated for every headline metric.
+fn stated(sigma: f64) -> Spreads {
+    METRICS
+        .iter()
+        .map(|m| (m.to_string(), RunSpread { sigma, from: SpreadSource::Declared, repeats: None }))
+        .collect()
 }
 
 #[test]
@@ -48,10 +64,18 @@ fn doubled_ttft_differs() {
         r["ttft_ms"] = (2.0 * v).into();
     }
     b["metrics"]["request_canary_passed"] = 11.into();
+    // Measured once a side with no stated spread: the doubling shows, but
+    // nothing says how far runs differ, so it is not called.
     let rows = compare_artifacts(&reference(), &b, &CompareOptions::default());
     let row = |m: &str| rows.iter().find(|r| r.metric == m).unwrap();
-    assert_eq!(row("ttft_p50_ms").verdict, Verdict::Differs, "{:?}", row("ttft_p50_ms"));
+    assert_eq!(row("ttft_p50_ms").verdict, Verdict::Inconclusive, "{:?}", row("ttft_p50_ms"));
+    assert!(row("ttft_p50_ms").ci_low.unwrap() > 1.1, "{:?}", row("ttft_p50_ms"));
     assert_eq!(row("request_canary_passed").verdict, Verdict::Differs);
+    // Against a stated 5% spread between runs it differs; E2E barely moved.
+    let options = CompareOptions { run_to_run: stated(0.05), ..CompareOptions::default() };
+    let rows = compare_artifacts(&reference(), &b, &options);
+    let row = |m: &str| rows.iter().find(|r| r.metric == m).unwrap();
+    assert_eq!(row("ttft_p50_ms").verdict, Verdict::Differs, "{:?}", row("ttft_p50_ms"));
     assert_ne!(row("e2e_p50_ms").verdict, Verdict::Differs);
 }
 
