@@ -128,7 +128,9 @@ impl Bench {
         read_json(&self.entry(plan, step).join("benchmark.json"))
     }
 
-    /// The server logs anvil wrote in its per-run log directories under `tmp/`.
+    /// The server logs left in anvil's per-run log folders under `tmp/`:
+    /// none once a run has ended (it removes its folder; each result keeps
+    /// its copy of the log in its store entry).
     pub fn live_logs(&self) -> Vec<PathBuf> {
         let mut logs = Vec::new();
         for run_dir in std::fs::read_dir(self.tmp()).into_iter().flatten().flatten() {
