@@ -295,16 +295,29 @@ pub(super) async fn judge_in_run(
 }
 
 async fn measure_extra(ctx: &Context, site: &CellSite, extra: &ExtraRepeat) -> Result<(), Failure> {
-    let Spec::Cell(cell) = &site.decl.spec else { return Err(Failure::new("an extra repeat is of a cell")) };
+    measure_extra_of(ctx, site.server, &site.decl, extra, &format!("cell {}", site.name())).await
+}
+
+/// Measure the next extra repeat of the cell `decl` (a gate's or screen's
+/// cell, a search's probe): the cell again, under the extra repeat's own
+/// seed and fingerprint; `of` names it in the progress line.
+pub(super) async fn measure_extra_of(
+    ctx: &Context,
+    server: usize,
+    decl: &crate::recipe::Decl,
+    extra: &ExtraRepeat,
+    of: &str,
+) -> Result<(), Failure> {
+    let Spec::Cell(cell) = &decl.spec else { return Err(Failure::new("an extra repeat is of a cell")) };
     let inner = measure::Inner {
         name: &extra.name,
         cell,
         fingerprint: extra.fingerprint,
         preimage: &extra.preimage,
         seed: extra.seed,
-        what: format!("extra repeat {} of cell {}", extra.round, site.name()),
+        what: format!("extra repeat {} of {of}", extra.round),
     };
-    measure::measure_and_store(ctx, site.server, &inner).await
+    measure::measure_and_store(ctx, server, &inner).await
 }
 
 /// The extra repeats this run's gates and screens pooled, as run-record

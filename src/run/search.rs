@@ -8,7 +8,7 @@
 use super::context::Context;
 use super::measure;
 use super::outcome::{Failure, Produced};
-use crate::plan::extra_repeats::{Artifacts, ExtraRepeat};
+use crate::plan::extra_repeats::Artifacts;
 use crate::plan::search::{
     Next, Probe, ProbeError, ProbeOutcome, ProbeSite, Replayed, Stop, highest_pass, stated_error, walk,
 };
@@ -50,7 +50,8 @@ pub(super) async fn run_search(
             (Next::Stop(stop), _) => return Ok(finish(site, walked.probes, stop, measured)),
             (Next::Probe(_), Some(Replayed::Probe(probe))) => measure(ctx, site, server?, &probe).await?,
             (Next::Probe(_), Some(Replayed::Extra(probe, extra))) => {
-                measure_extra(ctx, server?, &probe, &extra).await?
+                super::measure_more::measure_extra_of(ctx, server?, &probe.decl, &extra, &probe.decl.name)
+                    .await?
             }
             (Next::Probe(value), _) => measure(ctx, site, server?, &site.probe(value)).await?,
         }
@@ -68,26 +69,6 @@ async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) 
         preimage: &probe.preimage,
         seed: ctx.seed,
         what: format!("probe {}={}", site.search.variable, format_value(probe.value)),
-    };
-    measure::measure_and_store(ctx, server, &inner).await
-}
-
-/// Measure an undecided probe's next extra repeat: the probe's cell again,
-/// under the extra repeat's own seed and fingerprint.
-async fn measure_extra(
-    ctx: &Context,
-    server: usize,
-    probe: &Probe,
-    extra: &ExtraRepeat,
-) -> Result<(), Failure> {
-    let Spec::Cell(cell) = &probe.decl.spec else { return Err(Failure::new("a probe is a cell")) };
-    let inner = measure::Inner {
-        name: &extra.name,
-        cell,
-        fingerprint: extra.fingerprint,
-        preimage: &extra.preimage,
-        seed: extra.seed,
-        what: format!("extra repeat {} of {}", extra.round, probe.decl.name),
     };
     measure::measure_and_store(ctx, server, &inner).await
 }
