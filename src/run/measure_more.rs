@@ -337,7 +337,13 @@ pub(super) fn extra_nodes(summary: &super::summary::RunSummary, store: &Store) -
                 let Ok(fingerprint) = fingerprint.parse() else { continue };
                 let name = crate::plan::extra_repeats::extra_name(&cell.cell, round);
                 let detail = format!("extra repeat {round} of cell {} for {}", cell.cell, step.name);
-                nodes.push(super::search::inner_cell_node(store, &summary.run_id, name, fingerprint, detail));
+                nodes.push(super::inner_cell_node::inner_cell_node(
+                    store,
+                    &summary.run_id,
+                    name,
+                    fingerprint,
+                    detail,
+                ));
             }
         }
     }

@@ -13,6 +13,7 @@ mod frozen;
 mod gate;
 #[cfg(test)]
 mod gate_oc_tests;
+mod inner_cell_node;
 pub(crate) mod interval_verdict;
 mod launch;
 mod local;
