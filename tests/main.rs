@@ -29,6 +29,7 @@ mod failed_cells;
 mod flow;
 mod frozen_inputs;
 mod full_disk;
+mod function_length;
 mod gate_bounds;
 mod gates;
 mod golden_fingerprints;
