@@ -1,0 +1,4 @@
+//! anvil-quality's integration tests: one binary (the comment at `[[test]]` in
+//! the workspace Cargo.toml says why).
+
+mod dataset;
