@@ -77,17 +77,21 @@ pub enum Command {
               value_parser = clap::value_parser!(u32).range(1..=256))]
         loadgen_workers: u32,
     },
-    /// Run some steps of a recipe inside a Slurm job (`anvil run --executor slurm` submits these).
+    /// Run some steps of a recipe inside a Slurm job (`anvil run --executor slurm` submits these),
+    /// or one cell from its step document alone (`--document`, written by `anvil plan --emit`).
     Worker {
         /// The recipe file.
-        #[arg(long)]
-        recipe: PathBuf,
+        #[arg(long, required_unless_present = "document", conflicts_with = "document")]
+        recipe: Option<PathBuf>,
+        /// A cell's step document; its server's document lies in the same folder.
+        #[arg(long, value_name = "STEP.json")]
+        document: Option<PathBuf>,
         #[arg(long = "set", value_name = "NAME=VALUE")]
         set: Vec<String>,
         #[arg(long)]
         sim: bool,
         /// The steps of this job, comma-separated.
-        #[arg(long, required = true)]
+        #[arg(long, required_unless_present = "document")]
         steps: Vec<String>,
         #[arg(long)]
         force: Vec<String>,
@@ -108,6 +112,10 @@ pub enum Command {
         recipe: RecipeArgs,
         #[arg(long)]
         json: bool,
+        /// Write each step as a step document, `DIR/<fingerprint>.json`
+        /// (its key and how to run it), and `DIR/plan.json` (names and edges).
+        #[arg(long, value_name = "DIR")]
+        emit: Option<PathBuf>,
     },
     /// Export the DAG.
     Graph {
@@ -116,8 +124,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
         format: GraphFormat,
     },
-    /// Explain what differs between two fingerprints (hex prefixes), or
-    /// between RECIPE:STEP as it resolves now and its last run.
+    /// Explain what differs between two fingerprints (hex prefixes), two
+    /// step documents (`plan --emit`), or RECIPE:STEP as it resolves now
+    /// and its last run.
     Diff {
         a: String,
         b: Option<String>,

@@ -52,6 +52,7 @@ mod slurm;
 mod slurm_store;
 mod stages;
 mod steady_load;
+mod step_documents;
 mod stopping;
 mod sweeps;
 mod tokenizer;

@@ -8,6 +8,7 @@ use anvil_store::{Fingerprint, Store};
 use serde_json::{Value, json};
 
 use crate::cli::RecipeArgs;
+use crate::document::StepDocument;
 use crate::history;
 use crate::plan::changes::{Change, describe, diff_values};
 
@@ -160,6 +161,9 @@ fn result_changes(store: &Store, a: &Fingerprint, b: &Fingerprint) -> Option<Vec
 
 /// `RECIPE:STEP` (the step as the recipe resolves now) or a fingerprint prefix.
 fn side(store: &Store, spec: &str, resolution: &Resolution, current: &mut Current) -> Result<Side, Exit> {
+    if spec.ends_with(".json") && Path::new(spec).is_file() {
+        return document_side(Path::new(spec), current);
+    }
     if let Some((recipe, step)) = recipe_step(spec) {
         let args = RecipeArgs { recipe: recipe.into(), set: resolution.set.clone(), sim: resolution.sim };
         let plan = load_plan(&args, Some(store))?;
@@ -179,6 +183,26 @@ fn side(store: &Store, spec: &str, resolution: &Resolution, current: &mut Curren
     let preimage = history::preimage_of(store, &fingerprint)
         .ok_or_else(|| input(format!("no preimage recorded for {fingerprint}")))?;
     Ok(Side { label: label_of(store, &fingerprint), fingerprint, preimage })
+}
+
+/// A step document (`anvil plan --emit`): its key is the preimage; the
+/// documents beside it explain a change upstream.
+fn document_side(path: &Path, current: &mut Current) -> Result<Side, Exit> {
+    let document = StepDocument::read(path).map_err(|e| input(e.to_string()))?;
+    let siblings = path.parent().and_then(|dir| std::fs::read_dir(dir).ok());
+    for entry in siblings.into_iter().flatten().flatten() {
+        if let Ok(sibling) = StepDocument::read(&entry.path())
+            && let Ok(fingerprint) = sibling.fingerprint.parse::<Fingerprint>()
+        {
+            current.insert(fingerprint, sibling.key);
+        }
+    }
+    let fingerprint = document.key_fingerprint();
+    Ok(Side {
+        label: format!("({} {} in {})", document.kind, document.name, path.display()),
+        fingerprint,
+        preimage: document.key,
+    })
 }
 
 fn last_run_side(store: &Store, spec: &str) -> Result<Side, Exit> {

@@ -5,6 +5,7 @@ mod bundle;
 mod common;
 mod compare;
 mod diff;
+mod emit;
 mod export_data;
 mod graph;
 mod import_result;
@@ -57,9 +58,19 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Completions { shell } => report::completions(shell),
         Command::Man => report::man(),
-        Command::Worker { recipe, set, sim, steps, force, keep_going, job, loadgen_workers } => {
+        Command::Worker { document: Some(document), force, loadgen_workers, .. } => {
+            let store = open_store(&cli.store)?;
+            let forced = !force.is_empty();
+            let outcome = crate::run::run_cell_document(store, &document, forced, loadgen_workers)
+                .await
+                .map_err(|e| input(e.to_string()))?;
+            println!("{}", outcome.line);
+            Ok(outcome.code)
+        }
+        Command::Worker { recipe, set, sim, steps, force, keep_going, job, loadgen_workers, .. } => {
             let began_ms = crate::executor::slurm::now_ms();
             let store = open_store(&cli.store)?;
+            let recipe = recipe.ok_or_else(|| input("worker: --recipe or --document"))?;
             let plan = load_plan(&RecipeArgs { recipe, set, sim }, Some(&store))?;
             let args = crate::executor::slurm::WorkerArgs { steps, force, keep_going, job, loadgen_workers };
             crate::executor::slurm::worker(store, plan, args, began_ms).await.map_err(|err| match err {
@@ -70,7 +81,8 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         Command::Cancel { run_id } => {
             crate::executor::slurm::cancel(&open_store(&cli.store)?, &run_id).map_err(failed)
         }
-        Command::Plan { recipe, json } => plan::plan(&cli.store, &recipe, json).await,
+        Command::Plan { recipe, emit: Some(dir), .. } => emit::emit(&cli.store, &recipe, &dir),
+        Command::Plan { recipe, json, emit: None } => plan::plan(&cli.store, &recipe, json).await,
         Command::Graph { recipe, format } => graph::graph(&recipe, format),
         Command::Diff { a, b, json, sim, set, all } => {
             diff::diff(&cli.store, &a, b.as_deref(), json, &diff::Resolution { sim, set, all })

@@ -4,6 +4,7 @@
 use anvil_words::words;
 
 words! {
+    #[serde]
     /// An engine anvil knows by name.
     pub enum EngineName { Vllm = "vllm", Sglang = "sglang", LlamaCpp = "llama.cpp" }
 }
@@ -25,7 +26,7 @@ impl EngineName {
 }
 
 /// A launched engine known by name, with the settings a user varies.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EnginePreset {
     pub name: EngineName,
     /// The interpreter whose environment holds the engine (vLLM, SGLang),

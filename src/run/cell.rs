@@ -23,20 +23,50 @@ pub struct CellRun<'a> {
     pub loadgen_workers: u32,
 }
 
+/// The cell to measure: as declared (resolved here against the server
+/// that serves it), or as a step document holds it, resolved when planned.
+#[derive(Clone, Copy)]
+pub enum CellToRun<'a> {
+    Declared(&'a CellDecl),
+    Resolved(&'a crate::document::CellExec),
+}
+
+impl CellToRun<'_> {
+    /// The cell as the load generator runs it, and how it spreads requests.
+    fn resolved(
+        self,
+        name: &str,
+        server: &ServerInfo,
+        at: &CellRun<'_>,
+    ) -> (anvil_loadgen::CellSpec, Balance) {
+        match self {
+            CellToRun::Resolved(exec) => (exec.cell.clone(), exec.balance),
+            CellToRun::Declared(cell) => {
+                let served = Served {
+                    model: &server.model,
+                    tokenizer: server.tokenizer.as_ref(),
+                    canary_body: server.canary_body.as_ref(),
+                };
+                let mut spec = resolve(name, cell, &served, at.seed);
+                resolve_paths(&mut spec, at.recipe);
+                let balance = match cell.load.balance {
+                    words::Balance::RoundRobin => Balance::RoundRobin,
+                    words::Balance::LeastOutstanding => Balance::LeastOutstanding,
+                };
+                (spec, balance)
+            }
+        }
+    }
+}
+
 pub async fn run_cell(
     name: &str,
-    cell: &CellDecl,
+    cell: CellToRun<'_>,
     server: &ServerInfo,
     at: &CellRun<'_>,
 ) -> Result<Produced, Failure> {
     let (fingerprint, display) = (at.fingerprint, at.progress);
-    let served = Served {
-        model: &server.model,
-        tokenizer: server.tokenizer.as_ref(),
-        canary_body: server.canary_body.as_ref(),
-    };
-    let mut spec = resolve(name, cell, &served, at.seed);
-    resolve_paths(&mut spec, at.recipe);
+    let (spec, balance) = cell.resolved(name, server, at);
     let mut context = CellContext {
         engine: server.engine.clone(),
         simulated: server.simulated,
@@ -45,10 +75,7 @@ pub async fn run_cell(
         run_id: at.run_id.to_string(),
         source_recipe: Some(at.recipe.to_string()),
         max_context_tokens: None,
-        balance: match cell.load.balance {
-            words::Balance::RoundRobin => Balance::RoundRobin,
-            words::Balance::LeastOutstanding => Balance::LeastOutstanding,
-        },
+        balance,
         loadgen_workers: at.loadgen_workers,
         cache_block_tokens: None,
     };

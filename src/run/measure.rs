@@ -12,7 +12,7 @@ use crate::recipe::Kind;
 /// Which cell to measure, under which fingerprint and seed.
 pub(super) struct Target<'a> {
     pub name: &'a str,
-    pub cell: &'a crate::recipe::decls::CellDecl,
+    pub cell: cell::CellToRun<'a>,
     pub fingerprint: &'a anvil_store::Fingerprint,
     pub seed: u64,
 }
@@ -91,7 +91,8 @@ pub(super) async fn measure_and_store(
     }
     let started = Instant::now();
     ctx.progress.started(name, Kind::Cell);
-    let target = Target { name, cell: inner.cell, fingerprint: &fp, seed: inner.seed };
+    let target =
+        Target { name, cell: cell::CellToRun::Declared(inner.cell), fingerprint: &fp, seed: inner.seed };
     let produced =
         measure_cell(ctx, server, target, what, |f| Failure { reason: format!("{what}: {}", f.reason), ..f })
             .await;

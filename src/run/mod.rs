@@ -8,6 +8,7 @@ mod context;
 mod decision;
 #[cfg(test)]
 mod decision_family_tests;
+mod document_step;
 mod error;
 mod frozen;
 mod gate;
@@ -49,6 +50,7 @@ use anvil_store::{RunStatus, Store};
 use serde_json::Value;
 
 pub use crate::executor::interface::Ending;
+pub use document_step::run_cell_document;
 pub use error::RunError;
 pub use servers::registry_dir;
 pub use summary::{RunSummary, StepReport};

@@ -160,7 +160,12 @@ async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
         Spec::Decision(decision) => decision::run_decision(decision, inputs),
         Spec::Cell(cell) => {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
-            let target = Target { name, cell, fingerprint: &job.fingerprint, seed: ctx.seed };
+            let target = Target {
+                name,
+                cell: super::cell::CellToRun::Declared(cell),
+                fingerprint: &job.fingerprint,
+                seed: ctx.seed,
+            };
             measure_cell(ctx, server, target, "the cell", |f| f).await
         }
         Spec::Check(check) => {

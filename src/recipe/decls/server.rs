@@ -21,7 +21,7 @@ pub const TWIN_SETTINGS: &[&str] =
     &[key::sim, key::model, key::replicas, key::gpus, key::identity, key::tokenizer];
 
 settings! {
-    #[derive(Debug, Clone)]
+    #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
     pub struct ServerDecl {
         /// `sim`, `command`, `external`, or an engine anvil knows by name
         /// (`vllm`, `sglang`, `llama.cpp`); the loader infers it when unset.
@@ -92,7 +92,8 @@ impl ServerDecl {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Engine {
     /// anvil's simulated engine.
     Sim,
@@ -130,7 +131,7 @@ impl Engine {
 
 /// A server anvil launches: `command` + `args`, with `{port}`, `{host}`,
 /// `{gpus}` and `{replica}` filled at launch.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CommandEngine {
     pub command: Vec<String>,
     pub args: Vec<String>,
@@ -148,7 +149,7 @@ pub struct CommandEngine {
 }
 
 /// `ready http="/health" status=200 timeout="10m" log="…"`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ReadyDecl {
     pub http: Option<String>,
     pub status: Option<u16>,
@@ -158,7 +159,7 @@ pub struct ReadyDecl {
 
 /// `warmup requests=4 max-tokens=16`: short unmeasured requests before the
 /// server's first step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Warmup {
     pub requests: u64,
     pub max_tokens: u64,

@@ -1,0 +1,154 @@
+//! Step documents (`anvil plan --emit`): each step as a file holding the
+//! key its fingerprint hashes and what an executor needs to run it, and a
+//! cell run from its document alone (`anvil worker --document`) with the
+//! recipe moved away, stored as the entry the recipe's own run would find.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::Scratch;
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
+}
+
+/// `plan.json`'s steps by `kind.name`: (fingerprint, document file).
+fn emitted(dir: &Path) -> BTreeMap<String, (String, String)> {
+    let plan = read_json(&dir.join("plan.json"));
+    plan["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            let key = format!("{}.{}", s["kind"].as_str().unwrap(), s["name"].as_str().unwrap());
+            (key, (s["fingerprint"].as_str().unwrap().into(), s["document"].as_str().unwrap().into()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_qwen38_documents_hash_to_the_golden_fingerprints() {
+    let scratch = Scratch::new();
+    let recipe = repo("recipes/qwen38-possibility.kdl");
+    let dir = scratch.path().join("docs");
+    scratch
+        .anvil(&["plan", recipe.to_str().unwrap(), "--sim", "--emit", dir.to_str().unwrap()])
+        .expect_code(0);
+    let golden = std::fs::read_to_string(repo("tests/fixtures/golden-fingerprints.txt")).expect("golden");
+    let pinned: BTreeMap<&str, &str> = golden
+        .lines()
+        .filter_map(|l| l.strip_prefix("recipes/qwen38-possibility.kdl sim "))
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    let steps = emitted(&dir);
+    assert!(
+        pinned.len() > 20 && steps.len() == pinned.len(),
+        "{} pinned, {} emitted",
+        pinned.len(),
+        steps.len()
+    );
+    for (step, (fingerprint, file)) in &steps {
+        assert_eq!(pinned.get(step.as_str()), Some(&fingerprint.as_str()), "{step}");
+        let document = read_json(&dir.join(file));
+        assert_eq!(document["fingerprint"], fingerprint.as_str(), "{step}");
+        assert_eq!(document["format"], "anvil-step/v1");
+        let runs = document["exec"]["runs"].as_str().unwrap();
+        match step.split('.').next().unwrap() {
+            // A cell's document holds the cell as the load generator runs it, and names its server.
+            "cell" => {
+                assert_eq!(runs, "cell", "{step}");
+                assert!(document["exec"]["cell"]["requests"].as_u64().unwrap() > 0, "{step}");
+                let server = document["exec"]["server"].as_str().unwrap();
+                assert!(dir.join(format!("{server}.json")).is_file(), "{step}: its server's document");
+            }
+            "server" => assert_eq!(runs, "server", "{step}"),
+            _ => assert_eq!(runs, "declared", "{step}"),
+        }
+    }
+}
+
+const RECIPE: &str = r#"
+campaign "documents" { seed 7; }
+server "sim" { engine "sim"; sim { decode-step-ms 2; prefill-tok-s 200000; } }
+cell "small" { server "sim"; concurrency 2; requests 12; context-tokens 64; max-tokens 8; }
+gate "fast" { require "cell.small.canaries_passed == cell.small.requests"; }
+"#;
+
+#[test]
+fn a_cell_runs_from_its_document_alone_into_the_entry_the_recipe_finds() {
+    let scratch = Scratch::new();
+    let recipe = scratch.write("campaign/documents.kdl", RECIPE);
+    let docs = scratch.path().join("docs");
+    scratch.anvil(&["plan", recipe.to_str().unwrap(), "--emit", docs.to_str().unwrap()]).expect_code(0);
+    let (fingerprint, file) = emitted(&docs)["cell.small"].clone();
+    // Nothing of the recipe is left where it was planned.
+    std::fs::rename(scratch.path().join("campaign"), scratch.path().join("moved")).expect("move");
+
+    let out = scratch.anvil(&["worker", "--document", docs.join(&file).to_str().unwrap()]).expect_code(0);
+    assert!(out.stdout.contains("small: 12 ok"), "{}", out.transcript());
+    let entry = scratch.store().join("entries").join(&fingerprint[..2]).join(&fingerprint);
+    let preimage = read_json(&entry.join("preimage.json"));
+    assert_eq!(preimage, read_json(&docs.join(&file))["key"], "stored under the document's key");
+    let benchmark = read_json(&entry.join("benchmark.json"));
+    assert_eq!(benchmark["completed"], 12);
+    // The run record names the document, and nothing is left in the temporary folder.
+    let run = scratch.runs().into_iter().find(|r| r["nodes"][0]["name"] == "small");
+    let run_id = run.expect("a run record")["run_id"].as_str().unwrap().to_string();
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(&run_id))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    // The recipe back where it was: its run finds the cell stored and measures nothing again.
+    std::fs::rename(scratch.path().join("moved"), scratch.path().join("campaign")).expect("move back");
+    let run = scratch.run(&recipe, &["--json"], 0).json();
+    let small = run["steps"].as_array().unwrap().iter().find(|s| s["name"] == "small").unwrap().clone();
+    assert_eq!(small["status"], "cached", "{small}");
+    assert_eq!(small["fingerprint"], fingerprint.as_str());
+
+    // A second worker on the same document finds it stored.
+    let again = scratch.anvil(&["worker", "--document", docs.join(&file).to_str().unwrap()]).expect_code(0);
+    assert!(again.stdout.contains("stored"), "{}", again.transcript());
+}
+
+#[test]
+fn a_document_whose_key_was_edited_is_refused_and_two_documents_diff() {
+    let scratch = Scratch::new();
+    let recipe = scratch.write("documents.kdl", RECIPE);
+    let docs = scratch.path().join("docs");
+    scratch.anvil(&["plan", recipe.to_str().unwrap(), "--emit", docs.to_str().unwrap()]).expect_code(0);
+    let (_, file) = emitted(&docs)["cell.small"].clone();
+    let path = docs.join(&file);
+    let mut document = read_json(&path);
+    document["key"]["settings"]["requests"] = serde_json::json!(13);
+    let edited = scratch.path().join("edited.json");
+    std::fs::write(&edited, serde_json::to_string(&document).unwrap()).unwrap();
+    let out = scratch.anvil(&["worker", "--document", edited.to_str().unwrap()]).expect_code(2);
+    assert!(out.stderr.contains("refused"), "{}", out.transcript());
+    assert!(
+        !scratch.store().join("entries").exists()
+            || std::fs::read_dir(scratch.store().join("entries")).unwrap().count() == 0
+    );
+
+    // The same cell with 24 requests: `diff` of the two documents names the setting.
+    let recipe24 = scratch.write("documents24.kdl", &RECIPE.replace("requests 12", "requests 24"));
+    let docs24 = scratch.path().join("docs24");
+    scratch.anvil(&["plan", recipe24.to_str().unwrap(), "--emit", docs24.to_str().unwrap()]).expect_code(0);
+    let (_, file24) = emitted(&docs24)["cell.small"].clone();
+    let diff = scratch
+        .anvil(&["diff", path.to_str().unwrap(), docs24.join(&file24).to_str().unwrap()])
+        .expect_code(0);
+    assert!(
+        diff.stdout.contains("requests") && diff.stdout.contains("12") && diff.stdout.contains("24"),
+        "{}",
+        diff.transcript()
+    );
+}
