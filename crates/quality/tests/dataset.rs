@@ -1,7 +1,9 @@
 //! Reading scored datasets: the three formats, and errors that name the
 //! line and the field at fault rather than panicking.
 
-use anvil_quality::{Format, Item, ReadError, Scorer, read, read_anvil, read_gsm8k, read_mmlu, score, write_anvil};
+use anvil_quality::{
+    Format, Item, ReadError, Scorer, read, read_anvil, read_gsm8k, read_mmlu, score, write_anvil,
+};
 
 /// The error of reading `text`, with its line and field.
 fn error(format: Format, text: &str) -> (ReadError, Option<usize>, Option<&'static str>) {
