@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 anvil_words::words! {
     #[serde]
     /// How an output is scored against an item's reference (the rules:
-    /// [`crate::score`]).
+    /// [`crate::score::score`]).
     pub enum Scorer {
         /// The whole output equals the reference, trimmed, case- and
         /// whitespace-normalised.
@@ -24,7 +24,7 @@ anvil_words::words! {
 /// One question of a scored dataset, as anvil's own JSONL writes it
 /// (`{"id":..,"prompt":..,"reference":..,"scorer":..}`, in that order).
 ///
-/// The readers ([`crate::read`]) check what a scorer needs of its
+/// The readers ([`crate::dataset`]) check what a scorer needs of its
 /// reference (a number, a letter, a pattern that compiles); an item built
 /// by hand with a reference its scorer cannot use scores every output as
 /// wrong.

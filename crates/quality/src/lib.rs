@@ -13,7 +13,7 @@
 //! - [`paired()`](paired::paired): two arms on the same items, McNemar's
 //!   exact test, a verdict whose false-difference rate is at most
 //!   `1 − level`, and exact intervals.
-//! - [`identical_share`], [`attribute`]: lossless outputs, where each
+//! - [`identical_share`], [`attribute()`](attribute::attribute): lossless outputs, where each
 //!   differing one diverged, and whether an arm's divergence exceeds the
 //!   engine's own nondeterminism (Fisher's exact test).
 //! - [`generate_arith`]: the shipped dataset whose answers are known by

@@ -55,7 +55,7 @@ pub fn reference_number(text: &str) -> Option<String> {
     (m.start() == 0 && m.end() == text.len()).then(|| normalise(text)).flatten()
 }
 
-/// A number written as [`NUMBER`] matches, as a canonical decimal: commas
+/// A number written as the number pattern matches, as a canonical decimal: commas
 /// removed, no leading zeros, no trailing zeros after the point, no point
 /// without a fraction, no minus on zero. Two numbers are equal as decimals
 /// exactly when their canonical forms are equal (`42.0`, `042` and `42`

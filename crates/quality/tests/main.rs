@@ -5,4 +5,5 @@ mod attribution;
 mod coverage;
 mod dataset;
 mod mcnemar;
+mod robust;
 mod sim;
