@@ -30,6 +30,7 @@ use crate::workload::calibrate::{Calibration, calibrate};
 use crate::workload::error_budget::ErrorBudget;
 use crate::workload::prompt::{PromptBuilder, SplitMix64, marker, streams};
 use crate::workload::request::Planned;
+use crate::workload::session::SessionPlan;
 use crate::workload::source::Source;
 use crate::workload::spec::{Arrival, Balance, CellContext, CellSpec, Connect, Progress, Target};
 use crate::workload::stages;
@@ -762,168 +763,248 @@ async fn launch(
 ) -> anyhow::Result<()> {
     match load.arrival {
         Arrival::ClosedLoop => {
-            let workers = match &load.indices {
-                Indices::Budget { count, .. } => load.concurrency.min(*count),
-                Indices::Until { .. } => load.concurrency,
-            };
-            let indices = Arc::new(load.indices);
-            let taken = Arc::new(AtomicU64::new(0));
-            for _ in 0..workers {
-                let (runner, indices, taken, sink) =
-                    (runner.clone(), indices.clone(), taken.clone(), sink.clone());
-                tasks.spawn(async move {
-                    // A closed-loop worker means to send as soon as its previous request ends.
-                    let mut intended = load.start;
-                    loop {
-                        if sink.halted() {
-                            break;
-                        }
-                        let index = match &*indices {
-                            Indices::Budget { first, count } => {
-                                let k = taken.fetch_add(1, Ordering::Relaxed);
-                                if k >= u64::from(*count) {
-                                    break;
-                                }
-                                first + k
-                            }
-                            Indices::Until { next, until } => {
-                                if Instant::now() >= *until {
-                                    break;
-                                }
-                                next.fetch_add(1, Ordering::Relaxed)
-                            }
-                        };
-                        let (rec, finished) = runner.send(index, origin, run_start, intended, None).await;
-                        intended = finished;
-                        sink.finished(rec);
-                    }
-                });
-            }
+            spawn_workers(runner, load, origin, run_start, tasks, sink);
+            Ok(())
         }
         Arrival::Poisson { .. } | Arrival::Constant { .. } => {
-            let first = match &load.indices {
-                Indices::Budget { first, .. } => *first,
-                Indices::Until { next, .. } => next.fetch_add(load.arrivals.len(), Ordering::Relaxed),
-            };
-            let cap = Arc::new(Semaphore::new(load.concurrency as usize));
-            let trace = runner.source.schedule();
-            let mut arrivals = load.arrivals;
-            // The older pacer thread (a comparison path) takes the list up front.
-            let mut paced = match pacer::mode() == pacer::Mode::Thread {
-                true => {
-                    let mut ahead = arrivals.clone();
-                    pacer::spawn(std::iter::from_fn(|| ahead.next(trace)).collect())
-                }
-                false => None,
-            };
-            // A budgeted open loop of its own arrivals may stop when clearly
-            // past capacity (a trace's arrivals are the trace's to keep).
-            let watched = runner.spec.options.stop_when_saturated == Some(true)
-                && matches!(load.indices, Indices::Budget { .. })
-                && load.margins.is_none()
-                && runner.source.schedule().is_none();
-            let mut watch = SaturationWatch::default();
-            if watched {
-                sink.flights.reset();
+            send_on_schedule(runner, load, origin, run_start, queue, tasks, sink).await
+        }
+    }
+}
+
+impl Indices {
+    /// A closed-loop worker's next request index (`taken`: those the
+    /// workers took from a budget); `None` once the budget is spent or the
+    /// stage's window is over.
+    fn next_for_worker(&self, taken: &AtomicU64) -> Option<u64> {
+        match self {
+            Indices::Budget { first, count } => {
+                let k = taken.fetch_add(1, Ordering::Relaxed);
+                (k < u64::from(*count)).then(|| first + k)
             }
-            let (planned, ended_before) = (arrivals.len(), sink.ended());
-            for k in 0u64.. {
-                let Some(intended) = arrivals.next(trace) else { break };
-                match (queue, &mut paced) {
-                    // Prepared ahead; the sender thread sends at `intended`.
-                    (Some(_), _) => {
-                        let ahead = intended.checked_sub(PREPARE_AHEAD).unwrap_or(intended);
-                        tokio::time::sleep_until(ahead.into()).await;
-                    }
-                    (None, Some(released)) => {
-                        released.recv().await.context("the pacer thread stopped early")?;
-                    }
-                    (None, None) => tokio::time::sleep_until(intended.into()).await,
-                }
-                if sink.halted() {
-                    break;
-                }
-                // Which request this arrival is, and where its record goes.
-                let (index, to) = match &load.margins {
-                    None => (first + k, sink),
-                    Some(m) => {
-                        let (lead, measured) = (u64::from(m.lead), u64::from(m.measured));
-                        if k < lead {
-                            (m.first_unmeasured + k, &m.sink)
-                        } else if k < lead + measured {
-                            (first + k - lead, sink)
-                        } else if sink.ended() - ended_before >= measured {
-                            // Every measured request has ended: the tail's work is done.
-                            tasks.abort_all();
-                            break;
-                        } else {
-                            m.tail_sent.fetch_add(1, Ordering::Relaxed);
-                            (m.first_unmeasured + k, &m.sink)
-                        }
-                    }
-                };
-                // Read the clock only for a watched loop: this is the send path.
-                if watched
-                    && let t = run_start.elapsed().as_secs_f64()
-                    && watch.due(t)
-                    && let Some(saturated) = watch.look(
-                        t,
-                        arrivals_due(
-                            load.arrival,
-                            k,
-                            t,
-                            intended,
-                            run_start,
-                            runner.cap_held.load(Ordering::Relaxed) > 0,
-                        ),
-                        sink.ended() - ended_before,
-                        &sink.flights,
-                    )
-                {
-                    tasks.abort_all();
-                    let ending = Ending {
-                        reason: EndReason::OverSaturated,
-                        repeat: Some(origin.repeat),
-                        at_ms: Some(saturated.at_s * 1000.0),
-                        detail: saturated.detail,
-                        unsent: planned - k,
-                        cancelled: 0,
-                        drain: None,
-                    };
-                    if let Ok(mut stopped) = runner.stopped.lock() {
-                        *stopped = Some(ending);
-                    }
-                    break;
-                }
-                // The cap may hold the request back; that lag is recorded, not
-                // hidden, and the requests it held are counted for the artifact.
-                let permit = match cap.clone().try_acquire_owned() {
-                    Ok(permit) => permit,
-                    Err(_) => {
-                        let waited = Instant::now();
-                        let permit = cap.clone().acquire_owned().await.context("concurrency cap closed")?;
-                        let us = waited.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
-                        runner.cap_held.fetch_add(1, Ordering::Relaxed);
-                        runner.cap_longest_hold_us.fetch_max(us, Ordering::Relaxed);
-                        permit
-                    }
-                };
-                let (runner, sink, queue) = (runner.clone(), to.clone(), queue.cloned());
-                tasks.spawn(async move {
-                    let (rec, _) = runner.send(index, origin, run_start, intended, queue.as_ref()).await;
-                    drop(permit);
-                    sink.finished(rec);
-                });
-                // A finished task keeps its memory (the size of its future,
-                // ~4 KB) until it is joined: join as we go, or a 100,000-request
-                // cell holds ~400 MB of finished tasks (benches/schedule.rs).
-                while let Some(done) = tasks.try_join_next() {
-                    done.context("a request task panicked")?;
-                }
+            Indices::Until { next, until } => {
+                (Instant::now() < *until).then(|| next.fetch_add(1, Ordering::Relaxed))
             }
         }
     }
+}
+
+/// Closed loop: starts the load's workers, each sending its next request
+/// as soon as its previous one ended, until the indices run out or a rule
+/// halts the run.
+fn spawn_workers(
+    runner: &Arc<Runner>,
+    load: Load,
+    origin: Origin,
+    run_start: Instant,
+    tasks: &mut JoinSet<()>,
+    sink: &Arc<Sink>,
+) {
+    let workers = match &load.indices {
+        Indices::Budget { count, .. } => load.concurrency.min(*count),
+        Indices::Until { .. } => load.concurrency,
+    };
+    let start = load.start;
+    let indices = Arc::new(load.indices);
+    let taken = Arc::new(AtomicU64::new(0));
+    for _ in 0..workers {
+        let (runner, indices, taken, sink) = (runner.clone(), indices.clone(), taken.clone(), sink.clone());
+        tasks.spawn(async move {
+            // A closed-loop worker means to send as soon as its previous request ends.
+            let mut intended = start;
+            while !sink.halted() {
+                let Some(index) = indices.next_for_worker(&taken) else { break };
+                let (rec, finished) = runner.send(index, origin, run_start, intended, None).await;
+                intended = finished;
+                sink.finished(rec);
+            }
+        });
+    }
+}
+
+/// Open loop: sends each of the load's arrivals when it is due, each as a
+/// task under the in-flight cap; returns after the last is sent, or when a
+/// rule halts the run, the server is found over-saturated, or (`steady-load`)
+/// every measured request has ended.
+async fn send_on_schedule(
+    runner: &Arc<Runner>,
+    load: Load,
+    origin: Origin,
+    run_start: Instant,
+    queue: Option<&SendQueue>,
+    tasks: &mut JoinSet<()>,
+    sink: &Arc<Sink>,
+) -> anyhow::Result<()> {
+    let first = match &load.indices {
+        Indices::Budget { first, .. } => *first,
+        Indices::Until { next, .. } => next.fetch_add(load.arrivals.len(), Ordering::Relaxed),
+    };
+    let cap = Arc::new(Semaphore::new(load.concurrency as usize));
+    let trace = runner.source.schedule();
+    let mut arrivals = load.arrivals;
+    // The older pacer thread (a comparison path) takes the list up front.
+    let mut paced = match pacer::mode() == pacer::Mode::Thread {
+        true => {
+            let mut ahead = arrivals.clone();
+            pacer::spawn(std::iter::from_fn(|| ahead.next(trace)).collect())
+        }
+        false => None,
+    };
+    // A budgeted open loop of its own arrivals may stop when clearly
+    // past capacity (a trace's arrivals are the trace's to keep).
+    let watched = runner.spec.options.stop_when_saturated == Some(true)
+        && matches!(load.indices, Indices::Budget { .. })
+        && load.margins.is_none()
+        && runner.source.schedule().is_none();
+    if watched {
+        sink.flights.reset();
+    }
+    let (planned, ended_before) = (arrivals.len(), sink.ended());
+    let mut watch = watched.then(|| LoadWatch {
+        watch: SaturationWatch::default(),
+        arrival: load.arrival,
+        run_start,
+        planned,
+        ended_before,
+        repeat: origin.repeat,
+    });
+    for k in 0u64.. {
+        let Some(intended) = arrivals.next(trace) else { break };
+        wait_until_due(intended, queue, &mut paced).await?;
+        if sink.halted() {
+            break;
+        }
+        // Which request this arrival is, and where its record goes.
+        let Some((index, to)) = route(load.margins.as_ref(), first, k, sink, ended_before) else {
+            // Every measured request has ended: the tail's work is done.
+            tasks.abort_all();
+            break;
+        };
+        if let Some(watch) = &mut watch
+            && let Some(ending) = watch.look(runner, sink, k, intended)
+        {
+            tasks.abort_all();
+            if let Ok(mut stopped) = runner.stopped.lock() {
+                *stopped = Some(ending);
+            }
+            break;
+        }
+        let permit = take_slot(runner, &cap).await?;
+        let (runner, sink, queue) = (runner.clone(), to.clone(), queue.cloned());
+        tasks.spawn(async move {
+            let (rec, _) = runner.send(index, origin, run_start, intended, queue.as_ref()).await;
+            drop(permit);
+            sink.finished(rec);
+        });
+        // A finished task keeps its memory (the size of its future,
+        // ~4 KB) until it is joined: join as we go, or a 100,000-request
+        // cell holds ~400 MB of finished tasks (benches/schedule.rs).
+        while let Some(done) = tasks.try_join_next() {
+            done.context("a request task panicked")?;
+        }
+    }
     Ok(())
+}
+
+/// Waits until an arrival is to be handed on: with the sender thread, a
+/// little ahead of `intended` (it sends at `intended`); with the pacer
+/// thread, until it releases the arrival; else until `intended`.
+async fn wait_until_due(
+    intended: Instant,
+    queue: Option<&SendQueue>,
+    paced: &mut Option<mpsc::UnboundedReceiver<usize>>,
+) -> anyhow::Result<()> {
+    match (queue, paced) {
+        // Prepared ahead; the sender thread sends at `intended`.
+        (Some(_), _) => {
+            let ahead = intended.checked_sub(PREPARE_AHEAD).unwrap_or(intended);
+            tokio::time::sleep_until(ahead.into()).await;
+        }
+        (None, Some(released)) => {
+            released.recv().await.context("the pacer thread stopped early")?;
+        }
+        (None, None) => tokio::time::sleep_until(intended.into()).await,
+    }
+    Ok(())
+}
+
+/// Arrival `k`'s request index and the sink of its record: without
+/// `steady-load` margins, measured request `first + k`; with them, the
+/// lead's and the tail's arrivals are unmeasured. `None` when the tail is
+/// no longer needed: every measured request (counted from `ended_before`) has ended.
+fn route<'a>(
+    margins: Option<&'a Margins>,
+    first: u64,
+    k: u64,
+    sink: &'a Arc<Sink>,
+    ended_before: u64,
+) -> Option<(u64, &'a Arc<Sink>)> {
+    let Some(m) = margins else { return Some((first + k, sink)) };
+    let (lead, measured) = (u64::from(m.lead), u64::from(m.measured));
+    if k < lead {
+        Some((m.first_unmeasured + k, &m.sink))
+    } else if k < lead + measured {
+        Some((first + k - lead, sink))
+    } else if sink.ended() - ended_before >= measured {
+        None
+    } else {
+        m.tail_sent.fetch_add(1, Ordering::Relaxed);
+        Some((m.first_unmeasured + k, &m.sink))
+    }
+}
+
+/// The over-saturation rule over one budgeted open loop of its own arrivals.
+struct LoadWatch {
+    watch: SaturationWatch,
+    arrival: Arrival,
+    run_start: Instant,
+    /// The loop's arrivals, for the ending's `unsent`.
+    planned: u64,
+    /// Requests the sink had ended before the loop began.
+    ended_before: u64,
+    repeat: u32,
+}
+
+impl LoadWatch {
+    /// At arrival `k` (due at `intended`), when a look is due: the ending
+    /// that stops the run if the server is clearly past capacity. The clock
+    /// is read only here, for a watched loop: this is the send path.
+    fn look(&mut self, runner: &Runner, sink: &Sink, k: u64, intended: Instant) -> Option<Ending> {
+        let t = self.run_start.elapsed().as_secs_f64();
+        if !self.watch.due(t) {
+            return None;
+        }
+        let cap_held = runner.cap_held.load(Ordering::Relaxed) > 0;
+        let due = arrivals_due(self.arrival, k, t, intended, self.run_start, cap_held);
+        let saturated = self.watch.look(t, due, sink.ended() - self.ended_before, &sink.flights)?;
+        Some(Ending {
+            reason: EndReason::OverSaturated,
+            repeat: Some(self.repeat),
+            at_ms: Some(saturated.at_s * 1000.0),
+            detail: saturated.detail,
+            unsent: self.planned - k,
+            cancelled: 0,
+            drain: None,
+        })
+    }
+}
+
+/// A slot under the in-flight cap. The cap may hold the request back; that
+/// lag is recorded, not hidden, and the requests it held are counted for
+/// the artifact.
+async fn take_slot(
+    runner: &Runner,
+    cap: &Arc<Semaphore>,
+) -> anyhow::Result<tokio::sync::OwnedSemaphorePermit> {
+    if let Ok(permit) = cap.clone().try_acquire_owned() {
+        return Ok(permit);
+    }
+    let waited = Instant::now();
+    let permit = cap.clone().acquire_owned().await.context("concurrency cap closed")?;
+    let us = waited.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+    runner.cap_held.fetch_add(1, Ordering::Relaxed);
+    runner.cap_longest_hold_us.fetch_max(us, Ordering::Relaxed);
+    Ok(permit)
 }
 
 /// Arrivals of an open loop due by `t` seconds, for the over-saturation
@@ -1131,24 +1212,25 @@ fn request_tag() -> String {
     format!("{:08x}", (ns as u64) & 0xffff_ffff)
 }
 
-/// The whole measurement; runs on the load generator's own runtime.
-#[allow(clippy::too_many_arguments)]
-pub async fn measure(
-    spec: CellSpec,
-    mut source: Source,
-    targets: Vec<Target>,
-    ctx: CellContext,
-    progress_tx: mpsc::UnboundedSender<Progress>,
-    scratch_dir: std::path::PathBuf,
-    keep_records: bool,
-) -> anyhow::Result<RunOutput> {
+/// The sockets' side of a cell, made ready before any request.
+struct Endpoints {
+    /// Descriptor slots the process's table holds (see [`crate::send::prepare`]).
+    fd_table_slots: usize,
+    /// The cell's last-byte clock, with an idle or stall timeout.
+    liveness: Option<Arc<Liveness>>,
+    /// One per target, resolved.
+    endpoints: Vec<Endpoint>,
+}
+
+/// Sizes the descriptor table, then opens one endpoint per target and
+/// resolves its host, so that no measured connect waits on either.
+async fn open_endpoints(spec: &CellSpec, targets: &[Target]) -> anyhow::Result<Endpoints> {
     // The descriptor table's final size, before any socket is opened: every
     // connection the cell may hold at once, their duplicates for the sender
     // thread, and room for the rest of the process.
-    let staged = !spec.stages.is_empty();
-    let at_once = match staged {
-        false => (spec.concurrency.min(spec.requests.max(spec.warmup_requests)) as usize).max(1),
-        true => stages::widest(&spec).0 as usize,
+    let at_once = match spec.stages.is_empty() {
+        true => (spec.concurrency.min(spec.requests.max(spec.warmup_requests)) as usize).max(1),
+        false => stages::widest(spec).0 as usize,
     };
     let fd_table_slots = presize_fd_table(at_once.saturating_mul(targets.len()).saturating_mul(2) + 256);
     let liveness = (spec.idle_timeout_ms.is_some() || spec.stall_timeout_ms.is_some()).then(|| {
@@ -1165,17 +1247,66 @@ pub async fn measure(
                 .with_context(|| format!("target {}", t.label))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    for (endpoint, target) in endpoints.iter().zip(&targets) {
+    for (endpoint, target) in endpoints.iter().zip(targets) {
         // Resolved once here; no connect inside a measurement waits on it.
         // A failure shows up as the requests' connect failures.
         let _ = endpoint.resolve().await.map_err(|e| anyhow::anyhow!("resolving {}: {e}", target.label));
     }
-    // A staged cell's request count follows from its stages' durations.
-    let measured_total = match staged {
-        false => u64::from(spec.requests) * u64::from(spec.repeat),
-        true => stages::expected_requests(&spec.stages) * u64::from(spec.repeat),
-    };
-    let unmeasured_base = if staged { stages::UNMEASURED_INDEX_BASE } else { measured_total };
+    Ok(Endpoints { fd_table_slots, liveness, endpoints })
+}
+
+/// Where a cell's request indices lie: the measured requests' first, over
+/// all repeats; after them the unmeasured ones (warmup, calibration probes,
+/// `steady-load`'s margins), so that their prompts can never pre-fill a
+/// prefix cache for a measured request.
+struct IndexPlan {
+    /// Measured requests over all repeats.
+    measured_total: u64,
+    /// The warmup's first index.
+    unmeasured_base: u64,
+    /// The one index all calibration probes use, so the search sees how
+    /// length changes the count, not how one random prompt differs from another.
+    probe_index: u64,
+}
+
+impl IndexPlan {
+    fn of(spec: &CellSpec) -> Self {
+        let staged = !spec.stages.is_empty();
+        // A staged cell's request count follows from its stages' durations.
+        let measured_total = match staged {
+            false => u64::from(spec.requests) * u64::from(spec.repeat),
+            true => stages::expected_requests(&spec.stages) * u64::from(spec.repeat),
+        };
+        let unmeasured_base = if staged { stages::UNMEASURED_INDEX_BASE } else { measured_total };
+        let probe_index = unmeasured_base + u64::from(spec.warmup_requests);
+        Self { measured_total, unmeasured_base, probe_index }
+    }
+}
+
+/// The cell's prompts, fitted to the model before the warmup.
+struct Prompts {
+    builder: PromptBuilder,
+    /// The traffic, its prompts' token counts filled in with a tokenizer.
+    source: Source,
+    /// The tokenizer's account; the server's is added at the end.
+    tokens: TokenAccount,
+    /// With a tokenizer: the tokens the chat template adds on the server.
+    template_overhead: Option<u64>,
+    calibration: Option<Calibration>,
+}
+
+/// Fits the prompts to the model, asking the first target: with the
+/// model's own tokenizer, prompts are exact by construction and the server
+/// is asked only what its chat template adds; without one, synthetic
+/// prompts of a context length are calibrated (replayed and
+/// conversational prompts have their own lengths).
+async fn fit_prompts(
+    spec: &CellSpec,
+    mut source: Source,
+    targets: &[Target],
+    endpoints: &[Endpoint],
+    probe_index: u64,
+) -> anyhow::Result<Prompts> {
     let mut prompts = PromptBuilder {
         seed: spec.seed,
         salt: spec.prompt_salt,
@@ -1187,23 +1318,16 @@ pub async fn measure(
         filler: Default::default(),
         instruction_tokens: 0,
     };
-    // Calibration and warmup use indices after the measured ones, so their
-    // prompts can never pre-fill a prefix cache for a measured request.
-    // All probes use one prompt index, so the search sees how length changes
-    // the count, not how one random prompt differs from another.
-    let probe_index = unmeasured_base + u64::from(spec.warmup_requests);
-    // With the model's own tokenizer, prompts are exact by construction:
-    // the server is asked only what its chat template adds.
     let mut tokens = TokenAccount::default();
     let mut template_overhead = None;
     if let Some(tokenizer) = &spec.tokenizer {
         let exact = crate::workload::token_exact::prepare(
-            &spec,
+            spec,
             tokenizer,
             &targets[0],
             &prompts,
             &source,
-            async |text| probe_usage(&endpoints[0], &spec, text, probe_index).await,
+            async |text| probe_usage(&endpoints[0], spec, text, probe_index).await,
         )
         .await
         .with_context(|| format!("preparing token-exact prompts for {}", targets[0].label))?;
@@ -1215,11 +1339,10 @@ pub async fn measure(
         template_overhead = Some(exact.template_overhead);
         tokens = exact.account;
     }
-    // Replayed and conversational prompts have their own lengths.
     let calibration = if spec.context_tokens > 0 && spec.traffic.is_synthetic() && spec.tokenizer.is_none() {
         let c = calibrate(spec.context_tokens, async |words| {
             let prompt = PromptBuilder { words, ..prompts.clone() }.build(probe_index);
-            probe_prompt_tokens(&endpoints[0], &spec, &prompt, probe_index).await
+            probe_prompt_tokens(&endpoints[0], spec, &prompt, probe_index).await
         })
         .await
         .with_context(|| format!("calibrating prompt length on {}", targets[0].label))?;
@@ -1228,55 +1351,77 @@ pub async fn measure(
     } else {
         None
     };
+    Ok(Prompts { builder: prompts, source, tokens, template_overhead, calibration })
+}
 
-    let runner = Arc::new(Runner {
-        endpoints,
-        outstanding: targets.iter().map(|_| AtomicU32::new(0)).collect(),
-        targets,
-        balance: ctx.balance,
-        next_round_robin: AtomicU64::new(0),
-        prompts,
-        source,
-        timeout: Duration::from_millis(spec.request_timeout_ms),
-        cap_held: AtomicU64::new(0),
-        cap_longest_hold_us: AtomicU64::new(0),
-        stopped: std::sync::Mutex::new(None),
-        // After the warmup's indices and the calibration probe's.
-        margin_base: probe_index + 1,
-        margins: Default::default(),
-        template_overhead,
-        request_tag: request_tag(),
-        sender_lanes: ctx.workers() as usize,
-        spec,
-    });
-
+/// The unmeasured warmup, closed loop, on the indices after the measured
+/// ones; with `steady-load` the warmup requests lead the open loop on its
+/// own schedule instead, and none are sent here.
+async fn warm_up(runner: &Arc<Runner>, first: u64) -> anyhow::Result<Arc<Sink>> {
     let warmup = Sink::new(None, None);
-    // With steady load the warmup requests lead the open loop on its own schedule instead.
     let closed_warmup = if steady_load(&runner.spec) { 0 } else { runner.spec.warmup_requests };
-    run_phase(&runner, unmeasured_base, closed_warmup, 0, Arrival::ClosedLoop, &warmup).await?;
+    run_phase(runner, first, closed_warmup, 0, Arrival::ClosedLoop, &warmup).await?;
+    Ok(warmup)
+}
 
-    let dir = scratch_dir;
-    let labels = runner.targets.iter().map(|t| t.label.clone()).collect();
-    let log = Arc::new(
-        RecordLog::create(&dir, labels, keep_records)
-            .with_context(|| format!("creating the record log in {}", dir.display()))?,
-    );
-    let started_at = SystemTime::now();
-    let counter = Arc::new(ProgressCounter {
-        tx: progress_tx,
-        total: measured_total as u32,
-        done: AtomicU32::new(0),
-        failed: AtomicU32::new(0),
-        tokens: AtomicU64::new(0),
-        since: Instant::now(),
-        shown_ms: AtomicU64::new(0),
-    });
-    let precision = runner.spec.stopping.as_ref().and_then(PrecisionWatch::new);
-    let rules =
-        SinkRules { precision, error_budget: runner.spec.abort_on_errors, liveness: liveness.clone() };
-    let measured = Sink::watching(Some(log.clone()), Some(counter), rules);
-    let mut preparation = Preparation { fd_table_slots, ahead: Vec::new() };
-    let next_staged_index = Arc::new(AtomicU64::new(0));
+/// Where the measured requests' records go, and when they started.
+struct MeasuredPhase {
+    /// Counts the records, shows progress, and applies the rules that may
+    /// stop the run (stopping rule, error budget, stall).
+    sink: Arc<Sink>,
+    log: Arc<RecordLog>,
+    started_at: SystemTime,
+}
+
+impl MeasuredPhase {
+    /// Creates the record log in `dir` and the sink that feeds it.
+    fn open(
+        runner: &Runner,
+        dir: &std::path::Path,
+        keep_records: bool,
+        progress_tx: mpsc::UnboundedSender<Progress>,
+        measured_total: u64,
+        liveness: Option<Arc<Liveness>>,
+    ) -> anyhow::Result<Self> {
+        let labels = runner.targets.iter().map(|t| t.label.clone()).collect();
+        let log = Arc::new(
+            RecordLog::create(dir, labels, keep_records)
+                .with_context(|| format!("creating the record log in {}", dir.display()))?,
+        );
+        let started_at = SystemTime::now();
+        let counter = Arc::new(ProgressCounter {
+            tx: progress_tx,
+            total: measured_total as u32,
+            done: AtomicU32::new(0),
+            failed: AtomicU32::new(0),
+            tokens: AtomicU64::new(0),
+            since: Instant::now(),
+            shown_ms: AtomicU64::new(0),
+        });
+        let precision = runner.spec.stopping.as_ref().and_then(PrecisionWatch::new);
+        let rules = SinkRules { precision, error_budget: runner.spec.abort_on_errors, liveness };
+        let sink = Sink::watching(Some(log.clone()), Some(counter), rules);
+        Ok(Self { sink, log, started_at })
+    }
+}
+
+/// What the measured repeats left beside their records.
+struct Repeats {
+    /// The connections opened ahead of each repeat's clock.
+    ahead: Vec<AheadConnection>,
+    /// Sessions' traffic: the plan and its per-turn tally.
+    sessions: Option<Arc<SessionPlan>>,
+    session_tally: Arc<std::sync::Mutex<session::SessionTally>>,
+    /// Agent traffic: the plan and the facts of each task that ended.
+    agents: Option<Arc<AgentPlan>>,
+    tasks_done: Arc<std::sync::Mutex<Vec<crate::output::jobs::TaskFacts>>>,
+}
+
+/// Sends the measured requests, repeat after repeat, each once its
+/// connections are ready: agent tasks, sessions, stages, or one phase on
+/// the cell's schedule. A stop (a stopping rule, over-saturation, an error
+/// storm, a stalled server, a halted agent run) leaves the later repeats unsent.
+async fn send_repeats(runner: &Arc<Runner>, measured: &Arc<Sink>) -> anyhow::Result<Repeats> {
     let sessions = runner.source.sessions();
     if sessions.is_some() && measured.precision.is_some() {
         bail!("cell `{}`: sessions cannot stop mid-conversation: drop `until`", runner.spec.name);
@@ -1287,65 +1432,119 @@ pub async fn measure(
         bail!("cell `{}`: agent tasks cannot stop mid-task: drop `until`", runner.spec.name);
     }
     let tasks_done = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let next_staged_index = Arc::new(AtomicU64::new(0));
+    let mut ahead = Vec::new();
     for repeat in 0..runner.spec.repeat {
-        if let Some(plan) = &agents {
-            let first = u64::from(repeat) * u64::from(runner.spec.requests);
-            preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
+        let first = u64::from(repeat) * u64::from(runner.spec.requests);
+        let go_on = if let Some(plan) = &agents {
+            ahead.extend(prepare_connections(runner, repeat, runner.spec.requests).await);
             let calls = Arc::new(SessionTurns { runner: runner.clone(), sink: measured.clone(), repeat });
             let arrivals = task_arrivals(plan, &runner.spec, repeat);
             crate::send::agents::run(calls, plan.clone(), arrivals, first, repeat, &tasks_done).await?;
-            if measured.halted() {
-                break;
-            }
-            continue;
-        }
-        if let Some(plan) = &sessions {
-            let first = u64::from(repeat) * u64::from(runner.spec.requests);
-            preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
+            !measured.halted()
+        } else if let Some(plan) = &sessions {
+            ahead.extend(prepare_connections(runner, repeat, runner.spec.requests).await);
             let turns = Arc::new(SessionTurns { runner: runner.clone(), sink: measured.clone(), repeat });
             let trace = match &runner.source {
                 Source::Trace(t) => Some(t.clone()),
                 _ => None,
             };
             session::run(turns, plan, trace, first, &session_tally).await?;
-            continue;
-        }
-        if staged {
-            preparation.ahead.extend(prepare_connections(&runner, repeat, u32::MAX).await);
-            run_stages(&runner, repeat, &next_staged_index, &measured).await?;
-            continue;
-        }
-        let first = u64::from(repeat) * u64::from(runner.spec.requests);
-        // A trace's arrivals are open loop, whatever `arrival` says.
-        let arrival = match runner.source.schedule() {
-            Some(_) => Arrival::Constant { rate_per_s: 1.0 },
-            None => runner.spec.arrival,
+            true
+        } else if !runner.spec.stages.is_empty() {
+            ahead.extend(prepare_connections(runner, repeat, u32::MAX).await);
+            run_stages(runner, repeat, &next_staged_index, measured).await?;
+            true
+        } else {
+            ahead.extend(prepare_connections(runner, repeat, runner.spec.requests).await);
+            run_repeat(runner, first, repeat, measured).await?
         };
-        preparation.ahead.extend(prepare_connections(&runner, repeat, runner.spec.requests).await);
-        run_phase(&runner, first, runner.spec.requests, repeat, arrival, &measured).await?;
-        if runner.stopped.lock().is_ok_and(|s| s.is_some()) {
-            break;
-        }
-        // An error storm or a stalled server ends every repeat: the later ones are not sent.
-        if measured.halted() && runner.spec.stopping.is_none() {
-            let planned = u64::from(runner.spec.requests) * u64::from(runner.spec.repeat);
-            if let (Some(ending), Ok(mut stopped)) =
-                (measured.rule_ending(planned, repeat), runner.stopped.lock())
-            {
-                *stopped = Some(ending);
-            }
+        if !go_on {
             break;
         }
     }
-    let (ending_by_rule, stopping) = stopping_outcome(&measured, runner.spec.requests);
+    Ok(Repeats { ahead, sessions, session_tally, agents, tasks_done })
+}
+
+/// One repeat of a cell on its own schedule, from request index `first`;
+/// whether the next repeat may run.
+async fn run_repeat(
+    runner: &Arc<Runner>,
+    first: u64,
+    repeat: u32,
+    measured: &Arc<Sink>,
+) -> anyhow::Result<bool> {
+    // A trace's arrivals are open loop, whatever `arrival` says.
+    let arrival = match runner.source.schedule() {
+        Some(_) => Arrival::Constant { rate_per_s: 1.0 },
+        None => runner.spec.arrival,
+    };
+    run_phase(runner, first, runner.spec.requests, repeat, arrival, measured).await?;
+    if runner.stopped.lock().is_ok_and(|s| s.is_some()) {
+        return Ok(false);
+    }
+    // An error storm or a stalled server ends every repeat: the later ones are not sent.
+    if measured.halted() && runner.spec.stopping.is_none() {
+        let planned = u64::from(runner.spec.requests) * u64::from(runner.spec.repeat);
+        if let (Some(ending), Ok(mut stopped)) =
+            (measured.rule_ending(planned, repeat), runner.stopped.lock())
+        {
+            *stopped = Some(ending);
+        }
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// The measured phase once its records are written.
+struct Collected {
+    store: Stored,
+    /// How a stopping rule ended the run, when the cell has one.
+    ending_by_rule: Option<Ending>,
+    stopping: Option<StoppingRecord>,
+}
+
+/// Closes the measured phase: the stopping rule's outcome, the server's
+/// account of the tokens added to `tokens`, and the record log written out
+/// (the sink holds the log: it is dropped first).
+fn collect(
+    runner: &Runner,
+    phase: MeasuredPhase,
+    tokens: &mut TokenAccount,
+    cache_block_tokens: Option<u64>,
+) -> anyhow::Result<Collected> {
+    let MeasuredPhase { sink, log, .. } = phase;
+    let (ending_by_rule, stopping) = stopping_outcome(&sink, runner.spec.requests);
     // Synthetic unique prompts share nothing with any earlier request.
     let meant_cold = runner.spec.traffic.is_synthetic()
         && matches!(runner.spec.prompt_cache_mode, crate::workload::spec::PromptCacheMode::Unique);
-    measured.tokens.fill(&mut tokens, ctx.cache_block_tokens, meant_cold);
-    drop(measured);
+    sink.tokens.fill(tokens, cache_block_tokens, meant_cold);
+    drop(sink);
     let log = Arc::try_unwrap(log).map_err(|_| anyhow::anyhow!("the record log is still in use"))?;
     let store = log.finish().context("writing the request records")?;
-    let warmup_failed = warmup.failed.load(Ordering::Relaxed);
+    Ok(Collected { store, ending_by_rule, stopping })
+}
+
+/// What was made before the measured requests, for the output.
+struct Made {
+    preparation: Preparation,
+    calibration: Option<Calibration>,
+    tokens: TokenAccount,
+    warmup: Arc<Sink>,
+    started_at: SystemTime,
+}
+
+/// The run's output: its records, how its load and its end read from
+/// them, and what was counted along the way.
+fn assemble(
+    runner: &Runner,
+    made: Made,
+    repeats: Repeats,
+    collected: Collected,
+) -> anyhow::Result<RunOutput> {
+    let Collected { store, ending_by_rule, stopping } = collected;
+    let Repeats { sessions, session_tally, agents, tasks_done, .. } = repeats;
+    let warmup_failed = made.warmup.failed.load(Ordering::Relaxed);
     let mut traffic = runner.source.describe();
     if sessions.is_some()
         && let (Value::Object(t), Ok(tally)) = (&mut traffic, session_tally.lock())
@@ -1368,27 +1567,11 @@ pub async fn measure(
         .context("reading the request records")?;
     // Agent calls are sent by their tasks, never held by the in-flight cap.
     let capped = crate::output::offered::is_open_loop(&runner.spec, trace) && agents.is_none();
-    let cap_holds = capped.then(|| crate::output::offered::CapHolds {
-        limit: match staged {
-            false => runner.spec.concurrency,
-            true => stages::widest(&runner.spec).0,
-        },
-        held_requests: runner.cap_held.load(Ordering::Relaxed),
-        longest_hold_ms: runner.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
-    });
-    let mut ending = runner
-        .stopped
-        .lock()
-        .ok()
-        .and_then(|mut s| s.take())
-        .or(ending_by_rule)
-        .unwrap_or_else(Ending::completed);
+    let cap_holds = capped.then(|| runner.cap_holds());
     // An open loop of its own arrivals is judged at its end too: whether
     // the server kept up, even when everything was sent and ended.
-    let own_arrivals = !trace && !staged && sessions.is_none() && agents.is_none();
-    if own_arrivals && crate::output::offered::is_open_loop(&runner.spec, false) {
-        ending.drain = crate::output::drain::judge_stored(&store).context("reading the request records")?;
-    }
+    let own_arrivals = !trace && runner.spec.stages.is_empty() && sessions.is_none() && agents.is_none();
+    let ending = runner.ending(ending_by_rule, own_arrivals, &store)?;
     let load_margins =
         steady_load(&runner.spec).then(|| runner.margins.lock().map(|m| *m).unwrap_or_default());
     let jobs = agents.is_some().then(|| {
@@ -1396,7 +1579,7 @@ pub async fn measure(
         crate::output::jobs::summarize(facts.iter().map(|f| f.row()).collect())
     });
     Ok(RunOutput {
-        tokens,
+        tokens: made.tokens,
         ending,
         stopping,
         load_margins,
@@ -1404,14 +1587,93 @@ pub async fn measure(
         cap_holds,
         traffic,
         store,
-        preparation,
-        calibration,
-        warmup_completed: warmup.completed.load(Ordering::Relaxed),
+        preparation: made.preparation,
+        calibration: made.calibration,
+        warmup_completed: made.warmup.completed.load(Ordering::Relaxed),
         warmup_failed,
-        started_at,
+        started_at: made.started_at,
         finished_at: SystemTime::now(),
         jobs,
     })
+}
+
+impl Runner {
+    /// Open loop: how often the in-flight cap held a due request back.
+    fn cap_holds(&self) -> crate::output::offered::CapHolds {
+        crate::output::offered::CapHolds {
+            limit: match self.spec.stages.is_empty() {
+                true => self.spec.concurrency,
+                false => stages::widest(&self.spec).0,
+            },
+            held_requests: self.cap_held.load(Ordering::Relaxed),
+            longest_hold_ms: self.cap_longest_hold_us.load(Ordering::Relaxed) as f64 / 1000.0,
+        }
+    }
+
+    /// How the measurement ended: a stop the runner recorded, else the
+    /// stopping rule's ending, else completed; an open loop of its own
+    /// arrivals (`own_arrivals`) is also judged on its drain.
+    fn ending(&self, by_rule: Option<Ending>, own_arrivals: bool, store: &Stored) -> anyhow::Result<Ending> {
+        let mut ending =
+            self.stopped.lock().ok().and_then(|mut s| s.take()).or(by_rule).unwrap_or_else(Ending::completed);
+        if own_arrivals && crate::output::offered::is_open_loop(&self.spec, false) {
+            ending.drain =
+                crate::output::drain::judge_stored(store).context("reading the request records")?;
+        }
+        Ok(ending)
+    }
+}
+
+/// The whole measurement, step by step; runs on the load generator's own runtime.
+#[allow(clippy::too_many_arguments)]
+pub async fn measure(
+    spec: CellSpec,
+    source: Source,
+    targets: Vec<Target>,
+    ctx: CellContext,
+    progress_tx: mpsc::UnboundedSender<Progress>,
+    scratch_dir: std::path::PathBuf,
+    keep_records: bool,
+) -> anyhow::Result<RunOutput> {
+    let Endpoints { fd_table_slots, liveness, endpoints } = open_endpoints(&spec, &targets).await?;
+    let indices = IndexPlan::of(&spec);
+    let prompts = fit_prompts(&spec, source, &targets, &endpoints, indices.probe_index).await?;
+    let Prompts { builder, source, mut tokens, template_overhead, calibration } = prompts;
+    let runner = Arc::new(Runner {
+        endpoints,
+        outstanding: targets.iter().map(|_| AtomicU32::new(0)).collect(),
+        targets,
+        balance: ctx.balance,
+        next_round_robin: AtomicU64::new(0),
+        prompts: builder,
+        source,
+        timeout: Duration::from_millis(spec.request_timeout_ms),
+        cap_held: AtomicU64::new(0),
+        cap_longest_hold_us: AtomicU64::new(0),
+        stopped: std::sync::Mutex::new(None),
+        // After the warmup's indices and the calibration probe's.
+        margin_base: indices.probe_index + 1,
+        margins: Default::default(),
+        template_overhead,
+        request_tag: request_tag(),
+        sender_lanes: ctx.workers() as usize,
+        spec,
+    });
+    let warmup = warm_up(&runner, indices.unmeasured_base).await?;
+    let phase = MeasuredPhase::open(
+        &runner,
+        &scratch_dir,
+        keep_records,
+        progress_tx,
+        indices.measured_total,
+        liveness,
+    )?;
+    let started_at = phase.started_at;
+    let mut repeats = send_repeats(&runner, &phase.sink).await?;
+    let collected = collect(&runner, phase, &mut tokens, ctx.cache_block_tokens)?;
+    let preparation = Preparation { fd_table_slots, ahead: std::mem::take(&mut repeats.ahead) };
+    let made = Made { preparation, calibration, tokens, warmup, started_at };
+    assemble(&runner, made, repeats, collected)
 }
 
 /// When an agent trace's tasks start: at their recorded arrivals, on the
