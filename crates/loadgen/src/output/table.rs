@@ -19,9 +19,28 @@ fn num(v: Option<&Value>, decimals: usize) -> String {
 /// Renders the headline numbers and the main distributions of a cell.
 pub fn render_table(artifact: &Value) -> String {
     let m = &artifact["metrics"];
+    let mut out = String::new();
+    headline(&mut out, artifact);
+    load_and_ending(&mut out, artifact);
+    throughput(&mut out, m);
+    let _ = writeln!(out);
+    distributions(&mut out, m);
+    measurement_notes(&mut out, artifact);
+    stages(&mut out, artifact);
+    if let Some(failures) = artifact["failure_counts"].as_object().filter(|f| !f.is_empty()) {
+        let list: Vec<String> = failures.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "\nfailures: {}", list.join(" "));
+    }
+    if artifact["metric_population"]["p99_interpretation"] == "descriptive-nearest-rank-only" {
+        let _ = writeln!(out, "note: fewer than 100 samples; p99 is descriptive only");
+    }
+    out
+}
+
+/// The cell, its server, and its request counts.
+fn headline(out: &mut String, artifact: &Value) {
     let text = |k: &str| artifact.get(k).and_then(Value::as_str).unwrap_or("-").to_string();
     let int = |k: &str| artifact.get(k).and_then(Value::as_u64).map_or("-".into(), |v| v.to_string());
-    let mut out = String::new();
     let simulated = if artifact["simulated"].as_bool() == Some(true) { " [SIMULATED]" } else { "" };
     let _ = writeln!(
         out,
@@ -41,7 +60,11 @@ pub fn render_table(artifact: &Value) -> String {
         int("failed"),
         num(artifact.get("wall_clock_ms"), 0),
     );
-    // Where the cell sits on its load axis, and what an open loop's cap did.
+}
+
+/// Where the cell sits on its load axis (and what an open loop's cap did),
+/// how the measurement ended, and the stopping rule's looks.
+fn load_and_ending(out: &mut String, artifact: &Value) {
     if let Ok(offered) = serde_json::from_value::<OfferedLoad>(artifact["offered_load"].clone()) {
         let value = offered.value.map_or("-".to_string(), |v| format!("{v:.1}"));
         let _ = write!(out, "offered load: {} {value} ({})", offered.axis.label(), offered.basis);
@@ -90,6 +113,10 @@ pub fn render_table(artifact: &Value) -> String {
             intervals.join(", ")
         );
     }
+}
+
+/// Throughput, canaries and goodput, from the cell's metrics `m`.
+fn throughput(out: &mut String, m: &Value) {
     let _ = writeln!(
         out,
         "throughput {} tok/s  output tokens {}  canaries {}/{}",
@@ -106,7 +133,11 @@ pub fn render_table(artifact: &Value) -> String {
             num(m.get("goodput_tok_s"), 1)
         );
     }
-    let _ = writeln!(out);
+}
+
+/// The table of the main distributions (mean, percentiles, samples), then
+/// the 95% intervals of ttft and e2e.
+fn distributions(out: &mut String, m: &Value) {
     let _ = writeln!(
         out,
         "{:<30} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
@@ -148,6 +179,10 @@ pub fn render_table(artifact: &Value) -> String {
             let _ = writeln!(out, "{line}");
         }
     }
+}
+
+/// How far the client's own timing can be trusted, and the token account.
+fn measurement_notes(out: &mut String, artifact: &Value) {
     if let Ok(e) = serde_json::from_value::<ClientError>(artifact["client_error"].clone()) {
         let ms = |v: Option<f64>| v.map_or("unknown".to_string(), |v| format!("{v:.3} ms"));
         let _ = writeln!(
@@ -167,50 +202,44 @@ pub fn render_table(artifact: &Value) -> String {
             let _ = writeln!(out, "{line}");
         }
     }
-    if let Some(stages) = artifact["stages"].as_array().filter(|s| !s.is_empty()) {
-        let _ = writeln!(
-            out,
-            "\n{:<6} {:<28} {:>9} {:>7} {:>10} {:>10} {:>10} {:>12}",
-            "stage", "load", "window s", "done", "tok/s", "ttft p50", "ttft p99", "sched p99"
-        );
-        for st in stages {
-            let m = &st["metrics"];
-            let load = match st["arrival"]["rate_per_s"].as_f64() {
-                Some(rate) => format!(
+}
+
+/// A staged cell's table: each stage's load, window and headline figures.
+fn stages(out: &mut String, artifact: &Value) {
+    let Some(stages) = artifact["stages"].as_array().filter(|s| !s.is_empty()) else { return };
+    let _ = writeln!(
+        out,
+        "\n{:<6} {:<28} {:>9} {:>7} {:>10} {:>10} {:>10} {:>12}",
+        "stage", "load", "window s", "done", "tok/s", "ttft p50", "ttft p99", "sched p99"
+    );
+    for st in stages {
+        let m = &st["metrics"];
+        let load = match st["arrival"]["rate_per_s"].as_f64() {
+            Some(rate) => {
+                format!(
                     "{} {rate}/s cap {}",
                     st["arrival"]["kind"].as_str().unwrap_or("-"),
                     st["concurrency"]
-                ),
-                None => format!("closed loop, concurrency {}", st["concurrency"]),
-            };
-            let secs = |i: usize| {
-                st["window_ms"]
-                    .get(i)
-                    .and_then(Value::as_f64)
-                    .map_or("-".into(), |ms| format!("{}", ms / 1000.0))
-            };
-            let _ = writeln!(
-                out,
-                "{:<6} {:<28} {:>9} {:>7} {:>10} {:>10} {:>10} {:>12}",
-                st["stage"],
-                load,
-                format!("{}-{}", secs(0), secs(1)),
-                st["completed"],
-                num(m.get("throughput_tok_s"), 1),
-                num(m.get("ttft_p50_ms"), 2),
-                num(m.get("ttft_p99_ms"), 2),
-                num(m.get("ttft_from_schedule_p99_ms"), 2),
-            );
-        }
+                )
+            }
+            None => format!("closed loop, concurrency {}", st["concurrency"]),
+        };
+        let secs = |i: usize| {
+            st["window_ms"].get(i).and_then(Value::as_f64).map_or("-".into(), |ms| format!("{}", ms / 1000.0))
+        };
+        let _ = writeln!(
+            out,
+            "{:<6} {:<28} {:>9} {:>7} {:>10} {:>10} {:>10} {:>12}",
+            st["stage"],
+            load,
+            format!("{}-{}", secs(0), secs(1)),
+            st["completed"],
+            num(m.get("throughput_tok_s"), 1),
+            num(m.get("ttft_p50_ms"), 2),
+            num(m.get("ttft_p99_ms"), 2),
+            num(m.get("ttft_from_schedule_p99_ms"), 2),
+        );
     }
-    if let Some(failures) = artifact["failure_counts"].as_object().filter(|f| !f.is_empty()) {
-        let list: Vec<String> = failures.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(out, "\nfailures: {}", list.join(" "));
-    }
-    if artifact["metric_population"]["p99_interpretation"] == "descriptive-nearest-rank-only" {
-        let _ = writeln!(out, "note: fewer than 100 samples; p99 is descriptive only");
-    }
-    out
 }
 
 /// A metric's 95% intervals of p50, p99 and the mean, in one line, with
