@@ -220,81 +220,30 @@ fn since(later: Option<Instant>, earlier: Instant) -> Option<f64> {
 pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Instant) -> RequestRecord {
     let mut obs = obs;
     let end = obs.end.unwrap_or(finished);
-    // Canaries judge replies; a request that broke before its reply ended has none.
-    let reply_complete = obs.failure.is_none() && obs.done;
-    if obs.failure.is_none() && obs.usage.is_none() {
-        obs.fail(FailureClass::MissingUsage, "stream ended without usage token counts");
-    }
-    let capture_complete = reply_complete && !obs.capture_truncated;
-    let canary =
-        inputs.marker.filter(|_| reply_complete).map(|m| evaluate(m, &obs.capture, capture_complete));
-    if let Some(c) = &canary {
-        if obs.capture_truncated {
-            let detail =
-                format!("visible reply exceeded {} chars", crate::observe::stream::CAPTURE_CAP_CHARS);
-            obs.fail(FailureClass::TruncatedCapture, detail);
-        } else if !c.passed {
-            let detail = format!(
-                "marker_at_start={} foreign_markers={} reply starts {:?}",
-                c.marker_at_start,
-                c.foreign_marker_count,
-                obs.capture.chars().take(60).collect::<String>()
-            );
-            obs.fail(FailureClass::CanaryFailure, detail);
-        }
-    }
-    let controlled = (inputs.response_words > 0).then(|| {
-        let observed = words_after_marker(&obs.capture, inputs.marker) as u64;
-        let observable = capture_complete && obs.finish_reason.as_deref() != Some("length");
-        ControlledOutput {
-            requested_words: inputs.response_words,
-            observed_words: observed,
-            observable,
-            exact: observable && observed == u64::from(inputs.response_words),
-        }
-    });
-    if let (Some(c), OutputPolicy::Strict) = (&controlled, inputs.policy)
-        && !c.exact
-    {
-        let detail = format!(
-            "asked {} words, observed {} (observable={})",
-            c.requested_words, c.observed_words, c.observable
-        );
-        obs.fail(FailureClass::ControlledOutput, detail);
-    }
-
-    let e2e = Some(ms(end.saturating_duration_since(obs.start)));
-    let tfo = since(obs.first_output, obs.start);
-    let ttft = since(obs.first_content, obs.start);
-    let generation = e2e.zip(tfo).map(|(e, t)| e - t);
-    let visible_generation = e2e.zip(ttft).map(|(e, t)| e - t);
-    let output_tokens = obs.usage.map(|u| u.completion_tokens);
-    let prompt_tokens = obs.usage.map(|u| u.prompt_tokens);
-    // Both need at least two tokens and a positive generation time to mean anything.
-    let after_first = output_tokens.filter(|n| *n >= 2).map(|n| (n - 1) as f64);
-    let tpot = after_first.zip(generation.filter(|g| *g > 0.0)).map(|(n, g)| g / n);
-    let decode = after_first.zip(generation.filter(|g| *g > 0.0)).map(|(n, g)| n / (g / 1000.0));
-    let prefill = prompt_tokens.zip(tfo.filter(|t| *t > 0.0)).map(|(p, t)| p as f64 / (t / 1000.0));
-    let chunks = obs.content_chunks + obs.reasoning_chunks;
-    let tokens_per_chunk = output_tokens.filter(|_| chunks > 0).map(|n| n as f64 / f64::from(chunks));
-
+    let (canary, controlled) = judge_reply(&mut obs, inputs);
+    let Timings {
+        e2e,
+        tfo,
+        ttft,
+        generation,
+        visible_generation,
+        output_tokens,
+        prompt_tokens,
+        tpot,
+        decode,
+        prefill,
+        tokens_per_chunk,
+    } = Timings::of(&obs, end);
     let failure = obs.failure.take().map(|(class, detail)| Failure { class, detail });
     let eligible = failure.is_none();
-    let intended_send_ms = ms(inputs.intended.saturating_duration_since(inputs.run_start));
-    let actual_send_ms = ms(obs.start.saturating_duration_since(inputs.run_start));
-    let send_lag_ms = actual_send_ms - intended_send_ms;
-    let from_schedule = |v: Option<f64>| v.filter(|_| inputs.open_loop).map(|v| v + send_lag_ms);
-    let (ttft_from_schedule, e2e_from_schedule) = (from_schedule(ttft), from_schedule(e2e));
-    let slo_met = inputs.slo.map(|slo| {
-        let (slo_ttft, slo_e2e) = match slo.from {
-            SloFrom::Schedule if inputs.open_loop => (ttft_from_schedule, e2e_from_schedule),
-            _ => (ttft, e2e),
-        };
-        eligible
-            && slo.ttft_ms.is_none_or(|l| slo_ttft.is_some_and(|v| v <= l))
-            && slo.tpot_ms.is_none_or(|l| tpot.is_some_and(|v| v <= l))
-            && slo.e2e_ms.is_none_or(|l| slo_e2e.is_some_and(|v| v <= l))
-    });
+    let OnSchedule {
+        intended_send_ms,
+        actual_send_ms,
+        send_lag_ms,
+        ttft_from_schedule,
+        e2e_from_schedule,
+        slo_met,
+    } = OnSchedule::of(&obs, inputs, Latencies { ttft, tpot, e2e }, eligible);
     RequestRecord {
         content_chunks: obs.content_chunks,
         controlled_output: controlled,
@@ -360,6 +309,149 @@ pub fn derive(obs: StreamObservation, inputs: &RecordInputs<'_>, finished: Insta
         draft_tokens: obs.draft.map(|d| d.drafted),
         draft_accepted_tokens: obs.draft.map(|d| d.accepted),
         agent: None,
+    }
+}
+
+/// Judges the reply beyond its transport: a stream without usage counts,
+/// a capture cut at its cap, a failed canary, and (with the strict output
+/// policy) a reply of the wrong length each fail the request, the first
+/// failure standing. The canary's result and the reply's length adherence.
+fn judge_reply(
+    obs: &mut StreamObservation,
+    inputs: &RecordInputs<'_>,
+) -> (Option<CanaryResult>, Option<ControlledOutput>) {
+    // Canaries judge replies; a request that broke before its reply ended has none.
+    let reply_complete = obs.failure.is_none() && obs.done;
+    if obs.failure.is_none() && obs.usage.is_none() {
+        obs.fail(FailureClass::MissingUsage, "stream ended without usage token counts");
+    }
+    let capture_complete = reply_complete && !obs.capture_truncated;
+    let canary =
+        inputs.marker.filter(|_| reply_complete).map(|m| evaluate(m, &obs.capture, capture_complete));
+    if let Some(c) = &canary {
+        if obs.capture_truncated {
+            let detail =
+                format!("visible reply exceeded {} chars", crate::observe::stream::CAPTURE_CAP_CHARS);
+            obs.fail(FailureClass::TruncatedCapture, detail);
+        } else if !c.passed {
+            let detail = format!(
+                "marker_at_start={} foreign_markers={} reply starts {:?}",
+                c.marker_at_start,
+                c.foreign_marker_count,
+                obs.capture.chars().take(60).collect::<String>()
+            );
+            obs.fail(FailureClass::CanaryFailure, detail);
+        }
+    }
+    let controlled = (inputs.response_words > 0).then(|| {
+        let observed = words_after_marker(&obs.capture, inputs.marker) as u64;
+        let observable = capture_complete && obs.finish_reason.as_deref() != Some("length");
+        ControlledOutput {
+            requested_words: inputs.response_words,
+            observed_words: observed,
+            observable,
+            exact: observable && observed == u64::from(inputs.response_words),
+        }
+    });
+    if let (Some(c), OutputPolicy::Strict) = (&controlled, inputs.policy)
+        && !c.exact
+    {
+        let detail = format!(
+            "asked {} words, observed {} (observable={})",
+            c.requested_words, c.observed_words, c.observable
+        );
+        obs.fail(FailureClass::ControlledOutput, detail);
+    }
+    (canary, controlled)
+}
+
+/// A request's timings and rates from its own send, ms (`None`: the
+/// stream never got that far, or too few tokens to mean anything).
+struct Timings {
+    e2e: Option<f64>,
+    /// Time to the first output, reasoning included.
+    tfo: Option<f64>,
+    /// Time to the first visible content.
+    ttft: Option<f64>,
+    generation: Option<f64>,
+    visible_generation: Option<f64>,
+    output_tokens: Option<u64>,
+    prompt_tokens: Option<u64>,
+    tpot: Option<f64>,
+    decode: Option<f64>,
+    prefill: Option<f64>,
+    tokens_per_chunk: Option<f64>,
+}
+
+impl Timings {
+    fn of(obs: &StreamObservation, end: Instant) -> Self {
+        let e2e = Some(ms(end.saturating_duration_since(obs.start)));
+        let tfo = since(obs.first_output, obs.start);
+        let ttft = since(obs.first_content, obs.start);
+        let generation = e2e.zip(tfo).map(|(e, t)| e - t);
+        let visible_generation = e2e.zip(ttft).map(|(e, t)| e - t);
+        let output_tokens = obs.usage.map(|u| u.completion_tokens);
+        let prompt_tokens = obs.usage.map(|u| u.prompt_tokens);
+        // Both need at least two tokens and a positive generation time to mean anything.
+        let after_first = output_tokens.filter(|n| *n >= 2).map(|n| (n - 1) as f64);
+        let tpot = after_first.zip(generation.filter(|g| *g > 0.0)).map(|(n, g)| g / n);
+        let decode = after_first.zip(generation.filter(|g| *g > 0.0)).map(|(n, g)| n / (g / 1000.0));
+        let prefill = prompt_tokens.zip(tfo.filter(|t| *t > 0.0)).map(|(p, t)| p as f64 / (t / 1000.0));
+        let chunks = obs.content_chunks + obs.reasoning_chunks;
+        let tokens_per_chunk = output_tokens.filter(|_| chunks > 0).map(|n| n as f64 / f64::from(chunks));
+        Self {
+            e2e,
+            tfo,
+            ttft,
+            generation,
+            visible_generation,
+            output_tokens,
+            prompt_tokens,
+            tpot,
+            decode,
+            prefill,
+            tokens_per_chunk,
+        }
+    }
+}
+
+/// The latencies an SLO judges, from the request's own send.
+struct Latencies {
+    ttft: Option<f64>,
+    tpot: Option<f64>,
+    e2e: Option<f64>,
+}
+
+/// The request against its schedule: when it was meant to be sent and was,
+/// its latencies from the schedule (open loop only), and its SLO's verdict.
+struct OnSchedule {
+    intended_send_ms: f64,
+    actual_send_ms: f64,
+    send_lag_ms: f64,
+    ttft_from_schedule: Option<f64>,
+    e2e_from_schedule: Option<f64>,
+    slo_met: Option<bool>,
+}
+
+impl OnSchedule {
+    fn of(obs: &StreamObservation, inputs: &RecordInputs<'_>, own: Latencies, eligible: bool) -> Self {
+        let Latencies { ttft, tpot, e2e } = own;
+        let intended_send_ms = ms(inputs.intended.saturating_duration_since(inputs.run_start));
+        let actual_send_ms = ms(obs.start.saturating_duration_since(inputs.run_start));
+        let send_lag_ms = actual_send_ms - intended_send_ms;
+        let from_schedule = |v: Option<f64>| v.filter(|_| inputs.open_loop).map(|v| v + send_lag_ms);
+        let (ttft_from_schedule, e2e_from_schedule) = (from_schedule(ttft), from_schedule(e2e));
+        let slo_met = inputs.slo.map(|slo| {
+            let (slo_ttft, slo_e2e) = match slo.from {
+                SloFrom::Schedule if inputs.open_loop => (ttft_from_schedule, e2e_from_schedule),
+                _ => (ttft, e2e),
+            };
+            eligible
+                && slo.ttft_ms.is_none_or(|l| slo_ttft.is_some_and(|v| v <= l))
+                && slo.tpot_ms.is_none_or(|l| tpot.is_some_and(|v| v <= l))
+                && slo.e2e_ms.is_none_or(|l| slo_e2e.is_some_and(|v| v <= l))
+        });
+        Self { intended_send_ms, actual_send_ms, send_lag_ms, ttft_from_schedule, e2e_from_schedule, slo_met }
     }
 }
 
