@@ -30,7 +30,7 @@ use crate::send::sender::{SendJob, SendQueue, Sent};
 use crate::workload::spec::Api;
 pub use endpoint::Endpoint;
 pub use payload::Payload;
-use response::{Body, parse_head};
+use response::{Body, Head, parse_head};
 use socket::StampedSocket;
 
 /// After the stream's end marker, how long to wait for the rest of the body
@@ -229,7 +229,8 @@ async fn exchange(
 }
 
 /// Sends what is left of the request as it goes on the wire (`unsent`:
-/// TLS records on https) and reads the response.
+/// TLS records on https) and reads the response: its head, then its
+/// stream of events until the end marker and the end of the body.
 async fn converse(
     mut socket: StampedSocket,
     reused: bool,
@@ -243,18 +244,59 @@ async fn converse(
         obs.fail(FailureClass::Disconnect, format!("sending the request: {e}"));
         return broken_before_response;
     }
+    let (head, unread, at) = match read_head(&mut socket, reused, obs).await {
+        Ok(read) => read,
+        Err(ending) => return ending,
+    };
+    obs.http_status = Some(head.status);
+    let mut body = head.body;
+    if !(200..300).contains(&head.status) {
+        let text = error_body(&mut socket, &mut body, unread).await;
+        let shown: String = text.chars().take(300).collect();
+        // 429 and 503 are the server refusing load, not failing at it.
+        let class =
+            if matches!(head.status, 429 | 503) { FailureClass::Rejected } else { FailureClass::HttpStatus };
+        obs.fail(class, format!("HTTP {}: {shown}", head.status));
+        return Ending::Closed;
+    }
+    let Some(stream) = read_stream(&mut socket, &mut body, unread, at, obs).await else {
+        return Ending::Closed;
+    };
+    if !obs.done {
+        obs.end = Some(stream.last_bytes);
+        let detail = if stream.closed_early {
+            "connection closed before the response ended"
+        } else if stream.pending_bytes > 0 {
+            "stream ended in the middle of an event"
+        } else {
+            "stream ended without its end marker"
+        };
+        obs.fail(FailureClass::Disconnect, detail);
+        return Ending::Closed;
+    }
+    if body.is_complete() && head.keep_alive { Ending::Reusable(socket) } else { Ending::Closed }
+}
 
-    // The head; the bytes after it in the same read are the body's first.
+/// Reads until the response head parses: the head, the range of the
+/// buffer after it (the body's first bytes, read with it), and when those
+/// bytes arrived. `Err`: how the connection ends, the failure noted in `obs`
+/// (a reused connection broken before any byte of response is stale).
+async fn read_head(
+    socket: &mut StampedSocket,
+    reused: bool,
+    obs: &mut StreamObservation,
+) -> Result<(Head, std::ops::Range<usize>, Instant), Ending> {
+    let broken_before_response = || if reused { Ending::Stale } else { Ending::Closed };
     let mut filled = 0;
-    let (head, head_len, mut at) = loop {
+    loop {
         let (n, at) = match socket.read(filled).await {
             Ok((0, ..)) if filled == 0 => {
                 obs.fail(FailureClass::Disconnect, "connection closed before the response");
-                return broken_before_response;
+                return Err(broken_before_response());
             }
             Ok((0, ..)) => {
                 obs.fail(FailureClass::Disconnect, "connection closed in the middle of the response head");
-                return Ending::Closed;
+                return Err(Ending::Closed);
             }
             Ok((n, times)) => {
                 obs.note_read(times);
@@ -264,55 +306,67 @@ async fn converse(
             // connection to retry on (that would send it twice).
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                 obs.fail(FailureClass::Stalled, format!("waiting for the response: {e}"));
-                return Ending::Closed;
+                return Err(Ending::Closed);
             }
             Err(e) if filled == 0 => {
                 obs.fail(FailureClass::Disconnect, format!("reading the response: {e}"));
-                return broken_before_response;
+                return Err(broken_before_response());
             }
             Err(e) => {
                 obs.fail(FailureClass::Disconnect, format!("reading the response head: {e}"));
-                return Ending::Closed;
+                return Err(Ending::Closed);
             }
         };
         filled += n;
         match parse_head(&socket.buffer[..filled]) {
-            Ok(Some((head, len))) => break (head, len, at.max(obs.start)),
+            Ok(Some((head, len))) => return Ok((head, len..filled, at.max(obs.start))),
             Ok(None) if filled == socket.buffer.len() => {
                 obs.fail(FailureClass::MalformedStream, format!("response head longer than {filled} bytes"));
-                return Ending::Closed;
+                return Err(Ending::Closed);
             }
             Ok(None) => {}
             Err(e) => {
                 obs.fail(FailureClass::MalformedStream, e.to_string());
-                return Ending::Closed;
+                return Err(Ending::Closed);
             }
         }
-    };
-    obs.http_status = Some(head.status);
-    let mut body = head.body;
-    if !(200..300).contains(&head.status) {
-        let text = error_body(&mut socket, &mut body, head_len..filled).await;
-        let shown: String = text.chars().take(300).collect();
-        // 429 and 503 are the server refusing load, not failing at it.
-        let class =
-            if matches!(head.status, 429 | 503) { FailureClass::Rejected } else { FailureClass::HttpStatus };
-        obs.fail(class, format!("HTTP {}: {shown}", head.status));
-        return Ending::Closed;
     }
+}
 
+/// How a successful response's body ended, for the check that its stream
+/// was whole.
+struct StreamRead {
+    /// The server closed the connection before the body's framing ended.
+    closed_early: bool,
+    /// When the last bytes arrived.
+    last_bytes: Instant,
+    /// Bytes of an event the parser was still waiting to complete.
+    pending_bytes: usize,
+}
+
+/// Decodes the body from `unread` on, feeding each event to `obs` stamped
+/// with its read's arrival (`at`, never running backwards), until the body
+/// is complete or the connection closes; after the end marker, waits
+/// [`DRAIN_GRACE`] at most for the rest. `None`: the connection is done
+/// for (a failure noted in `obs`, or no rest within the grace).
+async fn read_stream(
+    socket: &mut StampedSocket,
+    body: &mut Body,
+    mut unread: std::ops::Range<usize>,
+    mut at: Instant,
+    obs: &mut StreamObservation,
+) -> Option<StreamRead> {
     let mut parser = SseParser::new();
-    let mut unread = head_len..filled;
     let mut closed_early = false;
     let mut last_bytes = at;
     loop {
         let bytes = &socket.buffer[unread.clone()];
         if let Err(e) = body.decode(bytes, |data| parser.feed(data, |event| obs.on_event(event, at))) {
             obs.fail(FailureClass::MalformedStream, e.to_string());
-            return Ending::Closed;
+            return None;
         }
         if obs.failure.is_some() {
-            return Ending::Closed;
+            return None;
         }
         if body.is_complete() {
             break;
@@ -320,7 +374,7 @@ async fn converse(
         let read = if obs.done {
             match tokio::time::timeout(DRAIN_GRACE, socket.read(0)).await {
                 Ok(read) => read,
-                Err(_) => return Ending::Closed,
+                Err(_) => return None,
             }
         } else {
             socket.read(0).await
@@ -339,31 +393,19 @@ async fn converse(
             }
             Err(e) if obs.done => {
                 let _ = e;
-                return Ending::Closed;
+                return None;
             }
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                 obs.fail(FailureClass::Stalled, format!("mid-stream: {e}"));
-                return Ending::Closed;
+                return None;
             }
             Err(e) => {
                 obs.fail(FailureClass::Disconnect, format!("stream broke: {e}"));
-                return Ending::Closed;
+                return None;
             }
         }
     }
-    if !obs.done {
-        obs.end = Some(last_bytes);
-        let detail = if closed_early {
-            "connection closed before the response ended"
-        } else if parser.pending_bytes() > 0 {
-            "stream ended in the middle of an event"
-        } else {
-            "stream ended without its end marker"
-        };
-        obs.fail(FailureClass::Disconnect, detail);
-        return Ending::Closed;
-    }
-    if body.is_complete() && head.keep_alive { Ending::Reusable(socket) } else { Ending::Closed }
+    Some(StreamRead { closed_early, last_bytes, pending_bytes: parser.pending_bytes() })
 }
 
 /// The (start of the) body of an error response, as text.
