@@ -562,6 +562,15 @@ fn arrival_json(arrival: Arrival) -> ArrivalDoc {
     ArrivalDoc { kind: kind.into(), rate_per_s, time_scale: None }
 }
 
+/// The unmeasured warmup requests: planned, completed, failed.
+fn warmup_counts(spec: &CellSpec, out: &RunOutput) -> WarmupCounts {
+    WarmupCounts {
+        requests: spec.warmup_requests,
+        completed: out.warmup_completed,
+        failed: out.warmup_failed,
+    }
+}
+
 /// The connections a cell opened before its clocks started.
 fn connections(spec: &CellSpec, out: &RunOutput) -> Value {
     json!({
@@ -583,6 +592,75 @@ fn connections(spec: &CellSpec, out: &RunOutput) -> Value {
     })
 }
 
+/// The cell's figures over all its measured requests, from the stored records.
+struct Figures {
+    tally: Tally,
+    wall_ms: f64,
+    /// Every distribution and aggregate; a stopping rule's intervals and
+    /// agent tasks' job metrics among them.
+    metrics: Map<String, Value>,
+    population: Value,
+    failure_counts: BTreeMap<String, u64>,
+    /// Planned context → request count.
+    context_distribution: BTreeMap<String, u64>,
+}
+
+impl Figures {
+    fn of(spec: &CellSpec, out: &RunOutput) -> std::io::Result<Self> {
+        let store = &out.store;
+        let mut all_gaps = GapCounts::default();
+        for g in store.gaps.values() {
+            all_gaps.merge(g);
+        }
+        let tally = tally(store, Subset::All)?;
+        let wall_ms = total_wall_ms(store, spec.repeat)?;
+        let mut metrics = metrics(store, Subset::All, &tally, &all_gaps, wall_ms, spec)?;
+        if let Some(stopping) = &out.stopping {
+            stopping_intervals(store, stopping, &mut metrics)?;
+        }
+        // A task's figures sit beside the requests' so gates and searches read them alike.
+        if let Some(jobs) = &out.jobs {
+            metrics.extend(jobs.metrics.clone());
+        }
+        let population = metric_population(&tally, &metrics);
+        let (failure_counts, context_distribution) = record_counts(store)?;
+        Ok(Self { tally, wall_ms, metrics, population, failure_counts, context_distribution })
+    }
+}
+
+/// Failed records by class, and records by planned context.
+fn record_counts(store: &Stored) -> std::io::Result<(BTreeMap<String, u64>, BTreeMap<String, u64>)> {
+    let mut failure_counts: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut context_distribution: BTreeMap<String, u64> = BTreeMap::new();
+    store.scan(|row| {
+        if let Some(code) = get(row, col::FAILURE_CLASS) {
+            *failure_counts.entry(FAILURE_CLASSES[code as usize].as_str()).or_default() += 1;
+        }
+        *context_distribution.entry((row[col::PLANNED_CONTEXT] as u64).to_string()).or_default() += 1;
+    })?;
+    let failure_counts = failure_counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    Ok((failure_counts, context_distribution))
+}
+
+/// The artifact's `prompt_cache_mode` and `shared_prefix_tokens`.
+fn prompt_cache(mode: PromptCacheMode) -> (&'static str, u64) {
+    match mode {
+        PromptCacheMode::Unique => ("unique", 0),
+        PromptCacheMode::SharedPrefix { prefix_tokens } => ("shared-prefix", prefix_tokens),
+    }
+}
+
+/// The artifact's `arrival`: the cell's, or a replayed trace's own (its
+/// arrivals are the trace's, at its time scale).
+fn arrival_doc(arrival: Arrival, traffic: Option<&Value>) -> ArrivalDoc {
+    match traffic {
+        Some(t) if t["kind"] == "trace" => {
+            ArrivalDoc { kind: "trace".into(), rate_per_s: None, time_scale: Some(t["time_scale"].clone()) }
+        }
+        _ => arrival_json(arrival),
+    }
+}
+
 /// Builds the artifact with empty `request_timings` and `failures`
 /// (written from the stored records by [`write_pretty`]).
 pub fn build(
@@ -592,58 +670,25 @@ pub fn build(
     out: &RunOutput,
 ) -> std::io::Result<Benchmark> {
     let store = &out.store;
-    let mut all_gaps = GapCounts::default();
-    for g in store.gaps.values() {
-        all_gaps.merge(g);
-    }
-    let t = tally(store, Subset::All)?;
-    let wall_ms = total_wall_ms(store, spec.repeat)?;
-    let mut metrics = metrics(store, Subset::All, &t, &all_gaps, wall_ms, spec)?;
-    if let Some(stopping) = &out.stopping {
-        stopping_intervals(store, stopping, &mut metrics)?;
-    }
-    // A task's figures sit beside the requests' so gates and searches read them alike.
-    if let Some(jobs) = &out.jobs {
-        metrics.extend(jobs.metrics.clone());
-    }
-    let population = metric_population(&t, &metrics);
-    let completed = t.eligible;
-    let mut failure_counts: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut context_distribution: BTreeMap<String, u64> = BTreeMap::new();
-    store.scan(|row| {
-        if let Some(code) = get(row, col::FAILURE_CLASS) {
-            *failure_counts.entry(FAILURE_CLASSES[code as usize].as_str()).or_default() += 1;
-        }
-        *context_distribution.entry((row[col::PLANNED_CONTEXT] as u64).to_string()).or_default() += 1;
-    })?;
-    let (cache_mode, shared_prefix_tokens) = match spec.prompt_cache_mode {
-        PromptCacheMode::Unique => ("unique", 0),
-        PromptCacheMode::SharedPrefix { prefix_tokens } => ("shared-prefix", prefix_tokens),
-    };
-    let arrival = arrival_json(spec.arrival);
-    let policy = spec.controlled_output_policy.as_str();
-    // Replayed traffic: what it was; a trace's arrivals are its own.
+    let Figures { tally: t, wall_ms, metrics, population, failure_counts, context_distribution } =
+        Figures::of(spec, out)?;
+    let (cache_mode, shared_prefix_tokens) = prompt_cache(spec.prompt_cache_mode);
+    // Replayed traffic: what it was.
     let traffic = (!out.traffic.is_null()).then(|| out.traffic.clone());
-    let arrival = match &traffic {
-        Some(t) if t["kind"] == "trace" => {
-            ArrivalDoc { kind: "trace".into(), rate_per_s: None, time_scale: Some(t["time_scale"].clone()) }
-        }
-        _ => arrival,
-    };
     Ok(Benchmark {
         schema: SCHEMA.into(),
         measurement_protocol: PROTOCOL.into(),
         base_url: "[redacted]".into(),
         clock_domain_id: Value::Null,
-        completed: completed as u64,
+        completed: t.eligible as u64,
         concurrency: spec.concurrency,
         configuration_fingerprint: None,
         context_distribution,
         context_seed: spec.seed,
         context_tokens: spec.context_tokens,
-        controlled_output_policy: policy.into(),
+        controlled_output_policy: spec.controlled_output_policy.as_str().into(),
         engine: ctx.engine.clone(),
-        failed: (t.attempted - completed) as u64,
+        failed: (t.attempted - t.eligible) as u64,
         failures: Vec::new(),
         finished_at: iso_seconds(out.finished_at),
         finished_at_unix_ns: unix_ns(out.finished_at),
@@ -654,7 +699,7 @@ pub fn build(
         metric_population: population,
         metrics,
         model: spec.model.clone(),
-        performance_eligible: completed > 0 && completed == t.attempted,
+        performance_eligible: t.eligible > 0 && t.eligible == t.attempted,
         prompt_cache_mode: cache_mode.into(),
         request_canaries: spec.canaries,
         request_timings: Vec::new(),
@@ -674,7 +719,7 @@ pub fn build(
         wall_clock_ms: wall_ms,
         cell: spec.name.clone(),
         api: spec.api,
-        arrival,
+        arrival: arrival_doc(spec.arrival, traffic.as_ref()),
         simulated: ctx.simulated,
         balance: ctx.balance,
         targets: targets.iter().map(|t| TargetLabel { label: t.label.clone() }).collect(),
@@ -683,14 +728,10 @@ pub fn build(
         requests_per_repeat: spec.stages.is_empty().then_some(spec.requests),
         repeat: spec.repeat,
         repeats: repeats(spec, store)?,
-        failure_counts: failure_counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        failure_counts,
         slo: spec.slo,
         calibration: out.calibration.clone(),
-        warmup: WarmupCounts {
-            requests: spec.warmup_requests,
-            completed: out.warmup_completed,
-            failed: out.warmup_failed,
-        },
+        warmup: warmup_counts(spec, out),
         thinking_mode: spec.thinking,
         request_timeout_ms: spec.request_timeout_ms,
         loadgen_version: env!("CARGO_PKG_VERSION").into(),
