@@ -765,73 +765,11 @@ fn build_task(raws: Vec<Raw>, format: AgentTraceFormat) -> Result<AgentTask, Fil
     let key = format.parents_key();
     let task_id = raws[0].task.clone();
     let index: HashMap<&str, u32> = raws.iter().enumerate().map(|(i, r)| (r.id.as_str(), i as u32)).collect();
-    // Unknown parents.
-    let unknown = raws.iter().flat_map(|raw| {
-        raw.parents.iter().filter(|p| !index.contains_key(p.as_str())).map(|p| {
-            at_line(
-                raw.line,
-                problem(format!("`{key}` names `{p}`, which no line of task `{task_id}` defines")),
-            )
-        })
-    });
-    earliest(unknown.collect())?;
-    let parents: Vec<Vec<u32>> =
-        raws.iter().map(|r| r.parents.iter().map(|p| index[p.as_str()]).collect()).collect();
+    let parents = parent_places(&raws, &index, key, &task_id)?;
     // Cycles, before order: a cycle breaks the order rule too, and says more.
-    if let Some(cycle) = find_cycle(&parents) {
-        let first = *cycle.iter().min_by_key(|&&c| raws[c as usize].line).expect("a cycle has a call");
-        let at = cycle.iter().position(|&c| c == first).expect("it is on the cycle");
-        let around: Vec<u32> = cycle[at..].iter().chain(&cycle[..at]).copied().collect();
-        let names: Vec<&str> = around.iter().chain([&first]).map(|&c| raws[c as usize].id.as_str()).collect();
-        let lines: Vec<String> = around.iter().map(|&c| raws[c as usize].line.to_string()).collect();
-        return Err(at_line(
-            raws[first as usize].line,
-            problem(format!(
-                "call `{}` waits for itself: {} (lines {}); a task's calls form a graph without cycles",
-                names[0],
-                names.join(" → "),
-                lines.join(", ")
-            )),
-        ));
-    }
-    // Order: every parent on an earlier line.
-    let all = &raws;
-    let late = raws.iter().enumerate().flat_map(|(c, raw)| {
-        parents[c].iter().filter(move |&&p| p as usize > c).map(move |&p| {
-            at_line(
-                raw.line,
-                problem(format!(
-                    "`{key}` names `{}`, which is defined later (line {}): a call's parents come before it in the file",
-                    all[p as usize].id, all[p as usize].line
-                )),
-            )
-        })
-    });
-    earliest(late.collect())?;
-    // What each prompt inherits: a call it waits for, directly or not
-    // (its reply has ended, so its prompt is in the cache for sure).
-    let mut walk = AncestorWalk::new(raws.len());
-    let mut inherits: Vec<Option<u32>> = Vec::with_capacity(raws.len());
-    for (c, raw) in raws.iter().enumerate() {
-        let Some(from) = &raw.inherit else {
-            inherits.push(None);
-            continue;
-        };
-        let Some(&a) = index.get(from.as_str()) else {
-            let says = format!("`inherit` names `{from}`, which no line of task `{task_id}` defines");
-            return Err(at_line(raw.line, problem(says)));
-        };
-        if !walk.of(c as u32, |p| &parents[p as usize]).contains(&a) {
-            return Err(at_line(
-                raw.line,
-                problem(format!(
-                    "`inherit` names `{from}`, which it does not wait for: a call inherits the prompt of a call \
-                     among its `parents` or theirs"
-                )),
-            ));
-        }
-        inherits.push(Some(a));
-    }
+    no_cycle(&raws, &parents)?;
+    parents_come_first(&raws, &parents, key)?;
+    let inherits = inherited_calls(&raws, &index, &parents, &task_id)?;
     // Resolve the inherited blocks (inherited calls are earlier, so resolved).
     let mut calls: Vec<AgentCall> = Vec::with_capacity(raws.len());
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); raws.len()];
@@ -871,6 +809,95 @@ fn build_task(raws: Vec<Raw>, format: AgentTraceFormat) -> Result<AgentTask, Fil
         });
     }
     Ok(AgentTask { id: task_id, line: calls[0].line, arrival_ms, deadline_ms, calls, children })
+}
+
+/// Each call's parents as places in the task; every parent named must be
+/// a call of the task (`key`: the format's name for the parents' field).
+fn parent_places(
+    raws: &[Raw],
+    index: &HashMap<&str, u32>,
+    key: &str,
+    task_id: &str,
+) -> Result<Vec<Vec<u32>>, FileProblem> {
+    let unknown = raws.iter().flat_map(|raw| {
+        raw.parents.iter().filter(|p| !index.contains_key(p.as_str())).map(|p| {
+            at_line(
+                raw.line,
+                problem(format!("`{key}` names `{p}`, which no line of task `{task_id}` defines")),
+            )
+        })
+    });
+    earliest(unknown.collect())?;
+    Ok(raws.iter().map(|r| r.parents.iter().map(|p| index[p.as_str()]).collect()).collect())
+}
+
+/// No call waits for itself through its parents: a cycle is named from
+/// its earliest line, around and back.
+fn no_cycle(raws: &[Raw], parents: &[Vec<u32>]) -> Result<(), FileProblem> {
+    let Some(cycle) = find_cycle(parents) else { return Ok(()) };
+    let first = *cycle.iter().min_by_key(|&&c| raws[c as usize].line).expect("a cycle has a call");
+    let at = cycle.iter().position(|&c| c == first).expect("it is on the cycle");
+    let around: Vec<u32> = cycle[at..].iter().chain(&cycle[..at]).copied().collect();
+    let names: Vec<&str> = around.iter().chain([&first]).map(|&c| raws[c as usize].id.as_str()).collect();
+    let lines: Vec<String> = around.iter().map(|&c| raws[c as usize].line.to_string()).collect();
+    Err(at_line(
+        raws[first as usize].line,
+        problem(format!(
+            "call `{}` waits for itself: {} (lines {}); a task's calls form a graph without cycles",
+            names[0],
+            names.join(" → "),
+            lines.join(", ")
+        )),
+    ))
+}
+
+/// Every parent on an earlier line than its call.
+fn parents_come_first(raws: &[Raw], parents: &[Vec<u32>], key: &str) -> Result<(), FileProblem> {
+    let late = raws.iter().enumerate().flat_map(|(c, raw)| {
+        parents[c].iter().filter(move |&&p| p as usize > c).map(move |&p| {
+            at_line(
+                raw.line,
+                problem(format!(
+                    "`{key}` names `{}`, which is defined later (line {}): a call's parents come before it in the file",
+                    raws[p as usize].id, raws[p as usize].line
+                )),
+            )
+        })
+    });
+    earliest(late.collect())
+}
+
+/// The call whose prompt each call inherits, if any: one it waits for,
+/// directly or not (its reply has ended, so its prompt is in the cache for sure).
+fn inherited_calls(
+    raws: &[Raw],
+    index: &HashMap<&str, u32>,
+    parents: &[Vec<u32>],
+    task_id: &str,
+) -> Result<Vec<Option<u32>>, FileProblem> {
+    let mut walk = AncestorWalk::new(raws.len());
+    let mut inherits: Vec<Option<u32>> = Vec::with_capacity(raws.len());
+    for (c, raw) in raws.iter().enumerate() {
+        let Some(from) = &raw.inherit else {
+            inherits.push(None);
+            continue;
+        };
+        let Some(&a) = index.get(from.as_str()) else {
+            let says = format!("`inherit` names `{from}`, which no line of task `{task_id}` defines");
+            return Err(at_line(raw.line, problem(says)));
+        };
+        if !walk.of(c as u32, |p| &parents[p as usize]).contains(&a) {
+            return Err(at_line(
+                raw.line,
+                problem(format!(
+                    "`inherit` names `{from}`, which it does not wait for: a call inherits the prompt of a call \
+                     among its `parents` or theirs"
+                )),
+            ));
+        }
+        inherits.push(Some(a));
+    }
+    Ok(inherits)
 }
 
 /// The calls one call waits for, directly or not, found by walking
