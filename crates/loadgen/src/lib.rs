@@ -29,6 +29,7 @@ pub use observe::queue_model;
 pub use observe::record::{AgentCallRecord, ControlledOutput, RequestRecord};
 pub use observe::saturation::{FlightLog, Saturated, SaturationWatch};
 pub use observe::sse;
+pub use output::answers::{Answer, Answers, digest as answer_digest};
 pub use output::artifact::{PROTOCOL, SCHEMA};
 pub use output::benchmark::{
     AcrossRepeats, ArrivalDoc, Benchmark, FieldSummary, GpuReadings, GpuTelemetry, RepeatRun, Repeats,
@@ -50,6 +51,7 @@ pub use output::student_t::Level;
 pub use output::table::render_table;
 pub use output::tokens::TokenAccount;
 pub use run::LoadMargins;
+pub use workload::answer_budget::parse as parse_answer_budget;
 pub use workload::agent_trace::{
     AgentCall, AgentTask, AgentTrace, AgentTraceSummary, CallPrompt, CallTimes, CriticalPath,
     check_file as check_agent_trace,
@@ -78,6 +80,9 @@ pub struct CellReport {
     pub artifact: serde_json::Value,
     /// Raw per-request records (also inside `artifact.request_timings`).
     pub records: Vec<RequestRecord>,
+    /// With `keep_answers_bytes`: what the model answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<Answers>,
 }
 
 /// A measured cell whose records live in its record log (unlinked
@@ -89,6 +94,8 @@ pub struct StreamedCell {
     /// fields (or add keys of your own to `other`) before writing.
     pub artifact: Benchmark,
     store: output::record_log::Stored,
+    /// With `keep_answers_bytes`: what the model answered (not in the artifact).
+    pub answers: Option<Answers>,
 }
 
 impl StreamedCell {
@@ -138,7 +145,7 @@ impl StreamedCell {
         let document = serde_json::to_value(&self.artifact).map_err(CellError::measurement)?;
         let artifact =
             output::artifact::materialize(document, &self.store).map_err(CellError::measurement)?;
-        Ok(CellReport { artifact, records })
+        Ok(CellReport { artifact, records, answers: self.answers })
     }
 }
 
@@ -249,5 +256,5 @@ async fn run_cell_inner(
     let artifact = output::artifact::build(spec, targets, ctx, &output)
         .context("reading the request records")
         .map_err(CellError::measurement)?;
-    Ok(StreamedCell { artifact, store: output.store })
+    Ok(StreamedCell { artifact, store: output.store, answers: output.answers })
 }

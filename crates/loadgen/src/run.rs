@@ -63,6 +63,8 @@ pub struct RunOutput {
     pub tokens: TokenAccount,
     /// Agent tasks judged as jobs (agent traffic only).
     pub jobs: Option<crate::output::jobs::Jobs>,
+    /// With `keep_answers_bytes`: the measured requests' answers.
+    pub answers: Option<crate::output::answers::Answers>,
 }
 
 /// The artifact's `load_margins`: with `steady-load`, the unmeasured
@@ -229,6 +231,8 @@ struct Runner {
     request_tag: String,
     /// Sender lanes of an open loop: one per load-generator worker.
     sender_lanes: usize,
+    /// With `keep_answers_bytes`: where the measured requests' answers go.
+    answers: Option<crate::output::answers::AnswerLog>,
 }
 
 impl Runner {
@@ -305,6 +309,10 @@ impl Runner {
             None => execute(&self.endpoints[t], self.spec.api, payload, self.timeout).await,
         };
         self.outstanding[t].fetch_sub(1, Ordering::Relaxed);
+        if let Some(answers) = &self.answers {
+            let item = self.source.item_id(planned.origin.dataset_entry);
+            answers.keep(index, origin.repeat, &planned.content, item, &obs);
+        }
         let reply = if planned.origin.session.is_some() { obs.capture.clone() } else { String::new() };
         let inputs = RecordInputs {
             index,
@@ -1594,6 +1602,7 @@ fn assemble(
         started_at: made.started_at,
         finished_at: SystemTime::now(),
         jobs,
+        answers: runner.answers.as_ref().map(crate::output::answers::AnswerLog::finish),
     })
 }
 
@@ -1657,6 +1666,9 @@ pub async fn measure(
         template_overhead,
         request_tag: request_tag(),
         sender_lanes: ctx.workers() as usize,
+        answers: spec.keep_answers_bytes.map(|budget| {
+            crate::output::answers::AnswerLog::new(budget, indices.unmeasured_base, ctx.simulated)
+        }),
         spec,
     });
     let warmup = warm_up(&runner, indices.unmeasured_base).await?;

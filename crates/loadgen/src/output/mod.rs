@@ -3,6 +3,7 @@
 //! terminal table of a stored artifact (read back in parts by
 //! `anvil_evidence::artifact_file`).
 
+pub mod answers;
 pub(crate) mod artifact;
 pub(crate) mod batch_means;
 pub(crate) mod benchmark;

@@ -60,6 +60,8 @@ pub struct Dataset {
     order: Vec<u32>,
     /// Conversations the file holds without a usable prompt (skipped).
     skipped: u64,
+    /// A scored dataset's item ids, one per entry (empty: prompts alone).
+    ids: Vec<String>,
     /// Request indices below this are measured (above: warmup, calibration).
     measured_below: u64,
     /// Requests of one run (what `order` was sampled for).
@@ -99,12 +101,20 @@ impl Dataset {
         let mut texts = String::new();
         let mut entries = Vec::new();
         let mut skipped = 0;
+        let mut ids = Vec::new();
         let mut push = |text: &str, output_tokens: u32| {
             entries.push(Entry { at: texts.len(), len: text.len(), output_tokens, tokens: None });
             texts.push_str(text);
         };
-        match spec.format {
-            DatasetFormat::Sharegpt => {
+        match (spec.format, spec.format.scored()) {
+            // Every item once per repeat: the cell's request count is the items'.
+            (_, Some(scored)) => {
+                for item in crate::workload::scored::items(scored, &raw)? {
+                    push(&item.prompt, 0);
+                    ids.push(item.id);
+                }
+            }
+            (DatasetFormat::Sharegpt, None) => {
                 let items: Vec<ShareGptItem> =
                     serde_json::from_str(&raw).context("a ShareGPT file is a JSON array of conversations")?;
                 for item in &items {
@@ -114,7 +124,7 @@ impl Dataset {
                     }
                 }
             }
-            DatasetFormat::Jsonl => {
+            (_, None) => {
                 for (n, line) in raw.lines().enumerate() {
                     if line.trim().is_empty() {
                         continue;
@@ -128,6 +138,7 @@ impl Dataset {
         if entries.is_empty() {
             bail!("the dataset holds no prompt");
         }
+        let requests = if ids.is_empty() { requests } else { entries.len() as u32 };
         let order = sample(entries.len(), requests as usize, seed);
         // Staged requests are numbered up to the stages' end; they cycle through the sample.
         let measured_below = staged_below.unwrap_or(u64::from(requests) * u64::from(repeats.max(1)));
@@ -137,6 +148,7 @@ impl Dataset {
             entries,
             order,
             skipped,
+            ids,
             measured_below,
             requests,
             seed,
@@ -146,6 +158,17 @@ impl Dataset {
 
     pub fn spec(&self) -> &DatasetSpec {
         &self.spec
+    }
+
+    /// Requests per repeat of a scored dataset: each of its items once
+    /// (`None`: a file of prompts, sampled to the cell's `requests`).
+    pub fn scored_requests(&self) -> Option<u64> {
+        (!self.ids.is_empty()).then_some(self.order.len() as u64)
+    }
+
+    /// The id of a scored dataset's `entry` (`None`: prompts alone).
+    pub fn item_id(&self, entry: u64) -> Option<&str> {
+        self.ids.get(usize::try_from(entry).ok()?).map(String::as_str)
     }
 
     /// Every entry's prompt, in file order (for a tokenizer to count).
@@ -161,7 +184,8 @@ impl Dataset {
             (self.spec.min_prompt_tokens.unwrap_or(0), self.spec.max_prompt_tokens.unwrap_or(u64::MAX));
         let mut bounded = Bounded { counted: true, ..Bounded::default() };
         let mut entries = Vec::with_capacity(self.entries.len());
-        for (entry, c) in self.entries.iter().zip(counted) {
+        let mut kept_ids = Vec::new();
+        for (k, (entry, c)) in self.entries.iter().zip(counted).enumerate() {
             let mut entry = Entry { tokens: u32::try_from(c.tokens).ok(), ..*entry };
             if c.tokens < min {
                 bounded.too_short += 1;
@@ -181,6 +205,7 @@ impl Dataset {
                 }
             }
             entries.push(entry);
+            kept_ids.extend(self.ids.get(k).cloned());
         }
         if entries.is_empty() {
             bail!(
@@ -190,7 +215,15 @@ impl Dataset {
             );
         }
         let order = sample(entries.len(), self.requests as usize, self.seed);
-        Ok(Self { texts: self.texts.clone(), entries, order, bounded, spec: self.spec.clone(), ..*self })
+        Ok(Self {
+            texts: self.texts.clone(),
+            ids: kept_ids,
+            entries,
+            order,
+            bounded,
+            spec: self.spec.clone(),
+            ..*self
+        })
     }
 
     /// Request `index`'s prompt, `None` past the measured requests' slots.
@@ -224,6 +257,10 @@ impl Dataset {
             "skipped_conversations": self.skipped,
             "sampling": "seeded shuffle without replacement; a new shuffle when the file runs out",
         });
+        if !self.ids.is_empty() {
+            d["scored_items"] = json!(self.ids.len());
+            d["sampling"] = json!("every item once per repeat, in a seeded order");
+        }
         if self.bounded.counted {
             d["token_bounds"] = json!({
                 "min_prompt_tokens": self.spec.min_prompt_tokens,
@@ -290,6 +327,46 @@ mod tests {
         let p = d.plan(2, 64).unwrap();
         assert_eq!(p.content, Content::Prompt("What is rust?".into()));
         assert_eq!((p.max_tokens, p.origin.dataset_entry), (64, Some(0)));
+    }
+
+    #[test]
+    fn a_scored_dataset_sends_each_item_once_a_repeat_with_its_id() {
+        let path = std::env::temp_dir().join(format!("anvil-dataset-scored-{}.jsonl", std::process::id()));
+        let items = [("a", "1+1?", "2"), ("b", "2+2?", "4"), ("c", "3+3?", "6")];
+        let text: String = items
+            .iter()
+            .map(|(id, q, r)| {
+                format!(
+                    "{{\"id\":\"{id}\",\"prompt\":\"{q}\",\"reference\":\"{r}\",\"scorer\":\"number\"}}\n"
+                )
+            })
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let spec = DatasetSpec {
+            path: path.clone(),
+            format: DatasetFormat::Anvil,
+            min_prompt_tokens: None,
+            max_prompt_tokens: None,
+            truncate: false,
+        };
+        // Asked for 16 requests a repeat: the items decide, 3.
+        let d = Dataset::load(&spec, 5, 16, 2, None).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(d.scored_requests(), Some(3));
+        let sent: Vec<(String, String)> = (0..6)
+            .map(|i| {
+                let p = d.plan(i, 64).unwrap();
+                let id = d.item_id(p.origin.dataset_entry.unwrap()).unwrap().to_string();
+                let Content::Prompt(prompt) = p.content else { panic!("a prompt") };
+                (id, prompt)
+            })
+            .collect();
+        let mut first: Vec<&str> = sent[..3].iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(sent[..3], sent[3..], "the same order in each repeat");
+        first.sort();
+        assert_eq!(first, ["a", "b", "c"], "each item once");
+        assert!(sent.iter().all(|(id, prompt)| items.iter().any(|(i, q, _)| i == id && q == prompt)));
+        assert!(d.plan(6, 64).is_none(), "past the measured requests");
     }
 
     #[test]

@@ -293,9 +293,10 @@ pub(crate) fn check_dataset_from(
     reader: impl BufRead,
     format: DatasetFormat,
 ) -> Result<InputSummary, FileProblem> {
-    let summary = match format {
-        DatasetFormat::Jsonl => check_jsonl_dataset(reader)?,
-        DatasetFormat::Sharegpt => check_sharegpt(reader)?,
+    let summary = match (format, format.scored()) {
+        (_, Some(scored)) => crate::workload::scored::check(reader, scored)?,
+        (DatasetFormat::Sharegpt, None) => check_sharegpt(reader)?,
+        (_, None) => check_jsonl_dataset(reader)?,
     };
     if summary.usable == 0 {
         return Err(FileProblem::whole(match summary.skipped {

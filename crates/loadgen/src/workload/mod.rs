@@ -5,6 +5,7 @@
 pub(crate) mod agent_format;
 pub(crate) mod agent_plan;
 pub mod agent_trace;
+pub mod answer_budget;
 pub(crate) mod calibrate;
 pub(crate) mod canary;
 pub(crate) mod dataset;
@@ -16,6 +17,7 @@ mod input_proptests;
 pub(crate) mod options;
 pub(crate) mod prompt;
 pub(crate) mod request;
+pub(crate) mod scored;
 pub(crate) mod session;
 pub(crate) mod source;
 pub(crate) mod spec;

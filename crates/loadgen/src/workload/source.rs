@@ -69,7 +69,8 @@ impl Source {
     /// window, sessions × turns); `None`: the cell's `requests`.
     pub fn requests(&self) -> Option<u64> {
         match self {
-            Self::Synthetic | Self::Dataset(_) => None,
+            Self::Synthetic => None,
+            Self::Dataset(d) => d.scored_requests(),
             Self::Trace(t) => Some(t.requests()),
             Self::Sessions(s) => Some(s.requests()),
             Self::Agents(a) => Some(a.requests()),
@@ -114,6 +115,14 @@ impl Source {
             Self::Agents(a) => {
                 a.plan(index, seed, &synthetic.filler, max_tokens).unwrap_or_else(synthetic_prompt)
             }
+        }
+    }
+
+    /// The scored dataset item a request's dataset `entry` sent, by its id.
+    pub fn item_id(&self, entry: Option<u64>) -> Option<&str> {
+        match self {
+            Self::Dataset(d) => d.item_id(entry?),
+            _ => None,
         }
     }
 

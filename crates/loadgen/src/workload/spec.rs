@@ -77,6 +77,10 @@ pub struct CellSpec {
     /// it, prompts are built token-exact (see [`crate::workload::filler`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<anvil_tokens::TokenizerSpec>,
+    /// Keep each measured request's answer, up to this many bytes of
+    /// `answers.jsonl` (see [`crate::output::answers`]); unset: none kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_answers_bytes: Option<u64>,
 }
 
 impl Default for CellSpec {
@@ -111,6 +115,7 @@ impl Default for CellSpec {
             idle_timeout_ms: None,
             stall_timeout_ms: None,
             tokenizer: None,
+            keep_answers_bytes: None,
         }
     }
 }

@@ -97,8 +97,16 @@ impl DatasetSpec {
 
 words! {
     #[serde]
-    /// Which dataset layout a file has.
-    pub enum DatasetFormat { Sharegpt = "sharegpt", Jsonl = "jsonl" }
+    /// Which dataset layout a file has: prompts alone (`sharegpt`,
+    /// `jsonl`), or scored items, each with its reference answer (`anvil`,
+    /// `gsm8k`, `mmlu`: read by `anvil-quality`; see [`crate::workload::scored`]).
+    pub enum DatasetFormat {
+        Sharegpt = "sharegpt",
+        Jsonl = "jsonl",
+        Anvil = "anvil",
+        Gsm8k = "gsm8k",
+        Mmlu = "mmlu",
+    }
 }
 
 /// `sessions N turns=… think-time=…`: conversations that resend their history.
