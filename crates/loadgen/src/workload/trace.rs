@@ -26,7 +26,7 @@ use crate::workload::filler::Filler;
 use crate::workload::prompt::SplitMix64;
 use crate::workload::request::{Content, Origin, Planned};
 use crate::workload::session::SessionPlan;
-use crate::workload::trace_line::{self, LineProblem, Prompt};
+use crate::workload::trace_line::{self, LineProblem, Prompt, TraceLine};
 use crate::workload::traffic::TraceSpec;
 
 /// Generator streams of trace prompts, apart from the synthetic ones.
@@ -150,81 +150,122 @@ fn small(v: u64, what: &str) -> anyhow::Result<u32> {
     u32::try_from(v).map_err(|_| anyhow::anyhow!("{what} {v} is too large"))
 }
 
-impl Trace {
-    pub fn load(spec: &TraceSpec) -> anyhow::Result<Self> {
-        if spec.block_tokens == 0 {
-            bail!("block-tokens must be at least 1");
-        }
-        if !(spec.time_scale.is_finite() && spec.time_scale > 0.0) {
-            bail!("time-scale must be a positive number, got {}", spec.time_scale);
-        }
-        if spec.looped && spec.duration_ms.is_none() && spec.max_requests.is_none() {
-            bail!("a looping trace needs `duration` or `max-requests` to end");
-        }
+/// What `spec` asks that no trace can give.
+fn check_spec(spec: &TraceSpec) -> anyhow::Result<()> {
+    if spec.block_tokens == 0 {
+        bail!("block-tokens must be at least 1");
+    }
+    if !(spec.time_scale.is_finite() && spec.time_scale > 0.0) {
+        bail!("time-scale must be a positive number, got {}", spec.time_scale);
+    }
+    if spec.looped && spec.duration_ms.is_none() && spec.max_requests.is_none() {
+        bail!("a looping trace needs `duration` or `max-requests` to end");
+    }
+    Ok(())
+}
+
+/// A trace file's lines as read, before its window is chosen: the lines,
+/// and the pools their hashes, texts and extras point into.
+#[derive(Default)]
+struct FileLines {
+    lines: Vec<Line>,
+    extras: Vec<Extra>,
+    hashes: Vec<u64>,
+    texts: String,
+    /// Dense numbers of the sessions' and the shared prefixes' ids.
+    sessions: Ids,
+    prefixes: Ids,
+    /// The first line's recorded time, ms: the lines' times count from it.
+    first_ms: Option<f64>,
+    /// Every line of the file, blank ones included.
+    lines_in_file: u64,
+}
+
+impl FileLines {
+    /// Reads the trace file's non-blank lines, checked to be in order of time.
+    fn read(spec: &TraceSpec) -> anyhow::Result<Self> {
         let file = std::fs::File::open(&spec.path)?;
         let reader = std::io::BufReader::with_capacity(READ_AHEAD, file);
         // Sized from a first pass, not grown by doubling: growth leaves up
         // to half unused and, while it copies, holds the old and new lists.
-        let mut lines = Vec::with_capacity(non_blank_lines(std::fs::File::open(&spec.path)?)?);
-        let (mut hashes, mut texts) = (Vec::new(), String::new());
-        let mut extras = Vec::new();
-        let (mut sessions, mut prefixes) = (Ids::default(), Ids::default());
-        let mut first_ms: Option<f64> = None;
+        let lines = Vec::with_capacity(non_blank_lines(std::fs::File::open(&spec.path)?)?);
+        let mut read = Self { lines, ..Self::default() };
         let mut previous: Option<(u64, f64)> = None;
-        let mut lines_in_file = 0u64;
         for (n, text) in reader.lines().enumerate() {
             let text = text?;
-            lines_in_file += 1;
+            read.lines_in_file += 1;
             if text.trim().is_empty() {
                 continue;
             }
             let number = small(n as u64 + 1, "line number")?;
-            let mut line = Line {
-                at_us: 0,
-                line: number,
-                input_tokens: 0,
-                output_tokens: 0,
-                hash_at: small(hashes.len() as u64, "hash pool size")?,
-                hash_len: 0,
-                extra: NONE,
-            };
-            let mut extra = NO_EXTRA;
+            let hash_at = small(read.hashes.len() as u64, "hash pool size")?;
             let at = |problem: LineProblem| anyhow::anyhow!("line {number}: {}", problem.message);
-            let read = trace_line::parse(spec.format, &text).map_err(at)?;
-            trace_line::check_order(read.at_ms, previous).map_err(at)?;
-            previous = Some((u64::from(number), read.at_ms));
-            let at_ms = read.at_ms;
-            line.output_tokens = small(read.output_tokens, "output_tokens")?;
-            line.hash_len = small(read.hash_ids.len() as u64, "hash_ids length")?;
-            hashes.extend_from_slice(&read.hash_ids);
-            let given_text = match read.prompt {
-                Prompt::Text(t) => Some(t),
-                Prompt::Tokens(n) => {
-                    line.input_tokens = small(n, "input tokens")?;
-                    None
-                }
-            };
-            if let Some(s) = &read.session {
-                extra.session = sessions.of(s).with_context(|| format!("line {number}: session"))?;
-            }
-            if let Some((p, tokens)) = &read.prefix {
-                extra.prefix = prefixes.of(p).with_context(|| format!("line {number}: prefix"))?;
-                extra.prefix_tokens = small(tokens.unwrap_or(u64::from(spec.block_tokens)), "prefix_tokens")?;
-            }
-            let first = *first_ms.get_or_insert(at_ms);
-            line.at_us = ((at_ms - first) * 1000.0).round() as u64;
-            if let Some(t) = given_text {
-                extra.text_at = small(texts.len() as u64, "text pool size")?;
-                extra.text_len = small(t.len() as u64, "prompt length")?;
-                line.input_tokens = small(t.split_whitespace().count() as u64, "prompt length")?;
-                texts.push_str(&t);
-            }
-            if extra.text_at != NONE || extra.session != NONE || extra.prefix != NONE {
-                line.extra = small(extras.len() as u64, "lines with text, session or prefix")?;
-                extras.push(extra);
-            }
-            lines.push(line);
+            let line = trace_line::parse(spec.format, &text).map_err(at)?;
+            trace_line::check_order(line.at_ms, previous).map_err(at)?;
+            previous = Some((u64::from(number), line.at_ms));
+            read.push(number, hash_at, line, spec)?;
         }
+        Ok(read)
+    }
+
+    /// Adds line `number` (its hashes from `hash_at` in the pool), with
+    /// its text, session and prefix where it has them.
+    fn push(
+        &mut self,
+        number: u32,
+        hash_at: u32,
+        read: TraceLine<'_>,
+        spec: &TraceSpec,
+    ) -> anyhow::Result<()> {
+        let mut line = Line {
+            at_us: 0,
+            line: number,
+            input_tokens: 0,
+            output_tokens: 0,
+            hash_at,
+            hash_len: 0,
+            extra: NONE,
+        };
+        let mut extra = NO_EXTRA;
+        let at_ms = read.at_ms;
+        line.output_tokens = small(read.output_tokens, "output_tokens")?;
+        line.hash_len = small(read.hash_ids.len() as u64, "hash_ids length")?;
+        self.hashes.extend_from_slice(&read.hash_ids);
+        let given_text = match read.prompt {
+            Prompt::Text(t) => Some(t),
+            Prompt::Tokens(n) => {
+                line.input_tokens = small(n, "input tokens")?;
+                None
+            }
+        };
+        if let Some(s) = &read.session {
+            extra.session = self.sessions.of(s).with_context(|| format!("line {number}: session"))?;
+        }
+        if let Some((p, tokens)) = &read.prefix {
+            extra.prefix = self.prefixes.of(p).with_context(|| format!("line {number}: prefix"))?;
+            extra.prefix_tokens = small(tokens.unwrap_or(u64::from(spec.block_tokens)), "prefix_tokens")?;
+        }
+        let first = *self.first_ms.get_or_insert(at_ms);
+        line.at_us = ((at_ms - first) * 1000.0).round() as u64;
+        if let Some(t) = given_text {
+            extra.text_at = small(self.texts.len() as u64, "text pool size")?;
+            extra.text_len = small(t.len() as u64, "prompt length")?;
+            line.input_tokens = small(t.split_whitespace().count() as u64, "prompt length")?;
+            self.texts.push_str(&t);
+        }
+        if extra.text_at != NONE || extra.session != NONE || extra.prefix != NONE {
+            line.extra = small(self.extras.len() as u64, "lines with text, session or prefix")?;
+            self.extras.push(extra);
+        }
+        self.lines.push(line);
+        Ok(())
+    }
+}
+
+impl Trace {
+    pub fn load(spec: &TraceSpec) -> anyhow::Result<Self> {
+        check_spec(spec)?;
+        let FileLines { lines, extras, hashes, texts, lines_in_file, .. } = FileLines::read(spec)?;
         if lines.is_empty() {
             bail!("the trace has no requests");
         }
