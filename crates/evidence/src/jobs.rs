@@ -365,8 +365,38 @@ fn task_row(repeat: u64, task: u64, calls: &[Call], violations: &mut Vec<Violati
         let vals: Vec<u64> = by_place.values().filter_map(|c| get(c)).collect();
         (!vals.is_empty()).then(|| vals.iter().sum::<u64>())
     };
+    let path = critical_path(&by_place);
+    let server_ms: f64 = path.iter().map(|p| by_place[p].end_ms - by_place[p].sent_ms).sum();
+    let tool_ms: f64 = path.iter().map(|p| by_place[p].delay_ms).sum();
+    let deadline_ms = first.deadline_ms;
+    let checked = check_replay_rule(repeat, task, &by_place, violations);
+    let row = TaskRow {
+        repeat,
+        task,
+        task_id: first.task_id.clone(),
+        start_ms,
+        end_ms,
+        latency_ms,
+        completed,
+        calls: by_place.len() as u64,
+        failed_calls,
+        prompt_tokens: sum(|c| c.prompt).unwrap_or(0),
+        output_tokens: sum(|c| c.output).unwrap_or(0),
+        cached_tokens: sum(|c| c.cached),
+        ideal_cached_tokens: sum(|c| c.ideal),
+        critical_path: path,
+        server_ms,
+        tool_ms,
+        client_ms: latency_ms - server_ms - tool_ms,
+        deadline_ms,
+        deadline_met: deadline_ms.map(|d| completed && latency_ms <= d),
+    };
+    (row, checked)
+}
 
-    // The critical path, backwards from the call that ended last.
+/// The task's critical path, as places: backwards from the call that ended
+/// last, through the parent of each that ended last, then reversed.
+fn critical_path(by_place: &BTreeMap<u64, &Call>) -> Vec<u64> {
     let latest = |among: &mut dyn Iterator<Item = &Call>| -> Option<u64> {
         let mut best: Option<&Call> = None;
         for c in among {
@@ -390,11 +420,19 @@ fn task_row(repeat: u64, task: u64, calls: &[Call], violations: &mut Vec<Violati
         at = latest(&mut parents.into_iter());
     }
     path.reverse();
-    let server_ms: f64 = path.iter().map(|p| by_place[p].end_ms - by_place[p].sent_ms).sum();
-    let tool_ms: f64 = path.iter().map(|p| by_place[p].delay_ms).sum();
-    let deadline_ms = first.deadline_ms;
+    path
+}
 
-    // The replay rule, call by call.
+/// The replay rule, call by call: each call is meant to be sent its delay
+/// after its parents ended (its task's start, for a root), and is not sent
+/// before. Breaches go to `violations`; the calls checked (those whose
+/// parents were all sent) are counted.
+fn check_replay_rule(
+    repeat: u64,
+    task: u64,
+    by_place: &BTreeMap<u64, &Call>,
+    violations: &mut Vec<Violation>,
+) -> u64 {
     let mut checked = 0;
     for c in by_place.values() {
         let parent_ends: Vec<f64> =
@@ -429,28 +467,7 @@ fn task_row(repeat: u64, task: u64, calls: &[Call], violations: &mut Vec<Violati
             violations.push(violation("actual_send_ms", c.sent_ms, earliest, early));
         }
     }
-    let row = TaskRow {
-        repeat,
-        task,
-        task_id: first.task_id.clone(),
-        start_ms,
-        end_ms,
-        latency_ms,
-        completed,
-        calls: by_place.len() as u64,
-        failed_calls,
-        prompt_tokens: sum(|c| c.prompt).unwrap_or(0),
-        output_tokens: sum(|c| c.output).unwrap_or(0),
-        cached_tokens: sum(|c| c.cached),
-        ideal_cached_tokens: sum(|c| c.ideal),
-        critical_path: path,
-        server_ms,
-        tool_ms,
-        client_ms: latency_ms - server_ms - tool_ms,
-        deadline_ms,
-        deadline_met: deadline_ms.map(|d| completed && latency_ms <= d),
-    };
-    (row, checked)
+    checked
 }
 
 /// The cell's figures over `rows`, every key of [`metric_keys`] in its order.
