@@ -91,13 +91,49 @@ fn ttft_percentiles(
 /// Most runs a series is derived for (a bound on a damaged `repeat`).
 const MAX_RUNS: u64 = 1 << 16;
 
-pub fn check_series(c: &mut Checker<'_>, artifact: &Map<String, Value>, rows: &Rows) {
-    let Some(series) = artifact.get("series").filter(|s| s.is_object()) else { return };
-    c.uncheck("series.interval_s", "the interval width (an input)");
-    let Some(w) = series.get("interval_s").and_then(Value::as_f64).filter(|w| *w > 0.0) else { return };
-    let width_ms = w * 1000.0;
-    let runs = artifact.get("repeat").and_then(Value::as_u64).unwrap_or(1).clamp(1, MAX_RUNS) as usize;
-    // First scan: are the times all there, and where does each run end.
+/// The series' points: each run cut into intervals of `width_ms` from its
+/// start (at least one), the runs' points one after another.
+struct Points {
+    width_ms: f64,
+    /// Each run's number of points.
+    counts: Vec<usize>,
+    /// Each run's first point.
+    offsets: Vec<usize>,
+}
+
+impl Points {
+    /// Points over runs ending at `ends` (ms after each run's start).
+    fn of(ends: &[f64], width_ms: f64) -> Self {
+        let counts: Vec<usize> = ends.iter().map(|end| ((end / width_ms).ceil() as usize).max(1)).collect();
+        let offsets: Vec<usize> =
+            counts.iter().scan(0, |at, n| Some(std::mem::replace(at, *at + n))).collect();
+        Self { width_ms, counts, offsets }
+    }
+
+    /// Run `run`'s number of points and first point; `None` past the runs.
+    fn of_run(&self, run: usize) -> Option<(usize, usize)> {
+        Some((*self.counts.get(run)?, *self.offsets.get(run)?))
+    }
+}
+
+/// What each point of the series sums over the records.
+struct Tallies {
+    /// Records sent in the point.
+    sent: Vec<u64>,
+    /// Records that ended in the point, eligible or not.
+    completed: Vec<u64>,
+    failed: Vec<u64>,
+    /// Time in flight within the point, summed over the records.
+    busy_ms: Vec<f64>,
+    /// Output tokens, spread over each record's generation time.
+    tokens: Vec<f64>,
+    /// Eligible records with a `ttft_ms` sent in the point.
+    ttft_counts: Vec<usize>,
+}
+
+/// Where each run ends (its last send or finish, ms); `None` when a record
+/// lacks either time, and the series cannot be derived.
+fn run_ends(rows: &Rows, runs: usize) -> Option<Vec<f64>> {
     let (mut complete, mut ends) = (true, vec![0.0f64; runs]);
     rows.scan(|r| {
         let (s, f) = (r.get(Col::ActualSend), r.get(Col::Finished));
@@ -106,68 +142,67 @@ pub fn check_series(c: &mut Checker<'_>, artifact: &Map<String, Value>, rows: &R
             *end = end.max(f.unwrap_or(0.0).max(s.unwrap_or(0.0)));
         }
     });
-    if !complete {
-        c.uncheck("series", "records lack actual_send_ms/finished_ms");
-        return;
-    }
-    let counts: Vec<usize> = ends.iter().map(|end| ((end / width_ms).ceil() as usize).max(1)).collect();
-    let offsets: Vec<usize> = counts.iter().scan(0, |at, n| Some(std::mem::replace(at, *at + n))).collect();
-    let points: usize = counts.iter().sum();
-    let (mut sent, mut completed, mut failed) = (vec![0u64; points], vec![0u64; points], vec![0u64; points]);
-    let (mut busy_ms, mut tokens) = (vec![0.0; points], vec![0.0; points]);
-    // The `ttft_ms` of the eligible records sent in each point: counted in
-    // this scan, then placed point by point in one column by a second.
-    let mut ttft_counts = vec![0usize; points];
+    complete.then_some(ends)
+}
+
+/// Sums the records into the points (one scan).
+fn tally_points(rows: &Rows, points: &Points) -> Tallies {
+    let width_ms = points.width_ms;
+    let total: usize = points.counts.iter().sum();
+    let mut t = Tallies {
+        sent: vec![0u64; total],
+        completed: vec![0u64; total],
+        failed: vec![0u64; total],
+        busy_ms: vec![0.0; total],
+        tokens: vec![0.0; total],
+        ttft_counts: vec![0usize; total],
+    };
     rows.scan(|r| {
-        let run = r.repeat() as usize;
-        let (Some(&n), Some(&at)) = (counts.get(run), offsets.get(run)) else { return };
+        let Some((n, at)) = points.of_run(r.repeat() as usize) else { return };
         let (s, f) = (r.get(Col::ActualSend).unwrap_or(0.0), r.get(Col::Finished).unwrap_or(0.0));
         let (ps, pf) = (point(s, width_ms, n), point(f, width_ms, n));
-        sent[at + ps] += 1;
-        for (i, b) in busy_ms[at..at + n].iter_mut().enumerate().take(pf + 1).skip(ps) {
+        t.sent[at + ps] += 1;
+        for (i, b) in t.busy_ms[at..at + n].iter_mut().enumerate().take(pf + 1).skip(ps) {
             *b += overlap(s, f, i, n, width_ms);
         }
         if !r.eligible() {
-            failed[at + pf] += 1;
+            t.failed[at + pf] += 1;
             return;
         }
-        completed[at + pf] += 1;
+        t.completed[at + pf] += 1;
         if let Some(out) = r.get(Col::OutputTokensInt) {
             let first = r.get(Col::TimeToFirstOutput).map_or(f, |t| (s + t).min(f));
             if f > first {
                 let pfirst = point(first, width_ms, n);
-                for (i, t) in tokens[at..at + n].iter_mut().enumerate().take(pf + 1).skip(pfirst) {
-                    *t += out * overlap(first, f, i, n, width_ms) / (f - first);
+                for (i, tok) in t.tokens[at..at + n].iter_mut().enumerate().take(pf + 1).skip(pfirst) {
+                    *tok += out * overlap(first, f, i, n, width_ms) / (f - first);
                 }
             } else {
-                tokens[at + pf] += out;
+                t.tokens[at + pf] += out;
             }
         }
         if r.get(Col::Ttft).is_some() {
-            ttft_counts[at + ps] += 1;
+            t.ttft_counts[at + ps] += 1;
         }
     });
-    // The point an eligible record with a `ttft_ms` was sent in, and that ttft.
-    let ttft_point = |r: &Row| {
-        let run = r.repeat() as usize;
-        let (Some(&n), Some(&at), Some(t)) = (counts.get(run), offsets.get(run), r.get(Col::Ttft)) else {
-            return None;
-        };
-        r.eligible().then(|| (at + point(r.get(Col::ActualSend).unwrap_or(0.0), width_ms, n), t))
-    };
-    let pcts = ttft_percentiles(rows, &ttft_counts, &ttft_point);
+    t
+}
+
+/// The series' columns, in [`SERIES_FIELDS`] order, point after point
+/// (`w`: the interval width, s).
+fn columns(points: &Points, t: &Tallies, pcts: &[(Option<f64>, Option<f64>)], w: f64) -> [Vec<Value>; 9] {
     let mut cols: [Vec<Value>; 9] = Default::default();
-    for (run, (&n, &at)) in counts.iter().zip(&offsets).enumerate() {
+    for (run, (&n, &at)) in points.counts.iter().zip(&points.offsets).enumerate() {
         for i in 0..n {
             let (p50, p99) = pcts[at + i];
             let row = [
                 json!(run),
                 json!(i as f64 * w),
-                json!(busy_ms[at + i] / width_ms),
-                json!(sent[at + i]),
-                json!(completed[at + i]),
-                json!(failed[at + i]),
-                json!(tokens[at + i] / w),
+                json!(t.busy_ms[at + i] / points.width_ms),
+                json!(t.sent[at + i]),
+                json!(t.completed[at + i]),
+                json!(t.failed[at + i]),
+                json!(t.tokens[at + i] / w),
                 json!(p50),
                 json!(p99),
             ];
@@ -176,18 +211,36 @@ pub fn check_series(c: &mut Checker<'_>, artifact: &Map<String, Value>, rows: &R
             }
         }
     }
-    let names = [
-        "repeat",
-        "t",
-        "in_flight",
-        "sent",
-        "completed",
-        "failed",
-        "output_tok_s",
-        "ttft_p50_ms",
-        "ttft_p99_ms",
-    ];
-    for (name, col) in names.iter().zip(cols) {
+    cols
+}
+
+/// The series' fields, in column order.
+const SERIES_FIELDS: [&str; 9] =
+    ["repeat", "t", "in_flight", "sent", "completed", "failed", "output_tok_s", "ttft_p50_ms", "ttft_p99_ms"];
+
+pub fn check_series(c: &mut Checker<'_>, artifact: &Map<String, Value>, rows: &Rows) {
+    let Some(series) = artifact.get("series").filter(|s| s.is_object()) else { return };
+    c.uncheck("series.interval_s", "the interval width (an input)");
+    let Some(w) = series.get("interval_s").and_then(Value::as_f64).filter(|w| *w > 0.0) else { return };
+    let width_ms = w * 1000.0;
+    let runs = artifact.get("repeat").and_then(Value::as_u64).unwrap_or(1).clamp(1, MAX_RUNS) as usize;
+    // First scan: are the times all there, and where does each run end.
+    let Some(ends) = run_ends(rows, runs) else {
+        c.uncheck("series", "records lack actual_send_ms/finished_ms");
+        return;
+    };
+    let points = Points::of(&ends, width_ms);
+    let tallies = tally_points(rows, &points);
+    // The point an eligible record with a `ttft_ms` was sent in, and that ttft:
+    // counted by the tally's scan, then placed point by point in one column by a second.
+    let ttft_point = |r: &Row| {
+        let (Some((n, at)), Some(t)) = (points.of_run(r.repeat() as usize), r.get(Col::Ttft)) else {
+            return None;
+        };
+        r.eligible().then(|| (at + point(r.get(Col::ActualSend).unwrap_or(0.0), width_ms, n), t))
+    };
+    let pcts = ttft_percentiles(rows, &tallies.ttft_counts, &ttft_point);
+    for (name, col) in SERIES_FIELDS.iter().zip(columns(&points, &tallies, &pcts, w)) {
         c.check(&format!("series.{name}"), Value::Array(col));
     }
     c.sweep("series", "not a series field anvil defines");
