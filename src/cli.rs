@@ -83,9 +83,10 @@ pub enum Command {
         /// The recipe file.
         #[arg(long, required_unless_present = "document", conflicts_with = "document")]
         recipe: Option<PathBuf>,
-        /// A cell's step document; its server's document lies in the same folder.
+        /// A cell's step document (repeatable: cells of one server, measured
+        /// in order on one launch); their server's document lies beside them.
         #[arg(long, value_name = "STEP.json")]
-        document: Option<PathBuf>,
+        document: Vec<PathBuf>,
         #[arg(long = "set", value_name = "NAME=VALUE")]
         set: Vec<String>,
         #[arg(long)]

@@ -164,6 +164,17 @@ fn quickstart_through_slurm_matches_a_local_run() {
         group4["steps"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     steps.sort();
     assert_eq!(steps, ["headline", "headline-json", "screen-step4"], "one job per server with all its steps");
+    // A job of cells alone runs from their step documents; one with a check still plans the recipe.
+    let scripts: Vec<String> = std::fs::read_dir(remote.store().join("jobs"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "sh"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    let script_of = |label: &str| scripts.iter().find(|s| s.contains(label)).cloned().unwrap_or_default();
+    let cells_only = script_of("server sim-step12");
+    assert!(cells_only.contains("--document") && !cells_only.contains("--recipe"), "{cells_only}");
+    assert!(script_of("server sim-step4").contains("--recipe"), "{scripts:#?}");
     assert!(remote.plan(&recipe, &[]).pending().is_empty(), "everything landed in the store");
 
     // Nothing is submitted again.
@@ -450,4 +461,60 @@ cell "open" server="sim" { context-tokens 32; max-tokens 8; arrival "constant"; 
     let artifact = scratch.stored_json(&recipe, "open", "benchmark.json");
     assert_eq!(artifact["loadgen_workers"], 3, "the job's worker measured with the run's setting");
     assert_eq!(artifact["completed"], 100);
+}
+
+/// The issue's case: the recipe moved away after planning, a Slurm job runs
+/// a cell from its step document alone, and the recipe's run finds the entry.
+#[test]
+fn a_slurm_job_runs_a_cell_from_its_document_with_the_recipe_gone() {
+    let Some(_cluster) = slurm_or_skip("a_slurm_job_runs_a_cell_from_its_document_with_the_recipe_gone")
+    else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let recipe = scratch.write(
+        "campaign/documents.kdl",
+        r#"
+campaign "documents-on-slurm" { seed 11; }
+server "sim" { engine "sim"; sim { decode-step-ms 2; } }
+cell "small" { server "sim"; concurrency 2; requests 10; context-tokens 64; max-tokens 8; }
+"#,
+    );
+    let docs = scratch.path().join("docs");
+    scratch.anvil(&["plan", recipe.to_str().unwrap(), "--emit", docs.to_str().unwrap()]).expect_code(0);
+    let plan: Value =
+        serde_json::from_str(&std::fs::read_to_string(docs.join("plan.json")).unwrap()).unwrap();
+    let cell = plan["steps"].as_array().unwrap().iter().find(|s| s["name"] == "small").unwrap().clone();
+    let fingerprint = cell["fingerprint"].as_str().unwrap();
+    std::fs::rename(scratch.path().join("campaign"), scratch.path().join("elsewhere")).unwrap();
+
+    let document = docs.join(cell["document"].as_str().unwrap());
+    let command = format!(
+        "{} --store {} worker --document {}",
+        common::anvil_binary().display(),
+        scratch.store().display(),
+        document.display()
+    );
+    let out = Command::new("sbatch")
+        .args([
+            "--wait",
+            "--parsable",
+            "--output",
+            scratch.path().join("job.log").to_str().unwrap(),
+            "--wrap",
+            &command,
+        ])
+        .current_dir(scratch.path())
+        .output()
+        .expect("sbatch");
+    let log = std::fs::read_to_string(scratch.path().join("job.log")).unwrap_or_default();
+    assert!(out.status.success(), "sbatch: {}\n{log}", String::from_utf8_lossy(&out.stderr));
+    assert!(log.contains("small: 10 ok"), "{log}");
+    let entry = scratch.store().join("entries").join(&fingerprint[..2]).join(fingerprint);
+    assert!(entry.join("benchmark.json").is_file(), "{log}");
+
+    std::fs::rename(scratch.path().join("elsewhere"), scratch.path().join("campaign")).unwrap();
+    let run = scratch.run(&recipe, &["--json"], 0).json();
+    let small = run["steps"].as_array().unwrap().iter().find(|s| s["name"] == "small").unwrap().clone();
+    assert_eq!(small["status"], "cached", "{small}");
 }

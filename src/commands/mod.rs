@@ -58,14 +58,11 @@ pub async fn dispatch(cli: Cli) -> Result<i32, Exit> {
         }
         Command::Completions { shell } => report::completions(shell),
         Command::Man => report::man(),
-        Command::Worker { document: Some(document), force, loadgen_workers, .. } => {
+        Command::Worker { document, force, loadgen_workers, job, .. } if !document.is_empty() => {
             let store = open_store(&cli.store)?;
-            let forced = !force.is_empty();
-            let outcome = crate::run::run_cell_document(store, &document, forced, loadgen_workers)
-                .await
-                .map_err(|e| input(e.to_string()))?;
-            println!("{}", outcome.line);
-            Ok(outcome.code)
+            let args =
+                crate::executor::slurm::DocumentJob { documents: document, force, job, loadgen_workers };
+            crate::executor::slurm::document_worker(store, args).await.map_err(|e| input(e.to_string()))
         }
         Command::Worker { recipe, set, sim, steps, force, keep_going, job, loadgen_workers, .. } => {
             let began_ms = crate::executor::slurm::now_ms();

@@ -17,6 +17,10 @@ pub enum DocumentError {
     KeyMismatch { path: PathBuf, claimed: String, hashed: String },
     #[error("{}: a `{kind}` document, not {wanted}", path.display())]
     WrongKind { path: PathBuf, kind: String, wanted: &'static str },
+    #[error("{}: the documents of one job measure one server; this one names another", path.display())]
+    TwoServers { path: PathBuf },
+    #[error("no step document given")]
+    Nothing,
     #[error("{}: an input changed since it was planned: {file} was {planned}, is now {now}", path.display())]
     InputChanged { path: PathBuf, file: String, planned: String, now: String },
 }

@@ -1,12 +1,12 @@
-//! Running a cell from its step document alone (`anvil worker --document`):
-//! no recipe and no plan, only the cell's document, its server's document
-//! beside it, and a store. The cell is measured by the same code a run
-//! uses (server pool, load generator, commit) and stored under the
-//! document's fingerprint with its key as the preimage, so the entry is the
-//! one `anvil run` of the recipe would have made.
+//! Running cells from their step documents alone (`anvil worker
+//! --document`): no recipe and no plan, only the cells' documents, their
+//! server's document beside them, and a store. Each cell is measured by the
+//! same code a run uses (server pool, load generator, commit) and stored
+//! under its document's fingerprint with its key as the preimage, so the
+//! entry is the one `anvil run` of the recipe would have made.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anvil_store::{Fingerprint, NodeStatus, RunNode, RunRecord, RunStatus, Store};
@@ -18,106 +18,226 @@ use super::log_folder::LogFolder;
 use super::measure::{Target, measure_cell};
 use super::progress::Progress;
 use super::servers::ServerPool;
-use crate::document::{DocumentError, Exec, StepDocument};
+use crate::document::{CellExec, DocumentError, Exec, ServerExec, StepDocument};
 use crate::plan::EngineMode;
 
-/// How a document's step ended, for the command line.
+/// How one document's step ended.
 pub struct DocumentOutcome {
-    /// 0: measured or already stored; 1: it failed.
-    pub code: i32,
+    pub name: String,
+    /// `ran`, `cached` (stored already) or `failed`.
+    pub state: &'static str,
     pub line: String,
 }
 
-/// Measure the cell of `document` (read from `path`) on the server whose
-/// document lies beside it, and store it under the cell's fingerprint.
-pub async fn run_cell_document(
-    store: Store,
-    path: &Path,
-    force: bool,
-    loadgen_workers: u32,
-) -> Result<DocumentOutcome, DocumentError> {
-    let document = StepDocument::read(path)?;
-    let Exec::Cell(cell) = &document.exec else {
-        return Err(DocumentError::WrongKind { path: path.into(), kind: document.kind, wanted: "a cell" });
-    };
-    let server_path = path.with_file_name(StepDocument::file_name(&cell.server));
-    let server = StepDocument::read(&server_path)?;
-    let Exec::Server(launch) = &server.exec else {
-        return Err(DocumentError::WrongKind { path: server_path, kind: server.kind, wanted: "a server" });
-    };
-    document.check_inputs(path, &launch.workdir)?;
-    let fingerprint: Fingerprint = document.key_fingerprint();
-    if store.contains(&fingerprint) && !force {
-        return Ok(DocumentOutcome { code: 0, line: format!("{}: stored {fingerprint}", document.name) });
+/// The cells of one server, read and checked before anything starts.
+struct Job {
+    cells: Vec<(PathBuf, StepDocument)>,
+    server: StepDocument,
+}
+
+impl Job {
+    fn read(paths: &[PathBuf]) -> Result<Job, DocumentError> {
+        let mut cells = Vec::new();
+        let mut server: Option<StepDocument> = None;
+        for path in paths {
+            let document = StepDocument::read(path)?;
+            let exec = cell_exec(path, &document)?;
+            let server_path = path.with_file_name(StepDocument::file_name(&exec.server));
+            if server.as_ref().is_none_or(|s| s.fingerprint != exec.server) {
+                if server.is_some() {
+                    return Err(DocumentError::TwoServers { path: path.clone() });
+                }
+                server = Some(StepDocument::read(&server_path)?);
+            }
+            let launch = server_exec(&server_path, server.as_ref().expect("read above"))?;
+            document.check_inputs(path, &launch.workdir)?;
+            cells.push((path.clone(), document));
+        }
+        let server = server.ok_or(DocumentError::Nothing)?;
+        Ok(Job { cells, server })
     }
+}
+
+fn cell_exec<'a>(path: &Path, document: &'a StepDocument) -> Result<&'a CellExec, DocumentError> {
+    match &document.exec {
+        Exec::Cell(cell) => Ok(cell),
+        _ => {
+            Err(DocumentError::WrongKind { path: path.into(), kind: document.kind.clone(), wanted: "a cell" })
+        }
+    }
+}
+
+fn server_exec<'a>(path: &Path, document: &'a StepDocument) -> Result<&'a ServerExec, DocumentError> {
+    match &document.exec {
+        Exec::Server(server) => Ok(server),
+        _ => Err(DocumentError::WrongKind {
+            path: path.into(),
+            kind: document.kind.clone(),
+            wanted: "a server",
+        }),
+    }
+}
+
+/// Measure the cells of `paths` (documents of one server's cells, in
+/// order), starting their server once, and store each under its
+/// fingerprint (a stored one only when `forced` names it). `report` hears
+/// each cell as it ends.
+pub async fn run_cell_documents(
+    store: Store,
+    paths: &[PathBuf],
+    forced: &[String],
+    loadgen_workers: u32,
+    report: &mut dyn FnMut(&DocumentOutcome),
+) -> Result<DocumentRun, DocumentError> {
+    let job = Job::read(paths)?;
+    let launch = server_exec(paths[0].as_path(), &job.server)?;
     let started_at = super::now_rfc3339();
     let run_id =
         format!("run-{}-{}", started_at.replace([':', '-'], "").trim_end_matches('Z'), std::process::id());
+    let to_measure: Vec<bool> = job
+        .cells
+        .iter()
+        .map(|(_, d)| forced.contains(&d.name) || !store.contains(&d.key_fingerprint()))
+        .collect();
     let mut logs = LogFolder::new(&run_id);
+    // Its artifacts name the recipe the cells were planned from, as a run of it would.
+    let recipe = job.cells.first().and_then(|(p, d)| cell_exec(p, d).ok()).map(|c| c.recipe.clone());
+    let shared = Shared { run_id: &run_id, recipe: recipe.unwrap_or_default(), loadgen_workers };
+    let recipe = shared.recipe.clone();
+    let ctx = context(&store, &job.server.name, launch, &shared, &mut logs, &to_measure)?;
+    let mut outcomes = Vec::new();
+    let mut nodes = Vec::new();
+    for ((path, document), measure) in job.cells.iter().zip(to_measure) {
+        let fingerprint = document.key_fingerprint();
+        let began = std::time::Instant::now();
+        let outcome = match measure {
+            false => DocumentOutcome {
+                name: document.name.clone(),
+                state: "cached",
+                line: format!("{}: stored {fingerprint}", document.name),
+            },
+            true => measure_document(&ctx, path, document, &fingerprint).await,
+        };
+        ctx.servers.release(0).await;
+        report(&outcome);
+        nodes.push(RunNode {
+            name: document.name.clone(),
+            kind: document.kind.clone(),
+            fingerprint,
+            status: match outcome.state {
+                "ran" => NodeStatus::Ran,
+                "cached" => NodeStatus::Cached,
+                _ => NodeStatus::Failed,
+            },
+            started_at: Some(started_at.clone()),
+            duration_ms: Some(began.elapsed().as_millis() as u64),
+            detail: Some(outcome.line.clone()),
+        });
+        outcomes.push(outcome);
+    }
+    ctx.servers.stop_all().await;
+    record(&store, Record { run_id: run_id.clone(), recipe, started_at, nodes }, paths);
+    Ok(DocumentRun { run_id, outcomes })
+}
+
+/// What a run of documents did: its run record's id, and each step's ending.
+pub struct DocumentRun {
+    pub run_id: String,
+    pub outcomes: Vec<DocumentOutcome>,
+}
+
+/// What every cell of the job shares besides its server.
+struct Shared<'a> {
+    run_id: &'a str,
+    recipe: String,
+    loadgen_workers: u32,
+}
+
+/// The run's shared state around a pool holding the one server.
+fn context(
+    store: &Store,
+    server_name: &str,
+    launch: &ServerExec,
+    shared: &Shared<'_>,
+    logs: &mut LogFolder,
+    to_measure: &[bool],
+) -> Result<Arc<Context>, DocumentError> {
+    let users = to_measure.iter().filter(|&&m| m).count();
     let log_dir = logs.path().map_err(|(path, source)| DocumentError::Io { path, source })?;
     let gpus = match std::env::var("CUDA_VISIBLE_DEVICES") {
         Ok(list) => anvil_proc::GpuPool::from_list(&list),
+        Err(_) if users == 0 => anvil_proc::GpuPool::from_list(""),
         Err(_) => anvil_proc::GpuPool::detect(),
     };
     let mode = if launch.simulated_twin { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
     let servers = ServerPool::new(
-        BTreeMap::from([(0, (server.name.clone(), launch.server.clone()))]),
-        BTreeMap::from([(0, 1)]),
+        BTreeMap::from([(0, (server_name.to_string(), launch.server.clone()))]),
+        // Every cell releases it as it ends, measured or not: the last stops it.
+        BTreeMap::from([(0, to_measure.len())]),
         mode,
         log_dir,
         launch.workdir.clone(),
         gpus,
     );
-    let ctx = Arc::new(Context {
+    Ok(Arc::new(Context {
         store: store.clone(),
         servers,
         recipe_dir: launch.workdir.clone(),
-        recipe_key: cell.recipe.clone(),
-        seed: cell.seed,
-        run_id: run_id.clone(),
-        progress: Arc::new(Progress::new(1)),
+        recipe_key: shared.recipe.clone(),
+        // Each document carries its own seed (`CellExec::seed`), used as its cell is measured.
+        seed: 0,
+        run_id: shared.run_id.to_string(),
+        progress: Arc::new(Progress::new(to_measure.len())),
         cells_elsewhere: false,
-        loadgen_workers: loadgen_workers.max(1),
-    });
-    let began = std::time::Instant::now();
-    let target = Target {
-        name: &document.name,
-        cell: CellToRun::Resolved(cell),
-        fingerprint: &fingerprint,
-        seed: cell.seed,
+        loadgen_workers: shared.loadgen_workers.max(1),
+    }))
+}
+
+/// Measure one cell document on the pool's server and commit it.
+async fn measure_document(
+    ctx: &Context,
+    path: &Path,
+    document: &StepDocument,
+    fingerprint: &Fingerprint,
+) -> DocumentOutcome {
+    let name = document.name.clone();
+    let Ok(cell) = cell_exec(path, document) else {
+        return DocumentOutcome { name, state: "failed", line: "not a cell".into() };
     };
-    let measured = measure_cell(&ctx, 0, target, "the cell", |f| f).await;
-    ctx.servers.stop_all().await;
-    let (status, line) = match measured {
-        Ok(produced) => match commit_entry(&store, &fingerprint, &document.key, &produced) {
-            Ok(note) => (NodeStatus::Ran, format!("{}: {}{note}", document.name, produced.summary)),
-            Err(err) => (NodeStatus::Failed, format!("{}: storing its result failed: {err}", document.name)),
+    let target = Target { name: &name, cell: CellToRun::Resolved(cell), fingerprint, seed: cell.seed };
+    let (state, line) = match measure_cell(ctx, 0, target, "the cell", |f| f).await {
+        Ok(produced) => match commit_entry(&ctx.store, fingerprint, &document.key, &produced) {
+            Ok(note) => ("ran", format!("{name}: {}{note}", produced.summary)),
+            Err(err) => ("failed", format!("{name}: storing its result failed: {err}")),
         },
-        Err(failure) => (NodeStatus::Failed, format!("{}: {}", document.name, failure.reason)),
+        Err(failure) => ("failed", format!("{name}: {}", failure.reason)),
     };
-    let node = RunNode {
-        name: document.name.clone(),
-        kind: document.kind.clone(),
-        fingerprint,
-        status,
-        started_at: Some(started_at.clone()),
-        duration_ms: Some(began.elapsed().as_millis() as u64),
-        detail: Some(line.clone()),
-    };
-    let failed = status == NodeStatus::Failed;
+    DocumentOutcome { name, state, line }
+}
+
+/// The run record: a gc root for what it stored, and a part of some run of
+/// the recipe rather than a run of it (its key says so).
+struct Record {
+    run_id: String,
+    /// The recipe the documents were planned from (a label).
+    recipe: String,
+    started_at: String,
+    nodes: Vec<RunNode>,
+}
+
+fn record(store: &Store, Record { run_id, recipe, started_at, nodes }: Record, paths: &[PathBuf]) {
+    let failed = nodes.iter().any(|n| n.status == NodeStatus::Failed);
     let record = RunRecord {
         run_id,
-        // A part of some run of the recipe, not a run of it: its key says so.
-        recipe: format!("{}#document", cell.recipe),
-        recipe_path: cell.recipe.clone(),
+        recipe: format!("{recipe}#documents"),
+        recipe_path: recipe,
         started_at,
         finished_at: Some(super::now_rfc3339()),
         status: if failed { RunStatus::Failed } else { RunStatus::Succeeded },
-        nodes: vec![node],
-        extra: serde_json::json!({"document": path.display().to_string()}),
+        nodes,
+        extra: serde_json::json!({"documents": paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>()}),
     };
     if let Err(err) = store.record_run(&record) {
         eprintln!("anvil worker: cannot record the run: {err}");
     }
-    Ok(DocumentOutcome { code: i32::from(failed), line })
 }

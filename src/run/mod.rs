@@ -50,7 +50,7 @@ use anvil_store::{RunStatus, Store};
 use serde_json::Value;
 
 pub use crate::executor::interface::Ending;
-pub use document_step::run_cell_document;
+pub use document_step::{DocumentOutcome, run_cell_documents};
 pub use error::RunError;
 pub use servers::registry_dir;
 pub use summary::{RunSummary, StepReport};

@@ -9,6 +9,7 @@
 //! <root>/locks/<64 hex>.lock        per-fingerprint "I am producing this" locks
 //! <root>/runs/<run id>.json         run records, the gc roots
 //! <root>/cache/<purpose>/           derived data its writers can rebuild (safe to delete)
+//! <root>/jobs/, <root>/documents/   Slurm job records and the step documents jobs run from
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,9 @@ pub(crate) const LOCKS_DIR: &str = "locks";
 pub(crate) const RUNS_DIR: &str = "runs";
 /// Slurm job records and progress, written by anvil's Slurm executor (not by the store).
 pub(crate) const JOBS_DIR: &str = "jobs";
+/// Step documents a cluster's jobs run from (`<fingerprint>.json`), written
+/// by anvil's Slurm executor: derived from plans, rebuilt on the next run.
+pub(crate) const DOCUMENTS_DIR: &str = "documents";
 /// Derived data anvil can rebuild (parsed recipes): no entry depends on it.
 pub(crate) const CACHE_DIR: &str = "cache";
 /// Failed steps' evidence, per run (`failed.rs`).
@@ -132,6 +136,7 @@ impl Layout {
             || name == STORE_LOCK_FILE
             || SUBDIRS.contains(&name)
             || name == JOBS_DIR
+            || name == DOCUMENTS_DIR
             || name == CACHE_DIR
             || name == FAILED_DIR
             || name.starts_with(crate::fsutil::TMP_PREFIX)

@@ -391,6 +391,22 @@ impl Head {
         Ok(())
     }
 
+    /// A worker that plans the recipe again on the node and runs `names` of it.
+    fn recipe_worker_args(&self, names: &[String]) -> Vec<String> {
+        let mut args = vec!["--recipe".into(), shell_quote(&self.recipe_path.display().to_string())];
+        for set in &self.plan.recipe.overrides {
+            args.extend(["--set".into(), shell_quote(set)]);
+        }
+        if self.plan.mode == EngineMode::SimulatedTwins {
+            args.push("--sim".into());
+        }
+        if self.keep_going {
+            args.push("--keep-going".into());
+        }
+        args.extend(["--steps".into(), shell_quote(&names.join(","))]);
+        args
+    }
+
     fn submit(
         &self,
         members: &[usize],
@@ -407,22 +423,19 @@ impl Head {
             "worker".into(),
             "--store".into(),
             shell_quote(&root.display().to_string()),
-            "--recipe".into(),
-            shell_quote(&self.recipe_path.display().to_string()),
         ];
-        for set in &self.plan.recipe.overrides {
-            command.extend(["--set".into(), shell_quote(set)]);
-        }
-        if self.plan.mode == EngineMode::SimulatedTwins {
-            command.push("--sim".into());
-        }
-        if self.keep_going {
-            command.push("--keep-going".into());
+        match super::documents::job_documents(&self.plan, root, members, server)? {
+            // Cells only: the node runs their documents and reads no recipe.
+            Some(documents) => {
+                for document in documents {
+                    command.extend(["--document".into(), shell_quote(&document.display().to_string())]);
+                }
+            }
+            None => command.extend(self.recipe_worker_args(&names)),
         }
         if self.loadgen_workers > 1 {
             command.extend(["--loadgen-workers".into(), self.loadgen_workers.to_string()]);
         }
-        command.extend(["--steps".into(), shell_quote(&names.join(","))]);
         for &m in members.iter().filter(|m| self.forced.contains(m)) {
             command.extend(["--force".into(), shell_quote(&self.steps[m].name)]);
         }

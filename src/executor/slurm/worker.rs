@@ -216,7 +216,7 @@ pub async fn worker(store: Store, plan: Plan, args: WorkerArgs, began_ms: u64) -
 /// The worker's run record stays a gc root, but it is a part of the head's
 /// run, not a run of the recipe: its key says which job it was, so "the
 /// recipe's latest run" (diff, export) is the head's.
-fn mark_worker_record(store: &anvil_store::Store, run_id: &str, job_id: &str) {
+pub(super) fn mark_worker_record(store: &anvil_store::Store, run_id: &str, job_id: &str) {
     let Some(mut record) = store.runs().unwrap_or_default().into_iter().find(|r| r.run_id == run_id) else {
         return;
     };
