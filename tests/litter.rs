@@ -107,3 +107,42 @@ fn an_interrupted_run_leaves_no_folder_in_tmp() {
     assert_eq!(out.code, Some(130), "{}", out.transcript());
     assert!(left_in(&tmp).is_empty(), "left after an interrupted run: {:?}", left_in(&tmp));
 }
+
+/// A run killed with SIGKILL cannot remove its folders; the next run does.
+/// Only folders of processes that are gone go: a live run's are kept.
+#[test]
+fn a_run_killed_with_sigkill_leaves_folders_the_next_run_removes() {
+    let scratch = Scratch::new();
+    let tmp = scratch.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("make tmp");
+    let long = scratch.write("long.kdl", &recipe(100_000, false));
+    let mut child = scratch
+        .command()
+        .env("TMPDIR", &tmp)
+        .arg("run")
+        .arg(&long)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start anvil");
+    // Killed once its cell is measuring: its log folder and the cell's scratch folder exist.
+    let since = Instant::now();
+    let measuring = |names: &[String]| names.iter().any(|n| n.starts_with("anvil-cell-"));
+    while !measuring(&left_in(&tmp)) && since.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap anvil");
+    let killed = left_in(&tmp);
+    assert!(
+        killed.iter().any(|n| n.starts_with("anvil-run-")) && measuring(&killed),
+        "a SIGKILLed run leaves its folders: {killed:?}"
+    );
+    // A live process's folder, named as a run's: kept.
+    let live = tmp.join(format!("anvil-cell-{}-kept", std::process::id()));
+    std::fs::create_dir_all(&live).expect("make a live folder");
+    // The server the killed run started is orphaned too; the next run reaps it (tests/servers.rs), and its folders.
+    let ok = scratch.write("ok.kdl", &recipe(4, false));
+    run_with_tmp(&scratch, &tmp, &ok, &[]).expect_code(0);
+    assert_eq!(left_in(&tmp), vec![live.file_name().unwrap().to_string_lossy().into_owned()]);
+}

@@ -87,7 +87,7 @@ pub async fn run_cell(
     let sampler = anvil_proc::GpuSampler::start(&server.gpu_ids, std::time::Duration::from_millis(500));
     // Records stream to disk as they finish, so memory does not grow with the request count.
     let scratch = tempfile::Builder::new()
-        .prefix("anvil-cell-")
+        .prefix(&super::log_folder::cell_scratch_prefix())
         .tempdir()
         .map_err(|e| Failure::new(format!("a scratch folder for the cell: {e}")))?;
     let report =

@@ -14,7 +14,10 @@ pub(super) struct LogFolder {
 }
 
 impl LogFolder {
+    /// The folder of run `run_id`, made on first use; folders that runs
+    /// killed before they could remove theirs are removed now.
     pub fn new(run_id: &str) -> LogFolder {
+        reap_abandoned();
         LogFolder { run_id: run_id.to_string(), made: None }
     }
 
@@ -37,5 +40,65 @@ impl LogFolder {
         let path = dir.path().to_path_buf();
         self.made = Some(dir);
         Ok(path)
+    }
+}
+
+/// The prefix of a cell's scratch folder (its record log while it runs):
+/// with this process's id, so a later run can tell an abandoned one.
+pub(super) fn cell_scratch_prefix() -> String {
+    format!("anvil-cell-{}-", std::process::id())
+}
+
+/// Remove the temporary folders of anvil processes that are gone: a run
+/// killed with SIGKILL (or a Slurm job's worker killed after its grace)
+/// could not remove its log folder or a cell's scratch folder. Each name
+/// holds its process's id (`anvil-run-<time>-<pid>-…`, `anvil-cell-<pid>-…`);
+/// a folder whose process still exists, or whose name says no process, is
+/// left alone.
+pub(super) fn reap_abandoned() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(owner_pid) else { continue };
+        if pid != std::process::id() && !process_exists(pid) {
+            // Best effort: another run may be reaping the same folder.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The process id in an anvil temporary folder's name, if it is one.
+fn owner_pid(name: &str) -> Option<u32> {
+    if let Some(rest) = name.strip_prefix("anvil-cell-") {
+        return rest.split('-').next()?.parse().ok();
+    }
+    // `anvil-run-<yyyymmddThhmmss>-<pid>-<random>`
+    let rest = name.strip_prefix("anvil-run-")?;
+    let mut parts = rest.split('-');
+    let _time = parts.next()?;
+    parts.next()?.parse().ok()
+}
+
+fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return true };
+    // Signal 0 checks existence; EPERM means it exists under another user.
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(errno) => errno != nix::errno::Errno::ESRCH,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::owner_pid;
+
+    #[test]
+    fn the_owner_is_read_from_both_kinds_of_name() {
+        assert_eq!(owner_pid("anvil-run-20261207T053310-27048-Dvsuvv"), Some(27048));
+        assert_eq!(owner_pid("anvil-cell-4242-Ab3dEf"), Some(4242));
+        // Older scratch folders carry no process id: never guessed at.
+        assert_eq!(owner_pid("anvil-cell-IpKXal"), None);
+        assert_eq!(owner_pid("anvil-slurm"), None);
+        assert_eq!(owner_pid("anvil-llama-trace-30804.log"), None);
     }
 }
