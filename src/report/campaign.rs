@@ -86,32 +86,6 @@ fn cell_facts<'a>(view: &'a CampaignView, store: &Store) -> Vec<(&'a StepView, C
 }
 
 fn workload_manifest(view: &CampaignView, facts: &[(&StepView, CellFacts)]) -> WorkloadManifest {
-    let loads: Vec<&CellLoad> = facts.iter().filter_map(|(_, f)| f.load.as_ref()).collect();
-    let distinct = |value: &dyn Fn(&CellLoad) -> Option<u64>| -> Vec<u64> {
-        loads.iter().filter_map(|l| value(l)).collect::<BTreeSet<_>>().into_iter().collect()
-    };
-    let synthetic = |l: &CellLoad| matches!(l.resolved.traffic, Traffic::Synthetic);
-    let closed = |l: &CellLoad| l.offered.axis == LoadAxis::Concurrency;
-    let mut rates: Vec<f64> = loads
-        .iter()
-        .filter(|l| !closed(l))
-        .filter_map(|l| l.offered.value.map(|v| (v * 10.0).round() / 10.0))
-        .collect();
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
-    let traces: BTreeSet<String> = loads
-        .iter()
-        .filter_map(|l| match &l.resolved.traffic {
-            Traffic::Trace(t) => t.path.file_name().map(|n| n.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect();
-    let headline_name = view.headline_cells().into_iter().next().map(|(d, _)| d.name.as_str());
-    let headline = facts
-        .iter()
-        .find(|(d, _)| Some(d.name.as_str()) == headline_name)
-        .and_then(|(_, f)| f.load.as_ref())
-        .map(|l| &l.resolved);
     let classes = view
         .workloads
         .iter()
@@ -129,35 +103,7 @@ fn workload_manifest(view: &CampaignView, facts: &[(&StepView, CellFacts)]) -> W
         })
         .collect();
     screen_controls.extend(controls);
-    let natural = |l: &CellLoad| l.resolved.response_words == 0 && l.resolved.stages.is_empty();
-    let selection = Selection {
-        contexts_actual_prompt_token_targets: distinct(&|l| {
-            synthetic(l).then_some(l.resolved.context_tokens)
-        }),
-        concurrency: distinct(&|l| closed(l).then_some(u64::from(l.resolved.concurrency))),
-        request_rates: rates,
-        traces: traces.into_iter().collect(),
-        natural_completion_screen_requests: distinct(&|l| {
-            natural(l).then_some(u64::from(l.resolved.requests) * u64::from(l.resolved.repeat.max(1)))
-        }),
-        headline_requests: headline
-            .filter(|h| h.stages.is_empty())
-            .map(|h| u64::from(h.requests) * u64::from(h.repeat.max(1))),
-        headline_response_words: headline.map(|h| u64::from(h.response_words)),
-        headline_max_tokens: headline.map(|h| u64::from(h.max_tokens)),
-        headline_prompt_cache_mode: headline.map(|h| match h.prompt_cache_mode {
-            PromptCacheMode::Unique => "unique".to_string(),
-            PromptCacheMode::SharedPrefix { .. } => "shared-prefix".to_string(),
-        }),
-        headline_request_canaries: headline.map(|h| h.canaries),
-        random_prefix_seed: view.seed,
-        thinking: headline.map(|h| thinking_label(h.thinking).to_string()),
-        cells_without_recorded_load: facts
-            .iter()
-            .filter(|(_, f)| f.load.is_none())
-            .map(|(d, _)| d.name.clone())
-            .collect(),
-    };
+    let selection = selection(view, facts);
     let words = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let definitions: Map<String, Value> = [
         ("ttft", "request start through first non-empty streamed content delta"),
@@ -213,12 +159,76 @@ fn workload_manifest(view: &CampaignView, facts: &[(&StepView, CellFacts)]) -> W
     }
 }
 
+/// What the campaign's cells covered, as their results recorded it: the
+/// contexts, concurrencies, rates and traces measured, and the headline
+/// cell's workload.
+fn selection(view: &CampaignView, facts: &[(&StepView, CellFacts)]) -> Selection {
+    let loads: Vec<&CellLoad> = facts.iter().filter_map(|(_, f)| f.load.as_ref()).collect();
+    let distinct = |value: &dyn Fn(&CellLoad) -> Option<u64>| -> Vec<u64> {
+        loads.iter().filter_map(|l| value(l)).collect::<BTreeSet<_>>().into_iter().collect()
+    };
+    let synthetic = |l: &CellLoad| matches!(l.resolved.traffic, Traffic::Synthetic);
+    let closed = |l: &CellLoad| l.offered.axis == LoadAxis::Concurrency;
+    let mut rates: Vec<f64> = loads
+        .iter()
+        .filter(|l| !closed(l))
+        .filter_map(|l| l.offered.value.map(|v| (v * 10.0).round() / 10.0))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    let traces: BTreeSet<String> = loads
+        .iter()
+        .filter_map(|l| match &l.resolved.traffic {
+            Traffic::Trace(t) => t.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    let headline_name = view.headline_cells().into_iter().next().map(|(d, _)| d.name.as_str());
+    let headline = facts
+        .iter()
+        .find(|(d, _)| Some(d.name.as_str()) == headline_name)
+        .and_then(|(_, f)| f.load.as_ref())
+        .map(|l| &l.resolved);
+    let natural = |l: &CellLoad| l.resolved.response_words == 0 && l.resolved.stages.is_empty();
+    Selection {
+        contexts_actual_prompt_token_targets: distinct(&|l| {
+            synthetic(l).then_some(l.resolved.context_tokens)
+        }),
+        concurrency: distinct(&|l| closed(l).then_some(u64::from(l.resolved.concurrency))),
+        request_rates: rates,
+        traces: traces.into_iter().collect(),
+        natural_completion_screen_requests: distinct(&|l| {
+            natural(l).then_some(u64::from(l.resolved.requests) * u64::from(l.resolved.repeat.max(1)))
+        }),
+        headline_requests: headline
+            .filter(|h| h.stages.is_empty())
+            .map(|h| u64::from(h.requests) * u64::from(h.repeat.max(1))),
+        headline_response_words: headline.map(|h| u64::from(h.response_words)),
+        headline_max_tokens: headline.map(|h| u64::from(h.max_tokens)),
+        headline_prompt_cache_mode: headline.map(|h| match h.prompt_cache_mode {
+            PromptCacheMode::Unique => "unique".to_string(),
+            PromptCacheMode::SharedPrefix { .. } => "shared-prefix".to_string(),
+        }),
+        headline_request_canaries: headline.map(|h| h.canaries),
+        random_prefix_seed: view.seed,
+        thinking: headline.map(|h| thinking_label(h.thinking).to_string()),
+        cells_without_recorded_load: facts
+            .iter()
+            .filter(|(_, f)| f.load.is_none())
+            .map(|(d, _)| d.name.clone())
+            .collect(),
+    }
+}
+
 /// The decision summary of `plan`'s run from its stored results (what
 /// `anvil verify` rebuilds).
 pub fn decision_summary(plan: &Plan, store: &Store, outcomes: &Outcomes<'_>) -> DecisionSummary {
     let view = plan.campaign_view();
     summary_with(&view, store, outcomes, &cell_facts(&view, store))
 }
+
+/// The headline cells' stored results, by cell name.
+type HeadlineCells<'a> = HashMap<&'a str, CellResult>;
 
 fn summary_with(
     view: &CampaignView,
@@ -228,12 +238,40 @@ fn summary_with(
 ) -> DecisionSummary {
     // The headline cells' results read whole (the summary shows their
     // metrics); of the others, the facts read once.
-    let cell_results: HashMap<&str, CellResult> = view
+    let cells: HeadlineCells<'_> = view
         .headline_cells()
         .into_iter()
         .filter_map(|(c, _)| Some((c.name.as_str(), stored::<CellResult>(view, store, &c.name)?.ok()?)))
         .collect();
-    let cell_of = |name: &str| cell_results.get(name);
+    let simulated: Vec<String> = facts
+        .iter()
+        .filter(|(_, f)| f.simulated)
+        .map(|(c, _)| c.name.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let gates = gates(view, store, outcomes);
+    let verdict: Option<DecisionResult> =
+        view.decision().and_then(|(d, _)| stored::<DecisionResult>(view, store, &d.name)?.ok());
+    let evidence_labels = evidence_labels(view, &gates);
+    DecisionSummary {
+        schema: decision_summary::SCHEMA.into(),
+        campaign_id: view.name.clone(),
+        complete: outcomes.all_succeeded,
+        evidence_cutoff: outcomes.finished_at.clone(),
+        identity: identity(view),
+        measurement: measurement(view, &cells, !simulated.is_empty()),
+        headline_results: headline_results(view, &cells),
+        optimization_results: optimization_results(view, store),
+        gates: gates.rows,
+        limitations: limitations(view, &cells, &simulated),
+        decision: decision(verdict.as_ref(), &evidence_labels),
+    }
+}
+
+/// The servers' identities (`<step>.<key>`, and `<step>.hardware`), then
+/// the decision's own.
+fn identity(view: &CampaignView) -> Map<String, Value> {
     let mut identity = Map::new();
     for (step, server_identity, gpu_label) in view.servers() {
         for (key, value) in server_identity {
@@ -248,19 +286,43 @@ fn summary_with(
             identity.insert(key.clone(), value.clone());
         }
     }
-    let simulated: Vec<String> = facts
-        .iter()
-        .filter(|(_, f)| f.simulated)
-        .map(|(c, _)| c.name.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    identity
+}
 
-    let headline_results: Vec<HeadlineResult> = view
+/// How the campaign measured: fixed words, and the first headline cell's
+/// workload as the load generator ran it.
+fn measurement(view: &CampaignView, cells: &HeadlineCells<'_>, simulated: bool) -> Measurement {
+    let words = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let headline_workload = view
         .headline_cells()
+        .first()
+        .and_then(|(h, _)| cells.get(h.name.as_str()))
+        .map(|r| {
+            r.load.as_ref().map_or_else(
+                || "not recorded (a result stored before anvil recorded its load)".to_string(),
+                CellLoad::workload_words,
+            )
+        })
+        .unwrap_or_default();
+    Measurement {
+        path: "direct online streaming".into(),
+        warm_cold_state: "service warm (warmup requests unmeasured); unique prompt variants per request".into(),
+        headline_workload,
+        statistics: words(&["mean", "p50", "p95", "p99", "aggregate output throughput"]),
+        metrics: words(&["ttft", "effective_prefill", "decode", "tpot", "mean_itl", "e2e", "aggregate_throughput"]),
+        percentile_method: "nearest rank".into(),
+        tpot_itl_semantics: "tpot and mean_itl are per-request aggregates (generation time over completion tokens after the first); anvil additionally stores the raw chunk-arrival gap distribution in every cell artifact".into(),
+        simulated,
+    }
+}
+
+/// Each headline cell with a stored result: its server's profile, its
+/// topology, and its metrics' blocks.
+fn headline_results(view: &CampaignView, cells: &HeadlineCells<'_>) -> Vec<HeadlineResult> {
+    view.headline_cells()
         .iter()
         .filter_map(|&(step, server_name)| {
-            let r = cell_of(&step.name)?;
+            let r = cells.get(step.name.as_str())?;
             let m = |stat: &str, prefix: &str, suffix: &str| {
                 r.metric(&format!("{prefix}_{stat}{suffix}")).clone()
             };
@@ -292,8 +354,11 @@ fn summary_with(
                 evidence: step.fingerprint.to_string(),
             })
         })
-        .collect();
+        .collect()
+}
 
+/// Each screen's values by its metric, then what the screens selected and why.
+fn optimization_results(view: &CampaignView, store: &Store) -> Map<String, Value> {
     let mut optimization = Map::new();
     let mut selected = Vec::new();
     let mut reasons = Vec::new();
@@ -312,8 +377,22 @@ fn summary_with(
     }
     optimization.insert("selected".into(), json!(selected.join("; ")));
     optimization.insert("selection_reason".into(), json!(reasons.join("; ")));
+    optimization
+}
 
-    let mut gates = Vec::new();
+/// The summary's gate rows, and what the evidence labels read of them.
+struct Gates {
+    rows: Vec<GateRow>,
+    /// A gate, a check or the restoration rejected.
+    any_rejected: bool,
+    /// The run had `finally` steps and every one ran.
+    restored: bool,
+}
+
+/// A row per gate and check (its stored verdict, else how its step
+/// ended), then one for the `finally` steps' restoration, if any.
+fn gates(view: &CampaignView, store: &Store, outcomes: &Outcomes<'_>) -> Gates {
+    let mut rows = Vec::new();
     let mut any_rejected = false;
     for step in view.steps.iter().filter(|s| matches!(s.kind, StepKind::Gate | StepKind::Check)) {
         let verdict = match step.kind {
@@ -331,7 +410,7 @@ fn summary_with(
             ),
         };
         any_rejected |= status == "rejected";
-        gates.push(GateRow {
+        rows.push(GateRow {
             name: format!("{} {}", step.kind, step.name),
             status: status.to_string(),
             detail,
@@ -350,7 +429,7 @@ fn summary_with(
             "missing"
         };
         any_rejected |= status == "rejected";
-        gates.push(GateRow {
+        rows.push(GateRow {
             name: "restoration".into(),
             status: status.to_string(),
             detail: restorations
@@ -361,14 +440,20 @@ fn summary_with(
             description: None,
         });
     }
+    let restored = !restorations.is_empty() && restorations.iter().all(|(_, e, _)| *e == "ran");
+    Gates { rows, any_rejected, restored }
+}
 
+/// The decision's own limitations, then what this run's evidence lacks:
+/// simulated cells, p99s over too few samples, GPU telemetry.
+fn limitations(view: &CampaignView, cells: &HeadlineCells<'_>, simulated: &[String]) -> Vec<String> {
     let mut limitations: Vec<String> =
         view.decision().map(|(_, d)| d.limitations.clone()).unwrap_or_default();
     if !simulated.is_empty() {
         limitations.push(format!("Simulated engine: {} measured anvil's simulated engine, not real hardware; numbers come from its performance model and prove the campaign's logic, not a deployment.", simulated.join(", ")));
     }
     for (cell, _) in view.headline_cells() {
-        if let Some(r) = cell_of(&cell.name) {
+        if let Some(r) = cells.get(cell.name.as_str()) {
             let n = r.metric("ttft_samples").as_u64().unwrap_or(0);
             if n < 100 {
                 limitations.push(format!(
@@ -382,79 +467,49 @@ fn summary_with(
     if !has_gpu_telemetry {
         limitations.push("No GPU telemetry (power, clocks, memory, temperature) was sampled: nvidia-smi was not available.".into());
     }
+    limitations
+}
 
-    let verdict: Option<DecisionResult> =
-        view.decision().and_then(|(d, _)| stored::<DecisionResult>(view, store, &d.name)?.ok());
-    // A statement as the rules made it (any JSON value), null when none did.
-    let statement =
-        |key: &str| verdict.as_ref().and_then(|v| v.statements.get(key)).cloned().unwrap_or(Value::Null);
-    let mut evidence_labels = Vec::new();
+/// What kinds of evidence the run holds, by its steps and their gates.
+fn evidence_labels(view: &CampaignView, gates: &Gates) -> Vec<String> {
+    let mut labels = Vec::new();
     if view.has_kind(StepKind::Check) {
-        evidence_labels.push("functional");
+        labels.push("functional");
     }
     if view.has_kind(StepKind::Cell) {
-        evidence_labels.push("capacity");
+        labels.push("capacity");
     }
     if view.has_kind(StepKind::Screen) {
-        evidence_labels.push("matched-performance");
+        labels.push("matched-performance");
     }
-    if any_rejected {
-        evidence_labels.push("correctness-rejection");
+    if gates.any_rejected {
+        labels.push("correctness-rejection");
     }
-    if !restorations.is_empty() && restorations.iter().all(|(_, e, _)| *e == "ran") {
-        evidence_labels.push("exact-restoration");
+    if gates.restored {
+        labels.push("exact-restoration");
     }
-    let words = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let headline_workload = view
-        .headline_cells()
-        .first()
-        .and_then(|(h, _)| cell_of(&h.name))
-        .map(|r| {
-            r.load.as_ref().map_or_else(
-                || "not recorded (a result stored before anvil recorded its load)".to_string(),
-                CellLoad::workload_words,
-            )
-        })
-        .unwrap_or_default();
-    DecisionSummary {
-        schema: decision_summary::SCHEMA.into(),
-        campaign_id: view.name.clone(),
-        complete: outcomes.all_succeeded,
-        evidence_cutoff: outcomes.finished_at.clone(),
-        identity,
-        measurement: Measurement {
-            path: "direct online streaming".into(),
-            warm_cold_state: "service warm (warmup requests unmeasured); unique prompt variants per request".into(),
-            headline_workload,
-            statistics: words(&["mean", "p50", "p95", "p99", "aggregate output throughput"]),
-            metrics: words(&["ttft", "effective_prefill", "decode", "tpot", "mean_itl", "e2e", "aggregate_throughput"]),
-            percentile_method: "nearest rank".into(),
-            tpot_itl_semantics: "tpot and mean_itl are per-request aggregates (generation time over completion tokens after the first); anvil additionally stores the raw chunk-arrival gap distribution in every cell artifact".into(),
-            simulated: !simulated.is_empty(),
-        },
-        headline_results,
-        optimization_results: optimization,
-        gates,
-        limitations,
-        decision: Decision {
-            evidence_labels: words(&evidence_labels),
-            decision_labels: verdict.as_ref().map(|v| v.decision_labels.clone()),
-            decision_label_confidence: verdict
-                .as_ref()
-                .filter(|v| !v.label_confidence.is_empty())
-                .map(|v| results::to_value(&v.label_confidence)),
-            decision_error_control: verdict
-                .as_ref()
-                .and_then(|v| v.error_control.as_ref())
-                .map(results::to_value),
-            promotion_authorized: verdict.as_ref().map(|v| v.promotion_authorized),
-            rules: verdict.as_ref().map(|v| results::to_value(&v.rules)),
-            winner: statement("winner"),
-            single_card_selection: statement("single_card_selection"),
-            alternate_runtime_result: statement("alternate_runtime_result"),
-            promotion_boundary: statement("promotion_boundary"),
-            reason: verdict.as_ref().map(decision_reason),
-        },
+    labels.iter().map(|s| s.to_string()).collect()
+}
+
+/// The decision as its rules made it (`verdict`: its stored result), with
+/// the run's evidence labels.
+fn decision(verdict: Option<&DecisionResult>, evidence_labels: &[String]) -> Decision {
+    // A statement as the rules made it (any JSON value), null when none did.
+    let statement = |key: &str| verdict.and_then(|v| v.statements.get(key)).cloned().unwrap_or(Value::Null);
+    Decision {
+        evidence_labels: evidence_labels.to_vec(),
+        decision_labels: verdict.map(|v| v.decision_labels.clone()),
+        decision_label_confidence: verdict
+            .filter(|v| !v.label_confidence.is_empty())
+            .map(|v| results::to_value(&v.label_confidence)),
+        decision_error_control: verdict.and_then(|v| v.error_control.as_ref()).map(results::to_value),
+        promotion_authorized: verdict.map(|v| v.promotion_authorized),
+        rules: verdict.map(|v| results::to_value(&v.rules)),
+        winner: statement("winner"),
+        single_card_selection: statement("single_card_selection"),
+        alternate_runtime_result: statement("alternate_runtime_result"),
+        promotion_boundary: statement("promotion_boundary"),
+        reason: verdict.map(decision_reason),
     }
 }
 
