@@ -51,6 +51,28 @@ pub(super) fn cells(page: &mut Page, report: &Report) {
 }
 
 fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_max: usize) {
+    cell_facts(page, step, cell, open);
+    super::agents::jobs(page, step, cell);
+    let Some(plots) = CellPlots::read(&cell.artifact_file).filter(|p| p.requests > 0) else {
+        page.push("<p class=\"note\">The artifact holds no per-request timings.</p></details>\n");
+        return;
+    };
+    page.push("<div class=\"grid\">");
+    latency_figures(page, step, &plots);
+    chunk_gap_figure(page, step, &plots);
+    timeline_figure(page, step, &plots, timeline_max);
+    output_rate_figure(page, step, &plots);
+    stages(page, step, cell);
+    page.push("</div>");
+    failures_and_canaries(page, step, cell, &plots);
+    tokens(page, step, cell);
+    telemetry(page, step, cell);
+    page.push("</details>\n");
+}
+
+/// The cell's summary line (it opens its `<details>`), its description,
+/// and the table of its facts.
+fn cell_facts(page: &mut Page, step: &Step, cell: &Cell, open: bool) {
     let r = &cell.result;
     let a = &cell.artifact;
     let _ = writeln!(
@@ -101,14 +123,10 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         ],
     ];
     page.table("kv facts", &["", "", "", ""], &facts);
-    super::agents::jobs(page, step, cell);
-    let Some(plots) = CellPlots::read(&cell.artifact_file).filter(|p| p.requests > 0) else {
-        page.push("<p class=\"note\">The artifact holds no per-request timings.</p></details>\n");
-        return;
-    };
-    page.push("<div class=\"grid\">");
+}
 
-    // TTFT and E2E distributions.
+/// TTFT and E2E as CDFs; TPOT and the decode rate as histograms.
+fn latency_figures(page: &mut Page, step: &Step, plots: &CellPlots) {
     for (label, column) in [("TTFT", col::TTFT), ("E2E", col::E2E)] {
         let values = plots.eligible_sorted(column);
         let (points, thinned) = cdf(&values);
@@ -153,8 +171,10 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
     let svg =
         plot::histogram(&format!("{}: decode tok/s", step.name), "tokens per second", &bins, note.as_deref());
     page.figure(&svg, "Per-request decode rate.", &["from tok/s", "to tok/s", "requests"], &bin_rows(&bins));
+}
 
-    // Chunk gaps, pooled over requests (counted per distinct µs value).
+/// Chunk gaps, pooled over requests (counted per distinct µs value).
+fn chunk_gap_figure(page: &mut Page, step: &Step, plots: &CellPlots) {
     // Read from the counts in place (a list of them would be a second copy).
     let gaps = plots.gaps_us.iter().map(|(&us, &n)| (f64::from(us) / 1000.0, n));
     let (bins, note) = histogram_bins_counted(gaps);
@@ -173,8 +193,11 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         &["from ms", "to ms", "gaps"],
         &bin_rows(&bins),
     );
+}
 
-    // The timeline: every step_by-th request in send order.
+/// The timeline: every `step_by`-th request in send order, so that at most
+/// `timeline_max` are drawn.
+fn timeline_figure(page: &mut Page, step: &Step, plots: &CellPlots, timeline_max: usize) {
     let total = plots.requests;
     let step_by = total.div_ceil(timeline_max).max(1);
     let shown: Vec<Row> = plots.every_in_send_order(step_by);
@@ -213,9 +236,11 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         &["request", "repeat", "send ms", "first output ms", "end ms", "failure"],
         &rows,
     );
+}
 
-    // Output rate over the run (client side).
-    let (series, width) = rate_over_time(&plots);
+/// Output rate over the run (client side).
+fn output_rate_figure(page: &mut Page, step: &Step, plots: &CellPlots) {
+    let (series, width) = rate_over_time(plots);
     let svg = plot::lines(
         &format!("{}: output tokens per second over the run", step.name),
         "s after the run started",
@@ -230,10 +255,11 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         &["window end s", "tok/s"],
         &rows,
     );
-    stages(page, step, cell);
-    page.push("</div>");
+}
 
-    // Failures and canaries.
+/// Failures by class (the artifact's counts, else the records'), and the canaries.
+fn failures_and_canaries(page: &mut Page, step: &Step, cell: &Cell, plots: &CellPlots) {
+    let a = &cell.artifact;
     let mut failures: Vec<Vec<String>> =
         a.failure_counts.iter().map(|(class, n)| vec![code(class), n.to_string()]).collect();
     if failures.is_empty() {
@@ -258,9 +284,6 @@ fn cell_section(page: &mut Page, step: &Step, cell: &Cell, open: bool, timeline_
         );
     }
     page.push("</div></div>");
-    tokens(page, step, cell);
-    telemetry(page, step, cell);
-    page.push("</details>\n");
 }
 
 /// A staged cell: its load over the run (the artifact's per-second series,
