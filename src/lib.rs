@@ -5,6 +5,7 @@
 //! - `environment`, `terminal`, `run_extra`, `history`: the machine, the terminal, the run record's typed part, earlier runs' records;
 //! - `plan`: the DAG, preimages, fingerprints, what a run will execute and why;
 //! - `results`: typed step results, as stored;
+//! - `quality`: kept answers scored, and arms compared on the same prompts;
 //! - `document`: each planned step as a self-contained step document (key + how to run it);
 //! - the executor interface (`executor/interface.rs`): the trait the scheduler drives;
 //! - `run`: the scheduler, one executor per step kind, run records, the local executor;
@@ -29,6 +30,8 @@ pub(crate) mod terminal;
 
 pub mod plan;
 pub mod results;
+
+pub(crate) mod quality;
 
 pub(crate) mod document;
 

@@ -38,6 +38,7 @@ mod import_result;
 mod litter;
 mod loadgen_workers;
 mod module_cycles;
+mod quality;
 mod recipe_properties;
 mod report;
 mod report_agents;

@@ -74,6 +74,8 @@ fn cell_result(artifact: &Value) -> CellResult {
         load: None,
         stopped_early: None,
         over_saturated_at_end: None,
+        answers: None,
+        accuracy: None,
     }
 }
 

@@ -156,9 +156,21 @@ pub fn resolve(name: &str, cell: &CellDecl, served: &Served<'_>, seed: u64) -> C
             share: declared.share,
             after: count(declared.after, anvil_loadgen::DEFAULT_ERROR_BUDGET_AFTER),
         }),
+        keep_answers_bytes: load.keep_answers,
     };
+    scored_defaults(&mut spec);
     spec.stages = load.stages.iter().enumerate().map(|(i, s)| stage(s, i as u32, load, &spec)).collect();
     spec
+}
+
+/// A scored dataset is answered greedily (temperature 0 unless set) and
+/// keeps its answers (its accuracy is computed from them).
+fn scored_defaults(spec: &mut CellSpec) {
+    if matches!(&spec.traffic, Traffic::Dataset(d) if d.format.scored().is_some()) {
+        spec.options.temperature = spec.options.temperature.or(Some(0.0));
+        spec.keep_answers_bytes =
+            spec.keep_answers_bytes.or(Some(decls::load::keep_answers::SCORED_DEFAULT_BYTES));
+    }
 }
 
 fn count(value: Option<u64>, default: u32) -> u32 {

@@ -5,8 +5,10 @@
 //!
 //! Exact by name: a cell's counts (`completed`, `failed`, `requests`, each
 //! distribution's `_samples` and `_batches`, tokens, chunks, canaries,
-//! tasks), its flags and names (`simulated`, `engine`, `schema`) and its
-//! settings (`load.…`); every field of a check, a task, a param, a server.
+//! tasks, a scored dataset's `accuracy.correct` and `.n`), its flags and
+//! names (`simulated`, `engine`, `schema`), its settings (`load.…`) and
+//! what it kept of its answers (`answers.…`); every field of a check, a
+//! task, a param, a server.
 //! Everything else a cell measures is sampled: latencies, rates, shares
 //! (`goodput_rate`, `prefix_cache_hit_avg`, `task_deadline_share`), job
 //! metrics, the summaries across repeats (`repeats.…`), the interval ends
@@ -54,10 +56,15 @@ const EXACT_CELL_FIELDS: &[&str] = &[
     "tasks",
     "tasks_completed",
     "task_deadline_met",
+    // A scored dataset's `accuracy`: its counts (the share is sampled).
+    "correct",
+    "n",
+    "unanswered",
+    "items",
 ];
 
 /// A cell's exact blocks: every field below them is exact.
-const EXACT_CELL_BLOCKS: &[&str] = &["load", "output_token_sources"];
+const EXACT_CELL_BLOCKS: &[&str] = &["load", "output_token_sources", "answers"];
 
 /// Counts of a distribution: `ttft_samples`, `e2e_batches`.
 const EXACT_CELL_SUFFIXES: &[&str] = &["_samples", "_batches"];
@@ -180,12 +187,20 @@ mod tests {
             "metrics.e2e_effective_samples",
             "repeats.throughput_tok_s.mean",
             "aggregate_tok_s",
+            "accuracy.share",
         ] {
             let parts: Vec<String> = path.split('.').map(str::to_string).collect();
             assert_eq!(classify(&reference("a", &parts)), FieldClass::Sampled, "{path}");
         }
-        for path in ["completed", "metrics.ttft_samples", "repeats.ttft_p50_ms.samples", "load.resolved.seed"]
-        {
+        for path in [
+            "completed",
+            "metrics.ttft_samples",
+            "repeats.ttft_p50_ms.samples",
+            "load.resolved.seed",
+            "accuracy.correct",
+            "accuracy.n",
+            "answers.kept",
+        ] {
             let parts: Vec<String> = path.split('.').map(str::to_string).collect();
             assert_eq!(classify(&reference("a", &parts)), FieldClass::Exact, "{path}");
         }

@@ -49,6 +49,12 @@ pub struct CellResult {
     /// end"): its figures are of a load the server never carried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_saturated_at_end: Option<anvil_loadgen::Drain>,
+    /// With `keep-answers` or a scored dataset: the answers kept beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<super::KeptAnswers>,
+    /// Over a scored dataset: the share answered right, with its interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<super::ScoredAccuracy>,
 }
 
 /// A cell's load as the load generator ran it (the artifact's
@@ -230,6 +236,8 @@ mod tests {
             load: None,
             stopped_early: None,
             over_saturated_at_end: None,
+            answers: None,
+            accuracy: None,
         })
     }
 

@@ -22,6 +22,7 @@
 //! | `task`, `finally`    | [`TaskResult`]     |
 //! | `search`             | [`SearchResult`]   |
 
+mod answers;
 mod cell;
 mod check;
 mod decision;
@@ -35,6 +36,7 @@ mod search;
 mod task;
 mod verdict;
 
+pub use answers::{ANSWERS_FILE, AnswerLine, KeptAnswers, ScoredAccuracy};
 pub use cell::{CELL_RESULT_SCHEMA, CellLoad, CellResult};
 pub use check::CheckResult;
 pub use decision::{ClaimError, DecisionResult, ErrorControl, Promotion, RuleResult};

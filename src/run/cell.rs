@@ -164,7 +164,14 @@ pub async fn run_cell(
         in_flight_cap: artifact.in_flight_cap.clone(),
         targets: artifact.targets.iter().map(|t| t.label.clone()).collect(),
     });
-    let result = CellResult { load, ..cell_result(server, &artifact) };
+    let mut result = CellResult { load, ..cell_result(server, &artifact) };
+    let answers = report.answers.as_ref().map(|answers| {
+        crate::quality::answers::for_cell(answers, &spec.traffic, server.simulated).map_err(Failure::new)
+    });
+    let answers = answers.transpose()?.map(|stored| {
+        (result.answers, result.accuracy) = (Some(stored.kept), stored.accuracy);
+        ProducedFile::Bytes { name: crate::results::ANSWERS_FILE.into(), bytes: stored.file }
+    });
     let acceptance =
         artifact.telemetry.as_ref().and_then(|t| t.server_derived.as_ref()?.spec_acceptance_rate);
     let mut line = run_line(&result, server.simulated, acceptance);
@@ -181,6 +188,7 @@ pub async fn run_cell(
         folder: scratch,
         file: "benchmark.json".into(),
     }];
+    files.extend(answers);
     files.extend(server_logs(server));
     let storm = artifact.ending.as_ref().is_some_and(|e| e.reason == anvil_loadgen::EndReason::ErrorStorm);
     let fault = storm.then_some(crate::executor::interface::Fault::ErrorStorm);
@@ -230,6 +238,12 @@ fn run_line(result: &CellResult, simulated: bool, acceptance: Option<f64>) -> St
     if let Some(rate) = acceptance {
         line.push_str(&format!(", draft acceptance {:.1}%", rate * 100.0));
     }
+    if let Some(a) = &result.accuracy {
+        line.push_str(&format!(
+            ", accuracy {}/{} [{:.3}, {:.3}]",
+            a.correct, a.n, a.share_ci95_low, a.share_ci95_high
+        ));
+    }
     // Completed, but the server never kept up: its numbers stand, marked.
     if let Some(drain) = &result.over_saturated_at_end {
         line.push_str(&format!("; over-saturated at the end: {}", drain.describe()));
@@ -262,5 +276,7 @@ fn cell_result(server: &ServerInfo, artifact: &Benchmark) -> CellResult {
         requests: Some(artifact.requests),
         repeats: Value::Object(artifact.repeats.across_repeats.clone()),
         metrics,
+        answers: None,
+        accuracy: None,
     }
 }

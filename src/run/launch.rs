@@ -36,6 +36,7 @@ pub(super) fn sim_launch(
     name: &str,
     port: u16,
     log_path: PathBuf,
+    recipe_dir: &Path,
 ) -> Result<LaunchSpec, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the anvil binary: {e}"))?;
     let mut args = vec!["sim".to_string(), "--port".into(), port.to_string()];
@@ -43,6 +44,9 @@ pub(super) fn sim_launch(
         args.extend(["--set".to_string(), format!("model={model}")]);
     }
     for (key, value) in flatten_sim_block(decl.sim.as_ref()) {
+        // A file the sim reads is named relative to the recipe, as every file is.
+        let value =
+            if key == "answers.dataset" { recipe_dir.join(value).display().to_string() } else { value };
         args.extend(["--set".to_string(), format!("{key}={value}")]);
     }
     Ok(LaunchSpec {

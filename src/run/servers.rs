@@ -286,7 +286,9 @@ impl ServerPool {
                 Engine::Command(command) => {
                     command_launch(command, &name, port, &vars, &self.recipe_dir, log_path.clone())?
                 }
-                Engine::Sim | Engine::External { .. } => sim_launch(decl, &name, port, log_path.clone())?,
+                Engine::Sim | Engine::External { .. } => {
+                    sim_launch(decl, &name, port, log_path.clone(), &self.recipe_dir)?
+                }
             };
             let mut spec = LaunchSpec { registry_dir: self.registry_dir.clone(), ..spec };
             let https = !simulated && decl.serves_https();

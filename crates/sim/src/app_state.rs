@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::answer_book::AnswerBook;
 use crate::engine::EngineHandle;
 use crate::ground_truth::GroundTruthLog;
 use crate::metrics::Metrics;
@@ -25,6 +26,8 @@ pub enum ExitAction {
 
 pub struct AppState {
     pub profile: SimProfile,
+    /// The profile's `answers`, read when the server starts.
+    pub answers: Option<AnswerBook>,
     pub engine: EngineHandle,
     pub metrics: Arc<Metrics>,
     pub ground_truth: GroundTruthLog,
@@ -43,6 +46,7 @@ impl AppState {
     ) -> Self {
         Self {
             profile,
+            answers: None,
             engine,
             metrics,
             ground_truth,
@@ -50,6 +54,10 @@ impl AppState {
             finished_requests: AtomicU64::new(0),
             exit,
         }
+    }
+
+    pub fn with_answers(self, answers: Option<AnswerBook>) -> Self {
+        Self { answers, ..self }
     }
 
     /// The model name `/v1/models` lists.

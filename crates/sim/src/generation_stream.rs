@@ -29,7 +29,7 @@ use crate::wire_format::{EVENT_STREAM, Usage, WireFormat};
 pub async fn respond(state: Arc<AppState>, generation: Generation) -> Response {
     let number = state.next_request_number();
     let faults = FaultDraw::draw(&state.profile.faults, generation.seed);
-    let plan = ReplyPlan::build(&generation, &state.profile, &faults);
+    let plan = ReplyPlan::build(&generation, &state.profile, &faults, state.answers.as_ref());
     let id = request_id(generation.endpoint, generation.seed, number);
     let mut recorder = Recorder::new(state.clone(), &id, &generation, plan.canary.clone(), faults.names());
 

@@ -6,6 +6,7 @@
 //! instructions, injectable faults and server-side ground-truth timings.
 //! Everything it produces is labelled simulated. See `docs/sim.md`.
 
+mod answer_book;
 mod api_error;
 mod app_state;
 mod chat_format;
@@ -42,7 +43,7 @@ use tokio::task::JoinHandle;
 
 pub use error::{ProfileError, SimError};
 pub use ground_truth::{ChunkRecord, GroundTruthRecord, Stamp};
-pub use profile::{FaultProfile, SimProfile};
+pub use profile::{AnswerProfile, FaultProfile, SimProfile};
 pub use tokenizer::count_tokens;
 
 use app_state::{AppState, ExitAction};
@@ -55,7 +56,8 @@ fn start_app(profile: SimProfile, exit: ExitAction) -> Result<(axum::Router, Joi
     let metrics = Arc::new(Metrics::default());
     let (engine, engine_task) = engine::start(&profile, metrics.clone());
     let ground_truth = GroundTruthLog::new(profile.ground_truth, profile.ground_truth_file.as_deref())?;
-    let state = Arc::new(AppState::new(profile, engine, metrics, ground_truth, exit));
+    let answers = answer_book::AnswerBook::load(&profile)?;
+    let state = Arc::new(AppState::new(profile, engine, metrics, ground_truth, exit).with_answers(answers));
     Ok((routes::router(state), engine_task))
 }
 

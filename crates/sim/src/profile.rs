@@ -69,6 +69,29 @@ pub struct SimProfile {
     pub ground_truth_file: Option<String>,
     /// Injected failures.
     pub faults: FaultProfile,
+    /// Answers of known quality (`answer_book.rs`).
+    pub answers: AnswerProfile,
+}
+
+/// What the sim answers to a scored dataset's items, and how often its
+/// replies diverge (see `answer_book.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct AnswerProfile {
+    /// A scored dataset file whose items are answered right or wrong.
+    pub dataset: Option<String>,
+    /// Its layout: `anvil`, `gsm8k` or `mmlu`.
+    pub format: String,
+    /// The share of its items answered right (drawn per item and seed).
+    pub accuracy: f64,
+    /// The share of prompts whose reply changes from its middle word on.
+    pub diverge_rate: f64,
+}
+
+impl Default for AnswerProfile {
+    fn default() -> Self {
+        Self { dataset: None, format: "anvil".into(), accuracy: 1.0, diverge_rate: 0.0 }
+    }
 }
 
 /// Failures the sim injects on demand. Every rate is a probability in [0, 1]
@@ -125,6 +148,7 @@ impl Default for SimProfile {
             ground_truth: true,
             ground_truth_file: None,
             faults: FaultProfile::default(),
+            answers: AnswerProfile::default(),
         }
     }
 }
@@ -186,6 +210,10 @@ const KEYS: &[&str] = &[
     "faults.canary-leak-rate",
     "faults.json-duplicate-after-think-rate",
     "faults.exit-after-requests",
+    "answers.dataset",
+    "answers.format",
+    "answers.accuracy",
+    "answers.diverge-rate",
 ];
 
 impl SimProfile {
@@ -267,6 +295,8 @@ impl SimProfile {
             ("faults.missing-usage-rate", f.missing_usage_rate),
             ("faults.canary-leak-rate", f.canary_leak_rate),
             ("faults.json-duplicate-after-think-rate", f.json_duplicate_after_think_rate),
+            ("answers.accuracy", self.answers.accuracy),
+            ("answers.diverge-rate", self.answers.diverge_rate),
         ];
         for (key, value) in rates {
             if !(0.0..=1.0).contains(&value) {

@@ -7,6 +7,7 @@
 use anvil_words::words;
 use serde_json::Value;
 
+use crate::answer_book::AnswerBook;
 use crate::faults::FaultDraw;
 use crate::instructions::{find_canary, requested_words};
 use crate::profile::SimProfile;
@@ -85,7 +86,12 @@ pub struct ReplyPlan {
 }
 
 impl ReplyPlan {
-    pub fn build(generation: &Generation, profile: &SimProfile, faults: &FaultDraw) -> Self {
+    pub fn build(
+        generation: &Generation,
+        profile: &SimProfile,
+        faults: &FaultDraw,
+        answers: Option<&AnswerBook>,
+    ) -> Self {
         let mut rng = SimRng::for_purpose(generation.seed, "reply");
         let mut segments = Vec::new();
         let canary = find_canary(&generation.instructions);
@@ -109,6 +115,9 @@ impl ReplyPlan {
             let content =
                 if faults.json_duplicate_after_think { format!("{json}</think>{json}") } else { json };
             segments.push(Segment::new(Channel::Content, content));
+        } else if let Some(reply) = answers.and_then(|a| a.reply(&generation.instructions)) {
+            // An item of the profile's scored dataset: its known answer.
+            segments.push(Segment::new(Channel::Content, reply));
         } else {
             let marker = canary.as_ref().map(|c| c.marker());
             let marker_tokens = marker.as_deref().map_or(0, count_tokens);
@@ -133,6 +142,12 @@ impl ReplyPlan {
             segments.push(Segment::new(Channel::Content, content));
         }
 
+        if let Some(answers) = answers {
+            for segment in segments.iter_mut().filter(|s| s.channel == Channel::Content) {
+                let text = answers.diverged(&generation.instructions, std::mem::take(&mut segment.text));
+                *segment = Segment::new(Channel::Content, text);
+            }
+        }
         let mut plan = Self { segments, tool_call, finish_reason, canary: canary.map(|c| c.marker()) };
         if let Some(max_tokens) = generation.max_tokens {
             plan.truncate_to(max_tokens);
@@ -299,7 +314,7 @@ mod tests {
     #[test]
     fn canary_first_and_word_count() {
         let g = generation("Begin your reply with ANVIL_REQ_5_00007. Write about 40 words.");
-        let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default());
+        let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default(), None);
         let content = plan.text_of(Channel::Content).unwrap();
         assert!(content.starts_with("ANVIL_REQ_5_00007 "));
         assert_eq!(content.matches("ANVIL_REQ_").count(), 1);
@@ -311,7 +326,7 @@ mod tests {
     fn streaming_in_any_step_size_rebuilds_the_text() {
         let mut g = generation("hello");
         g.thinking = true;
-        let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default());
+        let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default(), None);
         for step in [1, 3, 7, 1000] {
             let (reasoning, content) = stream_all(&plan, step);
             assert_eq!(reasoning, plan.text_of(Channel::Reasoning).unwrap());
@@ -323,7 +338,7 @@ mod tests {
     fn max_tokens_cuts_with_length() {
         let mut g = generation("Write about 500 words.");
         g.max_tokens = Some(10);
-        let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default());
+        let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default(), None);
         assert_eq!(plan.total_tokens(), 10);
         assert_eq!(plan.finish_reason, FinishReason::Length);
     }
@@ -333,17 +348,19 @@ mod tests {
         let mut g = generation("Write about 3 words.");
         g.max_tokens = Some(300);
         g.ignore_eos = true;
-        let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default());
+        let plan = ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default(), None);
         assert_eq!(plan.total_tokens(), 300);
         g.ignore_eos = false;
-        assert!(ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default()).total_tokens() < 300);
+        assert!(
+            ReplyPlan::build(&g, &SimProfile::default(), &FaultDraw::default(), None).total_tokens() < 300
+        );
     }
 
     #[test]
     fn canary_leak_adds_a_second_marker() {
         let g = generation("Begin your reply with ANVIL_REQ_5_00007.");
         let faults = FaultDraw { canary_leak: true, ..FaultDraw::default() };
-        let plan = ReplyPlan::build(&g, &SimProfile::default(), &faults);
+        let plan = ReplyPlan::build(&g, &SimProfile::default(), &faults, None);
         let content = plan.text_of(Channel::Content).unwrap();
         assert!(content.starts_with("ANVIL_REQ_5_00007"));
         assert!(content.contains("ANVIL_REQ_5_00008"));

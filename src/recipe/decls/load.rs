@@ -12,6 +12,7 @@ use super::super::settings::{Draft, settings};
 mod stage;
 pub use stage::StageDecl;
 mod abort_on_errors;
+pub mod keep_answers;
 mod until;
 pub use abort_on_errors::AbortOnErrorsDecl;
 pub use until::UntilDecl;
@@ -94,6 +95,9 @@ settings! {
         /// Options sent in every request body as written (their settings
         /// are the load generator's [`anvil_loadgen::REQUEST_OPTIONS`]).
         pub options: RequestOptions,
+        /// Keep each measured request's answer, up to this many bytes.
+        key keep_answers = "keep-answers" as Str,
+        pub keep_answers: Option<u64>,
     }
     /// The fields `build` makes by hand.
     struct LoadRest;
@@ -195,8 +199,9 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> LoadDecl {
     };
     let until = until::build(draft, &keys, problems);
     let abort_on_errors = abort_on_errors::build(draft, key::abort_on_errors, problems);
+    let keep_answers = keep_answers::build(draft, key::keep_answers, problems);
     LoadDecl::from_settings(
         s,
-        LoadRest { arrival, slo, stages, traffic, reads, options, until, abort_on_errors },
+        LoadRest { arrival, slo, stages, traffic, reads, options, until, abort_on_errors, keep_answers },
     )
 }

@@ -236,7 +236,13 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> ServerDecl {
         },
         tls,
     };
-    ServerDecl::from_settings(s, rest)
+    let mut server = ServerDecl::from_settings(s, rest);
+    // The sim's scored dataset: what it answers is read from it, so its content counts.
+    let sim_dataset = server.sim.as_ref().and_then(|sim| sim.get("answers")?.get("dataset")?.as_str());
+    if let Some(file) = sim_dataset.map(str::to_string).filter(|f| !server.reads.contains(f)) {
+        server.reads.push(file);
+    }
+    server
 }
 
 /// Why a `scrape` URL names no metrics endpoint anvil can read.
