@@ -232,73 +232,14 @@ fn timeline(page: &mut Page, step: &Step, cell: &Cell, task: &TaskRow, why: &str
             .find(|a| a.call == place)
             .map_or_else(|| place.to_string(), |a| a.call_id.clone())
     };
-    let bars: Vec<CallBar> = drawn
-        .iter()
-        .filter_map(|r| {
-            let a = r.agent.as_ref()?;
-            let due = r.intended_send_ms - start;
-            Some(CallBar {
-                name: a.call_id.clone(),
-                ready: (due - a.delay_ms).max(0.0),
-                due,
-                send: r.actual_send_ms - start,
-                end: r.finished_ms - start,
-                critical: task.critical_path.contains(&a.call),
-                failed: !r.performance_eligible || r.failure.is_some(),
-            })
-        })
-        .collect();
+    let bars = call_bars(drawn, start, task);
     let note =
         (calls.len() > drawn.len()).then(|| format!("the first {} of {} calls", drawn.len(), calls.len()));
     let title = format!("{}: task {} (repeat {})", step.name, task.task_id, task.repeat);
     let svg = plot::task_timeline(&title, &bars, note.as_deref());
-    let rows: Vec<Vec<String>> = drawn
-        .iter()
-        .zip(&bars)
-        .filter_map(|(r, b)| {
-            let a = r.agent.as_ref()?;
-            let parents: Vec<String> = a.parents.iter().map(|&p| id_of(p)).collect();
-            Some(vec![
-                a.call.to_string(),
-                escape(&a.call_id),
-                escape(&parents.join(", ")),
-                num(Some(a.delay_ms)),
-                num(Some(b.ready)),
-                num(Some(b.send)),
-                num(r.time_to_first_output_ms.map(|f| b.send + f)),
-                num(Some(b.end)),
-                num(Some(b.end - b.send)),
-                if b.critical {
-                    format!(
-                        "<td class=\"critical\" data-critical-call=\"{}\">★ critical path</td>",
-                        escape(&a.call_id)
-                    )
-                } else {
-                    String::new()
-                },
-                r.failure.as_ref().map(|f| escape(&f.class)).unwrap_or_default(),
-            ])
-        })
-        .collect();
+    let rows = call_rows(drawn, &bars, &id_of);
     let path: Vec<String> = task.critical_path.iter().map(|&c| id_of(c)).collect();
-    let deadline = match (task.deadline_ms, task.deadline_met) {
-        (Some(d), Some(met)) => {
-            format!(" Deadline {} ms: {}.", num(Some(d)), if met { "met" } else { "missed" })
-        }
-        _ => String::new(),
-    };
-    let caption = format!(
-        "Task {} (repeat {}), {why}. One row per call, first call on top: grey the delay before it (tool or think time after its parents replied), \
-         then a bar from its send to its reply's end. The critical path ({}) is vermillion and starred: along it {} ms on the server, {} ms in delays, {} ms in the client. \
-         Blue calls are off the path; red ones failed. Latency {} ms.{deadline}",
-        task.task_id,
-        task.repeat,
-        path.join(" → "),
-        num(Some(task.server_ms)),
-        num(Some(task.tool_ms)),
-        num(Some(task.client_ms)),
-        num(Some(task.latency_ms)),
-    );
+    let caption = timeline_caption(task, why, &path);
     let _ = write!(
         page.out,
         "<div class=\"grid task-timeline\" data-task=\"{}\" data-repeat=\"{}\" data-critical-path=\"{}\">",
@@ -325,6 +266,81 @@ fn timeline(page: &mut Page, step: &Step, cell: &Cell, task: &TaskRow, why: &str
         &rows,
     );
     page.push("</div>");
+}
+
+/// Each drawn call as a bar on the task's clock (`start`: the task's start, ms).
+fn call_bars(drawn: &[CallRecord], start: f64, task: &TaskRow) -> Vec<CallBar> {
+    drawn
+        .iter()
+        .filter_map(|r| {
+            let a = r.agent.as_ref()?;
+            let due = r.intended_send_ms - start;
+            Some(CallBar {
+                name: a.call_id.clone(),
+                ready: (due - a.delay_ms).max(0.0),
+                due,
+                send: r.actual_send_ms - start,
+                end: r.finished_ms - start,
+                critical: task.critical_path.contains(&a.call),
+                failed: !r.performance_eligible || r.failure.is_some(),
+            })
+        })
+        .collect()
+}
+
+/// The timeline's table: a row per drawn call beside its bar (`id_of`: a
+/// call's id by its place in the task).
+fn call_rows(drawn: &[CallRecord], bars: &[CallBar], id_of: &dyn Fn(u32) -> String) -> Vec<Vec<String>> {
+    drawn
+        .iter()
+        .zip(bars)
+        .filter_map(|(r, b)| {
+            let a = r.agent.as_ref()?;
+            let parents: Vec<String> = a.parents.iter().map(|&p| id_of(p)).collect();
+            Some(vec![
+                a.call.to_string(),
+                escape(&a.call_id),
+                escape(&parents.join(", ")),
+                num(Some(a.delay_ms)),
+                num(Some(b.ready)),
+                num(Some(b.send)),
+                num(r.time_to_first_output_ms.map(|f| b.send + f)),
+                num(Some(b.end)),
+                num(Some(b.end - b.send)),
+                if b.critical {
+                    format!(
+                        "<td class=\"critical\" data-critical-call=\"{}\">★ critical path</td>",
+                        escape(&a.call_id)
+                    )
+                } else {
+                    String::new()
+                },
+                r.failure.as_ref().map(|f| escape(&f.class)).unwrap_or_default(),
+            ])
+        })
+        .collect()
+}
+
+/// What the timeline shows of the task (`why` it was drawn, its critical `path` by call id).
+fn timeline_caption(task: &TaskRow, why: &str, path: &[String]) -> String {
+    let deadline = match (task.deadline_ms, task.deadline_met) {
+        (Some(d), Some(met)) => {
+            format!(" Deadline {} ms: {}.", num(Some(d)), if met { "met" } else { "missed" })
+        }
+        _ => String::new(),
+    };
+    format!(
+        "Task {} (repeat {}), {why}. One row per call, first call on top: grey the delay before it (tool or think time after its parents replied), \
+         then a bar from its send to its reply's end. The critical path ({}) is vermillion and starred: along it {} ms on the server, {} ms in delays, {} ms in the client. \
+         Blue calls are off the path; red ones failed. Latency {} ms.{deadline}",
+        task.task_id,
+        task.repeat,
+        path.join(" → "),
+        num(Some(task.server_ms)),
+        num(Some(task.tool_ms)),
+        num(Some(task.client_ms)),
+        num(Some(task.latency_ms)),
+    )
 }
 
 /// Where an agent cell sits on its load axis: closed loop, its concurrent
@@ -355,12 +371,27 @@ fn agent_load(cell: &Cell, jobs: &Jobs) -> Option<(&'static str, f64)> {
 /// against each load axis, and a table of them all. Nothing when the run
 /// has no agent cell.
 pub(super) fn front(page: &mut Page, report: &Report) {
-    let cells: Vec<(&Step, &Cell, &Jobs)> =
+    let cells: Vec<AgentCell<'_>> =
         report.cells().filter_map(|(s, c)| Some((s, c, c.artifact.jobs.as_ref()?))).collect();
     if cells.is_empty() {
         return;
     }
     page.push("<h3 id=\"jobs-front\">Agent cells as jobs</h3><div class=\"grid\">");
+    let on_front = front_scatter(page, &cells);
+    // Task p90 against each load axis, a series per server joined by load.
+    let loads: Vec<Option<(&'static str, f64)>> = cells.iter().map(|(_, c, j)| agent_load(c, j)).collect();
+    load_axis_figures(page, &cells, &loads);
+    page.push("</div><div class=\"wide\">");
+    front_table(page, &cells, &loads, &on_front);
+    page.push("</div>");
+}
+
+/// An agent cell, its step and its job figures.
+type AgentCell<'a> = (&'a Step, &'a Cell, &'a Jobs);
+
+/// Task p90 against tasks completed per minute, the Pareto front ringed;
+/// the names of the cells on the front.
+fn front_scatter<'a>(page: &mut Page, cells: &[AgentCell<'a>]) -> Vec<&'a str> {
     let points: Vec<(f64, f64, &str)> = cells
         .iter()
         .filter_map(|(s, _, j)| Some((j.metric("tasks_per_min")?, j.metric("task_p90_ms")?, s.name.as_str())))
@@ -388,14 +419,18 @@ pub(super) fn front(page: &mut Page, report: &Report) {
         "<figcaption>Each point is an agent cell. Ringed points are on the Pareto front: no other cell both \
          completes more tasks per minute and has a lower task p90. The table below has the numbers.</figcaption></figure>",
     );
-    // Task p90 against each load axis, a series per server joined by load.
-    let loads: Vec<Option<(&'static str, f64)>> = cells.iter().map(|(_, c, j)| agent_load(c, j)).collect();
+    on_front
+}
+
+/// Task p90 against each load axis (`loads`: each cell's), a series per
+/// server joined in order of load.
+fn load_axis_figures(page: &mut Page, cells: &[AgentCell<'_>], loads: &[Option<(&'static str, f64)>]) {
     let mut axes: Vec<&'static str> = loads.iter().flatten().map(|(a, _)| *a).collect();
     axes.sort_unstable();
     axes.dedup();
     for axis in axes {
         let mut by_server: Vec<(String, Vec<Named>)> = Vec::new();
-        for ((step, cell, jobs), load) in cells.iter().zip(&loads) {
+        for ((step, cell, jobs), load) in cells.iter().zip(loads) {
             let (Some((a, x)), Some(y)) = (load, jobs.metric("task_p90_ms")) else { continue };
             if *a != axis {
                 continue;
@@ -432,10 +467,18 @@ pub(super) fn front(page: &mut Page, report: &Report) {
             escape(axis)
         );
     }
-    page.push("</div><div class=\"wide\">");
+}
+
+/// A row per agent cell: its load, job figures, and whether it is on the front.
+fn front_table(
+    page: &mut Page,
+    cells: &[AgentCell<'_>],
+    loads: &[Option<(&'static str, f64)>],
+    on_front: &[&str],
+) {
     let rows: Vec<Vec<String>> = cells
         .iter()
-        .zip(&loads)
+        .zip(loads)
         .map(|((step, cell, jobs), load)| {
             let key = |k: &str| format!("{}.{k}", step.name);
             vec![
@@ -468,7 +511,6 @@ pub(super) fn front(page: &mut Page, report: &Report) {
         ],
         &rows,
     );
-    page.push("</div>");
 }
 
 /// A point and the cell it stands for.
