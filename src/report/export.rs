@@ -94,6 +94,21 @@ fn csv_field(v: &str) -> String {
 
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
+    run_header(&mut out, report);
+    decisions(&mut out, report);
+    gates(&mut out, report);
+    screens(&mut out, report);
+    cells(&mut out, report);
+    agent_tasks(&mut out, report);
+    limitations(&mut out, report);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+/// The campaign, its description, a warning for simulated servers, and the run's line.
+fn run_header(out: &mut String, report: &Report) {
     let run = &report.run;
     let _ = writeln!(out, "## {}\n", report.campaign);
     if let Some(d) = &report.description {
@@ -116,6 +131,10 @@ pub fn markdown(report: &Report) -> String {
         report.anvil_version(),
         run.recipe_path
     );
+}
+
+/// Each decision's labels and statements.
+fn decisions(out: &mut String, report: &Report) {
     for step in &report.steps {
         if let Body::Decision(d) = &step.body {
             let _ = writeln!(out, "### Decision `{}`\n", step.name);
@@ -134,6 +153,10 @@ pub fn markdown(report: &Report) -> String {
             }
         }
     }
+}
+
+/// The gates and checks: the decision summary's rows, else the steps' own verdicts.
+fn gates(out: &mut String, report: &Report) {
     let gates: Vec<(String, String, String)> = match &report.summary {
         Some(summary) => {
             summary.gates.iter().map(|g| (g.name.clone(), g.status.clone(), g.detail.clone())).collect()
@@ -159,6 +182,10 @@ pub fn markdown(report: &Report) -> String {
         }
         out.push('\n');
     }
+}
+
+/// Each screen's winner and why.
+fn screens(out: &mut String, report: &Report) {
     let screens: Vec<_> = report
         .steps
         .iter()
@@ -180,6 +207,10 @@ pub fn markdown(report: &Report) -> String {
         }
         out.push('\n');
     }
+}
+
+/// A row per cell, the headline ones marked.
+fn cells(out: &mut String, report: &Report) {
     out.push_str("### Cells\n\n| cell | server | offered load | ok/failed | tok/s | TTFT p50 ms | TTFT p99 ms | E2E p50 ms | TPOT mean ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     let headline = report.headline_names();
     for (step, cell) in report.cells() {
@@ -205,7 +236,10 @@ pub fn markdown(report: &Report) -> String {
             num(cell.metric("tpot_mean_ms")),
         );
     }
-    agent_tasks(&mut out, report);
+}
+
+/// The decision summary's limitations, when it has any.
+fn limitations(out: &mut String, report: &Report) {
     if let Some(limitations) = report.summary.as_ref().map(|s| &s.limitations)
         && !limitations.is_empty()
     {
@@ -214,10 +248,6 @@ pub fn markdown(report: &Report) -> String {
             let _ = writeln!(out, "- {}", md(l));
         }
     }
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out
 }
 
 /// Agent cells' job metrics (docs/workloads.md "Job metrics"), when the run has any.
