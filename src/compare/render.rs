@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anvil_evidence::Verdict;
 use anvil_evidence::compare::Spread;
 
-use super::report::{Agreement, Report};
+use super::report::{Agreement, CellReport, Report};
 
 /// The comparison as text: one line per cell, then every metric of the
 /// cells that differ (of all cells with `all`), then screens, gates, labels.
@@ -21,6 +21,27 @@ pub fn render(report: &Report, all: bool) -> String {
     );
     workloads(&mut out, report);
     definitions(&mut out, report);
+    cell_lines(&mut out, report);
+    // A cell against an imported result always shows its metrics: which are judged, which not.
+    for cell in
+        report.cells.iter().filter(|c| all || c.verdict == Verdict::Differs || !c.by_definition.is_empty())
+    {
+        cell_metrics(&mut out, cell);
+    }
+    if !all && report.cells.iter().any(|c| c.verdict != Verdict::Differs) {
+        let _ = writeln!(out, "  (every metric of every cell: --all)");
+    }
+    section(&mut out, "screens (winner)", &report.screens);
+    section(&mut out, "gates (status)", &report.gates);
+    if let Some(labels) = &report.labels {
+        section(&mut out, "decision", std::slice::from_ref(labels));
+    }
+    out
+}
+
+/// One line per cell: its verdict and the headline metrics' deltas; then
+/// the inconclusive cells, with the runs a side that would settle each.
+fn cell_lines(out: &mut String, report: &Report) {
     if !report.cells.is_empty() {
         let _ = writeln!(
             out,
@@ -75,69 +96,61 @@ pub fn render(report: &Report, all: bool) -> String {
     if !unsettled.is_empty() {
         let _ = writeln!(out, "  inconclusive: {}", unsettled.join(", "));
     }
-    // A cell against an imported result always shows its metrics: which are judged, which not.
-    for cell in
-        report.cells.iter().filter(|c| all || c.verdict == Verdict::Differs || !c.by_definition.is_empty())
-    {
-        let _ = writeln!(out, "\ncell {}: {}", cell.name, word(cell.verdict).to_uppercase());
-        if !cell.workload.alike {
-            let _ = writeln!(out, "  not the same workload: {}", cell.workload.differences_words());
-        }
+}
+
+/// Every metric of one cell: both sides, the delta, the interval of B/A and
+/// the verdict, with notes on how the spread was judged and on the
+/// configuration that differs.
+fn cell_metrics(out: &mut String, cell: &CellReport) {
+    let _ = writeln!(out, "\ncell {}: {}", cell.name, word(cell.verdict).to_uppercase());
+    if !cell.workload.alike {
+        let _ = writeln!(out, "  not the same workload: {}", cell.workload.differences_words());
+    }
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>12} {:>12} {:>8}  {:<16} verdict",
+        "metric", "A", "B", "delta", "95% CI of B/A"
+    );
+    for m in &cell.metrics {
+        let ci = match (m.ci_low, m.ci_high) {
+            (Some(lo), Some(hi)) => format!("{lo:.3}…{hi:.3}"),
+            _ => "—".to_string(),
+        };
         let _ = writeln!(
             out,
-            "  {:<24} {:>12} {:>12} {:>8}  {:<16} verdict",
-            "metric", "A", "B", "delta", "95% CI of B/A"
+            "  {:<24} {:>12} {:>12} {:>8}  {:<16} {}",
+            m.metric,
+            number(m.a),
+            number(m.b),
+            m.relative_delta.map_or_else(|| "—".into(), |d| format!("{:+.1}%", d * 100.0)),
+            ci,
+            if cell.by_definition.contains(&m.metric) {
+                format!("not judged: definitions differ (would be {})", word(m.verdict))
+            } else {
+                format!("{}{}", verdict_with_settle(m), spread_mark(m.spread))
+            }
         );
-        for m in &cell.metrics {
-            let ci = match (m.ci_low, m.ci_high) {
-                (Some(lo), Some(hi)) => format!("{lo:.3}…{hi:.3}"),
-                _ => "—".to_string(),
-            };
-            let _ = writeln!(
-                out,
-                "  {:<24} {:>12} {:>12} {:>8}  {:<16} {}",
-                m.metric,
-                number(m.a),
-                number(m.b),
-                m.relative_delta.map_or_else(|| "—".into(), |d| format!("{:+.1}%", d * 100.0)),
-                ci,
-                if cell.by_definition.contains(&m.metric) {
-                    format!("not judged: definitions differ (would be {})", word(m.verdict))
-                } else {
-                    format!("{}{}", verdict_with_settle(m), spread_mark(m.spread))
-                }
-            );
-        }
-        if cell.metrics.iter().any(|m| m.spread == Spread::WithinRun) {
-            let _ = writeln!(
-                out,
-                "  [within run]: from the pooled requests; the interval holds each run's sampling error, not the spread between runs ({}), and no run-to-run spread is stated: not judged",
-                within_run_why(cell)
-            );
-        }
-        if cell.metrics.iter().any(|m| m.spread == Spread::Stated) {
-            let _ = writeln!(
-                out,
-                "  [stated spread]: the within-run interval widened by the run-to-run spread the published side states (its method in --json says which)"
-            );
-        }
-        if !cell.configuration.is_empty() {
-            let shown: Vec<&String> = cell.configuration.iter().take(4).collect();
-            let more = cell.configuration.len().saturating_sub(shown.len());
-            let tail = if more > 0 { format!(" (+{more} more)") } else { String::new() };
-            let joined = shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ");
-            let _ = writeln!(out, "  configuration differs: {joined}{tail}");
-        }
     }
-    if !all && report.cells.iter().any(|c| c.verdict != Verdict::Differs) {
-        let _ = writeln!(out, "  (every metric of every cell: --all)");
+    if cell.metrics.iter().any(|m| m.spread == Spread::WithinRun) {
+        let _ = writeln!(
+            out,
+            "  [within run]: from the pooled requests; the interval holds each run's sampling error, not the spread between runs ({}), and no run-to-run spread is stated: not judged",
+            within_run_why(cell)
+        );
     }
-    section(&mut out, "screens (winner)", &report.screens);
-    section(&mut out, "gates (status)", &report.gates);
-    if let Some(labels) = &report.labels {
-        section(&mut out, "decision", std::slice::from_ref(labels));
+    if cell.metrics.iter().any(|m| m.spread == Spread::Stated) {
+        let _ = writeln!(
+            out,
+            "  [stated spread]: the within-run interval widened by the run-to-run spread the published side states (its method in --json says which)"
+        );
     }
-    out
+    if !cell.configuration.is_empty() {
+        let shown: Vec<&String> = cell.configuration.iter().take(4).collect();
+        let more = cell.configuration.len().saturating_sub(shown.len());
+        let tail = if more > 0 { format!(" (+{more} more)") } else { String::new() };
+        let joined = shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ");
+        let _ = writeln!(out, "  configuration differs: {joined}{tail}");
+    }
 }
 
 /// Before any verdict: whether each pair of cells measured the same thing.
