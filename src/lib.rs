@@ -1,6 +1,7 @@
 //! anvil: LLM-serving benchmark campaigns from declarative KDL recipes.
 //!
 //! Layers, each importing only the ones listed before it:
+//! - `step_kind`: the kinds of step (vocabulary every layer names);
 //! - `recipe`: KDL → typed declarations (with spans for errors);
 //! - `environment`, `terminal`, `run_extra`, `history`: the machine, the terminal, the run record's typed part, earlier runs' records;
 //! - `plan`: the DAG, preimages, fingerprints, what a run will execute and why;
@@ -21,6 +22,7 @@
 //! anvil-proc, anvil-checks, anvil-evidence).
 
 pub mod engines;
+pub mod step_kind;
 pub mod recipe;
 
 pub(crate) mod environment;

@@ -8,7 +8,7 @@ pub enum DocumentError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{} is not a step document: {source}", path.display())]
     Parse { path: PathBuf, source: serde_json::Error },
-    #[error("{} is a `{found}` document; this anvil reads `{}`", path.display(), super::STEP_DOCUMENT_FORMAT)]
+    #[error("{} is a `{found}` document; this anvil reads `{}`", path.display(), super::format::STEP_DOCUMENT_FORMAT)]
     Format { path: PathBuf, found: String },
     #[error(
         "{}: its key hashes to {hashed}, not to the fingerprint {claimed} it claims (edited, or written by another anvil): refused",

@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 
 use anvil_loadgen::Balance;
 
-use super::{CellExec, Exec, STEP_DOCUMENT_FORMAT, ServerExec, StepDocument};
+use super::cell::CellExec;
+use super::format::STEP_DOCUMENT_FORMAT;
+use super::server::ServerExec;
+use super::step_document::{Exec, StepDocument};
 use crate::plan::resolved_cell::{resolve_paths, resolve_step};
 use crate::plan::{EngineMode, Plan};
 use crate::recipe::{Kind, Spec, words};

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::decls::{common, decision, load, server};
-use super::kind::Kind;
+use crate::step_kind::Kind;
 use super::problem::{Problem, Problems, did_you_mean};
 use super::schema::parse_duration;
 use super::settings::Draft;

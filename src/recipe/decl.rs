@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::decls::{SearchDecl, Spec, cell, common};
 use super::expression::Expression;
-use super::kind::Kind;
+use crate::step_kind::Kind;
 use super::problem::{Problem, Problems, SourceText};
 use super::settings::{Draft, Settings};
 

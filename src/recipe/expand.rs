@@ -17,7 +17,7 @@ pub fn apply_extends(decls: Vec<RawDecl>, problems: &mut Problems) -> Vec<RawDec
     if !decls.iter().any(|d| d.field("extends").is_some() || is_abstract(d)) {
         return decls; // nothing to resolve: the declarations themselves, not copies of them
     }
-    let by_name: BTreeMap<(super::kind::Kind, String), usize> =
+    let by_name: BTreeMap<(crate::step_kind::Kind, String), usize> =
         decls.iter().enumerate().map(|(i, d)| ((d.kind, d.name.value.clone()), i)).collect();
     let mut resolved = Vec::new();
     for decl in &decls {
@@ -41,7 +41,7 @@ fn is_abstract(decl: &RawDecl) -> bool {
 fn merged(
     decl: &RawDecl,
     all: &[RawDecl],
-    by_name: &BTreeMap<(super::kind::Kind, String), usize>,
+    by_name: &BTreeMap<(crate::step_kind::Kind, String), usize>,
     chain: &mut Vec<String>,
     problems: &mut Problems,
 ) -> Option<RawDecl> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kdl::{KdlDocument, KdlNode, KdlValue};
 use miette::{NamedSource, SourceSpan};
 
-use super::kind::Kind;
+use crate::step_kind::Kind;
 use super::problem::{Problem, Problems, SourceText, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned};
 

@@ -4,7 +4,7 @@
 use kdl::{KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use super::kind::Kind;
+use crate::step_kind::Kind;
 use super::problem::SourceText;
 
 /// A value and where it was written.

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use kdl::KdlValue;
 use serde_json::Value;
 
-use super::kind::Kind;
+use crate::step_kind::Kind;
 use super::placeholders::result_names;
 use super::problem::{Problem, Problems, did_you_mean};
 use super::raw::{RawDecl, RawField};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::kind::Kind;
+use crate::step_kind::Kind;
 
 /// The shape a field's value must have.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use miette::SourceSpan;
 use serde_json::Value;
 
-use super::kind::Kind;
+use crate::step_kind::Kind;
 use super::problem::{Problem, SourceText};
 
 /// One resolved setting and where it was written.
@@ -346,7 +346,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::{Setting, SettingMap, Settings};
-    use crate::recipe::kind::Kind;
+    use crate::step_kind::Kind;
     use crate::recipe::schema::Shape;
     use crate::recipe::words::Api;
 

@@ -1,7 +1,7 @@
 //! A cell measured inside another step (a search's probe, a gate's extra
 //! repeat) as a node of the run record, shared by `search` and `measure_more`.
 
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 
 /// A cell measured inside another step (a probe, an extra repeat) as a
 /// run-record node: `ran` when this run measured it (its artifact says so),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::context::Context;
 use super::step;
 use crate::executor::interface::{BoxFuture, Executor, ReadyStep, StepOutcome};
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 
 /// One wave's local executor (a wave has its own server pool).
 pub(super) struct Local {

@@ -7,7 +7,7 @@ use super::context::Context;
 use super::outcome::{Failure, Produced};
 use super::{cell, commit};
 use crate::executor::interface::Ending;
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 
 /// Which cell to measure, under which fingerprint and seed.
 pub(super) struct Target<'a> {

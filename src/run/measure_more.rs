@@ -326,7 +326,7 @@ pub(super) async fn measure_extra_of(
 pub(super) fn extra_nodes(summary: &super::summary::RunSummary, store: &Store) -> Vec<anvil_store::RunNode> {
     let mut nodes = Vec::new();
     for step in &summary.steps {
-        if !matches!(step.kind, crate::recipe::Kind::Gate | crate::recipe::Kind::Screen) {
+        if !matches!(step.kind, crate::step_kind::Kind::Gate | crate::step_kind::Kind::Screen) {
             continue;
         }
         let Ok(Some(result)) = store.read_result(&step.fingerprint) else { continue };

@@ -11,7 +11,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::executor::interface::Ending;
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 
 pub struct Progress {
     bar: Option<ProgressBar>,

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::summary::StepReport;
 use crate::environment::Environment;
 use crate::plan::{EngineMode, Plan, PlannedNode, Status};
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 use crate::run_extra::{Invocation, RunExtra};
 
 /// The record of a run that has just started: every step listed as planned,

@@ -13,7 +13,7 @@ use crate::plan::extra_repeats::Artifacts;
 use crate::plan::search::{
     Next, Probe, ProbeError, ProbeOutcome, ProbeSite, Replayed, Stop, highest_pass, stated_error, walk,
 };
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 use crate::recipe::Spec;
 use crate::recipe::decls::search::format_value;
 use crate::recipe::words::SearchVariable;

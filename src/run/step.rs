@@ -17,7 +17,8 @@ use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
 use crate::plan::extra_repeats::budget_of;
 use crate::recipe::Spec;
 use crate::recipe::decls::FinallyDecl;
-use crate::recipe::{Decl, Kind};
+use crate::step_kind::Kind;
+use crate::recipe::Decl;
 use crate::results::{StoredVerdict, Verdict};
 
 /// Run a ready step in this process, and release its server.

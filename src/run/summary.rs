@@ -6,7 +6,7 @@ use anvil_store::Fingerprint;
 
 use crate::executor::interface::{Ending, StepOutcome};
 use crate::plan::Plan;
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 
 /// How one step ended in this run: the step, and the executor's outcome
 /// (the one outcome type; the run record stores it as an

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::document::{StepDocument, document_of};
 use crate::plan::Plan;
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 
 /// The documents of `members` (one server's steps), written now; None when
 /// the job cannot run from documents alone: a member is not a cell (checks,

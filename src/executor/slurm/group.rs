@@ -9,7 +9,8 @@
 use std::collections::BTreeSet;
 
 use crate::plan::{Plan, reads_results};
-use crate::recipe::{Kind, Spec};
+use crate::step_kind::Kind;
+use crate::recipe::Spec;
 
 /// Kinds that run inside a Slurm job.
 pub fn runs_in_a_job(kind: Kind) -> bool {

@@ -19,7 +19,7 @@ use super::settings::SlurmSettings;
 use super::state::JobState;
 use crate::executor::interface::{BoxFuture, Ending, Executor, ReadyStep, RunSpec, StartError, StepOutcome};
 use crate::plan::{EngineMode, Plan, Status};
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 use crate::results::{StoredVerdict, Verdict};
 
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ use anvil_store::Store;
 use super::jobs::{self, JobProgress, StepProgress};
 use crate::plan::Plan;
 use crate::plan::Status;
-use crate::recipe::Kind;
+use crate::step_kind::Kind;
 use crate::run::{Ending, RunOptions, execute};
 
 pub struct WorkerArgs {

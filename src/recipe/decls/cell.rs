@@ -1,6 +1,6 @@
 //! `cell`: one server × one workload, measured under the capacity-v4 protocol.
 
-use super::super::kind::Kind;
+use crate::step_kind::Kind;
 use super::super::problem::Problems;
 use super::super::settings::{Draft, settings};
 use super::load::{self, LoadDecl};

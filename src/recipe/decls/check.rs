@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::super::kind::Kind;
+use crate::step_kind::Kind;
 use super::super::settings::{Draft, settings};
 use super::super::words::{CheckType, ThinkingMode};
 

@@ -28,7 +28,7 @@ pub use server::{CommandEngine, DEFAULT_MODEL, Engine, ReadyDecl, ServerDecl, Wa
 pub use task::TaskDecl;
 
 use super::expression::Expression;
-use super::kind::Kind;
+use crate::step_kind::Kind;
 use super::problem::Problems;
 use super::schema::{FieldSpec, Shape};
 use super::settings::Draft;

@@ -9,7 +9,7 @@ use anvil_loadgen::option_setting;
 use serde_json::Value;
 
 use super::super::expression::Expression;
-use super::super::kind::Kind;
+use crate::step_kind::Kind;
 use super::super::problem::Problems;
 use super::super::settings::{self, Draft, Setting, SettingMap, Settings, settings};
 use super::super::words::{SearchMethod, SearchVariable};

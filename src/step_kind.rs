@@ -1,4 +1,6 @@
-//! The kinds of declaration a recipe may hold.
+//! The kinds of step a campaign holds (and of declaration a recipe may
+//! hold): vocabulary shared by the recipe, the plan, step documents and the
+//! executors, so none of them needs another's types to name a kind.
 
 use anvil_words::words;
 

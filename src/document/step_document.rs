@@ -1,0 +1,100 @@
+//! The step document itself: its key, its fingerprint, how it is run, and
+//! reading one back with its key checked against its fingerprint.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anvil_store::Fingerprint;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::cell::CellExec;
+use super::error::DocumentError;
+use super::format::STEP_DOCUMENT_FORMAT;
+use super::server::ServerExec;
+
+/// One step, planned: what it is, what identifies it, and how to run it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepDocument {
+    pub format: String,
+    pub name: String,
+    /// The step's kind (`cell`, `server`, `gate`, …).
+    pub kind: String,
+    /// blake3 (derive-key, `FINGERPRINT_CONTEXT`) of `key`'s canonical bytes.
+    pub fingerprint: String,
+    /// The step's preimage: everything its result depends on, hashed.
+    pub key: Value,
+    /// How to run it, not hashed: what follows from the key and the
+    /// planning machine (resolved defaults, absolute paths).
+    pub exec: Exec,
+}
+
+/// How each kind of step is run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "runs", rename_all = "snake_case")]
+pub enum Exec {
+    Server(Box<ServerExec>),
+    Cell(Box<CellExec>),
+    /// A step an executor cannot yet run from its document alone (gates,
+    /// screens, decisions, checks, searches, tasks): its declaration as
+    /// written, and the fingerprints of the steps it reads, so a reader
+    /// sees what it is and what it depends on.
+    Declared {
+        declaration: String,
+        reads: BTreeMap<String, String>,
+    },
+}
+
+impl StepDocument {
+    /// The fingerprint this document's key hashes to.
+    pub fn key_fingerprint(&self) -> Fingerprint {
+        crate::plan::fingerprint_of(&self.key)
+    }
+
+    /// Read and check a document: its format is this anvil's and its key
+    /// hashes to the fingerprint it claims.
+    pub fn read(path: &Path) -> Result<StepDocument, DocumentError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| DocumentError::Io { path: path.to_path_buf(), source })?;
+        let document: StepDocument = serde_json::from_str(&text)
+            .map_err(|source| DocumentError::Parse { path: path.to_path_buf(), source })?;
+        if document.format != STEP_DOCUMENT_FORMAT {
+            return Err(DocumentError::Format { path: path.to_path_buf(), found: document.format });
+        }
+        let hashed = document.key_fingerprint().to_string();
+        if hashed != document.fingerprint {
+            return Err(DocumentError::KeyMismatch {
+                path: path.to_path_buf(),
+                claimed: document.fingerprint,
+                hashed,
+            });
+        }
+        Ok(document)
+    }
+
+    /// Check that each file the key names still has the content it had
+    /// when planned (paths as written, from `workdir`): a document names
+    /// a configuration, and a changed trace is another one.
+    pub fn check_inputs(&self, path: &Path, workdir: &Path) -> Result<(), DocumentError> {
+        let files = self.key.get("files").and_then(Value::as_object);
+        for (written, planned) in files.into_iter().flatten() {
+            // `tokenizer PATH` names the tokenizer's file by its role.
+            let file = written.strip_prefix("tokenizer ").unwrap_or(written);
+            let now = crate::plan::file_digest(&workdir.join(file));
+            if &now != planned {
+                return Err(DocumentError::InputChanged {
+                    path: path.to_path_buf(),
+                    file: written.clone(),
+                    planned: planned.as_str().unwrap_or_default().to_string(),
+                    now: now.as_str().unwrap_or_default().to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The file name a document is written under in an emitted folder.
+    pub fn file_name(fingerprint: &str) -> String {
+        format!("{fingerprint}.json")
+    }
+}
