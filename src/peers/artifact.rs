@@ -80,19 +80,70 @@ pub fn build(imported: &Imported, fingerprint: &str, cell: &str) -> Value {
     let eligible: Vec<&Map<String, Value>> =
         records.iter().filter(|r| r.get("performance_eligible") == Some(&Value::Bool(true))).collect();
     let attempted = records.len();
+    let wall_ms = wall_clock_ms(&records);
+    let metrics = metrics(&records, &eligible, wall_ms);
+    let (failure_counts, failures) = failures(&records);
+    let all_eligible = !eligible.is_empty() && eligible.len() == attempted;
 
-    // anvil's wall clock: the first send to the last end, over the records that have both.
+    let mut doc = Map::new();
+    doc.insert("schema".into(), json!(anvil_loadgen::SCHEMA));
+    doc.insert("measurement_protocol".into(), json!(format!("imported from {}", imported.tool.as_str())));
+    doc.insert("configuration_fingerprint".into(), json!(fingerprint));
+    doc.insert("cell".into(), json!(cell));
+    doc.insert("imported_from".into(), imported_from(imported));
+    doc.extend(imported.workload.clone());
+    doc.insert("requests".into(), json!(attempted));
+    doc.insert("requests_per_repeat".into(), json!(attempted));
+    doc.insert("repeat".into(), json!(1));
+    doc.insert("completed".into(), json!(eligible.len()));
+    doc.insert("failed".into(), json!(attempted - eligible.len()));
+    doc.insert("performance_eligible".into(), json!(all_eligible));
+    if let Some(wall) = wall_ms {
+        doc.insert("wall_clock_ms".into(), json!(wall));
+    }
+    if let Some((first, last)) = run_span_unix_ns(&records) {
+        doc.insert("started_at".into(), json!(iso_seconds(first)));
+        doc.insert("started_at_unix_ns".into(), json!(first));
+        doc.insert("finished_at".into(), json!(iso_seconds(last)));
+        doc.insert("finished_at_unix_ns".into(), json!(last));
+    }
+    doc.insert("failure_counts".into(), json!(failure_counts));
+    doc.insert("failures".into(), Value::Array(failures));
+    doc.insert("metrics".into(), Value::Object(metrics));
+    doc.insert("metric_population".into(), population(&records, &eligible));
+    doc.insert(
+        "timing_methodology".into(),
+        json!(format!(
+            "imported from {}: each request's moments as that tool stamped them (its definitions: docs/peers.md); every figure derived from them with anvil's definitions (docs/metrics.md)",
+            imported.tool.title()
+        )),
+    );
+    doc.insert("request_timings".into(), Value::Array(records.into_iter().map(Value::Object).collect()));
+    Value::Object(doc)
+}
+
+/// anvil's wall clock: the first send to the last end, over the records that have both.
+fn wall_clock_ms(records: &[Map<String, Value>]) -> Option<f64> {
     let spans: Vec<(f64, f64)> =
         records.iter().filter_map(|r| Some((num(r, "actual_send_ms")?, num(r, "finished_ms")?))).collect();
-    let wall_ms = match spans.is_empty() {
+    match spans.is_empty() {
         true => None,
         false => {
             let first = spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
             let last = spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
             Some((last - first).max(0.0))
         }
-    };
+    }
+}
 
+/// The cell's `metrics`, from the eligible records with anvil's own code:
+/// the distributions, pooled chunk gaps, token sums and sources, and the
+/// throughput over `wall_ms`.
+fn metrics(
+    records: &[Map<String, Value>],
+    eligible: &[&Map<String, Value>],
+    wall_ms: Option<f64>,
+) -> Map<String, Value> {
     let mut metrics = Map::new();
     for &(name, style, key) in DISTRIBUTIONS {
         if !records.iter().any(|r| r.contains_key(key)) {
@@ -104,7 +155,7 @@ pub fn build(imported: &Imported, fingerprint: &str, cell: &str) -> Value {
     if records.iter().any(|r| r.contains_key("chunk_gaps_us")) {
         // Pooled gaps, as the load generator writes them: counts of whole µs.
         let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-        for r in &eligible {
+        for r in eligible {
             for gap in r.get("chunk_gaps_us").and_then(Value::as_array).into_iter().flatten() {
                 if let Some(us) = gap.as_u64() {
                     *counts.entry(us).or_default() += 1;
@@ -131,7 +182,7 @@ pub fn build(imported: &Imported, fingerprint: &str, cell: &str) -> Value {
         metrics.insert("content_chunks".into(), json!(sum("content_chunks")));
     }
     let mut sources: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in &eligible {
+    for r in eligible {
         if let Some(source) = r.get("output_token_source").and_then(Value::as_str) {
             *sources.entry(source).or_default() += 1;
         }
@@ -139,13 +190,17 @@ pub fn build(imported: &Imported, fingerprint: &str, cell: &str) -> Value {
     if !sources.is_empty() {
         metrics.insert("output_token_sources".into(), json!(sources));
     }
-    let all_eligible = !eligible.is_empty() && eligible.len() == attempted;
+    let all_eligible = !eligible.is_empty() && eligible.len() == records.len();
     metrics.insert("throughput_performance_eligible".into(), json!(all_eligible));
     if let Some(wall) = wall_ms.filter(|w| *w > 0.0) {
         metrics.insert("throughput_tok_s".into(), json!(output_tokens as f64 / (wall / 1000.0)));
         metrics.insert("request_throughput_req_s".into(), json!(eligible.len() as f64 / (wall / 1000.0)));
     }
+    metrics
+}
 
+/// Failed records by class, and the artifact's `failures` (one per failed record).
+fn failures(records: &[Map<String, Value>]) -> (BTreeMap<String, u64>, Vec<Value>) {
     let mut failure_counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut failures = Vec::new();
     for r in records.iter().filter(|r| r.get("failure").is_some_and(|f| !f.is_null())) {
@@ -161,49 +216,20 @@ pub fn build(imported: &Imported, fingerprint: &str, cell: &str) -> Value {
             "http_status": null,
         }));
     }
+    (failure_counts, failures)
+}
 
-    let mut doc = Map::new();
-    doc.insert("schema".into(), json!(anvil_loadgen::SCHEMA));
-    doc.insert("measurement_protocol".into(), json!(format!("imported from {}", imported.tool.as_str())));
-    doc.insert("configuration_fingerprint".into(), json!(fingerprint));
-    doc.insert("cell".into(), json!(cell));
-    doc.insert("imported_from".into(), imported_from(imported));
-    doc.extend(imported.workload.clone());
-    doc.insert("requests".into(), json!(attempted));
-    doc.insert("requests_per_repeat".into(), json!(attempted));
-    doc.insert("repeat".into(), json!(1));
-    doc.insert("completed".into(), json!(eligible.len()));
-    doc.insert("failed".into(), json!(attempted - eligible.len()));
-    doc.insert("performance_eligible".into(), json!(all_eligible));
-    if let Some(wall) = wall_ms {
-        doc.insert("wall_clock_ms".into(), json!(wall));
-    }
+/// The first request's start and the last one's end, ns since the Unix
+/// epoch, over the records that have a start (and, for the end, an e2e).
+fn run_span_unix_ns(records: &[Map<String, Value>]) -> Option<(u64, u64)> {
     let starts: Vec<(u64, Option<f64>)> = records
         .iter()
         .filter_map(|r| Some((r.get("request_start_unix_ns")?.as_u64()?, num(r, "e2e_ms"))))
         .collect();
-    if let (Some(first), Some(last)) = (
-        starts.iter().map(|s| s.0).min(),
-        starts.iter().filter_map(|(s, e)| Some(*s + (e.as_ref()? * 1e6) as u64)).max(),
-    ) {
-        doc.insert("started_at".into(), json!(iso_seconds(first)));
-        doc.insert("started_at_unix_ns".into(), json!(first));
-        doc.insert("finished_at".into(), json!(iso_seconds(last)));
-        doc.insert("finished_at_unix_ns".into(), json!(last));
-    }
-    doc.insert("failure_counts".into(), json!(failure_counts));
-    doc.insert("failures".into(), Value::Array(failures));
-    doc.insert("metrics".into(), Value::Object(metrics));
-    doc.insert("metric_population".into(), population(&records, &eligible));
-    doc.insert(
-        "timing_methodology".into(),
-        json!(format!(
-            "imported from {}: each request's moments as that tool stamped them (its definitions: docs/peers.md); every figure derived from them with anvil's definitions (docs/metrics.md)",
-            imported.tool.title()
-        )),
-    );
-    doc.insert("request_timings".into(), Value::Array(records.into_iter().map(Value::Object).collect()));
-    Value::Object(doc)
+    Some((
+        starts.iter().map(|s| s.0).min()?,
+        starts.iter().filter_map(|(s, e)| Some(*s + (e.as_ref()? * 1e6) as u64)).max()?,
+    ))
 }
 
 fn imported_from(imported: &Imported) -> Value {
