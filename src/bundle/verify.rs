@@ -17,11 +17,11 @@
 
 use std::path::Path;
 
-use anvil_store::{NodeStatus, RunStatus, Store};
+use anvil_store::{Fingerprint, NodeStatus, RunRecord, RunStatus, Store};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::import::{ImportError, add_entries, extract_recipe, unpack};
+use super::import::{ImportError, Imported, add_entries, extract_recipe, unpack};
 use crate::plan::changes::diff_values;
 use crate::plan::{EngineMode, Plan, canonical_bytes, reads_results};
 use crate::recipe::Kind;
@@ -77,60 +77,8 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
 
     // 2. Artifacts, re-derived from their own raw records.
     for (fp, names) in &imported.entries {
-        if !names.iter().any(|n| n == "benchmark.json") {
-            continue;
-        }
-        let member = format!("entries/{fp}/benchmark.json");
-        // Streamed from the file (never held whole); a member that is not
-        // an artifact is reported.
-        let derived = match anvil_evidence::rederive_file(&unpacked.join(&member)) {
-            Ok(derived) => derived,
-            Err(err) => {
-                report.findings.push(finding(
-                    &member,
-                    "",
-                    "an anvil-serving.benchmark/v1 artifact",
-                    &err.to_string(),
-                ));
-                continue;
-            }
-        };
-        report.artifacts += 1;
-        report.fields_checked += derived.fields_checked() as usize;
-        for unchecked in derived.unchecked {
-            if report.unchecked.len() < 20 {
-                report.unchecked.push(format!("{member}: {}: {}", unchecked.path, unchecked.reason));
-            }
-        }
-        for mismatch in derived.mismatches {
-            report.findings.push(Finding {
-                at: member.clone(),
-                path: mismatch.path,
-                claimed: mismatch.stored,
-                derived: mismatch.derived,
-            });
-        }
-        // The cell's stored result repeats the artifact's metrics: they must agree.
-        let result = std::fs::read(unpacked.join(format!("entries/{fp}/result.json"))).ok();
-        let result =
-            result.and_then(|bytes| serde_json::from_slice::<crate::results::CellResult>(&bytes).ok());
-        // Only the metrics of the artifact, from its head (the records are not read).
-        let artifact_metrics = anvil_evidence::artifact_file::head(&unpacked.join(&member))
-            .ok()
-            .and_then(|mut head| match head.remove("metrics") {
-                Some(Value::Object(m)) => Some(m),
-                _ => None,
-            })
-            .unwrap_or_default();
-        if let Some(result) = result {
-            for change in diff_values(&result.metrics, &Value::Object(artifact_metrics)) {
-                report.findings.push(Finding {
-                    at: format!("entries/{fp}/result.json"),
-                    path: format!("metrics.{}", change.path),
-                    claimed: change.a,
-                    derived: change.b,
-                });
-            }
+        if names.iter().any(|n| n == "benchmark.json") {
+            rederive_artifact(&mut report, &unpacked, fp);
         }
     }
 
@@ -138,33 +86,114 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
     let store_dir = scratch.path().join("store");
     let store = Store::open(&store_dir)?;
     add_entries(&imported, &store)?;
-    let recipe_path = extract_recipe(&imported, &scratch.path().join("recipe"))?;
+    let Some(mut plan) = plan_again(&mut report, &imported, &store, &scratch.path().join("recipe"))? else {
+        return Ok(report);
+    };
+    let run = &imported.run;
+    replan_steps(&mut report, &mut plan, run, &store);
+    run_to_run_again(&mut report, &imported.verified.manifest, &store, run, &plan.recipe);
+    // The decision summary, rebuilt from the same results and endings.
+    rebuild_summary(&mut report, &plan, run, &store, &unpacked.join("outputs/decision-summary.json"));
+    Ok(report)
+}
+
+/// The artifact of entry `fp` re-derived from its own records, and the
+/// cell's stored result held to the artifact's metrics.
+fn rederive_artifact(report: &mut Verification, unpacked: &Path, fp: &Fingerprint) {
+    let member = format!("entries/{fp}/benchmark.json");
+    // Streamed from the file (never held whole); a member that is not
+    // an artifact is reported.
+    let derived = match anvil_evidence::rederive_file(&unpacked.join(&member)) {
+        Ok(derived) => derived,
+        Err(err) => {
+            report.findings.push(finding(
+                &member,
+                "",
+                "an anvil-serving.benchmark/v1 artifact",
+                &err.to_string(),
+            ));
+            return;
+        }
+    };
+    report.artifacts += 1;
+    report.fields_checked += derived.fields_checked() as usize;
+    for unchecked in derived.unchecked {
+        if report.unchecked.len() < 20 {
+            report.unchecked.push(format!("{member}: {}: {}", unchecked.path, unchecked.reason));
+        }
+    }
+    for mismatch in derived.mismatches {
+        report.findings.push(Finding {
+            at: member.clone(),
+            path: mismatch.path,
+            claimed: mismatch.stored,
+            derived: mismatch.derived,
+        });
+    }
+    // The cell's stored result repeats the artifact's metrics: they must agree.
+    let result = std::fs::read(unpacked.join(format!("entries/{fp}/result.json"))).ok();
+    let result = result.and_then(|bytes| serde_json::from_slice::<crate::results::CellResult>(&bytes).ok());
+    // Only the metrics of the artifact, from its head (the records are not read).
+    let artifact_metrics = anvil_evidence::artifact_file::head(&unpacked.join(&member))
+        .ok()
+        .and_then(|mut head| match head.remove("metrics") {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        })
+        .unwrap_or_default();
+    if let Some(result) = result {
+        for change in diff_values(&result.metrics, &Value::Object(artifact_metrics)) {
+            report.findings.push(Finding {
+                at: format!("entries/{fp}/result.json"),
+                path: format!("metrics.{}", change.path),
+                claimed: change.a,
+                derived: change.b,
+            });
+        }
+    }
+}
+
+/// The bundle's recipe, loaded with the run's `--set` values (extracted to
+/// `into`) and planned on `store`; `None`, with a finding, when it does not
+/// load or plan.
+fn plan_again(
+    report: &mut Verification,
+    imported: &Imported,
+    store: &Store,
+    into: &Path,
+) -> Result<Option<Plan>, ImportError> {
+    let recipe_path = extract_recipe(imported, into)?;
     let invocation = &imported.verified.manifest.invocation;
     let recipe = match crate::recipe::load(&recipe_path, &invocation.set) {
         Ok(recipe) => recipe,
         Err(err) => {
             report.findings.push(finding("recipe", "", "loads", &format!("{err}")));
-            return Ok(report);
+            return Ok(None);
         }
     };
     let mode = if invocation.sim { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
-    let mut plan = match Plan::build(recipe, Some(&store), mode) {
-        Ok(plan) => plan,
+    match Plan::build(recipe, Some(store), mode) {
+        Ok(plan) => Ok(Some(plan)),
         Err(err) => {
             report.findings.push(finding("recipe", "", "plans", &format!("{err}")));
-            return Ok(report);
+            Ok(None)
         }
-    };
-    let run = &imported.run;
+    }
+}
+
+/// Every step the run recorded as stored, planned again to its recorded
+/// fingerprint; each verdict among them evaluated again from its inputs'
+/// stored results and held to the stored one.
+fn replan_steps(report: &mut Verification, plan: &mut Plan, run: &RunRecord, store: &Store) {
     for position in 0..plan.order.len() {
         let i = plan.order[position];
         let node = &plan.nodes[i];
         let Some(recorded) = run.nodes.iter().find(|n| n.name == node.name) else {
-            report.findings.push(finding(&qualified(&plan, i), "", "in the run record", "absent"));
+            report.findings.push(finding(&qualified(plan, i), "", "in the run record", "absent"));
             continue;
         };
         if reads_results(node.kind) {
-            plan.settle(i, &store);
+            plan.settle(i, store);
         }
         let node = &plan.nodes[i];
         // A launched server's fingerprint hashes this machine's engine binary:
@@ -175,14 +204,14 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
         report.steps_replanned += 1;
         if node.fingerprint != recorded.fingerprint {
             report.findings.push(Finding {
-                at: qualified(&plan, i),
+                at: qualified(plan, i),
                 path: "fingerprint".into(),
                 claimed: Value::String(recorded.fingerprint.to_string()),
                 derived: Value::String(node.fingerprint.to_string()),
             });
             continue;
         }
-        let Some(again) = crate::run::reevaluate(&plan, i, &store) else { continue };
+        let Some(again) = crate::run::reevaluate(plan, i, store) else { continue };
         report.verdicts_reevaluated += 1;
         let stored = store.read(&node.fingerprint).ok().flatten().map(|e| e.result).unwrap_or(Value::Null);
         match again {
@@ -190,23 +219,30 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
             Ok(result) => {
                 for change in diff_values(&stored, &result) {
                     report.findings.push(Finding {
-                        at: qualified(&plan, i),
+                        at: qualified(plan, i),
                         path: change.path,
                         claimed: change.a,
                         derived: change.b,
                     });
                 }
             }
-            Err(why) => report.findings.push(finding(&qualified(&plan, i), "", "evaluates", &why)),
+            Err(why) => report.findings.push(finding(&qualified(plan, i), "", "evaluates", &why)),
         }
     }
+}
 
-    run_to_run_again(&mut report, &imported.verified.manifest, &store, run, &plan.recipe);
-
-    // The decision summary, rebuilt from the same results and endings.
-    let summary_member = unpacked.join("outputs/decision-summary.json");
+/// The decision summary (`summary_member`, when the bundle has one and the
+/// recipe a decision) rebuilt from the stored results and the run's
+/// endings, held to the bundle's field by field.
+fn rebuild_summary(
+    report: &mut Verification,
+    plan: &Plan,
+    run: &RunRecord,
+    store: &Store,
+    summary_member: &Path,
+) {
     if summary_member.is_file() && plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision) {
-        let claimed: Value = read_json(&summary_member);
+        let claimed: Value = read_json(summary_member);
         let endings: Vec<(usize, &'static str, String)> = plan
             .nodes
             .iter()
@@ -223,7 +259,7 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
             finished_at: run.finished_at.clone().unwrap_or_default(),
             all_succeeded: run.status == RunStatus::Succeeded,
         };
-        let rebuilt = crate::report::campaign::decision_summary(&plan, &store, &outcomes);
+        let rebuilt = crate::report::campaign::decision_summary(plan, store, &outcomes);
         // Compared field by field, as JSON: a finding names the path that differs.
         let rebuilt = serde_json::to_value(&rebuilt).unwrap_or_default();
         report.summary_rebuilt = true;
@@ -236,7 +272,6 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
             });
         }
     }
-    Ok(report)
 }
 
 /// The manifest's run-to-run spreads, stated again from the bundle's
