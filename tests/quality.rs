@@ -113,3 +113,149 @@ fn answers_are_kept_within_their_budget() {
     let without = scratch.write("q.kdl", &format!("campaign \"q\" {{ seed 11; }}\n{}", cell("")));
     assert_ne!(scratch.plan(&without, &[]).fingerprint("c"), with, "keeping answers changes what is stored");
 }
+
+/// The requirement a gate stored for its one comparison.
+fn compared(scratch: &Scratch, recipe: &std::path::Path, gate: &str) -> (String, Value) {
+    let result = scratch.stored_json(recipe, gate, "result.json");
+    let requirement = &result["requirements"][0];
+    (requirement["status"].as_str().unwrap().to_string(), requirement["compared"].clone())
+}
+
+/// Arms on the same 200 items, paired by item (McNemar): two arms that
+/// answer at the same accuracy (0.6, independent draws: seeds 1 and 2)
+/// show no difference, which a false "differs" would contradict at most
+/// 5% of the time; 0.5 against 0.9 differs, so the weaker arm as the
+/// candidate is rejected and the stronger one passes within its margin.
+#[test]
+fn arms_on_the_same_items_differ_only_when_their_accuracies_do() {
+    let recipe = [
+        sim_server("s-ctl", 0.6, 1, 0.0),
+        sim_server("s-equal", 0.6, 2, 0.0),
+        sim_server("s-weak", 0.5, 3, 0.0),
+        sim_server("s-strong", 0.9, 4, 0.0),
+        scored_cell("control", "s-ctl", ""),
+        scored_cell("equal", "s-equal", ""),
+        scored_cell("weak", "s-weak", ""),
+        scored_cell("strong", "s-strong", ""),
+        "gate \"g-equal\" { accuracy-not-worse arm=\"equal\" control=\"control\" margin=0.05; blocking #false; }\n"
+            .into(),
+        "gate \"g-weak\" { accuracy-not-worse arm=\"weak\" control=\"strong\" margin=0.05; blocking #false; }\n"
+            .into(),
+        "gate \"g-strong\" { accuracy-not-worse arm=\"strong\" control=\"weak\" margin=0.05; confidence 0.95; }\n"
+            .into(),
+    ]
+    .concat();
+    let (scratch, path) = campaign(&recipe);
+    let outcome = scratch.run(&path, &[], 0);
+    let (_, equal) = compared(&scratch, &path, "g-equal");
+    assert_eq!(equal["mcnemar"], "no-difference", "{equal}\n{}", outcome.transcript());
+    assert_eq!(equal["n"], 200);
+    let (status, weak) = compared(&scratch, &path, "g-weak");
+    assert_eq!((status.as_str(), &weak["mcnemar"]), ("rejected", &Value::from("control-better")), "{weak}");
+    assert!(weak["difference_high"].as_f64().unwrap() < 0.0);
+    let disagreements = weak["disagreements"].as_array().unwrap();
+    assert!(!disagreements.is_empty() && disagreements.len() <= 20);
+    let only = weak["only_arm"].as_u64().unwrap() + weak["only_control"].as_u64().unwrap();
+    assert!(only > 20, "the items the arms disagree on are counted in full, shown in part");
+    let (status, strong) = compared(&scratch, &path, "g-strong");
+    assert_eq!((status.as_str(), &strong["mcnemar"]), ("passed", &Value::from("arm-better")), "{strong}");
+    let gate = scratch.stored_json(&path, "g-strong", "result.json");
+    assert_eq!(
+        (gate["passed_error_at_most"].as_f64(), gate["rejected_error_at_most"].as_f64()),
+        (Some(0.05), Some(0.05))
+    );
+}
+
+/// `lossless`: an arm whose replies equal the control's passes; one that
+/// diverges on a fifth of the prompts (from their middle word) is
+/// rejected, its first divergence shown, against a control whose rerun
+/// is identical (the sim is deterministic).
+#[test]
+fn lossless_passes_identical_arms_and_shows_where_a_lossy_one_diverged() {
+    let recipe = [
+        sim_server("s-ctl", 0.7, 1, 0.0),
+        sim_server("s-same", 0.7, 1, 0.0),
+        sim_server("s-lossy", 0.7, 1, 0.2),
+        scored_cell("control", "s-ctl", "    repeat 2\n"),
+        scored_cell("same", "s-same", ""),
+        scored_cell("lossy", "s-lossy", ""),
+        "gate \"g-same\" { lossless arm=\"same\" control=\"control\"; }\n".into(),
+        "gate \"g-lossy\" { lossless arm=\"lossy\" control=\"control\"; blocking #false; }\n".into(),
+    ]
+    .concat();
+    let (scratch, path) = campaign(&recipe);
+    let outcome = scratch.run(&path, &[], 0);
+    let (status, same) = compared(&scratch, &path, "g-same");
+    assert_eq!((status.as_str(), &same["cause"]), ("passed", &Value::from("identical")), "{same}");
+    assert_eq!(same["arm_vs_control"]["identical"], 200);
+    assert_eq!(same["control_vs_rerun"]["identical"], 200, "the engine's own nondeterminism: none");
+    let (status, lossy) = compared(&scratch, &path, "g-lossy");
+    assert_eq!(status, "rejected", "{lossy}\n{}", outcome.transcript());
+    assert_eq!(lossy["cause"], "exceeds-nondeterminism");
+    let differing = 200 - lossy["arm_vs_control"]["identical"].as_u64().unwrap();
+    let (low, high) = (20, 60); // a fifth of 200 is 40; a binomial draw stays within these
+    assert!((low..=high).contains(&differing), "{differing} differ");
+    let first = &lossy["diverged"][0];
+    assert_eq!(first["unit"], "char");
+    assert!(first["excerpt_arm"].as_str().unwrap().contains("otherwise"), "{first}");
+    assert!(!first["excerpt_control"].as_str().unwrap().contains("otherwise"));
+    let result = scratch.stored_json(&path, "g-lossy", "result.json");
+    assert!(result["detail"].as_str().unwrap().contains("first divergence"), "{result}");
+}
+
+/// An error's text as one line: the terminal's wrapping and frame undone.
+fn flat(text: &str) -> String {
+    text.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A bad comparison is a recipe error at its line, naming what is wrong.
+#[test]
+fn bad_comparisons_are_recipe_errors_at_their_line() {
+    let servers = [sim_server("s-a", 0.7, 1, 0.0), sim_server("s-b", 0.7, 1, 0.0)].concat();
+    let synthetic = "cell \"plain\" server=\"s-a\" { requests 4; }\n";
+    let cases: &[(&str, &str)] = &[
+        (
+            "gate \"g\" { lossless arm=\"a\" control=\"b\"; }\n",
+            "the control `b` is measured once: add `repeat 2`",
+        ),
+        ("gate \"g\" { accuracy-not-worse arm=\"a\" control=\"b\"; }\n", "needs margin="),
+        ("gate \"g\" { accuracy-not-worse arm=\"a\" control=\"b\" margin=1.5; }\n", "needs margin="),
+        ("gate \"g\" { lossless arm=\"a\" control=\"nope\"; }\n", "there is no cell `nope`"),
+        ("gate \"g\" { lossless arm=\"a\" control=\"a\"; }\n", "compares two different cells"),
+        ("gate \"g\" { lossless arm=\"a\" versus=\"b\"; }\n", "not `versus`"),
+        (
+            "gate \"g\" { accuracy-not-worse arm=\"plain\" control=\"b\" margin=0.02; }\n",
+            "cell `plain` sends no scored dataset",
+        ),
+        ("gate \"g\" { lossless arm=\"plain\" control=\"b\"; }\n", "cell `plain` keeps no answers"),
+        (
+            "gate \"g\" { blocking #false; }\n",
+            "needs `require` (an expression that must hold), `lossless` or `accuracy-not-worse`",
+        ),
+    ];
+    for (gate, expected) in cases {
+        let recipe = format!(
+            "{servers}{}{}{synthetic}{gate}",
+            scored_cell("a", "s-a", ""),
+            scored_cell("b", "s-b", "")
+        );
+        let (scratch, path) = campaign(&recipe);
+        let outcome = scratch.anvil(&["plan", path.to_str().unwrap()]).expect_code(2);
+        let text = outcome.transcript();
+        assert!(flat(&text).contains(expected), "{gate}: expected `{expected}` in\n{text}");
+        let line = recipe.lines().position(|l| l == gate.trim_end()).unwrap() + 2; // after the campaign line
+        assert!(text.contains(&format!("q.kdl:{line}:")), "{gate}: the error points at line {line}:\n{text}");
+    }
+    let bad_budget = format!("{servers}cell \"c\" server=\"s-a\" {{ keep-answers \"lots\"; }}\n");
+    let (scratch, path) = campaign(&bad_budget);
+    let text = scratch.anvil(&["plan", path.to_str().unwrap()]).expect_code(2).transcript();
+    assert!(flat(&text).contains("`keep-answers` `lots` is not a size"), "{text}");
+    let bad_dataset = format!("{servers}{}", scored_cell("c", "s-a", ""));
+    let (scratch, path) = campaign(&bad_dataset);
+    scratch.write(
+        "arith-v1.jsonl",
+        "{\"id\":\"x\",\"prompt\":\"1+1?\",\"reference\":\"two\",\"scorer\":\"number\"}\n",
+    );
+    let text = scratch.anvil(&["plan", path.to_str().unwrap()]).expect_code(2).transcript();
+    assert!(text.contains("line 1") && text.contains("reference"), "{text}");
+}

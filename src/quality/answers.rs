@@ -108,7 +108,6 @@ pub fn jsonl(lines: &[AnswerLine]) -> Vec<u8> {
 }
 
 /// `answers.jsonl` read back; a line that is no answer is named.
-#[allow(dead_code)] // read by the gates and `anvil verify` (next)
 pub fn read_jsonl(bytes: &[u8]) -> Result<Vec<AnswerLine>, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
     text.lines()

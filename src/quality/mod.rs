@@ -9,3 +9,6 @@
 //! `report` read it too.
 
 pub mod answers;
+pub mod arms;
+pub mod inputs;
+pub mod requirement;

@@ -55,7 +55,13 @@ pub fn declared(gate: &GateDecl, steps: &[Decl]) -> Option<GateBounds> {
     all.sort();
     all.dedup();
     let bound = |k: usize| (k as f64 * miss).min(1.0);
-    Some(GateBounds { passed: bound(worst), rejected: bound(all.len()) })
+    // Each arm comparison is one test of its own (`ArmTest::error_if`).
+    let arms_passed = gate.arms.iter().map(|a| a.test.error_if(true, miss)).fold(0.0, f64::max);
+    let arms_rejected: f64 = gate.arms.iter().map(|a| a.test.error_if(false, miss)).sum();
+    Some(GateBounds {
+        passed: bound(worst).max(arms_passed),
+        rejected: (bound(all.len()) + arms_rejected).min(1.0),
+    })
 }
 
 /// Each requirement of a gate with `confidence` that interval arithmetic

@@ -4,6 +4,7 @@
 //! (extends, sweeps, placeholders) → `convert` (schema, types) → checks of
 //! names and references here. Every problem carries its file and span.
 
+mod arm_checks;
 mod checks;
 mod convert;
 mod decl;
@@ -30,10 +31,10 @@ pub mod words;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use crate::step_kind::Kind;
 pub use decl::Decl;
 pub use decls::Spec;
 pub use expression::Expression;
-pub use crate::step_kind::Kind;
 pub use loader::FrozenTexts;
 pub use problem::{Problem, Problems, RecipeError, SourceText, did_you_mean};
 pub use result_refs::ResultValues;
@@ -207,6 +208,7 @@ fn load_from(
 
     gate_bounds::check(&steps, &mut problems);
     family_error::check(&steps, &mut problems);
+    arm_checks::check(&steps, &mut problems);
     let recipe_name = path.display().to_string();
     let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string();
     let campaign = Campaign {

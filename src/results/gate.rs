@@ -45,9 +45,13 @@ pub struct Requirement {
     /// interval, distinct; its verdict is wrong only if one of them misses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<String>,
-    /// With `confidence`: how often its verdict can be wrong, 5% per interval.
+    /// With `confidence`: how often its verdict can be wrong, 5% per interval
+    /// (an arm comparison: its test's, whether or not the gate has `confidence`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_at_most: Option<f64>,
+    /// An arm comparison (`lossless`, `accuracy-not-worse`): what it found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compared: Option<super::Comparison>,
 }
 
 impl Requirement {
@@ -59,6 +63,16 @@ impl Requirement {
             detail: detail.to_string(),
             intervals: Vec::new(),
             error_at_most: None,
+            compared: None,
+        }
+    }
+
+    /// How often its verdict read as `passed` (or as rejected) can be
+    /// wrong: its comparison's test, else `miss` per interval it read.
+    fn error_if(&self, passed: bool, miss: f64) -> f64 {
+        match &self.compared {
+            Some(compared) => round(compared.error_if(passed)),
+            None => bound(self.intervals.len(), miss),
         }
     }
 }
@@ -94,13 +108,19 @@ impl GateResult {
         let requirements: Vec<Requirement> = self
             .requirements
             .into_iter()
-            .map(|r| Requirement { error_at_most: Some(bound(r.intervals.len(), miss)), ..r })
+            .map(|r| {
+                let passed = r.status == EvalStatus::Passed;
+                Requirement { error_at_most: Some(r.error_if(passed, miss)), ..r }
+            })
             .collect();
-        let worst = requirements.iter().map(|r| r.intervals.len()).max().unwrap_or(0);
+        let passed = requirements.iter().map(|r| r.error_if(true, miss)).fold(0.0, f64::max);
         let mut distinct: Vec<&String> = requirements.iter().flat_map(|r| &r.intervals).collect();
         distinct.sort();
         distinct.dedup();
-        let (passed, rejected) = (bound(worst, miss), bound(distinct.len(), miss));
+        // A union: the intervals that can miss, and each comparison's test.
+        let tests: f64 =
+            requirements.iter().filter(|r| r.compared.is_some()).map(|r| r.error_if(false, miss)).sum();
+        let rejected = round((bound(distinct.len(), miss) + tests).min(1.0));
         let detail = format!(
             "{} (at {level}: passed errs at most {}, rejected at most {})",
             self.detail,
@@ -131,7 +151,12 @@ impl GateResult {
 /// `k` intervals, each missing with probability `miss`: at most `k · miss`
 /// (capped at 1), to six decimals.
 fn bound(k: usize, miss: f64) -> f64 {
-    ((k as f64 * miss).min(1.0) * 1e6).round() / 1e6
+    round((k as f64 * miss).min(1.0))
+}
+
+/// To six decimals.
+fn round(value: f64) -> f64 {
+    (value * 1e6).round() / 1e6
 }
 
 #[cfg(test)]
@@ -212,6 +237,31 @@ mod tests {
             "{}",
             gate.detail
         );
+        // An arm comparison states its test's: a passed lossless one no rate.
+        let lossless = super::super::Comparison::Lossless(super::super::Lossless {
+            arm: "a".into(),
+            control: "c".into(),
+            level: 0.95,
+            arm_vs_control: super::super::Identical {
+                identical: 10,
+                n: 10,
+                share: Some(1.0),
+                share_ci95_low: 0.7,
+                share_ci95_high: 1.0,
+            },
+            control_vs_rerun: None,
+            cause: "identical".into(),
+            p_value: 1.0,
+            diverged: Vec::new(),
+            rerun_diverged: Vec::new(),
+        });
+        let compared = Requirement {
+            compared: Some(lossless),
+            ..Requirement::plain("lossless", EvalStatus::Passed, "d")
+        };
+        let gate = GateResult::new(vec![judged(&["cell.a.x"]), compared]).with_confidence(Some(0.95));
+        assert_eq!((gate.passed_error_at_most, gate.rejected_error_at_most), (Some(1.0), Some(0.1)));
+        assert_eq!(gate.requirements[1].error_at_most, Some(1.0));
         let plain = GateResult::new(vec![judged(&["cell.a.x"])]).with_confidence(None);
         assert_eq!((plain.passed_error_at_most, plain.rejected_error_at_most), (None, None));
     }

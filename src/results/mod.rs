@@ -25,6 +25,7 @@
 mod answers;
 mod cell;
 mod check;
+mod comparison;
 mod decision;
 mod failed_cell;
 mod failed_check;
@@ -39,6 +40,9 @@ mod verdict;
 pub use answers::{ANSWERS_FILE, AnswerLine, KeptAnswers, ScoredAccuracy};
 pub use cell::{CELL_RESULT_SCHEMA, CellLoad, CellResult};
 pub use check::CheckResult;
+pub use comparison::{
+    Accuracy as PairedAccuracy, Comparison, Disagreement, Diverged, Identical, Lossless, NotWorse, SHOWN,
+};
 pub use decision::{ClaimError, DecisionResult, ErrorControl, Promotion, RuleResult};
 pub use failed_cell::{FAILED_CELL_SCHEMA, FailedCell, FailureClassCount};
 pub use failed_check::{FAILED_CHECK_SCHEMA, FailedCheck};

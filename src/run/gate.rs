@@ -47,6 +47,12 @@ pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failur
         }
         requirements.push(Requirement::plain(text, eval_status(&evaluation), evaluation.detail()));
     }
+    for check in &gate.arms {
+        match crate::quality::requirement::judge(check, inputs, gate.confidence) {
+            Ok(requirement) => requirements.push(requirement),
+            Err(absent) => missing.extend(absent),
+        }
+    }
     if !missing.is_empty() {
         // An absent input is not a verdict: never stored, reported as missing.
         missing.sort();

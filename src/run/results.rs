@@ -17,6 +17,7 @@ pub fn inputs_of(plan: &Plan, index: usize, store: &Store) -> Value {
             map.insert(dep.name.clone(), entry.result);
         }
     }
+    crate::quality::inputs::attach(&mut doc, plan, index, store);
     let params: Map<String, Value> = plan.recipe.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     doc.insert("param".into(), Value::Object(params));
     Value::Object(doc)

@@ -3,6 +3,7 @@
 use super::super::expression::Expression;
 use super::super::problem::Problems;
 use super::super::settings::{Draft, settings};
+use super::arm_check::{self, ArmCheck};
 
 /// The confidence a gate or screen may judge at: that of the intervals
 /// artifacts hold.
@@ -12,8 +13,14 @@ settings! {
     #[derive(Debug, Clone)]
     pub struct GateDecl {
         /// Expressions that must hold (each parsed at load).
-        key require = required many "require" as Strings,
+        key require = many "require" as Strings,
         pub require: Vec<Expression>,
+        /// `lossless arm="A" control="C"`: A's greedy outputs equal C's.
+        key lossless = many "lossless" as Records,
+        /// `accuracy-not-worse arm="A" control="C" margin=0.02`.
+        key accuracy_not_worse = many "accuracy-not-worse" as Records,
+        /// Two arms compared on the same prompts (`arm_check.rs`).
+        pub arms: Vec<ArmCheck>,
         /// A non-blocking verdict is recorded (and read by decisions) without failing the run.
         pub blocking: bool = unhashed "blocking" as Bool or true,
         /// Judge each requirement over the 95% intervals of what it reads:
@@ -41,7 +48,30 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> GateDecl {
         }
     }
     let confidence = confidence(draft, key::confidence, problems);
-    let gate = GateDecl::from_settings(s, GateRest { require, confidence });
+    let mut arms = arm_check::build(draft, key::lossless, problems);
+    arms.extend(arm_check::build(draft, key::accuracy_not_worse, problems));
+    if !s.contains(key::require) && !s.contains(key::lossless) && !s.contains(key::accuracy_not_worse) {
+        problems.push(
+            draft
+                .problem_at(
+                    key::require,
+                    format!(
+                        "{} needs `require` (an expression that must hold), `lossless` or `accuracy-not-worse`",
+                        draft.what()
+                    ),
+                )
+                .label("missing a required setting"),
+        );
+    }
+    if !arms.is_empty() && s.contains(key::extra_repeats) {
+        problems.push(
+            draft
+                .problem_at(key::extra_repeats, "`extra-repeats` measures more for `require`; `lossless` and `accuracy-not-worse` compare the answers as measured")
+                .label("not with arm comparisons")
+                .help("put the comparison in a gate of its own"),
+        );
+    }
+    let gate = GateDecl::from_settings(s, GateRest { require, confidence, arms });
     check_extra_repeats(draft, key::extra_repeats, gate.extra_repeats, problems);
     gate
 }

@@ -2,6 +2,7 @@
 //! fields it accepts: the field table is what the loader checks and the
 //! docs list, the struct is what the plan and the executors read.
 
+pub mod arm_check;
 pub mod cell;
 pub mod check;
 pub mod decision;
@@ -28,10 +29,10 @@ pub use server::{CommandEngine, DEFAULT_MODEL, Engine, ReadyDecl, ServerDecl, Wa
 pub use task::TaskDecl;
 
 use super::expression::Expression;
-use crate::step_kind::Kind;
 use super::problem::Problems;
 use super::schema::{FieldSpec, Shape};
 use super::settings::Draft;
+use crate::step_kind::Kind;
 
 /// What a step does, by kind.
 #[derive(Debug, Clone)]
@@ -92,7 +93,7 @@ impl Spec {
 
     pub fn expressions(&self) -> Vec<&Expression> {
         match self {
-            Spec::Gate(gate) => gate.require.iter().collect(),
+            Spec::Gate(gate) => gate.require.iter().chain(gate.arms.iter().map(|a| &a.reads)).collect(),
             Spec::Screen(screen) => screen.expression.iter().collect(),
             Spec::Decision(decision) => {
                 decision.rules.iter().map(|r| &r.when).chain(decision.promote_when.as_ref()).collect()
