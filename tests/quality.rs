@@ -259,3 +259,108 @@ fn bad_comparisons_are_recipe_errors_at_their_line() {
     let text = scratch.anvil(&["plan", path.to_str().unwrap()]).expect_code(2).transcript();
     assert!(text.contains("line 1") && text.contains("reference"), "{text}");
 }
+
+/// Every member of a bundle, in order, with its bytes.
+fn members(bundle: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(bundle).expect("open bundle");
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut out = Vec::new();
+    for entry in archive.entries().expect("a tar archive") {
+        let mut entry = entry.expect("an entry");
+        let name = entry.path().expect("a path").to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).expect("read member");
+        out.push((name, bytes));
+    }
+    out
+}
+
+/// `members` written as a bundle again, the manifest's hash of each
+/// changed member fixed up (as a forger would).
+fn repack_fixed(members: &mut [(String, Vec<u8>)], changed: &str, out: &std::path::Path) {
+    let bytes = members.iter().find(|(name, _)| name == changed).expect("the changed member").1.clone();
+    let mut manifest: Value = serde_json::from_slice(&members[0].1).expect("manifest");
+    for m in manifest["members"].as_array_mut().expect("members") {
+        if m["path"] == changed {
+            m["bytes"] = serde_json::json!(bytes.len());
+            m["blake3"] = serde_json::json!(blake3::hash(&bytes).to_hex().to_string());
+        }
+    }
+    members[0].1 = serde_json::to_vec_pretty(&manifest).expect("json");
+    let file = std::fs::File::create(out).expect("create bundle");
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(file, flate2::Compression::fast()));
+    for (name, bytes) in members.iter() {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        builder.append_data(&mut header, name, &bytes[..]).expect("append");
+    }
+    builder.into_inner().expect("finish tar").finish().expect("finish gzip");
+}
+
+/// A bundle carries the kept answers; `verify` scores them again and
+/// evaluates the comparisons again from them. An answer edited in the
+/// bundle (its hashes fixed up) is caught at its line; one whose own
+/// digest was fixed up too is caught by the file's digest, its score and
+/// the accuracy.
+#[test]
+fn a_bundle_with_answers_verifies_and_a_doctored_answer_is_caught() {
+    let recipe = [
+        sim_server("s-ctl", 0.7, 1, 0.0),
+        sim_server("s-arm", 0.7, 1, 0.0),
+        scored_cell("control", "s-ctl", "    repeat 2\n"),
+        scored_cell("arm", "s-arm", ""),
+        "gate \"g-lossless\" { lossless arm=\"arm\" control=\"control\"; }\n".into(),
+        "gate \"g-accuracy\" { accuracy-not-worse arm=\"arm\" control=\"control\" margin=0.05; }\n".into(),
+    ]
+    .concat();
+    let (scratch, path) = campaign(&recipe);
+    scratch.run(&path, &[], 0);
+    scratch.anvil(&["export", "q.kdl", "-o", "q.anvil"]).expect_code(0);
+    let bundle = scratch.path().join("q.anvil");
+    let outcome = scratch.anvil(&["verify", bundle.to_str().unwrap()]).expect_code(0);
+    assert!(outcome.stdout.contains("verified: clean"), "{}", outcome.transcript());
+    assert!(
+        outcome.stdout.contains("600 kept answers"),
+        "two runs of one cell, one of another: {}",
+        outcome.stdout
+    );
+
+    let fingerprint = scratch.plan(&path, &[]).fingerprint("arm");
+    let member = format!("entries/{fingerprint}/answers.jsonl");
+    let original = members(&bundle);
+    let at = original.iter().position(|(name, _)| *name == member).expect("the answers travel");
+    let text = String::from_utf8(original[at].1.clone()).unwrap();
+    let mut lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let right = lines.iter().position(|l| l["correct"] == true).expect("a right answer");
+    let number = lines[right]["extracted"].as_str().unwrap().parse::<i64>().unwrap();
+    lines[right]["text"] = Value::from(format!("The answer is {}", number + 1));
+    let write = |lines: &[Value]| lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes();
+
+    // Edited, the bundle's hashes fixed up: the answer's own digest says so.
+    let mut doctored = original.clone();
+    doctored[at].1 = write(&lines);
+    let out = scratch.path().join("edited.anvil");
+    repack_fixed(&mut doctored, &member, &out);
+    let outcome = scratch.anvil(&["verify", out.to_str().unwrap()]).expect_code(1);
+    let finding = format!("{member} line {}.text_blake3", right + 1);
+    assert!(outcome.stdout.contains(&finding), "{finding} in\n{}", outcome.transcript());
+
+    // Its digest fixed up too: the file's digest, its score and the accuracy.
+    let digest =
+        format!("blake3:{}", blake3::hash(lines[right]["text"].as_str().unwrap().as_bytes()).to_hex());
+    lines[right]["text_blake3"] = Value::from(digest);
+    let mut doctored = original.clone();
+    doctored[at].1 = write(&lines);
+    let out = scratch.path().join("forged.anvil");
+    repack_fixed(&mut doctored, &member, &out);
+    let outcome = scratch.anvil(&["verify", out.to_str().unwrap()]).expect_code(1);
+    for expected in [
+        format!("{member} blake3"),
+        format!("{member} line {}.correct", right + 1),
+        format!("{member} result.accuracy.correct"),
+    ] {
+        assert!(outcome.stdout.contains(&expected), "{expected} in\n{}", outcome.transcript());
+    }
+}

@@ -7,6 +7,7 @@
 //! becomes visible, then adds entries to a store (never overwriting);
 //! `verify` re-derives what the bundle claims.
 
+mod answers;
 mod export;
 mod import;
 mod manifest;

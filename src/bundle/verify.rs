@@ -49,6 +49,8 @@ pub struct Verification {
     pub unchecked: Vec<String>,
     pub steps_replanned: usize,
     pub verdicts_reevaluated: usize,
+    /// Kept answers checked against their digests and scored again (`answers.rs`).
+    pub answers_checked: usize,
     pub summary_rebuilt: bool,
     pub findings: Vec<Finding>,
 }
@@ -91,6 +93,7 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
     };
     let run = &imported.run;
     replan_steps(&mut report, &mut plan, run, &store);
+    super::answers::rederive(&mut report, &plan, &store);
     run_to_run_again(&mut report, &imported.verified.manifest, &store, run, &plan.recipe);
     // The decision summary, rebuilt from the same results and endings.
     rebuild_summary(&mut report, &plan, run, &store, &unpacked.join("outputs/decision-summary.json"));

@@ -160,6 +160,12 @@ pub fn verify(target: &Path, as_json: bool, pubkey: Option<&Path>) -> Result<i32
     );
     println!("  {} stored steps planned again from the bundled recipe", report.steps_replanned);
     println!("  {} gates, screens and decisions evaluated again", report.verdicts_reevaluated);
+    if report.answers_checked > 0 {
+        println!(
+            "  {} kept answers: each against its digest, every score derived again",
+            report.answers_checked
+        );
+    }
     if report.summary_rebuilt {
         println!("  the decision summary rebuilt from the stored results");
     }
