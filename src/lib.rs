@@ -21,8 +21,9 @@
 //! crates of their own (anvil-store, anvil-sim, anvil-loadgen, anvil-expr,
 //! anvil-proc, anvil-checks, anvil-evidence).
 
-pub mod engines;
 pub mod step_kind;
+
+pub mod engines;
 pub mod recipe;
 
 pub(crate) mod environment;

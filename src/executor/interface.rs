@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use crate::plan::search::ProbeSite;
 use crate::plan::{Plan, PreimageText};
-use crate::step_kind::Kind;
 use crate::recipe::Decl;
+use crate::step_kind::Kind;
 
 /// A future an executor returns (trait objects cannot have `async fn`s).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -4,10 +4,10 @@
 use std::collections::{HashMap, HashSet};
 
 use super::decls::{common, decision, load, server};
-use crate::step_kind::Kind;
 use super::problem::{Problem, Problems, did_you_mean};
 use super::schema::parse_duration;
 use super::settings::Draft;
+use crate::step_kind::Kind;
 
 pub(super) fn check_unique(decls: &[&Draft], problems: &mut Problems) {
     // Hashed: a tree of 100,000 names costs a cache miss per level.

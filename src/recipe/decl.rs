@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use super::decls::{SearchDecl, Spec, cell, common};
 use super::expression::Expression;
-use crate::step_kind::Kind;
 use super::problem::{Problem, Problems, SourceText};
 use super::settings::{Draft, Settings};
+use crate::step_kind::Kind;
 
 #[derive(Debug, Clone)]
 pub struct Decl {

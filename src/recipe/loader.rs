@@ -7,9 +7,9 @@ use std::sync::Arc;
 use kdl::{KdlDocument, KdlNode, KdlValue};
 use miette::{NamedSource, SourceSpan};
 
-use crate::step_kind::Kind;
 use super::problem::{Problem, Problems, SourceText, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned};
+use crate::step_kind::Kind;
 
 /// `param "name" default`: a value the user may override with `--set`.
 #[derive(Debug, Clone)]

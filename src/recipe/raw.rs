@@ -4,8 +4,8 @@
 use kdl::{KdlNode, KdlValue};
 use miette::SourceSpan;
 
-use crate::step_kind::Kind;
 use super::problem::SourceText;
+use crate::step_kind::Kind;
 
 /// A value and where it was written.
 #[derive(Debug, Clone)]

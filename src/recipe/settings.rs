@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use miette::SourceSpan;
 use serde_json::Value;
 
-use crate::step_kind::Kind;
 use super::problem::{Problem, SourceText};
+use crate::step_kind::Kind;
 
 /// One resolved setting and where it was written.
 #[derive(Debug, Clone)]
@@ -346,9 +346,9 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::{Setting, SettingMap, Settings};
-    use crate::step_kind::Kind;
     use crate::recipe::schema::Shape;
     use crate::recipe::words::Api;
+    use crate::step_kind::Kind;
 
     settings! {
         /// One of each kind of entry.

@@ -91,7 +91,7 @@ pub async fn run_cell_documents(
 ) -> Result<DocumentRun, DocumentError> {
     let job = Job::read(paths)?;
     let launch = server_exec(paths[0].as_path(), &job.server)?;
-    let started_at = super::now_rfc3339();
+    let started_at = super::clock::now_rfc3339();
     let run_id =
         format!("run-{}-{}", started_at.replace([':', '-'], "").trim_end_matches('Z'), std::process::id());
     let to_measure: Vec<bool> = job
@@ -232,7 +232,7 @@ fn record(store: &Store, Record { run_id, recipe, started_at, nodes }: Record, p
         recipe: format!("{recipe}#documents"),
         recipe_path: recipe,
         started_at,
-        finished_at: Some(super::now_rfc3339()),
+        finished_at: Some(super::clock::now_rfc3339()),
         status: if failed { RunStatus::Failed } else { RunStatus::Succeeded },
         nodes,
         extra: serde_json::json!({"documents": paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>()}),

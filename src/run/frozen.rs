@@ -76,3 +76,11 @@ pub(super) fn changed_since_start(
         })
         .collect()
 }
+
+/// A digest shortened for a message (`blake3:0123456789ab…`).
+pub(super) fn short_digest(digest: &str) -> String {
+    match digest.strip_prefix("blake3:") {
+        Some(hex) => format!("blake3:{}…", &hex[..hex.len().min(12)]),
+        None => digest.to_string(),
+    }
+}

@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use super::summary::StepReport;
 use crate::environment::Environment;
 use crate::plan::{EngineMode, Plan, PlannedNode, Status};
-use crate::step_kind::Kind;
 use crate::run_extra::{Invocation, RunExtra};
+use crate::step_kind::Kind;
 
 /// The record of a run that has just started: every step listed as planned,
 /// so gc keeps what this run stores even if it is killed. `environment`

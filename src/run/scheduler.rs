@@ -19,8 +19,8 @@ use super::progress::Progress;
 use super::{results, step};
 use crate::executor::interface::{Ending, Executor, ReadyStep, StepOutcome};
 use crate::plan::{Plan, Status, reads_results};
-use crate::step_kind::Kind;
 use crate::recipe::Spec;
+use crate::step_kind::Kind;
 
 pub(super) struct Scheduler {
     plan: Plan,

@@ -13,11 +13,11 @@ use crate::plan::extra_repeats::Artifacts;
 use crate::plan::search::{
     Next, Probe, ProbeError, ProbeOutcome, ProbeSite, Replayed, Stop, highest_pass, stated_error, walk,
 };
-use crate::step_kind::Kind;
 use crate::recipe::Spec;
 use crate::recipe::decls::search::format_value;
 use crate::recipe::words::SearchVariable;
 use crate::results::{self, ProbePoint, SEARCH_RESULT_SCHEMA, SearchCost, SearchResult, boundary_of};
+use crate::step_kind::Kind;
 use std::collections::HashMap;
 
 pub(super) async fn run_search(

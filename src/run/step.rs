@@ -15,11 +15,11 @@ use super::outcome::{Failure, Produced};
 use super::{check, decision, gate, screen, search, task};
 use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
 use crate::plan::extra_repeats::budget_of;
+use crate::recipe::Decl;
 use crate::recipe::Spec;
 use crate::recipe::decls::FinallyDecl;
-use crate::step_kind::Kind;
-use crate::recipe::Decl;
 use crate::results::{StoredVerdict, Verdict};
+use crate::step_kind::Kind;
 
 /// Run a ready step in this process, and release its server.
 pub(super) async fn run_job(ctx: Arc<Context>, job: ReadyStep) -> StepOutcome {

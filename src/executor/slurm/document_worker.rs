@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anvil_store::Store;
 
-use super::jobs::{self, JobProgress, StepProgress};
+use super::progress_file::{ProgressFile, job_id_of};
 use crate::document::{DocumentError, StepDocument};
 use crate::run::{DocumentOutcome, run_cell_documents};
 
@@ -25,54 +25,23 @@ pub struct DocumentJob {
 
 /// Run the job: 0 when every cell was measured or found stored, 1 when one failed.
 pub async fn document_worker(store: Store, args: DocumentJob) -> Result<i32, DocumentError> {
-    let job_id = args
-        .job
-        .clone()
-        .filter(|j| !j.is_empty())
-        .or_else(|| std::env::var("SLURM_JOB_ID").ok())
-        .unwrap_or_else(|| format!("local-{}", std::process::id()));
-    let mut progress = JobProgress {
-        job_id: job_id.clone(),
-        node: anvil_store::hostname(),
-        pid: std::process::id(),
-        state: "running".into(),
-        started_at: crate::run::now_rfc3339(),
-        updated_at: crate::run::now_rfc3339(),
-        steps: Default::default(),
-        began_ms: jobs::now_ms(),
-        first_step_ms: None,
-    };
-    for path in &args.documents {
-        let document = StepDocument::read(path)?;
-        progress.steps.insert(document.name, StepProgress { state: "pending".into(), detail: String::new() });
-    }
-    let path = jobs::progress_path(store.root(), &job_id);
-    let write = |progress: &mut JobProgress| {
-        progress.updated_at = crate::run::now_rfc3339();
-        if let Err(err) = jobs::write_json(&path, &*progress) {
-            eprintln!("anvil worker: cannot write {}: {err}", path.display());
-        }
-    };
-    write(&mut progress);
-    eprintln!("anvil worker: job {job_id} on {}: {} step documents", progress.node, args.documents.len());
+    let job_id = job_id_of(args.job.as_deref());
+    let names: Vec<String> = args
+        .documents
+        .iter()
+        .map(|path| StepDocument::read(path).map(|d| d.name))
+        .collect::<Result<_, _>>()?;
+    let progress = ProgressFile::start(store.root(), &job_id, &names, super::jobs::now_ms());
+    eprintln!("anvil worker: job {job_id} on {}: {} step documents", anvil_store::hostname(), names.len());
     let mut heard = |outcome: &DocumentOutcome| {
         println!("{}", outcome.line);
-        let state = StepProgress { state: outcome.state.into(), detail: outcome.line.clone() };
-        progress.steps.insert(outcome.name.clone(), state);
-        progress.first_step_ms.get_or_insert_with(jobs::now_ms);
-        write(&mut progress);
+        progress.step(&outcome.name, outcome.state, &outcome.line);
     };
     let ran =
         run_cell_documents(store.clone(), &args.documents, &args.force, args.loadgen_workers, &mut heard)
             .await;
-    progress.state = "finished".into();
-    if let Err(err) = &ran {
-        for step in progress.steps.values_mut().filter(|s| s.state == "pending") {
-            *step = StepProgress { state: "failed".into(), detail: err.to_string() };
-        }
-    }
-    write(&mut progress);
-    let ran = ran?;
+    let ran = ran.inspect_err(|err| progress.finish(Some(&err.to_string())))?;
+    progress.finish(None);
     super::worker::mark_worker_record(&store, &ran.run_id, &job_id);
     Ok(i32::from(ran.outcomes.iter().any(|o| o.state == "failed")))
 }

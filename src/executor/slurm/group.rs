@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 
 use crate::plan::{Plan, reads_results};
-use crate::step_kind::Kind;
 use crate::recipe::Spec;
+use crate::step_kind::Kind;
 
 /// Kinds that run inside a Slurm job.
 pub fn runs_in_a_job(kind: Kind) -> bool {

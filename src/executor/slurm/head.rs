@@ -19,8 +19,8 @@ use super::settings::SlurmSettings;
 use super::state::JobState;
 use crate::executor::interface::{BoxFuture, Ending, Executor, ReadyStep, RunSpec, StartError, StepOutcome};
 use crate::plan::{EngineMode, Plan, Status};
-use crate::step_kind::Kind;
 use crate::results::{StoredVerdict, Verdict};
+use crate::step_kind::Kind;
 
 #[derive(Debug, Clone)]
 struct Snapshot {

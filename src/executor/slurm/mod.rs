@@ -17,6 +17,7 @@ mod error;
 mod group;
 mod head;
 mod jobs;
+mod progress_file;
 mod sbatch;
 mod settings;
 mod state;

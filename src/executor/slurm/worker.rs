@@ -1,19 +1,20 @@
-//! `anvil worker`: what runs inside a Slurm job. It plans the same recipe
-//! against the shared store, runs only its steps with the normal executor
-//! code (server pool, store lock, atomic commit), and writes its progress to
+//! `anvil worker --recipe …`: what runs inside a Slurm job that cannot run
+//! from step documents alone. It plans the same recipe against the shared
+//! store, runs only its steps with the normal executor code (server pool,
+//! store lock, atomic commit), and writes its progress to
 //! `<store>/jobs/<job id>.progress.json` for the head.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anvil_store::Store;
+use anvil_store::{Fingerprint, Store};
 
-use super::jobs::{self, JobProgress, StepProgress};
+use super::jobs;
+use super::progress_file::{ProgressFile, job_id_of};
 use crate::plan::Plan;
 use crate::plan::Status;
+use crate::run::{Ending, RunOptions, RunSummary, execute};
 use crate::step_kind::Kind;
-use crate::run::{Ending, RunOptions, execute};
 
 pub struct WorkerArgs {
     pub steps: Vec<String>,
@@ -35,29 +36,83 @@ pub enum WorkerError {
 /// Run a job's steps of `plan` (the recipe as the command line loaded it
 /// against `store`): `began_ms` is when the worker process started.
 pub async fn worker(store: Store, plan: Plan, args: WorkerArgs, began_ms: u64) -> Result<i32, WorkerError> {
-    let input = WorkerError::Input;
-    let job_id = args
-        .job
-        .clone()
-        .filter(|j| !j.is_empty())
-        .or_else(|| std::env::var("SLURM_JOB_ID").ok())
-        .unwrap_or_else(|| format!("local-{}", std::process::id()));
-    let steps: Vec<String> = args
-        .steps
+    let job_id = job_id_of(args.job.as_deref());
+    let names = step_names(&args.steps);
+    let mine = steps_of_job(&plan, &names)?;
+    let mine_names: Vec<String> = mine.iter().map(|&i| plan.nodes[i].name.clone()).collect();
+    let progress = ProgressFile::start(store.root(), &job_id, &mine_names, began_ms);
+    eprintln!("anvil worker: job {job_id} on {}: {}", anvil_store::hostname(), names.join(", "));
+
+    let watched: BTreeMap<String, Fingerprint> =
+        mine.iter().map(|&i| (plan.nodes[i].name.clone(), plan.nodes[i].fingerprint)).collect();
+    let watcher = watch_entries(store.clone(), progress.clone(), watched, args.force.clone());
+
+    // A step stored since the head grouped it (a twin another job produced)
+    // is not run again; leaving it out of --only also keeps it from
+    // counting as a user of the server.
+    let to_run: Vec<String> = mine
+        .iter()
+        .filter(|&&i| plan.nodes[i].status == Status::Pending || args.force.contains(&plan.nodes[i].name))
+        .map(|&i| plan.nodes[i].name.clone())
+        .collect();
+    progress.update(|p| {
+        for name in mine_names.iter().filter(|n| !to_run.contains(n)) {
+            p.steps
+                .insert(name.clone(), jobs::StepProgress { state: "cached".into(), detail: "stored".into() });
+        }
+    });
+    if to_run.is_empty() {
+        watcher.abort();
+        progress.finish(None);
+        return Ok(0);
+    }
+    let options = RunOptions {
+        jobs: 4,
+        only: to_run.clone(),
+        force: args.force.clone(),
+        keep_going: args.keep_going,
+        loadgen_workers: args.loadgen_workers,
+        // The allocation's GPUs (Slurm sets CUDA_VISIBLE_DEVICES for --gres).
+        gpus: Some(std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default()),
+        ..RunOptions::default()
+    };
+    let summary = execute(plan, store.clone(), options).await;
+    watcher.abort();
+    let summary =
+        summary.inspect_err(|err| progress.finish(Some(&err.to_string()))).map_err(WorkerError::Run)?;
+    mark_worker_record(&store, &summary.run_id, &job_id);
+    let ok = report_endings(&progress, &summary, &to_run);
+    progress.finish(None);
+    eprintln!("anvil worker: job {job_id} done in {:.1}s", summary.elapsed.as_secs_f64());
+    Ok(match summary.interrupted {
+        Some(code) => code,
+        None if ok => 0,
+        None => 1,
+    })
+}
+
+/// `--steps a,b --steps c` as names.
+fn step_names(steps: &[String]) -> Vec<String> {
+    steps
         .iter()
         .flat_map(|s| s.split(','))
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(String::from)
-        .collect();
-    let mine: BTreeSet<usize> = steps
+        .collect()
+}
+
+/// The plan indices of the job's steps. The head put in a job only steps
+/// whose other inputs are stored: a pending dependency outside the job
+/// would be run twice, so it is refused.
+fn steps_of_job(plan: &Plan, names: &[String]) -> Result<BTreeSet<usize>, WorkerError> {
+    let input = WorkerError::Input;
+    let mine: BTreeSet<usize> = names
         .iter()
         .map(|name| {
             plan.index_of(name).ok_or_else(|| input(format!("worker: no step `{name}` in the recipe")))
         })
         .collect::<Result<_, _>>()?;
-    // The head put in a job only steps whose other inputs are stored: a
-    // pending dependency outside the job would be run twice. Refuse.
     let mut stack: Vec<usize> = mine.iter().copied().collect();
     let mut seen = BTreeSet::new();
     while let Some(i) = stack.pop() {
@@ -78,139 +133,39 @@ pub async fn worker(store: Store, plan: Plan, args: WorkerArgs, began_ms: u64) -
             stack.push(d);
         }
     }
-    let node = anvil_store::hostname();
-    let progress = Arc::new(Mutex::new(JobProgress {
-        job_id: job_id.clone(),
-        node,
-        pid: std::process::id(),
-        state: "running".into(),
-        started_at: crate::run::now_rfc3339(),
-        updated_at: crate::run::now_rfc3339(),
-        steps: mine
-            .iter()
-            .map(|&i| {
-                (plan.nodes[i].name.clone(), StepProgress { state: "pending".into(), detail: String::new() })
-            })
-            .collect(),
-        began_ms,
-        first_step_ms: None,
-    }));
-    let path = jobs::progress_path(store.root(), &job_id);
-    let write = {
-        let (progress, path) = (progress.clone(), path.clone());
-        move || {
-            let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-            p.updated_at = crate::run::now_rfc3339();
-            if let Err(err) = jobs::write_json(&path, &*p) {
-                eprintln!("anvil worker: cannot write {}: {err}", path.display());
-            }
-        }
-    };
-    write();
-    eprintln!("anvil worker: job {job_id} on {}: {}", anvil_store::hostname(), steps.join(", "));
+    Ok(mine)
+}
 
-    // Mark steps as their entries appear, for the head's live view.
-    let watched: BTreeMap<String, anvil_store::Fingerprint> =
-        mine.iter().map(|&i| (plan.nodes[i].name.clone(), plan.nodes[i].fingerprint)).collect();
-    let watcher = {
-        let (store, progress, write) = (store.clone(), progress.clone(), write.clone());
-        let forced: BTreeSet<String> = args.force.iter().cloned().collect();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                let mut changed = false;
-                {
-                    let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-                    for (name, fp) in &watched {
-                        let pending = p.steps.get(name).is_some_and(|s| s.state == "pending");
-                        if pending && !forced.contains(name) && store.contains(fp) {
-                            p.steps.insert(
-                                name.clone(),
-                                StepProgress { state: "stored".into(), detail: String::new() },
-                            );
-                            p.first_step_ms.get_or_insert_with(jobs::now_ms);
-                            changed = true;
-                        }
-                    }
-                }
-                if changed {
-                    write();
+/// Mark steps `stored` as their entries appear, for the head's live view.
+fn watch_entries(
+    store: Store,
+    progress: ProgressFile,
+    watched: BTreeMap<String, Fingerprint>,
+    forced: Vec<String>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            for (name, fp) in &watched {
+                if progress.pending(name) && !forced.contains(name) && store.contains(fp) {
+                    progress.step(name, "stored", "");
                 }
             }
-        })
-    };
-
-    // A step stored since the head grouped it (a twin another job produced)
-    // is not run again; leaving it out of --only also keeps it from
-    // counting as a user of the server.
-    let to_run: Vec<String> = mine
-        .iter()
-        .filter(|&&i| plan.nodes[i].status == Status::Pending || args.force.contains(&plan.nodes[i].name))
-        .map(|&i| plan.nodes[i].name.clone())
-        .collect();
-    {
-        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-        for &i in &mine {
-            if !to_run.contains(&plan.nodes[i].name) {
-                let stored = StepProgress { state: "cached".into(), detail: "stored".into() };
-                p.steps.insert(plan.nodes[i].name.clone(), stored);
-            }
         }
-    }
-    if to_run.is_empty() {
-        progress.lock().unwrap_or_else(|e| e.into_inner()).state = "finished".into();
-        write();
-        return Ok(0);
-    }
-    let options = RunOptions {
-        jobs: 4,
-        only: to_run.clone(),
-        force: args.force.clone(),
-        keep_going: args.keep_going,
-        loadgen_workers: args.loadgen_workers,
-        // The allocation's GPUs (Slurm sets CUDA_VISIBLE_DEVICES for --gres).
-        gpus: Some(std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default()),
-        ..RunOptions::default()
-    };
-    let summary = execute(plan, store.clone(), options).await;
-    watcher.abort();
-    let summary = match summary {
-        Ok(summary) => summary,
-        Err(err) => {
-            let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-            p.state = "finished".into();
-            for s in p.steps.values_mut().filter(|s| s.state == "pending") {
-                *s = StepProgress { state: "failed".into(), detail: err.to_string() };
-            }
-            drop(p);
-            write();
-            return Err(WorkerError::Run(err));
-        }
-    };
-    mark_worker_record(&store, &summary.run_id, &job_id);
-    let mut ok = summary.interrupted.is_none();
-    {
-        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-        for step in summary.steps.iter().filter(|s| to_run.contains(&s.name)) {
-            ok &= matches!(step.outcome.ending, Ending::Ran | Ending::Cached);
-            p.steps.insert(
-                step.name.clone(),
-                StepProgress {
-                    state: step.outcome.ending.as_str().into(),
-                    detail: step.outcome.detail.clone(),
-                },
-            );
-        }
-        p.first_step_ms.get_or_insert_with(jobs::now_ms);
-        p.state = "finished".into();
-    }
-    write();
-    eprintln!("anvil worker: job {job_id} done in {:.1}s", summary.elapsed.as_secs_f64());
-    Ok(match summary.interrupted {
-        Some(code) => code,
-        None if ok => 0,
-        None => 1,
     })
+}
+
+/// Each of the job's steps as the run ended it; whether all ran or were stored.
+fn report_endings(progress: &ProgressFile, summary: &RunSummary, to_run: &[String]) -> bool {
+    let mut ok = summary.interrupted.is_none();
+    for step in summary.steps.iter().filter(|s| to_run.contains(&s.name)) {
+        ok &= matches!(step.outcome.ending, Ending::Ran | Ending::Cached);
+        progress.step(&step.name, step.outcome.ending.as_str(), &step.outcome.detail);
+    }
+    progress.update(|p| {
+        p.first_step_ms.get_or_insert_with(jobs::now_ms);
+    });
+    ok
 }
 
 /// The worker's run record stays a gc root, but it is a part of the head's

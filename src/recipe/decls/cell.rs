@@ -1,10 +1,10 @@
 //! `cell`: one server × one workload, measured under the capacity-v4 protocol.
 
-use crate::step_kind::Kind;
 use super::super::problem::Problems;
 use super::super::settings::{Draft, settings};
 use super::load::{self, LoadDecl};
 use super::run_to_run::{self, RunToRunDecl};
+use crate::step_kind::Kind;
 
 settings! {
     #[derive(Debug, Clone)]

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::step_kind::Kind;
 use super::super::settings::{Draft, settings};
 use super::super::words::{CheckType, ThinkingMode};
+use crate::step_kind::Kind;
 
 settings! {
     #[derive(Debug, Clone)]

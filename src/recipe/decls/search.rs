@@ -9,11 +9,11 @@ use anvil_loadgen::option_setting;
 use serde_json::Value;
 
 use super::super::expression::Expression;
-use crate::step_kind::Kind;
 use super::super::problem::Problems;
 use super::super::settings::{self, Draft, Setting, SettingMap, Settings, settings};
 use super::super::words::{SearchMethod, SearchVariable};
 use super::{cell, gate, load};
+use crate::step_kind::Kind;
 
 /// The fields of a search's stored result (`anvil-serving.search-result/v1`),
 /// which gates may read; `results::SearchResult` is tested against this list.
