@@ -161,42 +161,7 @@ pub fn preimage_of(
     let mut settings = step.fingerprinted_settings(false);
 
     match &step.spec {
-        Spec::Server(server) => {
-            // The tokenizer's content, as every cell on this server builds its prompts with it.
-            if let Some(tokenizer) = &server.tokenizer
-                && let Some(file) = tokenizer.resolved_against(&base_dir).file()
-            {
-                let digest = match file {
-                    Ok(path) => file_digest(&path),
-                    Err(why) => json!(format!("unreadable: {why}")),
-                };
-                parts.files.insert(format!("tokenizer {}", tokenizer.as_written()), digest);
-            }
-            let twin = mode == EngineMode::SimulatedTwins && !matches!(server.engine, Engine::Sim);
-            if twin || matches!(server.engine, Engine::Sim) {
-                settings = step.fingerprinted_settings(true);
-                settings.insert("engine".into(), json!("sim"));
-                parts
-                    .environment
-                    .insert("engine".into(), json!({"simulated": true, "anvil": env!("CARGO_PKG_VERSION")}));
-            } else if let Engine::Command(command) = &server.engine
-                && let Some(program) = command.command.first()
-            {
-                let engine = match &command.preset {
-                    Some(preset) => world.preset_engine(preset, &base_dir),
-                    None => world.engine(program, &command.version_args),
-                };
-                parts.environment.insert("engine".into(), engine);
-                if server.gpus > 0 {
-                    let hardware = json!({
-                        "gpu_models": world.gpu_models(),
-                        "gpu_driver": world.gpu_driver(),
-                        "gpus_per_replica": server.gpus,
-                    });
-                    parts.environment.insert("hardware".into(), hardware);
-                }
-            }
-        }
+        Spec::Server(server) => server_parts(step, server, mode, &base_dir, world, &mut parts, &mut settings),
         // A search's result is its probes' (cells') results, judged.
         Spec::Cell(_) | Spec::Check(_) | Spec::Search(_) => {
             if let Spec::Cell(cell) = &step.spec {
@@ -216,18 +181,94 @@ pub fn preimage_of(
         parts.files.insert(file.clone(), file_digest(&base_dir.join(file)));
     }
     if reads_results(step.kind) {
-        // A verdict reached by other rules is not this one.
-        parts.environment.insert("judging".into(), json!(JUDGING_RULES));
-        // Params an expression reads are inputs like any result it reads.
-        let mut params = Map::new();
-        for name in step.expressions().into_iter().flat_map(|e| e.params()) {
-            let value = recipe.params.get(&name).cloned().unwrap_or(Value::Null);
-            params.insert(name, value);
-        }
-        if !params.is_empty() {
-            parts.upstream.insert("params".into(), Value::Object(params));
+        judging_parts(step, recipe, &mut parts);
+    }
+    let provisional = upstream_parts(upstream, &mut parts);
+    if let Spec::Search(search) = &step.spec {
+        // Whatever its probes depend on (server, workload, files read,
+        // protocol, seed) the search does too: its first probe's fingerprint.
+        let server: Vec<(String, Upstream)> = upstream
+            .iter()
+            .filter_map(|(role, up)| match up {
+                Upstream::Fingerprint(fp) if role == "server" => {
+                    Some((role.clone(), Upstream::Fingerprint(fp.clone())))
+                }
+                _ => None,
+            })
+            .collect();
+        let (probe, _) = preimage_of(&search.probe(search.snap(search.min)), recipe, &server, mode, world);
+        parts.upstream.insert("first_probe".into(), json!(fingerprint_of(&probe).to_string()));
+    }
+    parts.settings = settings.into_iter().collect();
+    (parts.into_preimage(), provisional)
+}
+
+/// A server's part: its tokenizer's content, and what it runs (the
+/// simulated engine, or an engine's identity and, with GPUs, the hardware).
+fn server_parts(
+    step: &Decl,
+    server: &crate::recipe::decls::ServerDecl,
+    mode: EngineMode,
+    base_dir: &Path,
+    world: &mut World,
+    parts: &mut PreimageParts,
+    settings: &mut BTreeMap<String, Value>,
+) {
+    // The tokenizer's content, as every cell on this server builds its prompts with it.
+    if let Some(tokenizer) = &server.tokenizer
+        && let Some(file) = tokenizer.resolved_against(base_dir).file()
+    {
+        let digest = match file {
+            Ok(path) => file_digest(&path),
+            Err(why) => json!(format!("unreadable: {why}")),
+        };
+        parts.files.insert(format!("tokenizer {}", tokenizer.as_written()), digest);
+    }
+    let twin = mode == EngineMode::SimulatedTwins && !matches!(server.engine, Engine::Sim);
+    if twin || matches!(server.engine, Engine::Sim) {
+        *settings = step.fingerprinted_settings(true);
+        settings.insert("engine".into(), json!("sim"));
+        parts
+            .environment
+            .insert("engine".into(), json!({"simulated": true, "anvil": env!("CARGO_PKG_VERSION")}));
+    } else if let Engine::Command(command) = &server.engine
+        && let Some(program) = command.command.first()
+    {
+        let engine = match &command.preset {
+            Some(preset) => world.preset_engine(preset, base_dir),
+            None => world.engine(program, &command.version_args),
+        };
+        parts.environment.insert("engine".into(), engine);
+        if server.gpus > 0 {
+            let hardware = json!({
+                "gpu_models": world.gpu_models(),
+                "gpu_driver": world.gpu_driver(),
+                "gpus_per_replica": server.gpus,
+            });
+            parts.environment.insert("hardware".into(), hardware);
         }
     }
+}
+
+/// A result-reading step's part: the rules it judges by, and the params its
+/// expressions read (inputs like any result it reads).
+fn judging_parts(step: &Decl, recipe: &Recipe, parts: &mut PreimageParts) {
+    // A verdict reached by other rules is not this one.
+    parts.environment.insert("judging".into(), json!(JUDGING_RULES));
+    let mut params = Map::new();
+    for name in step.expressions().into_iter().flat_map(|e| e.params()) {
+        let value = recipe.params.get(&name).cloned().unwrap_or(Value::Null);
+        params.insert(name, value);
+    }
+    if !params.is_empty() {
+        parts.upstream.insert("params".into(), Value::Object(params));
+    }
+}
+
+/// The upstream part: its server's fingerprint, the steps it comes after
+/// (in any declared order) and the result digests it reads. True when a
+/// result it reads is not produced yet (the step is provisional).
+fn upstream_parts(upstream: &[(String, Upstream)], parts: &mut PreimageParts) -> bool {
     let mut provisional = false;
     let mut reads = Map::new();
     let mut after = Vec::new();
@@ -254,23 +295,7 @@ pub fn preimage_of(
     if !reads.is_empty() {
         parts.upstream.insert("reads".into(), Value::Object(reads));
     }
-    if let Spec::Search(search) = &step.spec {
-        // Whatever its probes depend on (server, workload, files read,
-        // protocol, seed) the search does too: its first probe's fingerprint.
-        let server: Vec<(String, Upstream)> = upstream
-            .iter()
-            .filter_map(|(role, up)| match up {
-                Upstream::Fingerprint(fp) if role == "server" => {
-                    Some((role.clone(), Upstream::Fingerprint(fp.clone())))
-                }
-                _ => None,
-            })
-            .collect();
-        let (probe, _) = preimage_of(&search.probe(search.snap(search.min)), recipe, &server, mode, world);
-        parts.upstream.insert("first_probe".into(), json!(fingerprint_of(&probe).to_string()));
-    }
-    parts.settings = settings.into_iter().collect();
-    (parts.into_preimage(), provisional)
+    provisional
 }
 
 /// Steps that evaluate other steps' results rather than their configuration.

@@ -11,6 +11,38 @@ use crate::recipe::words::Goal;
 use crate::results::{self, ScreenResult};
 
 pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failure> {
+    let scored = scored_variants(screen, inputs)?;
+    let maximize = screen.goal == Goal::Maximize;
+    let mut ranked = scored.clone();
+    ranked.sort_by(|a, b| if maximize { b.1.total_cmp(&a.1) } else { a.1.total_cmp(&b.1) });
+    let (winner, meaningful, reason) = match screen.confidence {
+        Some(_) => at_confidence(screen, inputs, &ranked),
+        None => {
+            let (meaningful, reason) = by_point_estimates(screen, inputs, &ranked);
+            (Some(ranked[0].0.clone()), meaningful, reason)
+        }
+    };
+    let summary = match &winner {
+        Some(w) => format!("winner {w}: {reason}"),
+        None => format!("no winner: {reason}"),
+    };
+    let result = ScreenResult {
+        metric: screen.metric.clone(),
+        goal: screen.goal,
+        // A value that is not finite is stored as null (as JSON has it).
+        values: scored.iter().map(|(n, v)| (n.clone(), Some(*v))).collect(),
+        ranking: ranked.iter().map(|(n, _)| n.clone()).collect(),
+        winner,
+        meaningful,
+        selection_reason: reason,
+        confidence: screen.confidence,
+        measured_more: None,
+    };
+    Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() })
+}
+
+/// Each variant the screen's `over` matched, with its metric (a number each).
+fn scored_variants(screen: &ScreenDecl, inputs: &Value) -> Result<Vec<(String, f64)>, Failure> {
     let expression =
         screen.expression.as_ref().ok_or_else(|| Failure::new("a screen needs `over` and `metric`"))?;
     let text = &expression.text;
@@ -38,99 +70,67 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
     if scored.is_empty() {
         return Err(Failure::new(format!("`{text}` matched no results")));
     }
-    let maximize = screen.goal == Goal::Maximize;
-    let mut ranked = scored.clone();
-    ranked.sort_by(|a, b| if maximize { b.1.total_cmp(&a.1) } else { a.1.total_cmp(&b.1) });
-    let (winner, best) = ranked[0].clone();
+    Ok(scored)
+}
+
+/// A screen without `confidence`: the leader (`ranked[0]`) against the
+/// others by their 95% intervals where the cells have them, else by the
+/// `min-delta-pct` threshold on single measurements. Whether the win is
+/// meaningful, and why.
+fn by_point_estimates(screen: &ScreenDecl, inputs: &Value, ranked: &[(String, f64)]) -> (bool, String) {
+    let (winner, best) = (&ranked[0].0, ranked[0].1);
     let min_delta = screen.min_delta_pct;
     let metric = screen.metric.as_str();
-    if screen.confidence.is_some() {
-        let (winner, meaningful, reason) = at_confidence(screen, inputs, &ranked);
-        let summary = match &winner {
-            Some(w) => format!("winner {w}: {reason}"),
-            None => format!("no winner: {reason}"),
-        };
-        let result = ScreenResult {
-            metric: metric.to_string(),
-            goal: screen.goal,
-            values: scored.iter().map(|(n, v)| (n.clone(), Some(*v))).collect(),
-            ranking: ranked.iter().map(|(n, _)| n.clone()).collect(),
-            winner,
-            meaningful,
-            selection_reason: reason,
-            confidence: screen.confidence,
-            measured_more: None,
-        };
-        return Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() });
+    let Some((second, value)) = ranked.get(1) else {
+        return (true, format!("{winner} is the only variant"));
+    };
+    let margin = if *value == 0.0 { f64::INFINITY } else { (best - value).abs() / value.abs() * 100.0 };
+    // The leader against every other variant with an interval: one
+    // that overlaps is a variant the leader may not beat.
+    let overlapping =
+        ranked[1..].iter().find(|(other, _)| intervals_overlap(inputs, winner, other, metric) == Some(true));
+    let overlap = match overlapping {
+        Some(_) => Some(true),
+        None => intervals_overlap(inputs, winner, second, metric),
+    };
+    let (second, value) = overlapping.map_or((second, value), |(n, v)| (n, v));
+    match overlap {
+        Some(true) => (
+            false,
+            format!(
+                "no meaningful difference: {winner} ({}) and {second} ({}) have overlapping 95% confidence intervals",
+                fmt(best),
+                fmt(*value)
+            ),
+        ),
+        Some(false) => (
+            true,
+            format!(
+                "{winner} ({}) beats {second} ({}) by {:.1}% with disjoint 95% confidence intervals",
+                fmt(best),
+                fmt(*value),
+                margin
+            ),
+        ),
+        None if margin < min_delta => (
+            false,
+            format!(
+                "no meaningful difference: {winner} ({}) leads {second} ({}) by {:.1}%, under the {min_delta}% threshold (no confidence intervals: use `repeat` for them)",
+                fmt(best),
+                fmt(*value),
+                margin
+            ),
+        ),
+        None => (
+            true,
+            format!(
+                "{winner} ({}) beats {second} ({}) by {:.1}% (threshold {min_delta}%; single measurement each)",
+                fmt(best),
+                fmt(*value),
+                margin
+            ),
+        ),
     }
-    let (meaningful, reason) = match ranked.get(1) {
-        None => (true, format!("{winner} is the only variant")),
-        Some((second, value)) => {
-            let margin =
-                if *value == 0.0 { f64::INFINITY } else { (best - value).abs() / value.abs() * 100.0 };
-            // The leader against every other variant with an interval: one
-            // that overlaps is a variant the leader may not beat.
-            let overlapping = ranked[1..]
-                .iter()
-                .find(|(other, _)| intervals_overlap(inputs, &winner, other, metric) == Some(true));
-            let overlap = match overlapping {
-                Some(_) => Some(true),
-                None => intervals_overlap(inputs, &winner, second, metric),
-            };
-            let (second, value) = overlapping.map_or((second, value), |(n, v)| (n, v));
-            match overlap {
-                Some(true) => (
-                    false,
-                    format!(
-                        "no meaningful difference: {winner} ({}) and {second} ({}) have overlapping 95% confidence intervals",
-                        fmt(best),
-                        fmt(*value)
-                    ),
-                ),
-                Some(false) => (
-                    true,
-                    format!(
-                        "{winner} ({}) beats {second} ({}) by {:.1}% with disjoint 95% confidence intervals",
-                        fmt(best),
-                        fmt(*value),
-                        margin
-                    ),
-                ),
-                None if margin < min_delta => (
-                    false,
-                    format!(
-                        "no meaningful difference: {winner} ({}) leads {second} ({}) by {:.1}%, under the {min_delta}% threshold (no confidence intervals: use `repeat` for them)",
-                        fmt(best),
-                        fmt(*value),
-                        margin
-                    ),
-                ),
-                None => (
-                    true,
-                    format!(
-                        "{winner} ({}) beats {second} ({}) by {:.1}% (threshold {min_delta}%; single measurement each)",
-                        fmt(best),
-                        fmt(*value),
-                        margin
-                    ),
-                ),
-            }
-        }
-    };
-    let summary = format!("winner {winner}: {reason}");
-    let result = ScreenResult {
-        metric: metric.to_string(),
-        goal: screen.goal,
-        // A value that is not finite is stored as null (as JSON has it).
-        values: scored.iter().map(|(n, v)| (n.clone(), Some(*v))).collect(),
-        ranking: ranked.iter().map(|(n, _)| n.clone()).collect(),
-        winner: Some(winner),
-        meaningful,
-        selection_reason: reason,
-        confidence: None,
-        measured_more: None,
-    };
-    Ok(Produced { summary, result: results::to_value(&result), ..Produced::default() })
 }
 
 /// A screen with `confidence`: the leader wins only when its 95% interval
