@@ -143,10 +143,11 @@ fn arms_on_the_same_items_differ_only_when_their_accuracies_do() {
             .into(),
         "gate \"g-strong\" { accuracy-not-worse arm=\"strong\" control=\"weak\" margin=0.05; confidence 0.95; }\n"
             .into(),
+        "decision \"d\" { rule label=\"strong\" when=\"gate.g-strong.passed\"; }\n".into(),
     ]
     .concat();
     let (scratch, path) = campaign(&recipe);
-    let outcome = scratch.run(&path, &[], 0);
+    let outcome = scratch.run(&path, &["--report"], 0);
     let (_, equal) = compared(&scratch, &path, "g-equal");
     assert_eq!(equal["mcnemar"], "no-difference", "{equal}\n{}", outcome.transcript());
     assert_eq!(equal["n"], 200);
@@ -163,6 +164,28 @@ fn arms_on_the_same_items_differ_only_when_their_accuracies_do() {
     assert_eq!(
         (gate["passed_error_at_most"].as_f64(), gate["rejected_error_at_most"].as_f64()),
         (Some(0.05), Some(0.05))
+    );
+
+    // The decision summary and the report show each arm's accuracy with its
+    // interval and the items the arms disagree on.
+    let summary: Value =
+        serde_json::from_str(&scratch.read("results/q/decision-summary.json")).expect("summary");
+    let accuracy = summary["quality"]["accuracy"].as_array().expect("per-arm accuracy");
+    assert_eq!(accuracy.len(), 4, "{accuracy:?}");
+    for arm in accuracy {
+        let stored = scratch.stored_json(&path, arm["cell"].as_str().unwrap(), "result.json");
+        assert_eq!(arm["share_ci95_low"], stored["accuracy"]["share_ci95_low"]);
+        assert_eq!(arm["share_ci95_high"], stored["accuracy"]["share_ci95_high"]);
+    }
+    let rows = summary["quality"]["comparisons"].as_array().expect("comparisons");
+    let weak_row = rows.iter().find(|r| r["gate"] == "g-weak").expect("the weak arm's comparison");
+    assert_eq!(weak_row["compared"]["disagreements"], weak["disagreements"]);
+    let page = scratch.read("results/q/report.html");
+    let section = &page[page.find("<section id=\"quality\"").expect("a Quality section")..];
+    let first = weak["disagreements"][0]["item"].as_str().unwrap();
+    assert!(
+        section.contains("Items they disagree on") && section.contains(first),
+        "the first disagreement, {first}, shown"
     );
 }
 
@@ -181,10 +204,11 @@ fn lossless_passes_identical_arms_and_shows_where_a_lossy_one_diverged() {
         scored_cell("lossy", "s-lossy", ""),
         "gate \"g-same\" { lossless arm=\"same\" control=\"control\"; }\n".into(),
         "gate \"g-lossy\" { lossless arm=\"lossy\" control=\"control\"; blocking #false; }\n".into(),
+        "decision \"d\" { rule label=\"lossless\" when=\"gate.g-same.passed\"; }\n".into(),
     ]
     .concat();
     let (scratch, path) = campaign(&recipe);
-    let outcome = scratch.run(&path, &[], 0);
+    let outcome = scratch.run(&path, &["--report"], 0);
     let (status, same) = compared(&scratch, &path, "g-same");
     assert_eq!((status.as_str(), &same["cause"]), ("passed", &Value::from("identical")), "{same}");
     assert_eq!(same["arm_vs_control"]["identical"], 200);
@@ -201,6 +225,17 @@ fn lossless_passes_identical_arms_and_shows_where_a_lossy_one_diverged() {
     assert!(!first["excerpt_control"].as_str().unwrap().contains("otherwise"));
     let result = scratch.stored_json(&path, "g-lossy", "result.json");
     assert!(result["detail"].as_str().unwrap().contains("first divergence"), "{result}");
+
+    // Where the outputs diverged, in the decision summary and the report.
+    let summary: Value =
+        serde_json::from_str(&scratch.read("results/q/decision-summary.json")).expect("summary");
+    let rows = summary["quality"]["comparisons"].as_array().expect("comparisons");
+    let row = rows.iter().find(|r| r["gate"] == "g-lossy").expect("the lossy arm's comparison");
+    assert_eq!((&row["status"], &row["compared"]["diverged"][0]), (&Value::from("rejected"), first));
+    let page = scratch.read("results/q/report.html");
+    let section = &page[page.find("<section id=\"quality\"").expect("a Quality section")..];
+    let excerpt = first["excerpt_arm"].as_str().unwrap().replace('"', "&quot;");
+    assert!(section.contains(&excerpt), "the first divergence's excerpt, {excerpt}, shown");
 }
 
 /// An error's text as one line: the terminal's wrapping and frame undone.

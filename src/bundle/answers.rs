@@ -9,23 +9,33 @@
 use anvil_store::Store;
 use serde_json::{Value, json};
 
-use super::verify::{Finding, Verification};
 use crate::plan::Plan;
 use crate::plan::resolved_cell::{resolve_in_recipe, resolve_paths};
 use crate::quality::answers::{accuracy_of, read_jsonl, score_lines, scored_items};
 use crate::recipe::Kind;
 use crate::results::{ANSWERS_FILE, AnswerLine, CellResult, KeptAnswers};
 
-/// Every stored cell of `plan` that kept answers, checked; what does not
-/// check out is a finding at `entries/<fp>/answers.jsonl`.
-pub(super) fn rederive(report: &mut Verification, plan: &Plan, store: &Store) {
+/// What did not check out: at `entries/<fp>/answers.jsonl`, the field
+/// path, what the bundle claims and what was derived.
+pub(super) struct AnswerFinding {
+    pub at: String,
+    pub path: String,
+    pub claimed: Value,
+    pub derived: Value,
+}
+
+/// Every stored cell of `plan` that kept answers, checked: how many
+/// answers were, and what did not check out.
+pub(super) fn rederive(plan: &Plan, store: &Store) -> (usize, Vec<AnswerFinding>) {
+    let mut checked = 0;
+    let mut findings = Vec::new();
     for node in plan.nodes.iter().filter(|n| n.kind == Kind::Cell) {
         let Ok(Some(entry)) = store.read(&node.fingerprint) else { continue };
         let Ok(result) = crate::results::from_value::<CellResult>(entry.result.clone()) else { continue };
         let Some(kept) = &result.answers else { continue };
         let member = format!("entries/{}/{ANSWERS_FILE}", node.fingerprint);
         let mut finding = |path: &str, claimed: Value, derived: Value| {
-            report.findings.push(Finding { at: member.clone(), path: path.to_string(), claimed, derived });
+            findings.push(AnswerFinding { at: member.clone(), path: path.to_string(), claimed, derived });
         };
         let bytes = match std::fs::read(entry.path_of(ANSWERS_FILE)) {
             Ok(bytes) => bytes,
@@ -38,7 +48,7 @@ pub(super) fn rederive(report: &mut Verification, plan: &Plan, store: &Store) {
             Some(lines) => lines,
             None => continue,
         };
-        report.answers_checked += lines.len();
+        checked += lines.len();
         let Some(mut spec) = resolve_in_recipe(&plan.recipe, &node.name) else { continue };
         resolve_paths(&mut spec, &plan.recipe.key);
         match scored_items(&spec.traffic) {
@@ -66,6 +76,7 @@ pub(super) fn rederive(report: &mut Verification, plan: &Plan, store: &Store) {
             Err(why) => finding("", json!("answers scored against the bundle's dataset"), json!(why)),
         }
     }
+    (checked, findings)
 }
 
 /// The answers read, the file and each text against their digests; `None`

@@ -93,7 +93,14 @@ pub fn verify_bundle(bundle: &Path) -> Result<Verification, ImportError> {
     };
     let run = &imported.run;
     replan_steps(&mut report, &mut plan, run, &store);
-    super::answers::rederive(&mut report, &plan, &store);
+    let (checked, found) = super::answers::rederive(&plan, &store);
+    report.answers_checked = checked;
+    report.findings.extend(found.into_iter().map(|f| Finding {
+        at: f.at,
+        path: f.path,
+        claimed: f.claimed,
+        derived: f.derived,
+    }));
     run_to_run_again(&mut report, &imported.verified.manifest, &store, run, &plan.recipe);
     // The decision summary, rebuilt from the same results and endings.
     rebuild_summary(&mut report, &plan, run, &store, &unpacked.join("outputs/decision-summary.json"));

@@ -266,6 +266,7 @@ fn summary_with(
         gates: gates.rows,
         limitations: limitations(view, &cells, &simulated),
         decision: decision(verdict.as_ref(), &evidence_labels),
+        quality: super::quality_summary::quality_summary(view, store),
     }
 }
 

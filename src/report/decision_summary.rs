@@ -26,6 +26,10 @@ pub struct DecisionSummary {
     pub gates: Vec<GateRow>,
     pub limitations: Vec<String>,
     pub decision: Decision,
+    /// Accuracy with its interval per scored cell, and the arm comparisons
+    /// (`quality_summary.rs`); absent when the campaign has neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<super::quality_summary::QualitySummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,5 +6,6 @@ pub mod export;
 pub mod html;
 pub mod model;
 pub mod plot;
+pub mod quality_summary;
 pub mod stored_outputs;
 pub mod workload_manifest;

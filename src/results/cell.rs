@@ -51,10 +51,10 @@ pub struct CellResult {
     pub over_saturated_at_end: Option<anvil_loadgen::Drain>,
     /// With `keep-answers` or a scored dataset: the answers kept beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answers: Option<super::KeptAnswers>,
+    pub answers: Option<super::answers::KeptAnswers>,
     /// Over a scored dataset: the share answered right, with its interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub accuracy: Option<super::ScoredAccuracy>,
+    pub accuracy: Option<super::answers::ScoredAccuracy>,
 }
 
 /// A cell's load as the load generator ran it (the artifact's

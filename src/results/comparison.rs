@@ -23,15 +23,16 @@ impl Comparison {
     /// it states no rate (a lossless arm that was not shown to diverge more
     /// than the engine is not shown lossless).
     pub fn error_if(&self, passed: bool) -> f64 {
+        let miss = |level: f64| ((1.0 - level) * 1e6).round() / 1e6;
         match self {
             Comparison::Lossless(l) => {
                 if passed {
                     1.0
                 } else {
-                    1.0 - l.level
+                    miss(l.level)
                 }
             }
-            Comparison::AccuracyNotWorse(n) => 1.0 - n.level,
+            Comparison::AccuracyNotWorse(n) => miss(n.level),
         }
     }
 }

@@ -51,7 +51,7 @@ pub struct Requirement {
     pub error_at_most: Option<f64>,
     /// An arm comparison (`lossless`, `accuracy-not-worse`): what it found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compared: Option<super::Comparison>,
+    pub compared: Option<super::comparison::Comparison>,
 }
 
 impl Requirement {
@@ -238,11 +238,11 @@ mod tests {
             gate.detail
         );
         // An arm comparison states its test's: a passed lossless one no rate.
-        let lossless = super::super::Comparison::Lossless(super::super::Lossless {
+        let lossless = super::super::comparison::Comparison::Lossless(super::super::comparison::Lossless {
             arm: "a".into(),
             control: "c".into(),
             level: 0.95,
-            arm_vs_control: super::super::Identical {
+            arm_vs_control: super::super::comparison::Identical {
                 identical: 10,
                 n: 10,
                 share: Some(1.0),

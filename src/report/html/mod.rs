@@ -1,6 +1,6 @@
 //! `anvil report`'s page: one self-contained HTML file (inline CSS and SVG,
 //! no script, nothing fetched), top to bottom: the campaign, the decision,
-//! gates, screens, headline cells, the cells compared, each cell, other
+//! gates, answer quality, screens, headline cells, the cells compared, each cell, other
 //! steps, and an index of every step with its fingerprint and files.
 //!
 //! Sections go by step kind (`SECTIONS`): a new kind (searches, stages)
@@ -34,6 +34,7 @@ mod link;
 mod other_steps;
 mod page;
 mod pareto;
+mod quality;
 mod screens;
 mod search;
 mod stats;
@@ -65,9 +66,10 @@ type Section = fn(&mut Page, &Report);
 /// The page's sections after the campaign, in order: (id, title in the
 /// page's nav, function). The nav is drawn from this list, so the id must
 /// be the one the section's own `page.section` writes.
-const SECTIONS: [(&str, &str, Section); 9] = [
+const SECTIONS: [(&str, &str, Section); 10] = [
     ("decision", "Decision", decision::decision),
     ("gates", "Gates", gates::gates),
+    ("quality", "Quality", quality::quality),
     ("screens", "Screens", screens::screens),
     ("searches", "Searches", search::searches),
     ("headline", "Headline", headline::headline),

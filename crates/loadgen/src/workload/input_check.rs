@@ -294,7 +294,11 @@ pub(crate) fn check_dataset_from(
     format: DatasetFormat,
 ) -> Result<InputSummary, FileProblem> {
     let summary = match (format, format.scored()) {
-        (_, Some(scored)) => crate::workload::scored::check(reader, scored)?,
+        (_, Some(scored)) => {
+            let items = crate::workload::scored::check(reader, scored)
+                .map_err(|(line, message)| FileProblem { line, column: None, message })?;
+            InputSummary { usable: items, skipped: 0, unknown_keys: Vec::new(), more_unknown_keys: false }
+        }
         (DatasetFormat::Sharegpt, None) => check_sharegpt(reader)?,
         (_, None) => check_jsonl_dataset(reader)?,
     };

@@ -9,7 +9,6 @@ use std::io::BufRead;
 
 use anvil_quality::{Format, Item, ReadError};
 
-use crate::workload::input_check::{FileProblem, InputSummary};
 use crate::workload::traffic::DatasetFormat;
 
 impl DatasetFormat {
@@ -29,32 +28,23 @@ pub fn items(format: Format, text: &str) -> Result<Vec<Item>, ReadError> {
     anvil_quality::read(format, text)
 }
 
-/// A scored dataset read through as the cell will read it: every line an
-/// item, or the first that is not, at its line.
-pub(crate) fn check(mut reader: impl BufRead, format: Format) -> Result<InputSummary, FileProblem> {
+/// A scored dataset read through as the cell will read it: how many
+/// items, or the first line that is no item (its number, apart from why).
+pub(crate) fn check(mut reader: impl BufRead, format: Format) -> Result<u64, (Option<u64>, String)> {
     let mut text = String::new();
-    reader.read_to_string(&mut text).map_err(|e| FileProblem {
-        line: None,
-        column: None,
-        message: format!("cannot be read as text: {e}"),
-    })?;
+    reader.read_to_string(&mut text).map_err(|e| (None, format!("cannot be read as text: {e}")))?;
     let items = items(format, &text).map_err(|e| problem(&e))?;
-    Ok(InputSummary {
-        usable: items.len() as u64,
-        skipped: 0,
-        unknown_keys: Vec::new(),
-        more_unknown_keys: false,
-    })
+    Ok(items.len() as u64)
 }
 
-/// The reader's error as a file problem: its line apart from its message.
-fn problem(error: &ReadError) -> FileProblem {
+/// The reader's error: its line apart from its message.
+fn problem(error: &ReadError) -> (Option<u64>, String) {
     let message = error.to_string();
     let message = match error.line() {
         Some(line) => message.strip_prefix(&format!("line {line}: ")).unwrap_or(&message).to_string(),
         None => message,
     };
-    FileProblem { line: error.line().map(|l| l as u64), column: None, message }
+    (error.line().map(|l| l as u64), message)
 }
 
 #[cfg(test)]
@@ -65,11 +55,11 @@ mod tests {
     fn a_bad_line_is_named_once() {
         let text =
             "{\"question\": \"2+2?\", \"answer\": \"#### 4\"}\n{\"question\": \"x\", \"answer\": \"none\"}\n";
-        let problem = check(text.as_bytes(), Format::Gsm8k).unwrap_err();
-        assert_eq!(problem.line, Some(2));
-        assert!(problem.message.starts_with("field `answer`"), "{}", problem.message);
+        let (line, message) = check(text.as_bytes(), Format::Gsm8k).unwrap_err();
+        assert_eq!(line, Some(2));
+        assert!(message.starts_with("field `answer`"), "{message}");
         let good = check(&text.as_bytes()[..text.find('\n').unwrap() + 1], Format::Gsm8k).unwrap();
-        assert_eq!(good.usable, 1);
+        assert_eq!(good, 1);
         assert_eq!(DatasetFormat::Jsonl.scored(), None);
         assert_eq!(DatasetFormat::Mmlu.scored(), Some(Format::Mmlu));
     }
