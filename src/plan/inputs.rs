@@ -16,112 +16,134 @@ use std::path::{Path, PathBuf};
 
 use super::preimage::EngineMode;
 use crate::recipe::decls::load::TrafficDecl;
+use crate::recipe::decls::{CellDecl, ServerDecl};
 use crate::recipe::{Decl, Problem, Problems, Recipe, RecipeError, Spec};
 
 /// Check every input file of `recipe`; all problems at once.
 pub fn check_inputs(recipe: &Recipe, mode: EngineMode) -> Result<(), RecipeError> {
-    let dir = recipe.dir();
-    let mut problems = Problems::default();
-    let mut seen: HashSet<(PathBuf, &'static str)> = HashSet::new();
-    let mut first_time = |path: &Path, what: &'static str| seen.insert((path.to_path_buf(), what));
+    let mut check = InputCheck { dir: recipe.dir(), problems: Problems::default(), seen: HashSet::new() };
     for step in &recipe.steps {
-        // A search's probes are cells of its workload: its first probe stands for them.
-        let probe;
-        let cell = match &step.spec {
-            Spec::Cell(cell) => Some((step, cell)),
+        match &step.spec {
+            Spec::Cell(cell) => check.traffic(step, cell),
+            // A search's probes are cells of its workload: its first probe stands for them.
             Spec::Search(search) => {
-                probe = search.probe(search.min);
-                match &probe.spec {
-                    Spec::Cell(cell) => Some((step, cell)),
-                    _ => None,
+                if let Spec::Cell(cell) = &search.probe(search.min).spec {
+                    check.traffic(step, cell);
                 }
             }
-            _ => None,
-        };
-        if let Some((step, cell)) = cell {
-            match &cell.load.traffic {
-                TrafficDecl::Trace(trace) => {
-                    let path = dir.join(&trace.file);
-                    first_time(&path, "reads"); // read through here: not again as a bare read
-                    if first_time(&path, "trace") {
-                        match anvil_loadgen::check_trace(&path, trace.format()) {
-                            Ok(summary) => warn_unknown_keys("trace", &trace.file, &summary),
-                            Err(problem) => problems.push(file_problem(step, "trace", &trace.file, &problem)),
-                        }
-                    }
-                }
-                TrafficDecl::Dataset(dataset) => {
-                    let path = dir.join(&dataset.file);
-                    first_time(&path, "reads");
-                    if first_time(&path, "dataset") {
-                        match anvil_loadgen::check_dataset(&path, dataset.format()) {
-                            Ok(summary) => warn_unknown_keys("dataset", &dataset.file, &summary),
-                            Err(problem) => {
-                                problems.push(file_problem(step, "dataset", &dataset.file, &problem));
-                            }
-                        }
-                    }
-                }
-                TrafficDecl::Agents(agents) => {
-                    let path = dir.join(&agents.file);
-                    first_time(&path, "reads");
-                    if first_time(&path, "agents") {
-                        match anvil_loadgen::check_agent_trace(&path, agents.format()) {
-                            Ok(summary) => warn_unknown_keys("agents", &agents.file, &summary.keys),
-                            Err(problem) => {
-                                problems.push(file_problem(step, "agents", &agents.file, &problem))
-                            }
-                        }
-                    }
-                }
-                TrafficDecl::Synthetic | TrafficDecl::Sessions(_) => {}
-            }
+            _ => {}
         }
         let twinned = matches!(&step.spec, Spec::Server(_)) && mode == EngineMode::SimulatedTwins;
         if let Spec::Server(server) = &step.spec {
-            if let Some(tokenizer) = &server.tokenizer
-                && let Some(file) = tokenizer.resolved_against(&dir).file()
-            {
-                let checked = file.map_err(|e| e.to_string()).and_then(|path| {
-                    if !first_time(&path, "tokenizer") {
-                        return Ok(());
-                    }
-                    anvil_tokens::tokenizer::read_file(&path).map(|_| ()).map_err(|e| format!("{e:#}"))
-                });
-                if let Err(why) = checked {
-                    problems.push(
-                        step.problem_at("tokenizer", format!("tokenizer {}: {why}", tokenizer.as_written()))
-                            .label("this tokenizer")
-                            .help("cells on this server build their prompts with it: fix the path, or drop `tokenizer` to count tokens by the server's usage"),
-                    );
-                }
-            }
-            if let Some(bundle) = server.tls.ca_bundle.as_ref().filter(|_| !twinned) {
-                let path = dir.join(bundle);
-                if first_time(&path, "ca-bundle")
-                    && let Err(why) = anvil_net::check_ca_bundle(&path)
-                {
-                    problems
-                        .push(step.problem_at("ca-bundle", format!("{why:#}")).label("this CA bundle").help(
-                        "a PEM file of `-----BEGIN CERTIFICATE-----` blocks, relative to the recipe's folder",
-                    ));
-                }
+            check.server(step, server, twinned);
+        }
+        // A twin reads none of its server's files but the tokenizer.
+        if !twinned {
+            check.reads(step);
+        }
+    }
+    check.problems.into_result(&recipe.path.display().to_string(), ())
+}
+
+/// What the check carries from step to step: the recipe's folder, the
+/// problems found so far, and the files already checked, each by what it
+/// was read as (so a file many steps name is checked once).
+struct InputCheck {
+    dir: PathBuf,
+    problems: Problems,
+    seen: HashSet<(PathBuf, &'static str)>,
+}
+
+impl InputCheck {
+    /// Whether `path` is not yet checked as `what` (and from now on it is).
+    fn first_time(&mut self, path: &Path, what: &'static str) -> bool {
+        self.seen.insert((path.to_path_buf(), what))
+    }
+
+    /// The trace, dataset or agent trace a cell replays, read through as the
+    /// replay reads it.
+    fn traffic(&mut self, step: &Decl, cell: &CellDecl) {
+        match &cell.load.traffic {
+            TrafficDecl::Trace(trace) => self.traffic_file(step, "trace", &trace.file, |path| {
+                anvil_loadgen::check_trace(path, trace.format())
+            }),
+            TrafficDecl::Dataset(dataset) => self.traffic_file(step, "dataset", &dataset.file, |path| {
+                anvil_loadgen::check_dataset(path, dataset.format())
+            }),
+            TrafficDecl::Agents(agents) => self.traffic_file(step, "agents", &agents.file, |path| {
+                anvil_loadgen::check_agent_trace(path, agents.format()).map(|summary| summary.keys)
+            }),
+            TrafficDecl::Synthetic | TrafficDecl::Sessions(_) => {}
+        }
+    }
+
+    /// One traffic file, checked by `check` as its `key` (once); its unknown
+    /// keys are warnings, its problem points at the step's `key` setting.
+    fn traffic_file(
+        &mut self,
+        step: &Decl,
+        key: &'static str,
+        file: &str,
+        check: impl FnOnce(&Path) -> Result<anvil_loadgen::InputSummary, anvil_loadgen::FileProblem>,
+    ) {
+        let path = self.dir.join(file);
+        self.first_time(&path, "reads"); // read through here: not again as a bare read
+        if self.first_time(&path, key) {
+            match check(&path) {
+                Ok(summary) => warn_unknown_keys(key, file, &summary),
+                Err(problem) => self.problems.push(file_problem(step, key, file, &problem)),
             }
         }
-        for read in step.spec.reads().iter().filter(|_| !twinned) {
-            let path = dir.join(read);
-            if first_time(&path, "reads")
-                && let Err(why) = readable(&path)
+    }
+
+    /// A server's tokenizer, and its CA bundle unless it runs as a twin.
+    fn server(&mut self, step: &Decl, server: &ServerDecl, twinned: bool) {
+        if let Some(tokenizer) = &server.tokenizer
+            && let Some(file) = tokenizer.resolved_against(&self.dir).file()
+        {
+            let checked = file.map_err(|e| e.to_string()).and_then(|path| {
+                if !self.first_time(&path, "tokenizer") {
+                    return Ok(());
+                }
+                anvil_tokens::tokenizer::read_file(&path).map(|_| ()).map_err(|e| format!("{e:#}"))
+            });
+            if let Err(why) = checked {
+                self.problems.push(
+                    step.problem_at("tokenizer", format!("tokenizer {}: {why}", tokenizer.as_written()))
+                        .label("this tokenizer")
+                        .help("cells on this server build their prompts with it: fix the path, or drop `tokenizer` to count tokens by the server's usage"),
+                );
+            }
+        }
+        if let Some(bundle) = server.tls.ca_bundle.as_ref().filter(|_| !twinned) {
+            let path = self.dir.join(bundle);
+            if self.first_time(&path, "ca-bundle")
+                && let Err(why) = anvil_net::check_ca_bundle(&path)
             {
-                problems.push(
-                    step.problem_at("reads", format!("`reads` names {read}, which {why}"))
-                        .label("read by this step")
-                        .help(format!("paths are relative to the recipe's folder ({})", dir.display())),
+                self.problems.push(
+                    step.problem_at("ca-bundle", format!("{why:#}")).label("this CA bundle").help(
+                        "a PEM file of `-----BEGIN CERTIFICATE-----` blocks, relative to the recipe's folder",
+                    ),
                 );
             }
         }
     }
-    problems.into_result(&recipe.path.display().to_string(), ())
+
+    /// The files and folders a step `reads`: each must open.
+    fn reads(&mut self, step: &Decl) {
+        for read in step.spec.reads() {
+            let path = self.dir.join(read);
+            if self.first_time(&path, "reads")
+                && let Err(why) = readable(&path)
+            {
+                self.problems.push(
+                    step.problem_at("reads", format!("`reads` names {read}, which {why}"))
+                        .label("read by this step")
+                        .help(format!("paths are relative to the recipe's folder ({})", self.dir.display())),
+                );
+            }
+        }
+    }
 }
 
 /// The keys of a trace or dataset its format does not read (ignored: real
