@@ -17,8 +17,9 @@ use anvil_store::{Fingerprint, NodeStatus, Store};
 use anvil_words::words;
 use serde_json::Value;
 
+use crate::document::StepDocument;
+use crate::plan::Plan;
 use crate::plan::search::ProbeSite;
-use crate::plan::{Plan, PreimageText};
 use crate::recipe::Decl;
 use crate::step_kind::Kind;
 
@@ -95,8 +96,9 @@ pub struct ReadyStep {
     pub index: usize,
     pub decl: Decl,
     pub fingerprint: Fingerprint,
-    /// Parsed only if the step produces a result to store.
-    pub preimage: PreimageText,
+    /// The step as a step document: its key (the preimage stored with its
+    /// result) and how to run it (a cell is measured as its document says).
+    pub document: StepDocument,
     pub forced: bool,
     /// The stored results it reads (gates, screens, decisions), when it
     /// will evaluate.

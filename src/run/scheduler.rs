@@ -251,7 +251,7 @@ impl Scheduler {
             index: i,
             decl: self.plan.recipe.steps[i].clone(),
             fingerprint: node.fingerprint,
-            preimage: node.preimage.clone(),
+            document: crate::document::document_of(&self.plan, i),
             forced: self.forced.contains(&i),
             inputs,
             server: self.plan.server_of(i),

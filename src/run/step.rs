@@ -13,6 +13,7 @@ use super::measure::{Target, measure_cell};
 use super::measure_more::{self, Judge};
 use super::outcome::{Failure, Produced};
 use super::{check, decision, gate, screen, search, task};
+use crate::document::Exec;
 use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
 use crate::plan::extra_repeats::budget_of;
 use crate::recipe::Decl;
@@ -159,13 +160,17 @@ async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
         Spec::Gate(gate) => gate::evaluate_gate(gate, inputs),
         Spec::Screen(screen) => screen::run_screen(screen, inputs),
         Spec::Decision(decision) => decision::run_decision(decision, inputs),
-        Spec::Cell(cell) => {
+        Spec::Cell(_) => {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
+            // Measured as its step document says: what a Slurm job or any other executor runs too.
+            let Exec::Cell(cell) = &job.document.exec else {
+                return Err(Failure::new("a cell's step document holds no cell"));
+            };
             let target = Target {
                 name,
-                cell: super::cell::CellToRun::Declared(cell),
+                cell: super::cell::CellToRun::Resolved(cell),
                 fingerprint: &job.fingerprint,
-                seed: ctx.seed,
+                seed: cell.seed,
             };
             measure_cell(ctx, server, target, "the cell", |f| f).await
         }
@@ -185,5 +190,5 @@ async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
 
 /// Store the step's result under its fingerprint ([`commit_entry`]).
 fn commit(store: &Store, job: &ReadyStep, produced: &Produced) -> Result<String, anvil_store::StoreError> {
-    commit_entry(store, &job.fingerprint, &job.preimage.value(), produced)
+    commit_entry(store, &job.fingerprint, &job.document.key, produced)
 }

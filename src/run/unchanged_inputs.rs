@@ -11,7 +11,7 @@ use crate::plan::file_digest;
 
 /// Fail the step when a file it reads no longer hashes as its fingerprint says.
 pub(super) fn check(job: &ReadyStep, recipe_dir: &Path) -> Result<(), Failure> {
-    let preimage = job.preimage.value();
+    let preimage = &job.document.key;
     let Some(files) = preimage.get("files").and_then(|f| f.as_object()) else { return Ok(()) };
     for (file, planned) in files {
         // A server's tokenizer is its server's input, hashed when that started.
