@@ -75,9 +75,17 @@ pub fn score_lines(answers: &[Answer], items: &[Item]) -> Vec<AnswerLine> {
         .collect()
 }
 
-/// The accuracy of the scored lines, with its Clopper–Pearson interval.
+/// The accuracy of the scored lines, with its Clopper–Pearson interval:
+/// each item's first scored answer, once (a second run of a greedy engine
+/// answers the same again, and counting it would narrow the interval with
+/// no new item).
 pub fn accuracy_of(lines: &[AnswerLine], dataset: &DatasetSpec, items: u64) -> ScoredAccuracy {
-    let scored: Vec<&AnswerLine> = lines.iter().filter(|l| l.correct.is_some()).collect();
+    let mut seen = std::collections::HashSet::new();
+    let scored: Vec<&AnswerLine> = lines
+        .iter()
+        .filter(|l| l.correct.is_some())
+        .filter(|l| l.answer.item.as_ref().is_some_and(|item| seen.insert(item.clone())))
+        .collect();
     let outcomes: Vec<bool> = scored.iter().map(|l| l.correct == Some(true)).collect();
     let accuracy = anvil_quality::accuracy(&outcomes, ACCURACY_LEVEL);
     ScoredAccuracy {
@@ -156,6 +164,8 @@ mod tests {
                 answer(1, "q1", "#### 8", true),
                 answer(2, "q2", "Answer: B", false),
                 answer(3, "other", "4", true),
+                // A second answer to q0 (a repeat): kept, not counted again.
+                answer(4, "q0", "#### 5", true),
             ],
             dropped: 1,
             bytes: 900,
@@ -173,7 +183,7 @@ mod tests {
         assert_eq!((accuracy.correct, accuracy.n, accuracy.unanswered), (2, 3, 1));
         assert_eq!((accuracy.dataset.as_str(), accuracy.items), ("items.jsonl", 3));
         assert!(accuracy.share_ci95_low < 2.0 / 3.0 && accuracy.share_ci95_high > 2.0 / 3.0);
-        assert_eq!((stored.kept.kept, stored.kept.dropped), (4, 1));
+        assert_eq!((stored.kept.kept, stored.kept.dropped), (5, 1));
         assert_eq!(stored.kept.blake3, anvil_loadgen::answer_digest(&stored.file));
         let back = read_jsonl(&stored.file).unwrap();
         assert_eq!(back[1].extracted.as_deref(), Some("8"));

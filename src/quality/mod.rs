@@ -11,4 +11,6 @@
 pub mod answers;
 pub mod arms;
 pub mod inputs;
+#[cfg(test)]
+mod not_worse_oc_tests;
 pub mod requirement;

@@ -97,7 +97,7 @@ fn lossless_verdict(found: &Lossless) -> (EvalStatus, String) {
     (status, format!("{detail}; {cause}"))
 }
 
-fn not_worse_verdict(found: &NotWorse) -> (EvalStatus, String) {
+pub(super) fn not_worse_verdict(found: &NotWorse) -> (EvalStatus, String) {
     let accuracy = |a: &crate::results::PairedAccuracy| format!("{}/{}", a.correct, a.n);
     let mut detail = format!(
         "arm {} against control {} on {} items; difference [{:.3}, {:.3}], margin {}; McNemar {} (p = {:.3}, {} vs {} discordant)",

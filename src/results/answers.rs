@@ -45,7 +45,8 @@ pub struct KeptAnswers {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScoredAccuracy {
     pub correct: u64,
-    /// Answers scored: every kept answer to an item, over every repeat.
+    /// Items scored: each item's first kept answer (a later repeat's
+    /// answers to the same items are kept, not counted again).
     pub n: u64,
     pub share: Option<f64>,
     pub share_ci95_low: f64,
