@@ -2,6 +2,7 @@
 //! values into typed JSON settings, reporting every problem it finds.
 
 use kdl::KdlValue;
+use miette::SourceSpan;
 use serde_json::{Map, Number, Value};
 
 use super::decls;
@@ -113,127 +114,144 @@ fn accumulate(existing: &mut Value, more: Value) {
     }
 }
 
+/// Why a field's value was not taken: the wrong type where `span` points
+/// (`found` says what was written), or a bad value of the right type.
+enum Refused {
+    WrongType { span: SourceSpan, found: String },
+    BadValue { span: SourceSpan, message: String },
+}
+
+fn wrong_type(span: SourceSpan, found: impl Into<String>) -> Refused {
+    Refused::WrongType { span, found: found.into() }
+}
+
+/// The field's value in the JSON its shape reads, or a problem saying why not.
 fn convert_field(field: &RawField, spec: &FieldSpec, problems: &mut Problems) -> Option<Value> {
-    let fail = |problems: &mut Problems, span, found: String| {
-        problems.push(
-            Problem::new(
-                &field.source,
-                span,
-                format!("`{}` expects {}, found {found}", spec.name, spec.shape.describe()),
-            )
-            .label("wrong type")
-            .maybe_help(bool_hint(spec, field)),
-        );
-        None
+    let converted = match spec.shape {
+        Shape::Props | Shape::Records => props_value(field, spec.shape),
+        Shape::Headed => headed_value(field),
+        Shape::StringsWithProps => strings_with_props_value(field),
+        Shape::Block => Ok(block_field_value(field)),
+        Shape::Strings | Shape::StepRefs => strings_value(field, spec.shape),
+        _ => single_value(field, spec.shape),
     };
-    match spec.shape {
-        Shape::Props | Shape::Records => {
-            if !field.args.is_empty() || !field.children.is_empty() {
-                return fail(problems, field.span, "positional values".into());
-            }
-            let mut map = Map::new();
-            for (key, value) in &field.props {
-                map.insert(key.value.clone(), scalar(&value.value));
-            }
-            Some(if spec.shape == Shape::Records {
-                Value::Array(vec![Value::Object(map)])
-            } else {
-                Value::Object(map)
-            })
+    let problem = match converted {
+        Ok(value) => return Some(value),
+        Err(Refused::WrongType { span, found }) => Problem::new(
+            &field.source,
+            span,
+            format!("`{}` expects {}, found {found}", spec.name, spec.shape.describe()),
+        )
+        .label("wrong type"),
+        Err(Refused::BadValue { span, message }) => {
+            Problem::new(&field.source, span, message).label("invalid value")
         }
-        Shape::Headed => {
-            let [head] = field.args.as_slice() else {
-                let found = if field.args.is_empty() {
-                    "no value".into()
-                } else {
-                    format!("{} values", field.args.len())
-                };
-                return fail(problems, field.span, found);
-            };
-            let mut map = Map::new();
-            map.insert("value".into(), scalar(&head.value));
-            for (key, value) in &field.props {
-                map.insert(key.value.clone(), scalar(&value.value));
-            }
-            for child in &field.children {
-                let list = map.entry(child.name.value.clone()).or_insert_with(|| Value::Array(Vec::new()));
-                if let Value::Array(items) = list {
-                    items.push(block_value(child));
-                }
-            }
-            Some(Value::Object(map))
-        }
-        Shape::StringsWithProps => {
-            if field.args.is_empty() || !field.children.is_empty() {
-                let found = if field.args.is_empty() { "no value" } else { "a { … } block" };
-                return fail(problems, field.span, found.into());
-            }
-            let mut values = Vec::new();
-            for arg in &field.args {
-                match &arg.value {
-                    KdlValue::String(s) => values.push(Value::String(s.clone())),
-                    other => return fail(problems, arg.span, describe_value(other)),
-                }
-            }
-            let mut map = Map::new();
-            map.insert("values".into(), Value::Array(values));
-            for (key, value) in &field.props {
-                map.insert(key.value.clone(), scalar(&value.value));
-            }
-            Some(Value::Object(map))
-        }
-        Shape::Block => {
-            let mut map = Map::new();
-            for child in &field.children {
-                map.insert(child.name.value.clone(), block_value(child));
-            }
-            for (key, value) in &field.props {
-                map.insert(key.value.clone(), scalar(&value.value));
-            }
-            Some(Value::Object(map))
-        }
-        Shape::Strings | Shape::StepRefs => {
-            if field.args.is_empty() {
-                return fail(problems, field.span, "nothing".into());
-            }
-            let mut items = Vec::new();
-            for arg in &field.args {
-                match &arg.value {
-                    KdlValue::String(s) => items.push(Value::String(s.clone())),
-                    KdlValue::Integer(_) | KdlValue::Float(_) if spec.shape == Shape::Strings => {
-                        items.push(Value::String(super::expand::plain_text(&arg.value)))
-                    }
-                    other => return fail(problems, arg.span, describe_value(other)),
-                }
-            }
-            Some(Value::Array(items))
-        }
-        _ => {
-            let [arg] = field.args.as_slice() else {
-                let found = if field.args.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    format!("{} values", field.args.len())
-                };
-                return fail(problems, field.span, found);
-            };
-            if !field.props.is_empty() {
-                return fail(problems, field.props[0].0.span, "a key=value property".into());
-            }
-            match single(spec.shape, arg) {
-                Ok(value) => Some(value),
-                Err(Some(message)) => {
-                    problems.push(
-                        Problem::new(&field.source, arg.span, message)
-                            .label("invalid value")
-                            .maybe_help(bool_hint(spec, field)),
-                    );
-                    None
-                }
-                Err(None) => fail(problems, arg.span, describe_value(&arg.value)),
-            }
+    };
+    problems.push(problem.maybe_help(bool_hint(spec, field)));
+    None
+}
+
+/// The field's `key=value` properties, added to `map`.
+fn insert_props(map: &mut Map<String, Value>, field: &RawField) {
+    for (key, value) in &field.props {
+        map.insert(key.value.clone(), scalar(&value.value));
+    }
+}
+
+/// `Props`: the properties as an object; `Records`: one record of them (repeats add records).
+fn props_value(field: &RawField, shape: Shape) -> Result<Value, Refused> {
+    if !field.args.is_empty() || !field.children.is_empty() {
+        return Err(wrong_type(field.span, "positional values"));
+    }
+    let mut map = Map::new();
+    insert_props(&mut map, field);
+    Ok(if shape == Shape::Records { Value::Array(vec![Value::Object(map)]) } else { Value::Object(map) })
+}
+
+/// `Headed`: one value (as `value`), its properties, and its children as
+/// lists by name.
+fn headed_value(field: &RawField) -> Result<Value, Refused> {
+    let [head] = field.args.as_slice() else {
+        let found =
+            if field.args.is_empty() { "no value".into() } else { format!("{} values", field.args.len()) };
+        return Err(wrong_type(field.span, found));
+    };
+    let mut map = Map::new();
+    map.insert("value".into(), scalar(&head.value));
+    insert_props(&mut map, field);
+    for child in &field.children {
+        let list = map.entry(child.name.value.clone()).or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(items) = list {
+            items.push(block_value(child));
         }
     }
+    Ok(Value::Object(map))
+}
+
+/// `StringsWithProps`: one string or more (as `values`) and properties, no block.
+fn strings_with_props_value(field: &RawField) -> Result<Value, Refused> {
+    if field.args.is_empty() || !field.children.is_empty() {
+        let found = if field.args.is_empty() { "no value" } else { "a { … } block" };
+        return Err(wrong_type(field.span, found));
+    }
+    let mut values = Vec::new();
+    for arg in &field.args {
+        match &arg.value {
+            KdlValue::String(s) => values.push(Value::String(s.clone())),
+            other => return Err(wrong_type(arg.span, describe_value(other))),
+        }
+    }
+    let mut map = Map::new();
+    map.insert("values".into(), Value::Array(values));
+    insert_props(&mut map, field);
+    Ok(Value::Object(map))
+}
+
+/// `Block`: children by name, then properties, as one object.
+fn block_field_value(field: &RawField) -> Value {
+    let mut map = Map::new();
+    for child in &field.children {
+        map.insert(child.name.value.clone(), block_value(child));
+    }
+    insert_props(&mut map, field);
+    Value::Object(map)
+}
+
+/// `Strings` (numbers read as their text) and `StepRefs`: one string or more.
+fn strings_value(field: &RawField, shape: Shape) -> Result<Value, Refused> {
+    if field.args.is_empty() {
+        return Err(wrong_type(field.span, "nothing"));
+    }
+    let mut items = Vec::new();
+    for arg in &field.args {
+        match &arg.value {
+            KdlValue::String(s) => items.push(Value::String(s.clone())),
+            KdlValue::Integer(_) | KdlValue::Float(_) if shape == Shape::Strings => {
+                items.push(Value::String(super::expand::plain_text(&arg.value)))
+            }
+            other => return Err(wrong_type(arg.span, describe_value(other))),
+        }
+    }
+    Ok(Value::Array(items))
+}
+
+/// Every other shape: exactly one value and no properties, typed by [`single`].
+fn single_value(field: &RawField, shape: Shape) -> Result<Value, Refused> {
+    let [arg] = field.args.as_slice() else {
+        let found = if field.args.is_empty() {
+            "nothing".to_string()
+        } else {
+            format!("{} values", field.args.len())
+        };
+        return Err(wrong_type(field.span, found));
+    };
+    if !field.props.is_empty() {
+        return Err(wrong_type(field.props[0].0.span, "a key=value property"));
+    }
+    single(shape, arg).map_err(|message| match message {
+        Some(message) => Refused::BadValue { span: arg.span, message },
+        None => wrong_type(arg.span, describe_value(&arg.value)),
+    })
 }
 
 /// One typed value; `Err(None)` is a plain type mismatch, `Err(Some(msg))` a bad value of the right type.
