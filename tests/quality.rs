@@ -263,6 +263,7 @@ fn bad_comparisons_are_recipe_errors_at_their_line() {
             "cell `plain` sends no scored dataset",
         ),
         ("gate \"g\" { lossless arm=\"plain\" control=\"b\"; }\n", "cell `plain` keeps no answers"),
+        ("gate \"g\" { lossless arm=\"plain\" control=\"b\"; }\n", "cell `plain` sends no dataset"),
         (
             "gate \"g\" { blocking #false; }\n",
             "needs `require` (an expression that must hold), `lossless` or `accuracy-not-worse`",

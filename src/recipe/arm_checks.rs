@@ -1,8 +1,8 @@
 //! What a gate's arm comparisons need of the cells they compare, checked
 //! when the recipe loads (each at the comparison's line): two cells that
 //! keep their answers (`keep-answers`, or a scored dataset); for
-//! `lossless`, greedy replies (`temperature 0`, a scored dataset's
-//! default) and a control measured twice (`repeat 2`: its second run is
+//! `lossless`, a dataset (the same prompts in every run), greedy replies
+//! (`temperature 0`, a scored dataset's default) and a control measured twice (`repeat 2`: its second run is
 //! the engine's own nondeterminism); for `accuracy-not-worse`, scored
 //! datasets on both sides.
 
@@ -52,14 +52,21 @@ fn needs(check: &ArmCheck, steps: &[Decl]) -> Vec<String> {
                 "cell `{name}` keeps no answers: add `keep-answers \"4MB\"` (a scored dataset keeps them)"
             ));
         }
-        match check.test {
-            ArmTest::Lossless if !greedy(cell) => needs.push(format!(
+        let lossless = check.test == ArmTest::Lossless;
+        if lossless && !matches!(cell.load.traffic, TrafficDecl::Dataset(_)) {
+            needs.push(format!(
+                "cell `{name}` sends no dataset: lossless compares the same prompts, sent again in every run (synthetic prompts are new each time)"
+            ));
+        }
+        if lossless && !greedy(cell) {
+            needs.push(format!(
                 "cell `{name}` is not greedy: lossless outputs are compared under `temperature 0`"
-            )),
-            ArmTest::AccuracyNotWorse { .. } if !scored(cell) => needs.push(format!(
+            ));
+        }
+        if !lossless && !scored(cell) {
+            needs.push(format!(
                 "cell `{name}` sends no scored dataset (`dataset \"…\" format=\"anvil\"`, \"gsm8k\" or \"mmlu\")"
-            )),
-            _ => {}
+            ));
         }
     }
     if check.test == ArmTest::Lossless && control.load.repeat.unwrap_or(1) < 2 {
