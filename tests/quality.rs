@@ -77,6 +77,13 @@ fn a_scored_cell_states_its_accuracy_with_an_interval_that_holds_the_truth() {
     assert!(lines.iter().all(|l| l["simulated"] == true), "the sim's answers say so");
     assert_eq!(result["answers"]["kept"], 200);
     assert_eq!(result["answers"]["simulated"], true);
+    let artifact = scratch.stored_json(&path, "a", "benchmark.json");
+    let temperature = &artifact["sampling"]["temperature"];
+    assert_eq!(
+        (&temperature["requested"], &temperature["sent"]),
+        (&Value::from(0.0), &Value::from(true)),
+        "greedy"
+    );
     let gate = scratch.stored_json(&path, "good-enough", "result.json");
     assert_eq!(gate["status"], "passed", "{gate}");
     assert_eq!(gate["requirements"][0]["intervals"], serde_json::json!(["cell.a.accuracy.share"]));
