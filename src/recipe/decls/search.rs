@@ -288,6 +288,32 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
     let variable = s.str(key::variable).and_then(SearchVariable::from_word).unwrap_or(SearchVariable::Rate);
     let (min, max) = range(draft, problems);
     let ladder = numbers(draft, key::ladder, problems);
+    let method = method(draft, &ladder, problems);
+    let slo = slo_expressions(draft, problems);
+    let mut template = draft.clone();
+    template.settings = probe_settings(draft);
+    let rest = SearchRest {
+        variable,
+        min,
+        max,
+        slo,
+        method,
+        ladder,
+        precision: precision(draft, variable, problems),
+        confidence: gate::confidence(draft, key::confidence, problems),
+        template,
+    };
+    let search = SearchDecl::from_settings(s, rest);
+    gate::check_extra_repeats(draft, key::extra_repeats, search.extra_repeats, problems);
+    check_workload_leaves_the_load(draft, &search, problems);
+    check_probe_limits(draft, &search, problems);
+    search
+}
+
+/// `method`, or by default a ladder search when a `ladder` is given and a
+/// bracket search otherwise; a method and a ladder that disagree are problems.
+fn method(draft: &Draft, ladder: &[f64], problems: &mut Problems) -> SearchMethod {
+    let s = &draft.settings;
     let method = match s.str(key::method).and_then(SearchMethod::from_word) {
         Some(method) => method,
         None if s.contains(key::ladder) => SearchMethod::Ladder,
@@ -311,23 +337,13 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
                 .help("remove `method \"bracket\"` to probe this ladder, or remove the ladder"),
         );
     }
-    let slo = slo_expressions(draft, problems);
-    let mut template = draft.clone();
-    template.settings = probe_settings(draft);
-    let rest = SearchRest {
-        variable,
-        min,
-        max,
-        slo,
-        method,
-        ladder,
-        precision: precision(draft, variable, problems),
-        confidence: gate::confidence(draft, key::confidence, problems),
-        template,
-    };
-    let search = SearchDecl::from_settings(s, rest);
-    gate::check_extra_repeats(draft, key::extra_repeats, search.extra_repeats, problems);
-    // A trace, sessions or stages decide the load themselves.
+    method
+}
+
+/// The search sets the load (its variable): a workload that decides the load
+/// itself (a trace, sessions or stages), or whose probe is no valid cell, is
+/// a problem.
+fn check_workload_leaves_the_load(draft: &Draft, search: &SearchDecl, problems: &mut Problems) {
     for setting in [load::key::trace, load::key::sessions, load::key::stage] {
         if search.template.settings.contains(setting) {
             problems.push(
@@ -357,6 +373,13 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
             )));
         }
     }
+}
+
+/// What bounds the probes: `probe-duration` (rate searches only, never
+/// zero), a `budget` of one probe or more, and ladder rungs the variable
+/// can take.
+fn check_probe_limits(draft: &Draft, search: &SearchDecl, problems: &mut Problems) {
+    let variable = search.variable;
     if search.probe_duration.is_some() && variable == SearchVariable::Concurrency {
         problems.push(
             draft
@@ -393,7 +416,6 @@ pub(super) fn build(draft: &Draft, problems: &mut Problems) -> SearchDecl {
                 .label("invalid rung"),
         );
     }
-    search
 }
 
 fn kind_of(variable: SearchVariable) -> &'static str {
