@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::launch::{command_launch, sim_launch};
+use super::server_info::ScrapeTarget;
 pub use super::server_info::ServerInfo;
 use super::warmup::warm_up;
 use crate::plan::EngineMode;
@@ -188,62 +189,17 @@ impl ServerPool {
         }
     }
 
+    /// Start every replica of server `index` (or reach an external one) and
+    /// warm it up; GPUs it leased are held until it stops.
     async fn start(&self, index: usize) -> Result<(ServerInfo, Vec<RunningServer>, Vec<GpuLease>), String> {
         let (server_name, decl) = &self.decls[&index];
-        let declared = decl.engine.kind();
         // `--sim` runs every server as its simulated twin.
         let engine = if self.mode == EngineMode::SimulatedTwins { &Engine::Sim } else { &decl.engine };
         let simulated = matches!(engine, Engine::Sim);
-        let model = decl.model.clone().unwrap_or_else(|| crate::recipe::decls::DEFAULT_MODEL.to_string());
-        let replicas = decl.replicas as usize;
-        // A preset's own command line is part of what it was asked to run.
-        let args: Vec<&String> = match &decl.engine {
-            Engine::Command(command) if command.preset.is_some() => {
-                command.command.iter().skip(1).chain(&command.args).collect()
-            }
-            Engine::Command(command) => command.args.iter().collect(),
-            Engine::Sim | Engine::External { .. } => Vec::new(),
-        };
-        let mut info = ServerInfo {
-            name: server_name.clone(),
-            targets: Vec::new(),
-            engine: match engine {
-                Engine::Sim => "anvil-sim".into(),
-                Engine::Command(command) => engine_label(command),
-                Engine::External { .. } => "external".into(),
-            },
-            simulated,
-            model: model.clone(),
-            tokenizer: decl.tokenizer.clone(),
-            gpu_label: decl.gpu_label.clone(),
-            startup_ms: Vec::new(),
-            log_paths: Vec::new(),
-            gpu_ids: Vec::new(),
-            warmup: Value::Null,
-            canary_body: decl.engine.preset().map(crate::engines::EnginePreset::canary_body),
-            cache_block_tokens: match simulated {
-                true => None,
-                false => decl.engine.preset().map(crate::engines::EnginePreset::cache_block_tokens),
-            },
-            scrape_targets: Vec::new(),
-            serve_flags: json!({
-                "engine": engine.kind().as_str(),
-                "replicas": replicas,
-                "args": args,
-                "simulated_twin_of": (simulated && declared != EngineKind::Sim).then_some(declared.as_str()),
-            }),
-        };
+        let mut info = declared_info(server_name, decl, engine);
         // A simulated twin serves plain http whatever the real server does.
         let tls = if simulated { TlsSettings::default() } else { self.tls_of(server_name, decl)? };
-        // A simulated twin uses no GPU an exporter watches: it reads no `scrape` target.
-        if !simulated || declared == EngineKind::Sim {
-            // An https target is trusted as the server is (`ca-bundle`, `tls-insecure`).
-            let scrape_tls = match decl.scrape.iter().any(|url| url.starts_with("https://")) {
-                true => self.tls_of(server_name, decl)?,
-                false => TlsSettings::default(),
-            };
-            info.scrape_targets = super::server_metrics::scrape_targets(&decl.scrape, &scrape_tls);
-        }
+        info.scrape_targets = self.scrape_targets(server_name, decl, simulated)?;
         if let Engine::External { url, api_key_env } = engine {
             let api_key = api_key_env.as_ref().and_then(|var| std::env::var(var).ok());
             let base_url = url.trim_end_matches('/').to_string();
@@ -251,68 +207,168 @@ impl ServerPool {
             info.warmup = warm_up(decl.warmup, &info).await?;
             return Ok((info, Vec::new(), Vec::new()));
         }
+        let replicas = Replicas { server_name, decl, engine, simulated, count: decl.replicas as usize, tls };
         let mut processes = Vec::new();
         let mut leases = Vec::new();
-        for replica in 0..replicas {
-            let lease = match decl.gpus {
-                n if n > 0 && !simulated => {
-                    Some(self.gpus.acquire_for(server_name, n as usize).await.map_err(|e| {
-                        format!(
-                            "{e}: name this machine's GPUs with `--gpus 0,1,…`, or rehearse on the servers' simulated twins with `--sim`"
-                        )
-                    })?)
-                }
-                _ => None,
-            };
-            let declared_port = match engine {
-                Engine::Command(command) => command.port,
-                Engine::Sim | Engine::External { .. } => None,
-            };
-            let port = match declared_port {
-                Some(p) if replicas == 1 => p,
-                _ => anvil_proc::free_port().map_err(|e| format!("no free port: {e}"))?,
-            };
-            let gpu_ids = lease.as_ref().map(|l| l.ids.join(",")).unwrap_or_default();
-            info.gpu_ids.extend(lease.iter().flat_map(|l| l.ids.iter().cloned()));
-            let vars = BTreeMap::from([
-                ("port", port.to_string()),
-                ("host", "127.0.0.1".to_string()),
-                ("gpus", gpu_ids.clone()),
-                ("replica", replica.to_string()),
-            ]);
-            let name = if replicas == 1 { server_name.clone() } else { format!("{server_name}#{replica}") };
-            let log_path = self.log_dir.join(format!("{}.log", name.replace('#', "-r")));
-            let spec = match engine {
-                Engine::Command(command) => {
-                    command_launch(command, &name, port, &vars, &self.recipe_dir, log_path.clone())?
-                }
-                Engine::Sim | Engine::External { .. } => {
-                    sim_launch(decl, &name, port, log_path.clone(), &self.recipe_dir)?
-                }
-            };
-            let mut spec = LaunchSpec { registry_dir: self.registry_dir.clone(), ..spec };
-            let https = !simulated && decl.serves_https();
-            if https {
-                spec.ready.tls = Some(tls.clone());
-            }
-            if !gpu_ids.is_empty() {
-                spec.env.push(("CUDA_VISIBLE_DEVICES".into(), gpu_ids));
-            }
-            let server =
-                anvil_proc::launch(spec).await.map_err(|e| format!("server `{name}` did not start: {e}"))?;
-            info.startup_ms.push(server.startup().as_millis() as u64);
-            // A launched server that declared how to trust it serves https.
-            let base_url = match https {
-                true => format!("https://127.0.0.1:{}", server.port()),
-                false => server.base_url(),
-            };
-            info.targets.push(Target { base_url, api_key: None, label: name, tls: tls.clone() });
-            info.log_paths.push(log_path);
+        for replica in 0..replicas.count {
+            let (server, lease) = self.launch_replica(&replicas, replica, &mut info).await?;
             processes.push(server);
             leases.extend(lease);
         }
         info.warmup = warm_up(decl.warmup, &info).await?;
         Ok((info, processes, leases))
+    }
+
+    /// The metrics endpoints the server's cells read (`scrape`), trusted as
+    /// the server is; none for a simulated twin, which uses no GPU an
+    /// exporter watches.
+    fn scrape_targets(
+        &self,
+        server_name: &str,
+        decl: &ServerDecl,
+        simulated: bool,
+    ) -> Result<Vec<ScrapeTarget>, String> {
+        if simulated && decl.engine.kind() != EngineKind::Sim {
+            return Ok(Vec::new());
+        }
+        // An https target is trusted as the server is (`ca-bundle`, `tls-insecure`).
+        let scrape_tls = match decl.scrape.iter().any(|url| url.starts_with("https://")) {
+            true => self.tls_of(server_name, decl)?,
+            false => TlsSettings::default(),
+        };
+        Ok(super::server_metrics::scrape_targets(&decl.scrape, &scrape_tls))
+    }
+
+    /// Launch replica `replica` of a server on GPUs of its own (if it asks
+    /// for any) and a port, and add it to `info`: its GPUs, start-up time,
+    /// target and log.
+    async fn launch_replica(
+        &self,
+        replicas: &Replicas<'_>,
+        replica: usize,
+        info: &mut ServerInfo,
+    ) -> Result<(RunningServer, Option<GpuLease>), String> {
+        let Replicas { server_name, decl, engine, simulated, count, ref tls } = *replicas;
+        let lease = self.lease_gpus(replicas).await?;
+        let declared_port = match engine {
+            Engine::Command(command) => command.port,
+            Engine::Sim | Engine::External { .. } => None,
+        };
+        // Replicas cannot share the declared port: each takes a free one.
+        let port = match declared_port {
+            Some(p) if count == 1 => p,
+            _ => anvil_proc::free_port().map_err(|e| format!("no free port: {e}"))?,
+        };
+        let gpu_ids = lease.as_ref().map(|l| l.ids.join(",")).unwrap_or_default();
+        info.gpu_ids.extend(lease.iter().flat_map(|l| l.ids.iter().cloned()));
+        let vars = BTreeMap::from([
+            ("port", port.to_string()),
+            ("host", "127.0.0.1".to_string()),
+            ("gpus", gpu_ids.clone()),
+            ("replica", replica.to_string()),
+        ]);
+        let name = if count == 1 { server_name.clone() } else { format!("{server_name}#{replica}") };
+        let log_path = self.log_dir.join(format!("{}.log", name.replace('#', "-r")));
+        let spec = match engine {
+            Engine::Command(command) => {
+                command_launch(command, &name, port, &vars, &self.recipe_dir, log_path.clone())?
+            }
+            Engine::Sim | Engine::External { .. } => {
+                sim_launch(decl, &name, port, log_path.clone(), &self.recipe_dir)?
+            }
+        };
+        let mut spec = LaunchSpec { registry_dir: self.registry_dir.clone(), ..spec };
+        let https = !simulated && decl.serves_https();
+        if https {
+            spec.ready.tls = Some(tls.clone());
+        }
+        if !gpu_ids.is_empty() {
+            spec.env.push(("CUDA_VISIBLE_DEVICES".into(), gpu_ids));
+        }
+        let server =
+            anvil_proc::launch(spec).await.map_err(|e| format!("server `{name}` did not start: {e}"))?;
+        info.startup_ms.push(server.startup().as_millis() as u64);
+        // A launched server that declared how to trust it serves https.
+        let base_url = match https {
+            true => format!("https://127.0.0.1:{}", server.port()),
+            false => server.base_url(),
+        };
+        info.targets.push(Target { base_url, api_key: None, label: name, tls: tls.clone() });
+        info.log_paths.push(log_path);
+        Ok((server, lease))
+    }
+
+    /// The GPUs one replica runs on: `gpus` of them from the pool, none for
+    /// a simulated twin.
+    async fn lease_gpus(&self, replicas: &Replicas<'_>) -> Result<Option<GpuLease>, String> {
+        match replicas.decl.gpus {
+            n if n > 0 && !replicas.simulated => {
+                Ok(Some(self.gpus.acquire_for(replicas.server_name, n as usize).await.map_err(|e| {
+                    format!(
+                        "{e}: name this machine's GPUs with `--gpus 0,1,…`, or rehearse on the servers' simulated twins with `--sim`"
+                    )
+                })?))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// What every replica of one server is launched with.
+struct Replicas<'a> {
+    server_name: &'a String,
+    decl: &'a ServerDecl,
+    /// The declared engine, or the simulated twin's under `--sim`.
+    engine: &'a Engine,
+    simulated: bool,
+    count: usize,
+    /// How its targets are reached (plain http for a twin).
+    tls: TlsSettings,
+}
+
+/// The server as declared, before any replica runs: its engine, model and
+/// the flags it serves with (`serve_flags`); targets, GPUs, logs and
+/// warm-up are filled as it starts.
+fn declared_info(server_name: &str, decl: &ServerDecl, engine: &Engine) -> ServerInfo {
+    let declared = decl.engine.kind();
+    let simulated = matches!(engine, Engine::Sim);
+    let model = decl.model.clone().unwrap_or_else(|| crate::recipe::decls::DEFAULT_MODEL.to_string());
+    // A preset's own command line is part of what it was asked to run.
+    let args: Vec<&String> = match &decl.engine {
+        Engine::Command(command) if command.preset.is_some() => {
+            command.command.iter().skip(1).chain(&command.args).collect()
+        }
+        Engine::Command(command) => command.args.iter().collect(),
+        Engine::Sim | Engine::External { .. } => Vec::new(),
+    };
+    ServerInfo {
+        name: server_name.to_string(),
+        targets: Vec::new(),
+        engine: match engine {
+            Engine::Sim => "anvil-sim".into(),
+            Engine::Command(command) => engine_label(command),
+            Engine::External { .. } => "external".into(),
+        },
+        simulated,
+        model,
+        tokenizer: decl.tokenizer.clone(),
+        gpu_label: decl.gpu_label.clone(),
+        startup_ms: Vec::new(),
+        log_paths: Vec::new(),
+        gpu_ids: Vec::new(),
+        warmup: Value::Null,
+        canary_body: decl.engine.preset().map(crate::engines::EnginePreset::canary_body),
+        cache_block_tokens: match simulated {
+            true => None,
+            false => decl.engine.preset().map(crate::engines::EnginePreset::cache_block_tokens),
+        },
+        scrape_targets: Vec::new(),
+        serve_flags: json!({
+            "engine": engine.kind().as_str(),
+            "replicas": decl.replicas as usize,
+            "args": args,
+            "simulated_twin_of": (simulated && declared != EngineKind::Sim).then_some(declared.as_str()),
+        }),
     }
 }
 
