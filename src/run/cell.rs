@@ -65,9 +65,48 @@ pub async fn run_cell(
     server: &ServerInfo,
     at: &CellRun<'_>,
 ) -> Result<Produced, Failure> {
-    let (fingerprint, display) = (at.fingerprint, at.progress);
     let (spec, balance) = cell.resolved(name, server, at);
-    let mut context = CellContext {
+    let mut context = cell_context(server, at, balance);
+    let name = name.to_string();
+    let display = at.progress;
+    let progress = |p: &anvil_loadgen::Progress| display.cell(&name, p.done, p.total, p.tok_s, p.failed);
+    let watch = ServerWatch::start(server).await;
+    context.cache_block_tokens =
+        server_metrics::cache_block_tokens(&watch.before).or(server.cache_block_tokens);
+    // Records stream to disk as they finish, so memory does not grow with the request count.
+    let scratch = tempfile::Builder::new()
+        .prefix(&super::log_folder::cell_scratch_prefix())
+        .tempdir()
+        .map_err(|e| Failure::new(format!("a scratch folder for the cell: {e}")))?;
+    let report =
+        anvil_loadgen::run_cell_streamed(&spec, &server.targets, &context, &progress, scratch.path()).await;
+    if let Ok(report) = &report
+        && let Some(failure) = stalled(report, server)
+    {
+        // Its /metrics would hold every scrape to its timeout: nothing more is asked of it.
+        watch.abort().await;
+        return Err(failure);
+    }
+    let telemetry = watch.stop(server).await;
+    let mut report = report.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;
+    // The document without its per-request lists, which are written from the record log.
+    let mut artifact = std::mem::take(&mut report.artifact);
+    let output_tokens = artifact.metric("output_tokens").as_u64().unwrap_or(0);
+    artifact.telemetry = Some(telemetry.into_artifact(output_tokens));
+    artifact.server_warmup = Some(server.warmup.clone());
+    artifact.configuration_fingerprint = Some(at.fingerprint.to_string());
+    artifact.simulated = server.simulated;
+    artifact.server_startup_ms = Some(server.startup_ms.clone());
+    let measured = Measured { report, artifact, scratch };
+    if measured.artifact.completed == 0 {
+        return Err(failed_cell(measured, server));
+    }
+    stored_cell(measured, server, &spec)
+}
+
+/// What the load generator is told about where the cell runs.
+fn cell_context(server: &ServerInfo, at: &CellRun<'_>, balance: Balance) -> CellContext {
+    CellContext {
         engine: server.engine.clone(),
         simulated: server.simulated,
         gpu: server.gpu_label.clone(),
@@ -78,84 +117,124 @@ pub async fn run_cell(
         balance,
         loadgen_workers: at.loadgen_workers,
         cache_block_tokens: None,
-    };
-    let name = name.to_string();
-    let progress = |p: &anvil_loadgen::Progress| display.cell(&name, p.done, p.total, p.tok_s, p.failed);
-    let before = server_metrics::scrape_all(server).await;
-    context.cache_block_tokens = server_metrics::cache_block_tokens(&before).or(server.cache_block_tokens);
-    let series = server_metrics::SeriesSampling::start(server);
-    let sampler = anvil_proc::GpuSampler::start(&server.gpu_ids, std::time::Duration::from_millis(500));
-    // Records stream to disk as they finish, so memory does not grow with the request count.
-    let scratch = tempfile::Builder::new()
-        .prefix(&super::log_folder::cell_scratch_prefix())
-        .tempdir()
-        .map_err(|e| Failure::new(format!("a scratch folder for the cell: {e}")))?;
-    let report =
-        anvil_loadgen::run_cell_streamed(&spec, &server.targets, &context, &progress, scratch.path()).await;
-    if let Ok(report) = &report
-        && let Some(ending) =
-            report.artifact.ending.as_ref().filter(|e| e.reason == anvil_loadgen::EndReason::Stalled)
-    {
-        // Its /metrics would hold every scrape to its timeout: nothing more is asked of it.
-        series.abort();
-        if let Some(sampler) = sampler {
+    }
+}
+
+/// What is watched on the server while a cell runs: its metrics before and
+/// after, their series, and its GPUs.
+struct ServerWatch {
+    before: Vec<server_metrics::Scrape>,
+    series: server_metrics::SeriesSampling,
+    sampler: Option<anvil_proc::GpuSampler>,
+}
+
+/// What the watch saw, for the artifact's `telemetry`.
+struct Watched {
+    before: Vec<server_metrics::Scrape>,
+    after: Vec<server_metrics::Scrape>,
+    series: Vec<anvil_loadgen::ReplicaSeries>,
+    gpu: GpuTelemetry,
+    server: ServerInfo,
+}
+
+impl ServerWatch {
+    async fn start(server: &ServerInfo) -> ServerWatch {
+        let before = server_metrics::scrape_all(server).await;
+        let series = server_metrics::SeriesSampling::start(server);
+        let sampler = anvil_proc::GpuSampler::start(&server.gpu_ids, std::time::Duration::from_millis(500));
+        ServerWatch { before, series, sampler }
+    }
+
+    /// Stop watching without a last look (a stalled server would not answer).
+    async fn abort(self) {
+        self.series.abort();
+        if let Some(sampler) = self.sampler {
             sampler.stop().await;
         }
-        let counts = &report.artifact;
-        return Err(Failure::new(format!(
+    }
+
+    async fn stop(self, server: &ServerInfo) -> Watched {
+        let gpu = match self.sampler {
+            Some(s) => s.stop().await,
+            None => GpuTelemetry {
+                available: Some(false),
+                why: Some("nvidia-smi not found or no GPUs assigned".into()),
+                ..GpuTelemetry::default()
+            },
+        };
+        let series = self.series.stop().await;
+        let after = server_metrics::scrape_all(server).await;
+        Watched { before: self.before, after, series, gpu, server: server.clone() }
+    }
+}
+
+impl Watched {
+    fn into_artifact(self, output_tokens: u64) -> Telemetry {
+        let server_metrics_delta = server_metrics::deltas(&self.server, &self.before, &self.after);
+        Telemetry {
+            server_derived: anvil_loadgen::derive_server_figures(&server_metrics_delta, output_tokens),
+            server_metrics_delta,
+            gpu: self.gpu,
+            server_metrics_series: self.series,
+        }
+    }
+}
+
+/// The failure of a cell whose server stopped answering mid-cell.
+fn stalled(report: &anvil_loadgen::StreamedCell, server: &ServerInfo) -> Option<Failure> {
+    let ending = report.artifact.ending.as_ref().filter(|e| e.reason == anvil_loadgen::EndReason::Stalled)?;
+    let counts = &report.artifact;
+    Some(
+        Failure::new(format!(
             "server `{}` stalled: {} ({} ok, {} failed, {} unsent); it is restarted before its next step",
             server.name, ending.detail, counts.completed, counts.failed, ending.unsent
         ))
-        .with_fault(crate::executor::interface::Fault::ServerStalled));
+        .with_fault(crate::executor::interface::Fault::ServerStalled),
+    )
+}
+
+/// A measured cell: the load generator's report, its artifact (telemetry
+/// added) and the scratch folder its records stream to.
+struct Measured {
+    report: anvil_loadgen::StreamedCell,
+    artifact: Benchmark,
+    scratch: tempfile::TempDir,
+}
+
+/// A cell that completed no request: nothing to store as a result; what was
+/// sent and received, and why it failed, is kept with the run as a failed
+/// measurement.
+fn failed_cell(measured: Measured, server: &ServerInfo) -> Failure {
+    let Measured { report, artifact, scratch } = measured;
+    let failures = report.failures(FAILURES_READ).unwrap_or_default();
+    let stopped = artifact.ending.as_ref().filter(|e| e.stopped_early()).map(|e| e.detail.clone());
+    let failed = FailedCell::from_failures(&failures, stopped);
+    let path = scratch.path().join("benchmark.json");
+    let mut evidence = vec![ProducedFile::Bytes {
+        name: "failed-cell.json".into(),
+        bytes: serde_json::to_vec_pretty(&failed).unwrap_or_default(),
+    }];
+    if report.write_artifact_file(&artifact, &path).is_ok() {
+        evidence.push(ProducedFile::Scratch {
+            name: "benchmark.json".into(),
+            folder: scratch,
+            file: "benchmark.json".into(),
+        });
     }
-    let gpu = match sampler {
-        Some(s) => s.stop().await,
-        None => GpuTelemetry {
-            available: Some(false),
-            why: Some("nvidia-smi not found or no GPUs assigned".into()),
-            ..GpuTelemetry::default()
-        },
-    };
-    let series = series.stop().await;
-    let after = server_metrics::scrape_all(server).await;
-    let mut report = report.map_err(|e| Failure::new(format!("cell failed: {e:#}")))?;
-    // The document without its per-request lists, which are written from the record log.
-    let mut artifact = std::mem::take(&mut report.artifact);
-    let server_metrics_delta = server_metrics::deltas(server, &before, &after);
-    let output_tokens = artifact.metric("output_tokens").as_u64().unwrap_or(0);
-    artifact.telemetry = Some(Telemetry {
-        server_derived: anvil_loadgen::derive_server_figures(&server_metrics_delta, output_tokens),
-        server_metrics_delta,
-        gpu,
-        server_metrics_series: series,
-    });
-    artifact.server_warmup = Some(server.warmup.clone());
-    artifact.configuration_fingerprint = Some(fingerprint.to_string());
-    artifact.simulated = server.simulated;
-    artifact.server_startup_ms = Some(server.startup_ms.clone());
-    if artifact.completed == 0 {
-        // Nothing to store as a result; what was sent and received, and
-        // why it failed, is kept with the run as a failed measurement.
-        let failures = report.failures(FAILURES_READ).unwrap_or_default();
-        let stopped = artifact.ending.as_ref().filter(|e| e.stopped_early()).map(|e| e.detail.clone());
-        let failed = FailedCell::from_failures(&failures, stopped);
-        let path = scratch.path().join("benchmark.json");
-        let mut evidence = vec![ProducedFile::Bytes {
-            name: "failed-cell.json".into(),
-            bytes: serde_json::to_vec_pretty(&failed).unwrap_or_default(),
-        }];
-        if report.write_artifact_file(&artifact, &path).is_ok() {
-            evidence.push(ProducedFile::Scratch {
-                name: "benchmark.json".into(),
-                folder: scratch,
-                file: "benchmark.json".into(),
-            });
-        }
-        evidence.extend(server_logs(server));
-        return Err(Failure::new(failed.reason.clone())
-            .with_detail(serde_json::to_string(&failed).unwrap_or_default())
-            .with_evidence(evidence));
-    }
+    evidence.extend(server_logs(server));
+    Failure::new(failed.reason.clone())
+        .with_detail(serde_json::to_string(&failed).unwrap_or_default())
+        .with_evidence(evidence)
+}
+
+/// A cell that completed requests: its result, its artifact, its kept
+/// answers and its server's logs, to store.
+fn stored_cell(
+    measured: Measured,
+    server: &ServerInfo,
+    spec: &anvil_loadgen::CellSpec,
+) -> Result<Produced, Failure> {
+    let Measured { report, artifact, scratch } = measured;
     // The load generator always measures the offered load; only an
     // artifact read back from an older one lacks it.
     let load = artifact.offered_load.clone().map(|offered| CellLoad {

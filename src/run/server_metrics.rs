@@ -28,7 +28,7 @@ const COUNTERS_BY_TYPE: &[&str] = &[
     "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
 ];
 
-type Scrape = Result<BTreeMap<String, f64>, String>;
+pub(super) type Scrape = Result<BTreeMap<String, f64>, String>;
 
 /// The prefix-cache block the server says it uses in its own `/metrics`
 /// (vLLM: `vllm:cache_config_info{block_size="128",…}`; SGLang:
