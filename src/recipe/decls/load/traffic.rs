@@ -249,108 +249,121 @@ pub(super) fn build(draft: &Draft, keys: &Keys, problems: &mut Problems) -> (Tra
     let map = s.get(source).and_then(Value::as_object).unwrap_or(&empty);
     let mut p = Props { draft, key: source, map, problems };
     match source {
-        trace if trace == keys.trace => {
-            p.check_keys(TRACE_KEYS);
-            let file = p.file();
-            let decl = TraceDecl {
-                format: p.word("format", TRACE_FORMATS),
-                block_tokens: p.int("block-tokens").unwrap_or(DEFAULT_BLOCK_TOKENS),
-                time_scale: p.number("time-scale").unwrap_or(1.0),
-                start: p.duration("start").unwrap_or_default(),
-                duration: p.duration("duration"),
-                max_requests: p.int("max-requests"),
-                looped: p.flag("loop").unwrap_or(false),
-                ignore_eos: p.flag("ignore-eos").unwrap_or(true),
-                file: file.clone(),
-            };
-            if decl.block_tokens == 0 {
-                p.bad("`trace block-tokens=` must be at least 1".into(), "");
-            }
-            if decl.looped && decl.duration.is_none() && decl.max_requests.is_none() {
-                p.bad(
-                    "a looping trace needs `duration=` or `max-requests=` to end".into(),
-                    "e.g. trace \"t.jsonl\" format=\"mooncake\" loop=#true duration=\"10m\"",
-                );
-            }
-            (TrafficDecl::Trace(decl), vec![file])
-        }
-        dataset if dataset == keys.dataset => {
-            p.check_keys(DATASET_KEYS);
-            let file = p.file();
-            let format = p.word("format", DATASET_FORMATS);
-            let decl = DatasetDecl {
-                file: file.clone(),
-                format,
-                min_prompt_tokens: p.int("min-prompt-tokens"),
-                max_prompt_tokens: p.int("max-prompt-tokens"),
-                truncate: p.flag("truncate").unwrap_or(false),
-            };
-            if decl.truncate && decl.max_prompt_tokens.is_none() {
-                p.bad(
-                    "`truncate=#true` cuts prompts to `max-prompt-tokens=`: set it".into(),
-                    "e.g. dataset \"d.json\" format=\"sharegpt\" max-prompt-tokens=1024 truncate=#true",
-                );
-            }
-            if let (Some(min), Some(max)) = (decl.min_prompt_tokens, decl.max_prompt_tokens)
-                && min > max
-            {
-                p.bad(format!("`min-prompt-tokens={min}` is above `max-prompt-tokens={max}`"), "");
-            }
-            (TrafficDecl::Dataset(decl), vec![file])
-        }
-        agents if agents == keys.agents => {
-            p.check_keys(AGENT_KEYS);
-            let file = p.file();
-            let recorded_arrivals = match map.get("arrivals") {
-                None => false,
-                Some(_) => p.word("arrivals", &["recorded", "cell"]) == "recorded",
-            };
-            let decl = AgentsDecl {
-                format: p.word("format", AGENT_FORMATS),
-                block_tokens: p.int("block-tokens").unwrap_or(DEFAULT_BLOCK_TOKENS),
-                time_scale: p.number("time-scale").unwrap_or(1.0),
-                recorded_arrivals,
-                max_tasks: p.int("max-tasks"),
-                ignore_eos: p.flag("ignore-eos").unwrap_or(true),
-                deadline: p.duration("deadline"),
-                file: file.clone(),
-            };
-            if decl.block_tokens == 0 {
-                p.bad("`agents block-tokens=` must be at least 1".into(), "");
-            }
-            if decl.max_tasks == Some(0) {
-                p.bad("`agents max-tasks=` must be at least 1".into(), "");
-            }
-            (TrafficDecl::Agents(decl), vec![file])
-        }
+        trace if trace == keys.trace => trace_decl(&mut p),
+        dataset if dataset == keys.dataset => dataset_decl(&mut p),
+        agents if agents == keys.agents => agents_decl(&mut p),
+        _ => (sessions_decl(&mut p), Vec::new()),
+    }
+}
+
+/// `trace "FILE" format=… …`: the trace and the file it reads.
+fn trace_decl(p: &mut Props<'_>) -> (TrafficDecl, Vec<String>) {
+    p.check_keys(TRACE_KEYS);
+    let file = p.file();
+    let decl = TraceDecl {
+        format: p.word("format", TRACE_FORMATS),
+        block_tokens: p.int("block-tokens").unwrap_or(DEFAULT_BLOCK_TOKENS),
+        time_scale: p.number("time-scale").unwrap_or(1.0),
+        start: p.duration("start").unwrap_or_default(),
+        duration: p.duration("duration"),
+        max_requests: p.int("max-requests"),
+        looped: p.flag("loop").unwrap_or(false),
+        ignore_eos: p.flag("ignore-eos").unwrap_or(true),
+        file: file.clone(),
+    };
+    if decl.block_tokens == 0 {
+        p.bad("`trace block-tokens=` must be at least 1".into(), "");
+    }
+    if decl.looped && decl.duration.is_none() && decl.max_requests.is_none() {
+        p.bad(
+            "a looping trace needs `duration=` or `max-requests=` to end".into(),
+            "e.g. trace \"t.jsonl\" format=\"mooncake\" loop=#true duration=\"10m\"",
+        );
+    }
+    (TrafficDecl::Trace(decl), vec![file])
+}
+
+/// `dataset "FILE" format=… …`: the dataset and the file it reads.
+fn dataset_decl(p: &mut Props<'_>) -> (TrafficDecl, Vec<String>) {
+    p.check_keys(DATASET_KEYS);
+    let file = p.file();
+    let format = p.word("format", DATASET_FORMATS);
+    let decl = DatasetDecl {
+        file: file.clone(),
+        format,
+        min_prompt_tokens: p.int("min-prompt-tokens"),
+        max_prompt_tokens: p.int("max-prompt-tokens"),
+        truncate: p.flag("truncate").unwrap_or(false),
+    };
+    if decl.truncate && decl.max_prompt_tokens.is_none() {
+        p.bad(
+            "`truncate=#true` cuts prompts to `max-prompt-tokens=`: set it".into(),
+            "e.g. dataset \"d.json\" format=\"sharegpt\" max-prompt-tokens=1024 truncate=#true",
+        );
+    }
+    if let (Some(min), Some(max)) = (decl.min_prompt_tokens, decl.max_prompt_tokens)
+        && min > max
+    {
+        p.bad(format!("`min-prompt-tokens={min}` is above `max-prompt-tokens={max}`"), "");
+    }
+    (TrafficDecl::Dataset(decl), vec![file])
+}
+
+/// `agents "FILE" format=… …`: the agent runs and the file they come from.
+fn agents_decl(p: &mut Props<'_>) -> (TrafficDecl, Vec<String>) {
+    p.check_keys(AGENT_KEYS);
+    let file = p.file();
+    let recorded_arrivals = match p.map.get("arrivals") {
+        None => false,
+        Some(_) => p.word("arrivals", &["recorded", "cell"]) == "recorded",
+    };
+    let decl = AgentsDecl {
+        format: p.word("format", AGENT_FORMATS),
+        block_tokens: p.int("block-tokens").unwrap_or(DEFAULT_BLOCK_TOKENS),
+        time_scale: p.number("time-scale").unwrap_or(1.0),
+        recorded_arrivals,
+        max_tasks: p.int("max-tasks"),
+        ignore_eos: p.flag("ignore-eos").unwrap_or(true),
+        deadline: p.duration("deadline"),
+        file: file.clone(),
+    };
+    if decl.block_tokens == 0 {
+        p.bad("`agents block-tokens=` must be at least 1".into(), "");
+    }
+    if decl.max_tasks == Some(0) {
+        p.bad("`agents max-tasks=` must be at least 1".into(), "");
+    }
+    (TrafficDecl::Agents(decl), vec![file])
+}
+
+/// `sessions N turns=… think-time=… { turn "…" }`.
+fn sessions_decl(p: &mut Props<'_>) -> TrafficDecl {
+    p.check_keys(SESSION_KEYS);
+    let sessions = match p.map.get("value").and_then(Value::as_u64) {
+        Some(n) if n > 0 => n,
         _ => {
-            p.check_keys(SESSION_KEYS);
-            let sessions = match map.get("value").and_then(Value::as_u64) {
-                Some(n) if n > 0 => n,
-                _ => {
-                    p.bad(
-                        "`sessions` takes the number of sessions first, at least 1".into(),
-                        "e.g. sessions 8 turns=3",
-                    );
-                    1
-                }
-            };
-            let turns = p.int("turns").unwrap_or(1).max(1);
-            let think_time = p.duration("think-time").unwrap_or_default();
-            let mut turn_texts = Vec::new();
-            for t in map.get("turn").and_then(Value::as_array).into_iter().flatten() {
-                match t.as_str() {
-                    Some(text) => turn_texts.push(text.to_string()),
-                    None => p.bad(format!("`turn` takes the user's text as one string, found {t}"), ""),
-                }
-            }
-            if turn_texts.len() as u64 > turns {
-                p.bad(
-                    format!("`sessions` gives {} `turn` texts for {turns} turns", turn_texts.len()),
-                    "set turns= to at least the number of turn lines",
-                );
-            }
-            (TrafficDecl::Sessions(SessionsDecl { sessions, turns, think_time, turn_texts }), Vec::new())
+            p.bad(
+                "`sessions` takes the number of sessions first, at least 1".into(),
+                "e.g. sessions 8 turns=3",
+            );
+            1
+        }
+    };
+    let turns = p.int("turns").unwrap_or(1).max(1);
+    let think_time = p.duration("think-time").unwrap_or_default();
+    let mut turn_texts = Vec::new();
+    let given: Vec<Value> = p.map.get("turn").and_then(Value::as_array).cloned().unwrap_or_default();
+    for t in &given {
+        match t.as_str() {
+            Some(text) => turn_texts.push(text.to_string()),
+            None => p.bad(format!("`turn` takes the user's text as one string, found {t}"), ""),
         }
     }
+    if turn_texts.len() as u64 > turns {
+        p.bad(
+            format!("`sessions` gives {} `turn` texts for {turns} turns", turn_texts.len()),
+            "set turns= to at least the number of turn lines",
+        );
+    }
+    TrafficDecl::Sessions(SessionsDecl { sessions, turns, think_time, turn_texts })
 }
