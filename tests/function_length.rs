@@ -17,6 +17,7 @@
 //! It runs with `cargo test --workspace`; `cargo test --test main
 //! function_length -- --nocapture` lists the longest functions it saw.
 
+use crate::common::test_code::is_test_only;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -155,23 +156,6 @@ impl<'ast> Visit<'ast> for Functions {
             syn::visit::visit_stmt(self, s);
         }
     }
-}
-
-/// `#[cfg(test)]`, or a `cfg(all(…))` that requires `test`.
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
-    fn requires_test(meta: &syn::Meta) -> bool {
-        match meta {
-            syn::Meta::Path(p) => p.is_ident("test"),
-            syn::Meta::List(l) if l.path.is_ident("all") => l
-                .parse_args_with(syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
-                .map(|list| list.iter().any(requires_test))
-                .unwrap_or(false),
-            _ => false,
-        }
-    }
-    attrs
-        .iter()
-        .any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Meta>().is_ok_and(|m| requires_test(&m)))
 }
 
 /// The functions of one source file's text, test code left out.

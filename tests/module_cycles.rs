@@ -18,6 +18,7 @@
 //! It runs with `cargo test --workspace` (CI has no step of its own for it);
 //! `cargo test --test main module_cycles -- --nocapture` shows what was checked.
 
+use crate::common::test_code::is_test_only;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
@@ -240,25 +241,6 @@ fn declared_modules(
             }
         }
     }
-}
-
-/// `#[cfg(test)]`, or a `cfg(all(…))` that requires `test`.
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
-    fn requires_test(meta: &syn::Meta) -> bool {
-        match meta {
-            syn::Meta::Path(p) => p.is_ident("test"),
-            syn::Meta::List(l) if l.path.is_ident("all") => l
-                .parse_args_with(syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
-                .map(|list| list.iter().any(requires_test))
-                .unwrap_or(false),
-            _ => false,
-        }
-    }
-    attrs.iter().any(|a| {
-        a.path().is_ident("test")
-            || (a.path().is_ident("cfg")
-                && a.parse_args::<syn::Meta>().map(|m| requires_test(&m)).unwrap_or(false))
-    })
 }
 
 /// The file defining the longest module prefix of `path` (written in module

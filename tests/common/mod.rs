@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub mod protocol;
+pub mod test_code;
 
 /// No single anvil invocation in these tests should take this long; the
 /// limit only keeps a hung binary from hanging the suite.
