@@ -51,11 +51,11 @@ pub use output::student_t::Level;
 pub use output::table::render_table;
 pub use output::tokens::TokenAccount;
 pub use run::LoadMargins;
-pub use workload::answer_budget::parse as parse_answer_budget;
 pub use workload::agent_trace::{
     AgentCall, AgentTask, AgentTrace, AgentTraceSummary, CallPrompt, CallTimes, CriticalPath,
     check_file as check_agent_trace,
 };
+pub use workload::answer_budget::parse as parse_answer_budget;
 pub use workload::calibrate::{Calibration, Probe};
 pub use workload::canary::CanaryResult;
 pub use workload::error_budget::{DEFAULT_AFTER as DEFAULT_ERROR_BUDGET_AFTER, ErrorBudget};
