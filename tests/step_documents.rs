@@ -67,6 +67,19 @@ fn the_qwen38_documents_hash_to_the_golden_fingerprints() {
                 let server = document["exec"]["server"].as_str().unwrap();
                 assert!(dir.join(format!("{server}.json")).is_file(), "{step}: its server's document");
             }
+            // A check's holds the check as the checker runs it, and names its server.
+            "check" => {
+                assert_eq!(runs, "check", "{step}");
+                assert!(document["exec"]["check"]["type"].is_string(), "{step}");
+                let server = document["exec"]["server"].as_str().unwrap();
+                assert!(dir.join(format!("{server}.json")).is_file(), "{step}: its server's document");
+            }
+            // A task's (or finally step's) holds its command and the absolute folder it runs in.
+            "task" | "finally" => {
+                assert_eq!(runs, "task", "{step}");
+                assert!(!document["exec"]["argv"].as_array().unwrap().is_empty(), "{step}");
+                assert!(Path::new(document["exec"]["cwd"].as_str().unwrap()).is_absolute(), "{step}");
+            }
             "server" => assert_eq!(runs, "server", "{step}"),
             _ => assert_eq!(runs, "declared", "{step}"),
         }
@@ -77,21 +90,35 @@ const RECIPE: &str = r#"
 campaign "documents" { seed 7; }
 server "sim" { engine "sim"; sim { decode-step-ms 2; prefill-tok-s 200000; } }
 cell "small" { server "sim"; concurrency 2; requests 12; context-tokens 64; max-tokens 8; }
+check "hello" { server "sim"; type "smoke"; }
 gate "fast" { require "cell.small.canaries_passed == cell.small.requests"; }
 "#;
 
 #[test]
-fn a_cell_runs_from_its_document_alone_into_the_entry_the_recipe_finds() {
+fn a_cell_and_a_check_run_from_their_documents_alone_into_the_entries_the_recipe_finds() {
     let scratch = Scratch::new();
     let recipe = scratch.write("campaign/documents.kdl", RECIPE);
     let docs = scratch.path().join("docs");
     scratch.anvil(&["plan", recipe.to_str().unwrap(), "--emit", docs.to_str().unwrap()]).expect_code(0);
     let (fingerprint, file) = emitted(&docs)["cell.small"].clone();
+    let (check_fingerprint, check_file) = emitted(&docs)["check.hello"].clone();
     // Nothing of the recipe is left where it was planned.
     std::fs::rename(scratch.path().join("campaign"), scratch.path().join("moved")).expect("move");
 
-    let out = scratch.anvil(&["worker", "--document", docs.join(&file).to_str().unwrap()]).expect_code(0);
+    let (cell_doc, check_doc) = (docs.join(&file), docs.join(&check_file));
+    let out = scratch
+        .anvil(&[
+            "worker",
+            "--document",
+            cell_doc.to_str().unwrap(),
+            "--document",
+            check_doc.to_str().unwrap(),
+        ])
+        .expect_code(0);
     assert!(out.stdout.contains("small: 12 ok"), "{}", out.transcript());
+    assert!(out.stdout.contains("hello: passed"), "{}", out.transcript());
+    let check_entry = scratch.store().join("entries").join(&check_fingerprint[..2]).join(&check_fingerprint);
+    assert_eq!(read_json(&check_entry.join("result.json"))["passed"], true);
     let entry = scratch.store().join("entries").join(&fingerprint[..2]).join(&fingerprint);
     let preimage = read_json(&entry.join("preimage.json"));
     assert_eq!(preimage, read_json(&docs.join(&file))["key"], "stored under the document's key");
@@ -113,6 +140,8 @@ fn a_cell_runs_from_its_document_alone_into_the_entry_the_recipe_finds() {
     let small = run["steps"].as_array().unwrap().iter().find(|s| s["name"] == "small").unwrap().clone();
     assert_eq!(small["status"], "cached", "{small}");
     assert_eq!(small["fingerprint"], fingerprint.as_str());
+    let hello = run["steps"].as_array().unwrap().iter().find(|s| s["name"] == "hello").unwrap().clone();
+    assert_eq!(hello["status"], "cached", "{hello}");
 
     // A second worker on the same document finds it stored.
     let again = scratch.anvil(&["worker", "--document", docs.join(&file).to_str().unwrap()]).expect_code(0);

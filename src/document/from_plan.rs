@@ -6,11 +6,14 @@ use std::collections::BTreeMap;
 use anvil_loadgen::Balance;
 
 use super::cell::CellExec;
+use super::check::CheckExec;
 use super::format::STEP_DOCUMENT_FORMAT;
 use super::server::ServerExec;
 use super::step_document::{Exec, StepDocument};
+use super::task::TaskExec;
 use crate::plan::resolved_cell::{resolve_paths, resolve_step};
 use crate::plan::{EngineMode, Plan};
+use crate::recipe::decls::{DEFAULT_MODEL, FinallyDecl};
 use crate::recipe::{Kind, Spec, words};
 
 /// Step `i` of `plan` as a document. Its fingerprint is its node's: the
@@ -52,6 +55,19 @@ fn exec_of(plan: &Plan, i: usize) -> Exec {
                 server: server.map(|s| plan.nodes[s].fingerprint.to_string()).unwrap_or_default(),
                 recipe: plan.recipe.key.clone(),
             }))
+        }
+        Spec::Check(check) => {
+            let server = plan.server_of(i);
+            let model = server.and_then(|s| match &plan.recipe.steps[s].spec {
+                Spec::Server(decl) => decl.model.clone(),
+                _ => None,
+            });
+            let model = model.unwrap_or_else(|| DEFAULT_MODEL.to_string());
+            let server = server.map(|s| plan.nodes[s].fingerprint.to_string()).unwrap_or_default();
+            Exec::Check(Box::new(CheckExec::of(&step.name, check, &model, plan.recipe.campaign.seed, server)))
+        }
+        Spec::Task(task) | Spec::Finally(FinallyDecl { task, .. }) => {
+            Exec::Task(Box::new(TaskExec::of(task, &absolute(plan.recipe.dir()))))
         }
         _ => declared(plan, i),
     }

@@ -2,8 +2,9 @@
 //! way a Nix derivation is its own build instruction. A document holds
 //! the `key` its fingerprint hashes (the step's preimage) and, beside it,
 //! `exec`: what an executor needs to run the step with no recipe at hand
-//! (for a cell, the cell as the load generator runs it; for a server, its
-//! launch settings). `anvil plan --emit DIR` writes them; `anvil worker
+//! (for a cell, the cell as the load generator runs it; for a check, the
+//! check as anvil-checks runs it; for a task, its command; for a server,
+//! its launch settings). `anvil plan --emit DIR` writes them; `anvil worker
 //! --document` runs a cell's (docs/cluster.md).
 //!
 //! Reading a document checks that its key hashes to its fingerprint, so a
@@ -11,14 +12,18 @@
 //! rather than run under a fingerprint that is not its own.
 
 mod cell;
+mod check;
 mod error;
 mod format;
 mod from_plan;
 mod server;
 mod step_document;
+mod task;
 
 pub use cell::CellExec;
+pub use check::CheckExec;
 pub use error::DocumentError;
 pub use from_plan::document_of;
 pub use server::ServerExec;
 pub use step_document::{Exec, StepDocument};
+pub use task::TaskExec;

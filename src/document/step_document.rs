@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::cell::CellExec;
+use super::check::CheckExec;
 use super::error::DocumentError;
 use super::format::STEP_DOCUMENT_FORMAT;
 use super::server::ServerExec;
+use super::task::TaskExec;
 
 /// One step, planned: what it is, what identifies it, and how to run it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,8 +37,11 @@ pub struct StepDocument {
 pub enum Exec {
     Server(Box<ServerExec>),
     Cell(Box<CellExec>),
+    Check(Box<CheckExec>),
+    /// A `task` or `finally` step's command.
+    Task(Box<TaskExec>),
     /// A step an executor cannot yet run from its document alone (gates,
-    /// screens, decisions, checks, searches, tasks): its declaration as
+    /// screens, decisions, searches): its declaration as
     /// written, and the fingerprints of the steps it reads, so a reader
     /// sees what it is and what it depends on.
     Declared {

@@ -1,46 +1,16 @@
 //! `check` steps: functional checks (smoke, strict JSON, tool calls,
 //! Responses API, canary isolation) with their evidence stored.
 
-use anvil_checks::{CheckSpec, Target};
+use anvil_checks::Target;
 use serde_json::Value;
 
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::servers::ServerInfo;
-use crate::recipe::decls::CheckDecl;
-use crate::recipe::words::ThinkingMode;
+use crate::document::CheckExec;
 use crate::results::{self, CheckResult, FailedCheck, Verdict};
 
-pub async fn run_check(
-    name: &str,
-    check: &CheckDecl,
-    server: &ServerInfo,
-    seed: u64,
-) -> Result<Produced, Failure> {
-    let kind = check.check_type;
-    let count = |n: u64| n.clamp(1, u64::from(u32::MAX)) as u32;
-    let mut spec = CheckSpec::new(name.to_string(), kind, server.model.clone());
-    spec.prompt = check.prompt.clone();
-    spec.schema = check.schema.clone();
-    spec.tool = check.tool.clone();
-    if let Some(n) = check.requests {
-        spec.requests = count(n);
-    }
-    if let Some(n) = check.concurrency {
-        spec.concurrency = count(n);
-    }
-    if let Some(n) = check.max_tokens {
-        spec.max_tokens = count(n);
-    }
-    spec.thinking = match check.thinking {
-        ThinkingMode::On => Some(true),
-        ThinkingMode::Off => Some(false),
-        ThinkingMode::Default => None,
-    };
-    if let Some(timeout) = check.timeout {
-        spec.timeout_ms = timeout.as_millis() as u64;
-    }
-    spec.shared_prefix_tokens = check.shared_prefix_tokens;
-    spec.seed = seed;
+pub async fn run_check(exec: &CheckExec, server: &ServerInfo) -> Result<Produced, Failure> {
+    let spec = &exec.check;
     // Every replica must pass: a check of a DP group checks each member.
     let mut outcomes = Vec::new();
     for target in &server.targets {
@@ -49,9 +19,9 @@ pub async fn run_check(
             api_key: target.api_key.clone(),
             tls: target.tls.clone(),
         };
-        match anvil_checks::run_check_keeping(&spec, &target).await {
+        match anvil_checks::run_check_keeping(spec, &target).await {
             Ok(outcome) => outcomes.push(outcome),
-            Err(unfinished) => return Err(unfinished_check(check, server, &target, &outcomes, unfinished)),
+            Err(unfinished) => return Err(unfinished_check(spec, server, &target, &outcomes, unfinished)),
         }
     }
     let passed = outcomes.iter().all(|o| o.passed);
@@ -59,7 +29,7 @@ pub async fn run_check(
     let evidence: Vec<Value> = outcomes.iter().map(|o| o.evidence.clone()).collect();
     let summary = format!("{}: {detail}", if passed { "passed" } else { "FAILED" });
     let result = CheckResult {
-        check_type: check.check_type,
+        check_type: spec.check_type,
         passed,
         status: Verdict::from_passed(passed),
         detail,
@@ -84,7 +54,7 @@ pub async fn run_check(
 /// judged before it stopped (every replica's evidence so far), why, and the
 /// server's logs are kept with the run as its evidence.
 fn unfinished_check(
-    check: &CheckDecl,
+    check: &anvil_checks::CheckSpec,
     server: &ServerInfo,
     target: &Target,
     completed: &[anvil_checks::CheckOutcome],

@@ -1,9 +1,9 @@
-//! Running cells from their step documents alone (`anvil worker
-//! --document`): no recipe and no plan, only the cells' documents, their
-//! server's document beside them, and a store. Each cell is measured by the
-//! same code a run uses (server pool, load generator, commit) and stored
-//! under its document's fingerprint with its key as the preimage, so the
-//! entry is the one `anvil run` of the recipe would have made.
+//! Running cells and checks from their step documents alone (`anvil worker
+//! --document`): no recipe and no plan, only the steps' documents, their
+//! server's document beside them, and a store. Each step is run by the
+//! same code a run uses (server pool, load generator or checker, commit) and
+//! stored under its document's fingerprint with its key as the preimage, so
+//! the entry is the one `anvil run` of the recipe would have made.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use super::log_folder::LogFolder;
 use super::measure::{Target, measure_cell};
 use super::progress::Progress;
 use super::servers::ServerPool;
-use crate::document::{CellExec, DocumentError, Exec, ServerExec, StepDocument};
+use crate::document::{DocumentError, Exec, ServerExec, StepDocument};
 use crate::plan::EngineMode;
 
 /// How one document's step ended.
@@ -29,7 +29,7 @@ pub struct DocumentOutcome {
     pub line: String,
 }
 
-/// The cells of one server, read and checked before anything starts.
+/// The cells and checks of one server, read and checked before anything starts.
 struct Job {
     cells: Vec<(PathBuf, StepDocument)>,
     server: StepDocument,
@@ -41,9 +41,9 @@ impl Job {
         let mut server: Option<StepDocument> = None;
         for path in paths {
             let document = StepDocument::read(path)?;
-            let exec = cell_exec(path, &document)?;
-            let server_path = path.with_file_name(StepDocument::file_name(&exec.server));
-            if server.as_ref().is_none_or(|s| s.fingerprint != exec.server) {
+            let server_fp = server_of(path, &document)?;
+            let server_path = path.with_file_name(StepDocument::file_name(server_fp));
+            if server.as_ref().is_none_or(|s| s.fingerprint != server_fp) {
                 if server.is_some() {
                     return Err(DocumentError::TwoServers { path: path.clone() });
                 }
@@ -58,12 +58,16 @@ impl Job {
     }
 }
 
-fn cell_exec<'a>(path: &Path, document: &'a StepDocument) -> Result<&'a CellExec, DocumentError> {
+/// The fingerprint of the server a cell or check document runs against.
+fn server_of<'a>(path: &Path, document: &'a StepDocument) -> Result<&'a str, DocumentError> {
     match &document.exec {
-        Exec::Cell(cell) => Ok(cell),
-        _ => {
-            Err(DocumentError::WrongKind { path: path.into(), kind: document.kind.clone(), wanted: "a cell" })
-        }
+        Exec::Cell(cell) => Ok(&cell.server),
+        Exec::Check(check) => Ok(&check.server),
+        _ => Err(DocumentError::WrongKind {
+            path: path.into(),
+            kind: document.kind.clone(),
+            wanted: "a cell or a check",
+        }),
     }
 }
 
@@ -101,13 +105,16 @@ pub async fn run_cell_documents(
         .collect();
     let mut logs = LogFolder::new(&run_id);
     // Its artifacts name the recipe the cells were planned from, as a run of it would.
-    let recipe = job.cells.first().and_then(|(p, d)| cell_exec(p, d).ok()).map(|c| c.recipe.clone());
+    let recipe = job.cells.iter().find_map(|(_, d)| match &d.exec {
+        Exec::Cell(cell) => Some(cell.recipe.clone()),
+        _ => None,
+    });
     let shared = Shared { run_id: &run_id, recipe: recipe.unwrap_or_default(), loadgen_workers };
     let recipe = shared.recipe.clone();
     let ctx = context(&store, &job.server.name, launch, &shared, &mut logs, &to_measure)?;
     let mut outcomes = Vec::new();
     let mut nodes = Vec::new();
-    for ((path, document), measure) in job.cells.iter().zip(to_measure) {
+    for ((_, document), measure) in job.cells.iter().zip(to_measure) {
         let fingerprint = document.key_fingerprint();
         let began = std::time::Instant::now();
         let outcome = match measure {
@@ -116,7 +123,7 @@ pub async fn run_cell_documents(
                 state: "cached",
                 line: format!("{}: stored {fingerprint}", document.name),
             },
-            true => measure_document(&ctx, path, document, &fingerprint).await,
+            true => measure_document(&ctx, document, &fingerprint).await,
         };
         ctx.servers.release(0).await;
         report(&outcome);
@@ -193,19 +200,26 @@ fn context(
     }))
 }
 
-/// Measure one cell document on the pool's server and commit it.
+/// Run one cell or check document on the pool's server and commit it.
 async fn measure_document(
     ctx: &Context,
-    path: &Path,
     document: &StepDocument,
     fingerprint: &Fingerprint,
 ) -> DocumentOutcome {
     let name = document.name.clone();
-    let Ok(cell) = cell_exec(path, document) else {
-        return DocumentOutcome { name, state: "failed", line: "not a cell".into() };
+    let produced = match &document.exec {
+        Exec::Cell(cell) => {
+            let target =
+                Target { name: &name, cell: CellToRun::Resolved(cell), fingerprint, seed: cell.seed };
+            measure_cell(ctx, 0, target, "the cell", |f| f).await
+        }
+        Exec::Check(check) => match ctx.servers.acquire(0).await {
+            Ok(info) => super::check::run_check(check, &info).await,
+            Err(err) => Err(super::outcome::Failure::new(err)),
+        },
+        _ => return DocumentOutcome { name, state: "failed", line: "neither a cell nor a check".into() },
     };
-    let target = Target { name: &name, cell: CellToRun::Resolved(cell), fingerprint, seed: cell.seed };
-    let (state, line) = match measure_cell(ctx, 0, target, "the cell", |f| f).await {
+    let (state, line) = match produced {
         Ok(produced) => match commit_entry(&ctx.store, fingerprint, &document.key, &produced) {
             Ok(note) => ("ran", format!("{name}: {}{note}", produced.summary)),
             Err(err) => ("failed", format!("{name}: storing its result failed: {err}")),

@@ -18,7 +18,6 @@ use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
 use crate::plan::extra_repeats::budget_of;
 use crate::recipe::Decl;
 use crate::recipe::Spec;
-use crate::recipe::decls::FinallyDecl;
 use crate::results::{StoredVerdict, Verdict};
 use crate::step_kind::Kind;
 
@@ -150,8 +149,11 @@ async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
         super::unchanged_inputs::check(job, &ctx.recipe_dir)?;
     }
     match &job.decl.spec {
-        Spec::Task(task) | Spec::Finally(FinallyDecl { task, .. }) => {
-            task::run_task(task, &ctx.recipe_dir).await
+        Spec::Task(_) | Spec::Finally(_) => {
+            let Exec::Task(task) = &job.document.exec else {
+                return Err(Failure::new("a task's step document holds no command"));
+            };
+            task::run_task(task).await
         }
         Spec::Gate(_) | Spec::Screen(_) if budget_of(&job.decl) > 0 => {
             let judge = Judge::of(&job.decl.spec).ok_or_else(|| Failure::new("not a gate or screen"))?;
@@ -174,11 +176,14 @@ async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
             };
             measure_cell(ctx, server, target, "the cell", |f| f).await
         }
-        Spec::Check(check) => {
+        Spec::Check(_) => {
             let server = job.server.ok_or_else(|| Failure::new("check has no server"))?;
+            let Exec::Check(check) = &job.document.exec else {
+                return Err(Failure::new("a check's step document holds no check"));
+            };
             let _turn = ctx.servers.turn(server).await;
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
-            check::run_check(name, check, &info, ctx.seed).await
+            check::run_check(check, &info).await
         }
         Spec::Search(_) => {
             let site = job.probe_site.as_ref().ok_or_else(|| Failure::new("search has no probes planned"))?;

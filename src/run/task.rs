@@ -1,34 +1,28 @@
 //! `task` and `finally` steps: run a command; its exit status, output and
 //! declared output files are its result.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
 use tokio::process::Command;
 
 use super::outcome::{Failure, Produced, ProducedFile};
-use crate::recipe::decls::TaskDecl;
-use crate::recipe::placeholders::unescape;
+use crate::document::TaskExec;
 use crate::results::{self, NamedMap, TaskResult};
 
 /// How much of stdout/stderr goes into result.json (the full text is a file).
 const RESULT_TAIL: usize = 4000;
 
-pub async fn run_task(task: &TaskDecl, recipe_dir: &Path) -> Result<Produced, Failure> {
-    // `{{`/`}}` in a recipe are literal braces.
-    let argv: Vec<String> = task.run.iter().map(|a| unescape(a)).collect();
+pub async fn run_task(task: &TaskExec) -> Result<Produced, Failure> {
+    let argv = &task.argv;
     let Some((program, args)) = argv.split_first() else {
         return Err(Failure::new("`run` is empty"));
     };
-    let cwd = match &task.cwd {
-        Some(dir) => recipe_dir.join(dir),
-        None => recipe_dir.to_path_buf(),
-    };
+    let cwd = &task.cwd;
     let mut command = Command::new(program);
     command
         .args(args)
-        .current_dir(&cwd)
+        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -41,7 +35,7 @@ pub async fn run_task(task: &TaskDecl, recipe_dir: &Path) -> Result<Produced, Fa
         .spawn()
         .map_err(|err| Failure::new(format!("cannot start `{program}` in {}: {err}", cwd.display())))?;
     let pid = child.id();
-    let waited = match task.timeout {
+    let waited = match task.timeout_ms.map(std::time::Duration::from_millis) {
         Some(limit) => match tokio::time::timeout(limit, child.wait_with_output()).await {
             Ok(done) => done,
             Err(_) => {

@@ -1,5 +1,5 @@
-//! The step documents a job of cells runs from: written by the head into
-//! `<store>/documents/<fingerprint>.json` (the cells' and their server's),
+//! The step documents a job of cells and checks runs from: written by the
+//! head into `<store>/documents/<fingerprint>.json` (the steps' and their server's),
 //! so the node reads them from the shared store and needs no recipe.
 
 use std::path::{Path, PathBuf};
@@ -9,8 +9,8 @@ use crate::plan::Plan;
 use crate::step_kind::Kind;
 
 /// The documents of `members` (one server's steps), written now; None when
-/// the job cannot run from documents alone: a member is not a cell (checks,
-/// searches and tasks still plan the recipe on the node), or its key waits
+/// the job cannot run from documents alone: a member is neither a cell nor a
+/// check (searches still plan the recipe on the node), or its key waits
 /// on results not yet produced (the node settles those by planning).
 pub fn job_documents(
     plan: &Plan,
@@ -20,8 +20,8 @@ pub fn job_documents(
 ) -> Result<Option<Vec<PathBuf>>, String> {
     let Some(server) = server else { return Ok(None) };
     let settled = |i: usize| !plan.nodes[i].provisional && plan.nodes[i].waits_for.is_empty();
-    let all_cells = members.iter().all(|&m| plan.nodes[m].kind == Kind::Cell && settled(m));
-    if !all_cells || !settled(server) {
+    let runs_from_document = |m: usize| matches!(plan.nodes[m].kind, Kind::Cell | Kind::Check) && settled(m);
+    if !members.iter().all(|&m| runs_from_document(m)) || !settled(server) {
         return Ok(None);
     }
     let dir = store_root.join("documents");

@@ -425,7 +425,7 @@ impl Head {
             shell_quote(&root.display().to_string()),
         ];
         match super::documents::job_documents(&self.plan, root, members, server)? {
-            // Cells only: the node runs their documents and reads no recipe.
+            // Cells and checks: the node runs their documents and reads no recipe.
             Some(documents) => {
                 for document in documents {
                     command.extend(["--document".into(), shell_quote(&document.display().to_string())]);
