@@ -24,6 +24,9 @@ pub struct Environment {
     pub gpus: Value,
     pub container: Container,
     pub anvil_version: Option<String>,
+    /// Whether this anvil was built optimised (`cargo build --release`);
+    /// an unoptimised build's load generator costs more per request.
+    pub anvil_optimised: Option<bool>,
     /// For a run that measured nothing: the run whose environment it carries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub captured_in_run: Option<String>,
@@ -64,6 +67,7 @@ pub fn capture() -> Environment {
             image: std::env::var("ANVIL_CONTAINER_IMAGE").ok(),
         },
         anvil_version: Some(env!("CARGO_PKG_VERSION").to_string()),
+        anvil_optimised: Some(!cfg!(debug_assertions)),
         captured_in_run: None,
         other: Map::new(),
     }

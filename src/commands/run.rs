@@ -8,6 +8,23 @@ use crate::run::{Ending, RunOptions, RunSummary, execute};
 use super::common::{Exit, failed, load_plan, open_store};
 use crate::recipe::Kind;
 
+/// Whether a step still to run measures a server that is not the simulated
+/// engine: there, the load generator's own cost is part of what it reads.
+fn measures_a_real_engine(plan: &crate::plan::Plan) -> bool {
+    use crate::recipe::Spec;
+    use crate::recipe::decls::Engine;
+    if plan.mode == crate::plan::EngineMode::SimulatedTwins {
+        return false;
+    }
+    plan.nodes.iter().enumerate().any(|(i, node)| {
+        let real = plan.server_of(i).is_some_and(|s| match &plan.recipe.steps[s].spec {
+            Spec::Server(server) => !matches!(server.engine, Engine::Sim),
+            _ => false,
+        });
+        node.status == crate::plan::Status::Pending && real
+    })
+}
+
 /// Where a run's outputs go and how its summary is printed.
 pub struct Outputs<'a> {
     /// Campaign outputs go to `dir/<campaign>/`.
@@ -43,6 +60,12 @@ pub async fn run(
         pending,
         store_root.display()
     );
+    if cfg!(debug_assertions) && measures_a_real_engine(&plan) {
+        eprintln!(
+            "note: this anvil is an unoptimised build (cargo's dev profile): fine for the simulated engine; \
+             for numbers you keep from a real engine, build it with `cargo build --release`"
+        );
+    }
     let summary = execute(plan, store.clone(), options).await?;
     let has_decision = summary.plan.recipe.steps.iter().any(|s| s.kind == Kind::Decision);
     let unmeasured = headline_unmeasured(&summary, &store);

@@ -220,8 +220,16 @@ impl Report {
         &self.extra.invocation
     }
 
+    /// The version of the anvil that ran, and whether it was an unoptimised
+    /// build (as its run record states).
     pub fn anvil_version(&self) -> String {
-        self.environment().anvil_version.clone().unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
+        let environment = self.environment();
+        let version =
+            environment.anvil_version.clone().unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+        match environment.anvil_optimised {
+            Some(false) => format!("{version} (unoptimised build)"),
+            _ => version,
+        }
     }
 }
 
