@@ -17,7 +17,7 @@
 //! It runs with `cargo test --workspace`; `cargo test --test main
 //! function_length -- --nocapture` lists the longest functions it saw.
 
-use crate::common::test_code::is_test_only;
+use crate::common::test_code::{impl_item_attrs, is_test_only, item_attrs};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -73,16 +73,7 @@ fn type_name(ty: &syn::Type) -> String {
 
 impl<'ast> Visit<'ast> for Functions {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attrs = match item {
-            syn::Item::Fn(x) => &x.attrs,
-            syn::Item::Impl(x) => &x.attrs,
-            syn::Item::Mod(x) => &x.attrs,
-            syn::Item::Trait(x) => &x.attrs,
-            syn::Item::Const(x) => &x.attrs,
-            syn::Item::Static(x) => &x.attrs,
-            syn::Item::Macro(x) => &x.attrs,
-            _ => return syn::visit::visit_item(self, item),
-        };
+        let attrs = item_attrs(item);
         if !is_test_only(attrs) {
             syn::visit::visit_item(self, item);
         }
@@ -109,12 +100,7 @@ impl<'ast> Visit<'ast> for Functions {
     }
 
     fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
-        let attrs = match item {
-            syn::ImplItem::Fn(x) => &x.attrs,
-            syn::ImplItem::Const(x) => &x.attrs,
-            syn::ImplItem::Macro(x) => &x.attrs,
-            _ => return syn::visit::visit_impl_item(self, item),
-        };
+        let attrs = impl_item_attrs(item);
         if !is_test_only(attrs) {
             syn::visit::visit_impl_item(self, item);
         }

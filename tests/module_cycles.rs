@@ -18,7 +18,7 @@
 //! It runs with `cargo test --workspace` (CI has no step of its own for it);
 //! `cargo test --test main module_cycles -- --nocapture` shows what was checked.
 
-use crate::common::test_code::is_test_only;
+use crate::common::test_code::{impl_item_attrs, is_test_only, item_attrs};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
@@ -400,24 +400,7 @@ impl PathCollector {
 
 impl<'ast> Visit<'ast> for PathCollector {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attrs = match item {
-            syn::Item::Const(x) => &x.attrs,
-            syn::Item::Enum(x) => &x.attrs,
-            syn::Item::ExternCrate(x) => &x.attrs,
-            syn::Item::Fn(x) => &x.attrs,
-            syn::Item::ForeignMod(x) => &x.attrs,
-            syn::Item::Impl(x) => &x.attrs,
-            syn::Item::Macro(x) => &x.attrs,
-            syn::Item::Mod(x) => &x.attrs,
-            syn::Item::Static(x) => &x.attrs,
-            syn::Item::Struct(x) => &x.attrs,
-            syn::Item::Trait(x) => &x.attrs,
-            syn::Item::TraitAlias(x) => &x.attrs,
-            syn::Item::Type(x) => &x.attrs,
-            syn::Item::Union(x) => &x.attrs,
-            syn::Item::Use(x) => &x.attrs,
-            _ => return syn::visit::visit_item(self, item),
-        };
+        let attrs = item_attrs(item);
         if is_test_only(attrs) {
             return;
         }
@@ -439,13 +422,7 @@ impl<'ast> Visit<'ast> for PathCollector {
     }
 
     fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
-        let attrs = match item {
-            syn::ImplItem::Const(x) => &x.attrs,
-            syn::ImplItem::Fn(x) => &x.attrs,
-            syn::ImplItem::Type(x) => &x.attrs,
-            syn::ImplItem::Macro(x) => &x.attrs,
-            _ => return syn::visit::visit_impl_item(self, item),
-        };
+        let attrs = impl_item_attrs(item);
         if !is_test_only(attrs) {
             syn::visit::visit_impl_item(self, item);
         }
