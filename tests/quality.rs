@@ -245,6 +245,45 @@ fn lossless_passes_identical_arms_and_shows_where_a_lossy_one_diverged() {
     assert!(section.contains(&excerpt), "the first divergence's excerpt, {excerpt}, shown");
 }
 
+/// Where the engine sends token ids (vLLM's `return_token_ids`, asked for
+/// with `extra-body`; the sim answers it the same way), each kept answer
+/// holds them and a lossless comparison is by token: identical arms pass,
+/// and a lossy arm's first divergence is a token index with the ids around it.
+#[test]
+fn with_token_ids_kept_lossless_compares_by_token() {
+    let ids = "    extra-body { return_token_ids #true; }\n";
+    let recipe = [
+        sim_server("s-ctl", 0.7, 1, 0.0),
+        sim_server("s-same", 0.7, 1, 0.0),
+        sim_server("s-lossy", 0.7, 1, 0.2),
+        scored_cell("control", "s-ctl", &format!("{ids}    repeat 2\n")),
+        scored_cell("same", "s-same", ids),
+        scored_cell("lossy", "s-lossy", ids),
+        "gate \"g-same\" { lossless arm=\"same\" control=\"control\"; }\n".into(),
+        "gate \"g-lossy\" { lossless arm=\"lossy\" control=\"control\"; blocking #false; }\n".into(),
+    ]
+    .concat();
+    let (scratch, path) = campaign(&recipe);
+    let outcome = scratch.run(&path, &[], 0);
+    for cell in ["control", "same", "lossy"] {
+        for answer in answers(&scratch, &path, cell) {
+            let ids =
+                answer["token_ids"].as_array().unwrap_or_else(|| panic!("{cell}: no token ids: {answer}"));
+            assert!(!ids.is_empty() && ids.iter().all(Value::is_u64), "{cell}: {answer}");
+        }
+    }
+    let (status, same) = compared(&scratch, &path, "g-same");
+    assert_eq!(status, "passed", "{same}\n{}", outcome.transcript());
+    assert_eq!(same["arm_vs_control"]["identical"], 200);
+    let (status, lossy) = compared(&scratch, &path, "g-lossy");
+    assert_eq!(status, "rejected", "{lossy}");
+    let first = &lossy["diverged"][0];
+    assert_eq!(first["unit"], "token", "{first}");
+    // The ids around it, the first differing one in brackets, differ between the sides.
+    let (arm, control) = (first["excerpt_arm"].as_str().unwrap(), first["excerpt_control"].as_str().unwrap());
+    assert!(arm.contains('[') && arm != control, "{first}");
+}
+
 /// An error's text as one line: the terminal's wrapping and frame undone.
 fn flat(text: &str) -> String {
     text.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ")

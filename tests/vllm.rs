@@ -133,6 +133,8 @@ cell "exact" server="vllm" {
     concurrency 4
     requests 16
     warmup-requests 0
+    keep-answers "1MB"
+    extra-body { return_token_ids #true; }
 }
 cell "trace" server="vllm" {
     trace "trace.jsonl" format="mooncake" block-tokens=64
@@ -198,6 +200,20 @@ fn a_real_vllm_launched_by_anvil_measures_exactly_and_leaves_nothing_behind() {
     assert_eq!(exact["metrics"]["request_canary_passed"], 16, "{}", exact["metrics"]);
     let lengths = &exact["tokens"]["prompt_length"];
     assert_eq!((lengths["met"].as_u64(), lengths["missed"].as_u64()), (Some(16), Some(0)), "{lengths}");
+
+    // Its answers kept with vLLM's own token ids, one id per token its usage counted.
+    let answers =
+        std::fs::read_to_string(bench.entry(&plan, "exact").join("answers.jsonl")).expect("answers");
+    let kept: Vec<serde_json::Value> = answers.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(kept.len(), 16, "{answers}");
+    for answer in &kept {
+        let index = answer["request_index"].as_u64().unwrap();
+        let record =
+            exact["request_timings"].as_array().unwrap().iter().find(|r| r["request_index"] == index);
+        let counted = record.and_then(|r| r["output_tokens"].as_u64()).expect("the record's usage");
+        let ids = answer["token_ids"].as_array().unwrap_or_else(|| panic!("no token ids: {answer}"));
+        assert_eq!(ids.len() as u64, counted, "{answer}");
+    }
 
     // The same with the model's tokenizer.json: both agree with vLLM's usage.
     let spec = stored("spec");

@@ -138,6 +138,7 @@ mod tests {
             item: Some(item.into()),
             prompt_blake3: anvil_loadgen::answer_digest(item.as_bytes()),
             text: text.into(),
+            token_ids: None,
             text_blake3: anvil_loadgen::answer_digest(text.as_bytes()),
             complete,
             truncated: false,

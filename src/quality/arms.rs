@@ -47,7 +47,7 @@ fn paired<'l>(
 }
 
 fn output(line: &AnswerLine) -> Output {
-    Output { text: line.answer.text.clone(), token_ids: None }
+    Output { text: line.answer.text.clone(), token_ids: line.answer.token_ids.clone() }
 }
 
 /// The identical share of `pairs` (arm, control) with its divergences.
@@ -193,6 +193,7 @@ mod tests {
                 item: item.map(str::to_string),
                 prompt_blake3: format!("blake3:{}", item.unwrap_or("same-prompt")),
                 text: text.into(),
+                token_ids: None,
                 text_blake3: String::new(),
                 complete: true,
                 truncated: false,

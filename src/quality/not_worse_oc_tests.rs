@@ -39,6 +39,7 @@ fn line(item: usize, correct: bool) -> AnswerLine {
             item: Some(format!("q{item}")),
             prompt_blake3: String::new(),
             text: String::new(),
+            token_ids: None,
             text_blake3: String::new(),
             complete: true,
             truncated: false,

@@ -17,6 +17,8 @@ pub struct ChatFormat {
     tool_call: Option<ToolCall>,
     /// `data: {"id":...,"choices":` — the same for every chunk of the stream.
     chunk_head: Vec<u8>,
+    /// Each chunk carries its tokens' ids (`return_token_ids`).
+    token_ids: bool,
 }
 
 impl ChatFormat {
@@ -27,7 +29,14 @@ impl ChatFormat {
             json_string(&generation.model),
         )
         .into_bytes();
-        Self { id, created, model: generation.model.clone(), tool_call: plan.tool_call.clone(), chunk_head }
+        Self {
+            id,
+            created,
+            model: generation.model.clone(),
+            tool_call: plan.tool_call.clone(),
+            chunk_head,
+            token_ids: generation.return_token_ids,
+        }
     }
 }
 
@@ -91,10 +100,18 @@ impl WireFormat for ChatFormat {
         match finish {
             Some(reason) => {
                 push_json_string(out, reason.as_str());
-                out.extend_from_slice(br#","stop_reason":null}]}"#);
+                out.extend_from_slice(br#","stop_reason":null"#);
             }
-            None => out.extend_from_slice(b"null}]}"),
+            None => out.extend_from_slice(b"null"),
         }
+        if self.token_ids {
+            // As vLLM sends them: the ids of this chunk's tokens, both channels.
+            let mut ids = crate::tokenizer::token_ids(delta.reasoning);
+            ids.extend(crate::tokenizer::token_ids(delta.content));
+            out.extend_from_slice(br#","token_ids":"#);
+            out.extend_from_slice(serde_json::to_string(&ids).unwrap_or_default().as_bytes());
+        }
+        out.extend_from_slice(b"}]}");
         out.extend_from_slice(b"\n\n");
     }
 

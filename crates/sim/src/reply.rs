@@ -297,6 +297,7 @@ mod tests {
             thinking: false,
             response_schema: None,
             tool: None,
+            return_token_ids: false,
         }
     }
 

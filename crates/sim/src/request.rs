@@ -57,6 +57,9 @@ pub struct Generation {
     pub response_schema: Option<Value>,
     /// The tool to call (`{"name", "parameters"}`) when tools are offered.
     pub tool: Option<Value>,
+    /// `return_token_ids` (vLLM's): each streamed chat chunk carries the ids
+    /// of its tokens.
+    pub return_token_ids: bool,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +89,7 @@ struct ChatBody {
     tools: Option<Vec<Value>>,
     tool_choice: Option<Value>,
     chat_template_kwargs: Option<Value>,
+    return_token_ids: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -280,6 +284,7 @@ pub fn parse_chat(body: &[u8], profile: &SimProfile) -> Result<Generation, ApiEr
         thinking: thinking_flag(body.chat_template_kwargs.as_ref(), profile.thinking),
         response_schema: response_schema(body.response_format.as_ref())?,
         tool: chosen_tool(body.tools.as_deref(), body.tool_choice.as_ref())?,
+        return_token_ids: body.return_token_ids.unwrap_or(false),
     })
 }
 
@@ -316,6 +321,7 @@ pub fn parse_completion(body: &[u8], profile: &SimProfile) -> Result<Generation,
         thinking: false,
         response_schema: None,
         tool: None,
+        return_token_ids: false,
     })
 }
 
@@ -360,5 +366,6 @@ pub fn parse_responses(body: &[u8], profile: &SimProfile) -> Result<Generation, 
         },
         response_schema: None,
         tool: None,
+        return_token_ids: false,
     })
 }

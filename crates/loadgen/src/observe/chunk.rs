@@ -35,6 +35,16 @@ pub struct ChunkView<'a> {
     pub id: Option<Cow<'a, str>>,
     /// llama.cpp's `timings` of a speculative run: drafted and accepted tokens.
     pub draft: Option<Draft>,
+    /// The choice's `token_ids` as sent (vLLM's, asked for with
+    /// `return_token_ids`): the ids of this chunk's tokens, read only when
+    /// answers are kept ([`token_ids`]).
+    pub token_ids: Option<&'a [u8]>,
+}
+
+/// The ids a chunk's `token_ids` holds; None when it is not an array of
+/// token ids (a value of another shape is ignored, as `id` and `timings` are).
+pub fn token_ids(raw: &[u8]) -> Option<Vec<u32>> {
+    serde_json::from_slice(raw).ok()
 }
 
 /// Speculative decoding's count for one request, as the server reports it.
@@ -150,6 +160,13 @@ fn read_choice<'a>(data: &'a [u8], at: usize, view: &mut ChunkView<'a>) -> Resul
             }
             Ok(Some(end))
         }
+        b"token_ids" => {
+            let (raw, end) = value_at(data, at)?;
+            if !is_null(raw) {
+                view.token_ids = Some(raw);
+            }
+            Ok(Some(end))
+        }
         _ => Ok(None),
     })?;
     // Completions carry `text` where chat carries a delta.
@@ -239,6 +256,23 @@ mod tests {
         assert_eq!((v.id, v.draft), (None, None));
 
         assert!(parse_event(Api::Chat, b"", b"[DONE]").unwrap().done);
+    }
+
+    /// vLLM with `return_token_ids`: each choice carries its tokens' ids
+    /// (the first chunk also `prompt_token_ids` beside `choices`); a value
+    /// of another shape is not a malformed stream, and is not read as ids.
+    #[test]
+    fn vllm_token_ids() {
+        let c = br#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"smol","choices":[{"index":0,"delta":{"content":" four"},"logprobs":null,"finish_reason":null,"token_ids":[2791,17]}],"prompt_token_ids":null}"#;
+        let v = parse_event(Api::Chat, b"", c).unwrap();
+        assert_eq!(v.content.as_deref(), Some(" four"));
+        assert_eq!(v.token_ids.and_then(token_ids), Some(vec![2791, 17]));
+        let odd = br#"{"choices":[{"index":0,"delta":{"content":"x"},"token_ids":"none"}]}"#;
+        let v = parse_event(Api::Chat, b"", odd).unwrap();
+        assert_eq!(v.content.as_deref(), Some("x"));
+        assert_eq!(v.token_ids.and_then(token_ids), None);
+        let none = br#"{"choices":[{"index":0,"delta":{"content":"x"},"token_ids":null}]}"#;
+        assert_eq!(parse_event(Api::Chat, b"", none).unwrap().token_ids, None);
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct StreamObservation {
     pub capture: String,
     capture_chars: usize,
     pub capture_truncated: bool,
+    /// The output's token ids, where the server sent them with each chunk
+    /// (vLLM's `return_token_ids`), up to the capture's length in ids.
+    pub token_ids: Option<Vec<u32>>,
     /// The stream said it was complete (`[DONE]` / `response.completed`).
     pub done: bool,
     pub finish_reason: Option<String>,
@@ -88,6 +91,7 @@ impl StreamObservation {
             capture: String::new(),
             capture_chars: 0,
             capture_truncated: false,
+            token_ids: None,
             done: false,
             finish_reason: None,
             failure: None,
@@ -164,6 +168,11 @@ impl StreamObservation {
         }
         if view.draft.is_some() {
             self.draft = view.draft;
+        }
+        if let Some(ids) = view.token_ids.and_then(crate::observe::chunk::token_ids) {
+            let kept = self.token_ids.get_or_insert_with(Vec::new);
+            let room = CAPTURE_CAP_CHARS.saturating_sub(kept.len());
+            kept.extend(ids.into_iter().take(room));
         }
         if let Some(reason) = view.finish_reason {
             self.finish_reason = Some(reason.into_owned());

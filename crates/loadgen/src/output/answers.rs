@@ -30,6 +30,10 @@ pub struct Answer {
     /// JSON `[[role, text], …]`): which prompt this answers, without it.
     pub prompt_blake3: String,
     pub text: String,
+    /// The output's token ids, where the server sent them (vLLM with
+    /// `return_token_ids` in the request body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_ids: Option<Vec<u32>>,
     /// `blake3:` of `text`, so an edited answer shows.
     pub text_blake3: String,
     /// The reply ended as the stream said it would, with nothing failing
@@ -121,6 +125,7 @@ impl AnswerLog {
             prompt_blake3: prompt_digest(content),
             text_blake3: digest(obs.capture.as_bytes()),
             text: obs.capture.clone(),
+            token_ids: obs.token_ids.clone(),
             complete: obs.done && obs.failure.is_none() && !obs.capture_truncated,
             truncated: obs.capture_truncated,
             finish_reason: obs.finish_reason.clone(),
@@ -180,6 +185,7 @@ mod tests {
             item: Some("q".into()),
             prompt_blake3: prompt_digest(&prompt),
             text: "4".into(),
+            token_ids: None,
             text_blake3: digest(b"4"),
             complete: true,
             truncated: false,
