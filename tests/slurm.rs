@@ -164,7 +164,7 @@ fn quickstart_through_slurm_matches_a_local_run() {
         group4["steps"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     steps.sort();
     assert_eq!(steps, ["headline", "headline-json", "screen-step4"], "one job per server with all its steps");
-    // A job of cells alone runs from their step documents; one with a check still plans the recipe.
+    // A job of cells and checks runs from their step documents; a task's still plans the recipe.
     let scripts: Vec<String> = std::fs::read_dir(remote.store().join("jobs"))
         .unwrap()
         .flatten()
@@ -172,9 +172,11 @@ fn quickstart_through_slurm_matches_a_local_run() {
         .map(|e| std::fs::read_to_string(e.path()).unwrap())
         .collect();
     let script_of = |label: &str| scripts.iter().find(|s| s.contains(label)).cloned().unwrap_or_default();
-    let cells_only = script_of("server sim-step12");
-    assert!(cells_only.contains("--document") && !cells_only.contains("--recipe"), "{cells_only}");
-    assert!(script_of("server sim-step4").contains("--recipe"), "{scripts:#?}");
+    for label in ["server sim-step12", "server sim-step4"] {
+        let script = script_of(label);
+        assert!(script.contains("--document") && !script.contains("--recipe"), "{label}: {script}");
+    }
+    assert!(script_of("task environment").contains("--recipe"), "{scripts:#?}");
     assert!(remote.plan(&recipe, &[]).pending().is_empty(), "everything landed in the store");
 
     // Nothing is submitted again.
