@@ -38,6 +38,8 @@ static ONE_SERVER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_
 /// the turn until then.
 struct Server {
     child: Child,
+    /// Its stderr: removed with it, kept when the test failed (and named).
+    log: PathBuf,
     _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
@@ -45,6 +47,11 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("llama-server's log: {}", self.log.display());
+        } else {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }
 
@@ -95,7 +102,7 @@ async fn start(program: &str, model: &str, extra: &[&str], log_name: &str) -> (S
         .stderr(std::fs::File::create(&log).map(Stdio::from).unwrap_or(Stdio::null()))
         .spawn()
         .expect("llama-server starts");
-    let mut server = Server { child, _turn: turn };
+    let mut server = Server { child, log, _turn: turn };
     wait_ready(port, &mut server).await;
     (server, format!("http://127.0.0.1:{port}"))
 }
