@@ -23,6 +23,9 @@
 
 pub mod step_kind;
 
+pub(crate) mod did_you_mean;
+pub(crate) mod scrape_url;
+
 pub mod engines;
 pub mod recipe;
 

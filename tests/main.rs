@@ -45,6 +45,7 @@ mod report_agents;
 mod report_scale;
 mod request_options;
 mod resolved_cells;
+mod run_layer_imports;
 mod saturation;
 mod scrape_targets;
 mod search;

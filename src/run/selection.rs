@@ -8,7 +8,7 @@ use crate::step_kind::Kind;
 /// A step named on the command line that the plan does not hold, with the
 /// nearest name it does.
 pub(super) fn unknown_step(flag: &'static str, name: &str, plan: &Plan) -> RunError {
-    let hint = crate::recipe::did_you_mean(name, plan.nodes.iter().map(|n| n.name.as_str()))
+    let hint = crate::did_you_mean::did_you_mean(name, plan.nodes.iter().map(|n| n.name.as_str()))
         .map(|h| format!(" ({h})"))
         .unwrap_or_default();
     RunError::UnknownStep { flag, name: name.to_string(), hint }

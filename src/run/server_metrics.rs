@@ -50,7 +50,7 @@ pub fn cache_block_tokens(scrapes: &[Scrape]) -> Option<u64> {
 pub fn scrape_targets(urls: &[String], tls: &TlsSettings) -> Vec<ScrapeTarget> {
     let mut targets: Vec<ScrapeTarget> = Vec::new();
     for url in urls {
-        let Ok(base_url) = crate::recipe::decls::server::scrape_base_url(url) else { continue };
+        let Ok(base_url) = crate::scrape_url::scrape_base_url(url) else { continue };
         if targets.iter().all(|t| &t.url != url) {
             targets.push(ScrapeTarget { url: url.clone(), base_url: base_url.to_string(), tls: tls.clone() });
         }

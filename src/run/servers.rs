@@ -204,7 +204,7 @@ impl ServerPool {
             let api_key = api_key_env.as_ref().and_then(|var| std::env::var(var).ok());
             let base_url = url.trim_end_matches('/').to_string();
             info.targets.push(Target { base_url, api_key, label: server_name.clone(), tls });
-            info.warmup = warm_up(decl.warmup, &info).await?;
+            info.warmup = warm_up(decl.warmup.requests, decl.warmup.max_tokens, &info).await?;
             return Ok((info, Vec::new(), Vec::new()));
         }
         let replicas = Replicas { server_name, decl, engine, simulated, count: decl.replicas as usize, tls };
@@ -215,7 +215,7 @@ impl ServerPool {
             processes.push(server);
             leases.extend(lease);
         }
-        info.warmup = warm_up(decl.warmup, &info).await?;
+        info.warmup = warm_up(decl.warmup.requests, decl.warmup.max_tokens, &info).await?;
         Ok((info, processes, leases))
     }
 

@@ -5,12 +5,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::server_info::ServerInfo;
-use crate::recipe::decls::Warmup;
 
-/// `warmup requests=4 max-tokens=16`: short requests to every replica once,
-/// before the server's first step, so no cell measures a cold engine.
-pub(super) async fn warm_up(warmup: Warmup, info: &ServerInfo) -> Result<Value, String> {
-    let Warmup { requests, max_tokens } = warmup;
+/// `warmup requests=4 max-tokens=16`: `requests` short requests of up to
+/// `max_tokens` to every replica once, before the server's first step, so
+/// no cell measures a cold engine.
+pub(super) async fn warm_up(requests: u64, max_tokens: u64, info: &ServerInfo) -> Result<Value, String> {
     if requests == 0 {
         return Ok(Value::Null);
     }
