@@ -58,13 +58,12 @@ fn exec_of(plan: &Plan, i: usize) -> Exec {
         }
         Spec::Check(check) => {
             let server = plan.server_of(i);
-            let model = server.and_then(|s| match &plan.recipe.steps[s].spec {
-                Spec::Server(decl) => decl.model.clone(),
-                _ => None,
-            });
-            let model = model.unwrap_or_else(|| DEFAULT_MODEL.to_string());
+            let model = match server.map(|s| &plan.recipe.steps[s].spec) {
+                Some(Spec::Server(decl)) => decl.served_model(),
+                _ => DEFAULT_MODEL,
+            };
             let server = server.map(|s| plan.nodes[s].fingerprint.to_string()).unwrap_or_default();
-            Exec::Check(Box::new(CheckExec::of(&step.name, check, &model, plan.recipe.campaign.seed, server)))
+            Exec::Check(Box::new(CheckExec::of(&step.name, check, model, plan.recipe.campaign.seed, server)))
         }
         Spec::Task(task) | Spec::Finally(FinallyDecl { task, .. }) => {
             Exec::Task(Box::new(TaskExec::of(task, &absolute(plan.recipe.dir()))))

@@ -52,7 +52,7 @@ pub fn resolve_step(step: &Decl, server: Option<&Decl>, seed: u64) -> Option<Cel
     };
     let canary_body = server.and_then(|s| s.engine.preset()).map(crate::engines::EnginePreset::canary_body);
     let served = Served {
-        model: server.and_then(|s| s.model.as_deref()).unwrap_or(DEFAULT_MODEL),
+        model: server.map_or(DEFAULT_MODEL, decls::ServerDecl::served_model),
         tokenizer: server.and_then(|s| s.tokenizer.as_ref()),
         canary_body: canary_body.as_ref(),
     };

@@ -31,13 +31,13 @@ pub struct DocumentOutcome {
 
 /// The cells and checks of one server, read and checked before anything starts.
 struct Job {
-    cells: Vec<(PathBuf, StepDocument)>,
+    steps: Vec<(PathBuf, StepDocument)>,
     server: StepDocument,
 }
 
 impl Job {
     fn read(paths: &[PathBuf]) -> Result<Job, DocumentError> {
-        let mut cells = Vec::new();
+        let mut steps = Vec::new();
         let mut server: Option<StepDocument> = None;
         for path in paths {
             let document = StepDocument::read(path)?;
@@ -51,10 +51,10 @@ impl Job {
             }
             let launch = server_exec(&server_path, server.as_ref().expect("read above"))?;
             document.check_inputs(path, &launch.workdir)?;
-            cells.push((path.clone(), document));
+            steps.push((path.clone(), document));
         }
         let server = server.ok_or(DocumentError::Nothing)?;
-        Ok(Job { cells, server })
+        Ok(Job { steps, server })
     }
 }
 
@@ -82,11 +82,11 @@ fn server_exec<'a>(path: &Path, document: &'a StepDocument) -> Result<&'a Server
     }
 }
 
-/// Measure the cells of `paths` (documents of one server's cells, in
-/// order), starting their server once, and store each under its
+/// Run the steps of `paths` (documents of one server's cells and checks,
+/// in order), starting their server once, and store each under its
 /// fingerprint (a stored one only when `forced` names it). `report` hears
-/// each cell as it ends.
-pub async fn run_cell_documents(
+/// each step as it ends.
+pub async fn run_step_documents(
     store: Store,
     paths: &[PathBuf],
     forced: &[String],
@@ -99,13 +99,13 @@ pub async fn run_cell_documents(
     let run_id =
         format!("run-{}-{}", started_at.replace([':', '-'], "").trim_end_matches('Z'), std::process::id());
     let to_measure: Vec<bool> = job
-        .cells
+        .steps
         .iter()
         .map(|(_, d)| forced.contains(&d.name) || !store.contains(&d.key_fingerprint()))
         .collect();
     let mut logs = LogFolder::new(&run_id);
     // Its artifacts name the recipe the cells were planned from, as a run of it would.
-    let recipe = job.cells.iter().find_map(|(_, d)| match &d.exec {
+    let recipe = job.steps.iter().find_map(|(_, d)| match &d.exec {
         Exec::Cell(cell) => Some(cell.recipe.clone()),
         _ => None,
     });
@@ -114,7 +114,7 @@ pub async fn run_cell_documents(
     let ctx = context(&store, &job.server.name, launch, &shared, &mut logs, &to_measure)?;
     let mut outcomes = Vec::new();
     let mut nodes = Vec::new();
-    for ((_, document), measure) in job.cells.iter().zip(to_measure) {
+    for ((_, document), measure) in job.steps.iter().zip(to_measure) {
         let fingerprint = document.key_fingerprint();
         let began = std::time::Instant::now();
         let outcome = match measure {

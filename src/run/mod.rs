@@ -55,7 +55,7 @@ use serde_json::Value;
 
 pub use crate::executor::interface::Ending;
 pub use clock::now_rfc3339;
-pub use document_step::{DocumentOutcome, run_cell_documents};
+pub use document_step::{DocumentOutcome, run_step_documents};
 pub use error::RunError;
 pub use options::RunOptions;
 pub use servers::registry_dir;

@@ -332,7 +332,7 @@ struct Replicas<'a> {
 fn declared_info(server_name: &str, decl: &ServerDecl, engine: &Engine) -> ServerInfo {
     let declared = decl.engine.kind();
     let simulated = matches!(engine, Engine::Sim);
-    let model = decl.model.clone().unwrap_or_else(|| crate::recipe::decls::DEFAULT_MODEL.to_string());
+    let model = decl.served_model().to_string();
     // A preset's own command line is part of what it was asked to run.
     let args: Vec<&String> = match &decl.engine {
         Engine::Command(command) if command.preset.is_some() => {

@@ -10,7 +10,7 @@ use anvil_store::Store;
 
 use super::progress_file::{ProgressFile, job_id_of};
 use crate::document::{DocumentError, StepDocument};
-use crate::run::{DocumentOutcome, run_cell_documents};
+use crate::run::{DocumentOutcome, run_step_documents};
 
 /// What a document job is told.
 pub struct DocumentJob {
@@ -38,7 +38,7 @@ pub async fn document_worker(store: Store, args: DocumentJob) -> Result<i32, Doc
         progress.step(&outcome.name, outcome.state, &outcome.line);
     };
     let ran =
-        run_cell_documents(store.clone(), &args.documents, &args.force, args.loadgen_workers, &mut heard)
+        run_step_documents(store.clone(), &args.documents, &args.force, args.loadgen_workers, &mut heard)
             .await;
     let ran = ran.inspect_err(|err| progress.finish(Some(&err.to_string())))?;
     progress.finish(None);

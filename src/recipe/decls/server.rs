@@ -91,6 +91,11 @@ impl ServerDecl {
     pub fn serves_https(&self) -> bool {
         !self.tls.is_default()
     }
+
+    /// The model name its requests carry: as declared, else [`DEFAULT_MODEL`].
+    pub fn served_model(&self) -> &str {
+        self.model.as_deref().unwrap_or(DEFAULT_MODEL)
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

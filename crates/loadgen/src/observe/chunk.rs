@@ -36,8 +36,8 @@ pub struct ChunkView<'a> {
     /// llama.cpp's `timings` of a speculative run: drafted and accepted tokens.
     pub draft: Option<Draft>,
     /// The choice's `token_ids` as sent (vLLM's, asked for with
-    /// `return_token_ids`): the ids of this chunk's tokens, read only when
-    /// answers are kept ([`token_ids`]).
+    /// `return_token_ids`): the ids of this chunk's tokens, unparsed
+    /// ([`token_ids`] reads them); absent unless the request asked.
     pub token_ids: Option<&'a [u8]>,
 }
 
