@@ -26,8 +26,12 @@ pub mod step_kind;
 pub(crate) mod did_you_mean;
 pub(crate) mod scrape_url;
 
+pub mod claims;
 pub mod engines;
+pub mod number_text;
+pub mod placeholders;
 pub mod recipe;
+pub mod words;
 
 pub(crate) mod environment;
 pub(crate) mod history;

@@ -81,6 +81,8 @@ fn the_qwen38_documents_hash_to_the_golden_fingerprints() {
                 assert!(Path::new(document["exec"]["cwd"].as_str().unwrap()).is_absolute(), "{step}");
             }
             "server" => assert_eq!(runs, "server", "{step}"),
+            // A gate's, screen's or decision's holds what it judges, as text parsed again on reading.
+            kind @ ("gate" | "screen" | "decision") => assert_eq!(runs, kind, "{step}"),
             _ => assert_eq!(runs, "declared", "{step}"),
         }
     }
@@ -146,6 +148,47 @@ fn a_cell_and_a_check_run_from_their_documents_alone_into_the_entries_the_recipe
     // A second worker on the same document finds it stored.
     let again = scratch.anvil(&["worker", "--document", docs.join(&file).to_str().unwrap()]).expect_code(0);
     assert!(again.stdout.contains("stored"), "{}", again.transcript());
+}
+
+const TASK_RECIPE: &str = r#"
+campaign "task-documents" { seed 3; }
+task "stamp" { run "sh" "-c" "echo stamped > stamp.txt"; outputs "stamp.txt"; reads "notes.txt"; }
+"#;
+
+#[test]
+fn a_task_runs_from_its_document_with_the_recipe_file_gone_into_the_entry_the_recipe_finds() {
+    let scratch = Scratch::new();
+    let recipe = scratch.write("campaign/tasks.kdl", TASK_RECIPE);
+    scratch.write("campaign/notes.txt", "as planned");
+    let docs = scratch.path().join("docs");
+    scratch.anvil(&["plan", recipe.to_str().unwrap(), "--emit", docs.to_str().unwrap()]).expect_code(0);
+    let (fingerprint, file) = emitted(&docs)["task.stamp"].clone();
+    // The recipe file is gone; the folder the task runs in stays.
+    let kept = scratch.path().join("tasks.kdl.away");
+    std::fs::rename(&recipe, &kept).expect("move the recipe away");
+
+    let document = docs.join(&file);
+    let out = scratch.anvil(&["worker", "--document", document.to_str().unwrap()]).expect_code(0);
+    assert!(out.stdout.contains("stamp"), "{}", out.transcript());
+    let entry = scratch.store().join("entries").join(&fingerprint[..2]).join(&fingerprint);
+    assert_eq!(read_json(&entry.join("preimage.json")), read_json(&document)["key"], "stored under its key");
+    let stamped =
+        std::fs::read_to_string(entry.join("outputs").join("stamp.txt")).expect("its output stored");
+    assert_eq!(stamped.trim(), "stamped");
+
+    // A file its key names, changed since planning: the document is refused, nothing runs.
+    scratch.write("campaign/notes.txt", "edited");
+    let forced =
+        scratch.anvil(&["worker", "--document", document.to_str().unwrap(), "--force", "stamp"]).expect_code(2);
+    assert!(forced.stderr.contains("notes.txt"), "{}", forced.transcript());
+    scratch.write("campaign/notes.txt", "as planned");
+
+    // The recipe back: its run finds the task stored and runs nothing again.
+    std::fs::rename(&kept, &recipe).expect("move the recipe back");
+    let run = scratch.run(&recipe, &["--json"], 0).json();
+    let stamp = run["steps"].as_array().unwrap().iter().find(|s| s["name"] == "stamp").unwrap().clone();
+    assert_eq!(stamp["status"], "cached", "{stamp}");
+    assert_eq!(stamp["fingerprint"], fingerprint.as_str());
 }
 
 #[test]

@@ -60,8 +60,8 @@ impl Exit {
 impl From<crate::run::RunError> for Exit {
     fn from(err: crate::run::RunError) -> Exit {
         // A recipe error keeps its diagnostic: file, line and span.
-        if let crate::run::RunError::Recipe(recipe) = err {
-            return Exit::Input(miette::Report::new(*recipe));
+        if let crate::run::RunError::Settle(diagnostic) = err {
+            return Exit::Input(miette::Report::new_boxed(diagnostic));
         }
         let code = err.exit_code();
         let report = miette::miette!("{err}");

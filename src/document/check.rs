@@ -4,7 +4,7 @@ use anvil_checks::CheckSpec;
 use serde::{Deserialize, Serialize};
 
 use crate::recipe::decls::CheckDecl;
-use crate::recipe::words::ThinkingMode;
+use crate::words::ThinkingMode;
 
 /// What running a check needs besides its server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -13,6 +13,13 @@ pub struct CheckExec {
     pub check: CheckSpec,
     /// The fingerprint of its server's document.
     pub server: String,
+    /// Whether its failure fails the run.
+    #[serde(default = "blocking_by_default")]
+    pub blocking: bool,
+}
+
+fn blocking_by_default() -> bool {
+    true
 }
 
 impl CheckExec {
@@ -43,6 +50,6 @@ impl CheckExec {
         }
         check.shared_prefix_tokens = decl.shared_prefix_tokens;
         check.seed = seed;
-        CheckExec { check, server }
+        CheckExec { check, server, blocking: decl.blocking }
     }
 }

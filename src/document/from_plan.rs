@@ -3,18 +3,18 @@
 
 use std::collections::BTreeMap;
 
-use anvil_loadgen::Balance;
-
-use super::cell::CellExec;
 use super::check::CheckExec;
+use super::decision::DecisionExec;
 use super::format::STEP_DOCUMENT_FORMAT;
+use super::gate::GateExec;
+use super::screen::ScreenExec;
 use super::server::ServerExec;
 use super::step_document::{Exec, StepDocument};
 use super::task::TaskExec;
-use crate::plan::resolved_cell::{resolve_paths, resolve_step};
+use crate::plan::resolved_cell::cell_exec;
 use crate::plan::{EngineMode, Plan};
 use crate::recipe::decls::{DEFAULT_MODEL, FinallyDecl};
-use crate::recipe::{Kind, Spec, words};
+use crate::recipe::{Kind, Spec};
 
 /// Step `i` of `plan` as a document. Its fingerprint is its node's: the
 /// key is the preimage that fingerprint hashes.
@@ -33,28 +33,20 @@ pub fn document_of(plan: &Plan, i: usize) -> StepDocument {
 fn exec_of(plan: &Plan, i: usize) -> Exec {
     let step = &plan.recipe.steps[i];
     match &step.spec {
-        Spec::Server(server) => Exec::Server(Box::new(ServerExec {
-            server: server.clone(),
-            workdir: absolute(plan.recipe.dir()),
-            simulated_twin: plan.mode == EngineMode::SimulatedTwins,
-        })),
-        Spec::Cell(cell) => {
+        Spec::Server(server) => Exec::Server(Box::new(ServerExec::of(
+            server,
+            absolute(plan.recipe.dir()),
+            plan.mode == EngineMode::SimulatedTwins,
+        ))),
+        Spec::Cell(_) => {
             let server = plan.server_of(i);
-            let server_decl = server.map(|s| &plan.recipe.steps[s]);
-            let Some(mut spec) = resolve_step(step, server_decl, plan.recipe.campaign.seed) else {
-                return declared(plan, i);
-            };
-            resolve_paths(&mut spec, &plan.recipe.key);
-            Exec::Cell(Box::new(CellExec {
-                cell: spec,
-                balance: match cell.load.balance {
-                    words::Balance::RoundRobin => Balance::RoundRobin,
-                    words::Balance::LeastOutstanding => Balance::LeastOutstanding,
-                },
-                seed: plan.recipe.campaign.seed,
-                server: server.map(|s| plan.nodes[s].fingerprint.to_string()).unwrap_or_default(),
-                recipe: plan.recipe.key.clone(),
-            }))
+            let server_fingerprint =
+                server.map(|s| plan.nodes[s].fingerprint.to_string()).unwrap_or_default();
+            let server = server.map(|s| &plan.recipe.steps[s]);
+            match cell_exec(step, server, plan.recipe.campaign.seed, &plan.recipe.key, server_fingerprint) {
+                Some(cell) => Exec::Cell(Box::new(cell)),
+                None => declared(plan, i),
+            }
         }
         Spec::Check(check) => {
             let server = plan.server_of(i);
@@ -65,10 +57,22 @@ fn exec_of(plan: &Plan, i: usize) -> Exec {
             let server = server.map(|s| plan.nodes[s].fingerprint.to_string()).unwrap_or_default();
             Exec::Check(Box::new(CheckExec::of(&step.name, check, model, plan.recipe.campaign.seed, server)))
         }
-        Spec::Task(task) | Spec::Finally(FinallyDecl { task, .. }) => {
-            Exec::Task(Box::new(TaskExec::of(task, &absolute(plan.recipe.dir()))))
-        }
-        _ => declared(plan, i),
+        Spec::Task(task) => Exec::Task(Box::new(TaskExec::of(task, &absolute(plan.recipe.dir())))),
+        Spec::Finally(FinallyDecl { task, always }) => Exec::Task(Box::new(TaskExec {
+            always: *always,
+            ..TaskExec::of(task, &absolute(plan.recipe.dir()))
+        })),
+        spec => judgement_of(spec).unwrap_or_else(|| declared(plan, i)),
+    }
+}
+
+/// A gate's, screen's or decision's body: what judging it needs.
+pub(super) fn judgement_of(spec: &Spec) -> Option<Exec> {
+    match spec {
+        Spec::Gate(gate) => Some(Exec::Gate(Box::new(GateExec::of(gate)))),
+        Spec::Screen(screen) => Some(Exec::Screen(Box::new(ScreenExec::of(screen)))),
+        Spec::Decision(decision) => Some(Exec::Decision(Box::new(DecisionExec::of(decision)))),
+        _ => None,
     }
 }
 

@@ -11,19 +11,29 @@
 //! document edited by hand, or written by another anvil, is refused
 //! rather than run under a fingerprint that is not its own.
 
-mod cell;
+pub mod cell;
 mod check;
+mod decision;
 mod error;
+pub mod expression;
 mod format;
 mod from_plan;
+mod gate;
+pub mod launch;
+mod screen;
 mod server;
 mod step_document;
 mod task;
+#[cfg(test)]
+pub mod testing;
 
 pub use cell::CellExec;
 pub use check::CheckExec;
+pub use decision::DecisionExec;
 pub use error::DocumentError;
 pub use from_plan::document_of;
+pub use gate::GateExec;
+pub use screen::ScreenExec;
 pub use server::ServerExec;
 pub use step_document::{Exec, StepDocument};
 pub use task::TaskExec;

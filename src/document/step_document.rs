@@ -10,8 +10,11 @@ use serde_json::Value;
 
 use super::cell::CellExec;
 use super::check::CheckExec;
+use super::decision::DecisionExec;
 use super::error::DocumentError;
 use super::format::STEP_DOCUMENT_FORMAT;
+use super::gate::GateExec;
+use super::screen::ScreenExec;
 use super::server::ServerExec;
 use super::task::TaskExec;
 
@@ -40,8 +43,11 @@ pub enum Exec {
     Check(Box<CheckExec>),
     /// A `task` or `finally` step's command.
     Task(Box<TaskExec>),
-    /// A step an executor cannot yet run from its document alone (gates,
-    /// screens, decisions, searches): its declaration as
+    Gate(Box<GateExec>),
+    Screen(Box<ScreenExec>),
+    Decision(Box<DecisionExec>),
+    /// A step an executor cannot yet run from its document alone (a
+    /// search): its declaration as
     /// written, and the fingerprints of the steps it reads, so a reader
     /// sees what it is and what it depends on.
     Declared {
@@ -96,6 +102,16 @@ impl StepDocument {
             }
         }
         Ok(())
+    }
+
+    /// Whether its rejection fails the run: a gate's or check's
+    /// `blocking #false` says not; every other step's does.
+    pub fn blocking(&self) -> bool {
+        match &self.exec {
+            Exec::Gate(gate) => gate.blocking,
+            Exec::Check(check) => check.blocking,
+            _ => true,
+        }
     }
 
     /// The file name a document is written under in an emitted folder.

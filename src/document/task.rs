@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::placeholders::unescape;
 use crate::recipe::decls::TaskDecl;
-use crate::recipe::placeholders::unescape;
 
 /// What running a command step needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -21,6 +21,12 @@ pub struct TaskExec {
     pub outputs: Vec<String>,
     /// Killed with its process group past this many milliseconds.
     pub timeout_ms: Option<u64>,
+    /// A `finally` step's `always`: run even when nothing else in the run
+    /// executed.
+    #[serde(default)]
+    pub always: bool,
+    /// The recipe's folder: where the files its key names are found.
+    pub workdir: PathBuf,
 }
 
 impl TaskExec {
@@ -36,6 +42,8 @@ impl TaskExec {
             env: decl.env.clone(),
             outputs: decl.outputs.clone(),
             timeout_ms: decl.timeout.map(|t| t.as_millis() as u64),
+            always: false,
+            workdir: recipe_dir.to_path_buf(),
         }
     }
 }

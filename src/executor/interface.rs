@@ -20,7 +20,6 @@ use serde_json::Value;
 use crate::document::StepDocument;
 use crate::plan::Plan;
 use crate::plan::search::ProbeSite;
-use crate::recipe::Decl;
 use crate::step_kind::Kind;
 
 /// A future an executor returns (trait objects cannot have `async fn`s).
@@ -92,9 +91,11 @@ pub struct RunSpec<'a> {
 /// A step whose dependencies are settled, taken out of the plan: what an
 /// executor needs to run it.
 pub struct ReadyStep {
-    /// Its position in the plan (`plan.nodes`, `plan.recipe.steps`).
+    /// Its position in the plan (`plan.nodes`).
     pub index: usize,
-    pub decl: Decl,
+    pub kind: Kind,
+    /// Its name in the plan (`plan.nodes[index].name`).
+    pub name: String,
     pub fingerprint: Fingerprint,
     /// The step as a step document: its key (the preimage stored with its
     /// result) and how to run it (a cell is measured as its document says).

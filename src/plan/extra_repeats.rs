@@ -27,6 +27,11 @@ pub struct CellSite {
     pub server: usize,
     /// The campaign seed (each round measures under a seed of its own).
     pub seed: u64,
+    /// Its server's declaration and fingerprint, and the recipe's key:
+    /// what resolving it for a round reads.
+    server_decl: Decl,
+    server_fingerprint: Fingerprint,
+    recipe_key: String,
 }
 
 /// One extra repeat of a cell.
@@ -45,6 +50,19 @@ pub struct ExtraRepeat {
 impl CellSite {
     pub fn name(&self) -> &str {
         &self.decl.name
+    }
+
+    /// The cell as an extra repeat measures it: resolved under that
+    /// repeat's own seed, as its step document would hold it.
+    pub fn cell_for(&self, extra: &ExtraRepeat) -> Option<crate::document::cell::CellExec> {
+        let server = self.server_fingerprint.to_string();
+        super::resolved_cell::cell_exec(
+            &self.decl,
+            Some(&self.server_decl),
+            extra.seed,
+            &self.recipe_key,
+            server,
+        )
     }
 
     /// Round `round` (from 1) of this cell's extra repeats.
@@ -185,12 +203,16 @@ impl Plan {
             .iter()
             .filter(|&&d| self.nodes[d].kind == Kind::Cell)
             .filter_map(|&d| {
+                let server = self.server_of(d)?;
                 Some(CellSite {
                     index: d,
                     decl: self.recipe.steps[d].clone(),
                     fingerprint: self.nodes[d].fingerprint,
-                    server: self.server_of(d)?,
+                    server,
                     seed: self.recipe.campaign.seed,
+                    server_decl: self.recipe.steps[server].clone(),
+                    server_fingerprint: self.nodes[server].fingerprint,
+                    recipe_key: self.recipe.key.clone(),
                 })
             })
             .collect()

@@ -28,6 +28,13 @@ pub struct PlannedNode {
     pub reason: String,
 }
 
+impl PlannedNode {
+    /// `cell.x`: its kind and name, as messages name a step.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", self.kind, self.name)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub recipe: Recipe,

@@ -13,13 +13,14 @@ use anvil_words::words;
 use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
 
+use crate::claims::error_bound::is_sampled;
+use crate::document::expression::ExpressionText;
+use crate::number_text::format_value;
 use crate::recipe::Expression;
 use crate::recipe::decls::SearchDecl;
-use crate::recipe::decls::search::format_value;
-use crate::recipe::error_bound::is_sampled;
-use crate::recipe::words::SearchVariable;
 use crate::results::CellResult;
 use crate::run::interval_verdict::{self, IntervalVerdict};
+use crate::words::SearchVariable;
 
 words! {
     /// A probe's verdict against the SLO.
@@ -141,7 +142,12 @@ fn judge_one(
         return plain(slo.parsed.eval(&resolver));
     }
     let interval = |reference: &Reference| interval_verdict::interval_of(as_inputs, &as_cell(reference));
-    let judged = interval_verdict::judge_with(slo, &resolver, &interval, &is_sampled);
+    let judged = interval_verdict::judge_with(
+        &ExpressionText::of(&slo.text, &slo.parsed),
+        &resolver,
+        &interval,
+        &is_sampled,
+    );
     match judged.verdict {
         IntervalVerdict::Passed(detail) => Ok((ProbeVerdict::Passed, detail)),
         IntervalVerdict::Rejected(detail) => Ok((ProbeVerdict::Failed, detail)),

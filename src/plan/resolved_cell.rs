@@ -19,11 +19,11 @@ use anvil_loadgen::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::placeholders::unescape;
 use crate::recipe::decls::load::{StageDecl, TrafficDecl};
 use crate::recipe::decls::{self, CellDecl, LoadDecl};
-use crate::recipe::placeholders::unescape;
-use crate::recipe::words;
 use crate::recipe::{Decl, Recipe, Spec};
+use crate::words;
 
 /// A trace's arrivals are its own (it sets its rate), so unless the cell
 /// sets `concurrency` its in-flight cap is this wide.
@@ -57,6 +57,33 @@ pub fn resolve_step(step: &Decl, server: Option<&Decl>, seed: u64) -> Option<Cel
         canary_body: canary_body.as_ref(),
     };
     Some(resolve(&step.name, cell, &served, seed))
+}
+
+/// A cell step as its step document runs it: resolved against its
+/// server's declaration under `seed`, its file paths made absolute from
+/// the recipe `recipe_key`, beside the fingerprint of its server's
+/// document. What a cell, a search's probe and an extra repeat are all
+/// measured from. None for a step that is not a cell.
+pub fn cell_exec(
+    step: &Decl,
+    server: Option<&Decl>,
+    seed: u64,
+    recipe_key: &str,
+    server_fingerprint: String,
+) -> Option<crate::document::cell::CellExec> {
+    let Spec::Cell(cell) = &step.spec else { return None };
+    let mut spec = resolve_step(step, server, seed)?;
+    resolve_paths(&mut spec, recipe_key);
+    Some(crate::document::cell::CellExec {
+        cell: spec,
+        balance: match cell.load.balance {
+            words::Balance::RoundRobin => anvil_loadgen::Balance::RoundRobin,
+            words::Balance::LeastOutstanding => anvil_loadgen::Balance::LeastOutstanding,
+        },
+        seed,
+        server: server_fingerprint,
+        recipe: recipe_key.to_string(),
+    })
 }
 
 /// What a cell takes from its server: the model its requests name, the

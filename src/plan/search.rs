@@ -14,11 +14,11 @@ use super::fingerprint::fingerprint_of;
 use super::planned::Plan;
 use super::preimage::{EngineMode, Upstream, World, preimage_of};
 pub use super::probe_verdict::{ProbeError, ProbeOutcome, ProbeVerdict, judge, probe_view};
+use crate::number_text::format_value;
 use crate::recipe::decls::SearchDecl;
-use crate::recipe::decls::search::format_value;
 pub use crate::recipe::search_error::{StatedError, stated_error};
-use crate::recipe::words::{SearchMethod, SearchVariable};
 use crate::recipe::{Decl, Recipe, Spec};
+use crate::words::{SearchMethod, SearchVariable};
 
 /// Everything needed to name, fingerprint and judge a search's probes,
 /// owned so an executor can carry it.
@@ -33,6 +33,8 @@ pub struct ProbeSite {
     /// The campaign seed: an extra repeat of a probe is measured under a
     /// seed of its own derived from it.
     seed: u64,
+    /// Its server's declaration: what resolving a probe reads.
+    server_decl: Decl,
 }
 
 /// Where one probe stands in the store.
@@ -53,7 +55,21 @@ pub struct Probe {
     pub fingerprint: Fingerprint,
 }
 
+impl Probe {
+    /// Its name as a cell (`{search}@rate=4`).
+    pub fn name(&self) -> &str {
+        &self.decl.name
+    }
+}
+
 impl ProbeSite {
+    /// `probe` as it is measured under `seed` (the campaign's, or an extra
+    /// repeat's own), as a cell's step document would hold it.
+    pub fn cell_of(&self, probe: &Probe, seed: u64) -> Option<crate::document::cell::CellExec> {
+        let server = self.server_fingerprint.to_string();
+        super::resolved_cell::cell_exec(&probe.decl, Some(&self.server_decl), seed, &self.recipe.key, server)
+    }
+
     pub fn probe(&self, value: f64) -> Probe {
         let decl = self.search.probe(value);
         let upstream = [("server".to_string(), Upstream::Fingerprint(self.server_fingerprint.to_string()))];
@@ -139,6 +155,7 @@ impl Plan {
             server_fingerprint: self.nodes[server].fingerprint,
             mode: self.mode,
             seed: r.campaign.seed,
+            server_decl: self.recipe.steps[server].clone(),
         })
     }
 }

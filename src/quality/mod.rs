@@ -10,6 +10,7 @@
 
 pub mod answers;
 pub mod arms;
+pub mod comparison;
 pub mod inputs;
 #[cfg(test)]
 mod not_worse_oc_tests;

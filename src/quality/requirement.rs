@@ -17,14 +17,18 @@
 use serde_json::Value;
 
 use super::arms::{self, Arm};
+use super::comparison::{ArmComparison, ArmTest};
 use super::inputs::ANSWERS_INPUT;
-use crate::recipe::decls::arm_check::{ArmCheck, ArmTest};
 use crate::recipe::decls::gate::SUPPORTED_CONFIDENCE;
 use crate::results::{AnswerLine, Comparison, EvalStatus, Lossless, NotWorse, Requirement};
 
 /// `check` judged over the answers in `inputs`; `Err` names the cells
 /// whose answers are missing.
-pub fn judge(check: &ArmCheck, inputs: &Value, confidence: Option<f64>) -> Result<Requirement, Vec<String>> {
+pub fn judge(
+    check: &ArmComparison,
+    inputs: &Value,
+    confidence: Option<f64>,
+) -> Result<Requirement, Vec<String>> {
     let level = confidence.unwrap_or(SUPPORTED_CONFIDENCE);
     let lines = |name: &str| -> Option<Vec<AnswerLine>> {
         serde_json::from_value(inputs.get(ANSWERS_INPUT)?.get(name)?.clone()).ok()

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::decls::{cell, common, server};
 use super::problem::Problems;
 use super::settings::{self, Draft, Setting};
-use super::words;
+use crate::words;
 
 /// A cell takes every workload setting it does not set itself; the
 /// workload's name is only a reference, its content is what counts.

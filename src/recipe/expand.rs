@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use kdl::KdlValue;
 
-use super::placeholders::{PlaceholderError, RUNTIME_PLACEHOLDERS, fill_at_load};
 use super::problem::{Problem, Problems, did_you_mean};
 use super::raw::{RawDecl, RawField, Spanned};
 use super::schema;
+use crate::placeholders::{PlaceholderError, RUNTIME_PLACEHOLDERS, fill_at_load};
 
 /// Resolve `extends` chains. Abstract declarations are kept for lookup but
 /// dropped from the result.

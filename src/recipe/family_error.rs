@@ -7,51 +7,10 @@
 
 use super::decl::Decl;
 use super::decls::{DecisionDecl, Spec};
-use super::error_bound::{ClaimBound, ErrorBound, VerdictErrors, VerdictRead, claim_bound};
 use super::gate_bounds;
 use super::problem::{Problem, Problems};
-
-/// One claim a decision makes: `promotion`, or a rule's label.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Claim {
-    /// `promotion`, or the label.
-    pub name: String,
-    pub bound: ClaimBound,
-}
-
-/// The decision's claims: its promotion (when it has `promote-when`) and
-/// each rule with a label (a rule of statements only claims nothing).
-pub fn claims(decision: &DecisionDecl, verdicts: &VerdictErrors<'_>) -> Vec<Claim> {
-    let promotion = decision.promote_when.iter().map(|when| Claim {
-        name: "promotion".to_string(),
-        bound: claim_bound(&when.parsed.logic(), verdicts),
-    });
-    let labels = decision.rules.iter().filter(|r| !r.label.is_empty()).map(|rule| Claim {
-        name: rule.label.clone(),
-        bound: claim_bound(&rule.when.parsed.logic(), verdicts),
-    });
-    promotion.chain(labels).collect()
-}
-
-/// The chance that any of the claims is wrong: at most the sum of their
-/// bounds, which also bounds the expected number of wrong ones.
-pub fn family_bound(claims: &[Claim]) -> ErrorBound {
-    let mut sum = 0.0;
-    for claim in claims {
-        match &claim.bound.bound {
-            ErrorBound::Uncontrolled(why) => {
-                return ErrorBound::Uncontrolled(format!("{}: {why}", claim_words(&claim.name)));
-            }
-            bound => sum += bound.error().unwrap_or(0.0),
-        }
-    }
-    ErrorBound::from_error(sum)
-}
-
-/// `promotion`, or `label "fast"`.
-pub fn claim_words(name: &str) -> String {
-    if name == "promotion" { name.to_string() } else { format!("label \"{name}\"") }
-}
+use crate::claims::error_bound::{ErrorBound, VerdictErrors, VerdictRead};
+use crate::claims::family::{Claim, claim_words, family_bound};
 
 /// The stated error of each gate's and screen's verdict as the recipe
 /// declares it, per look: a gate's `passed` and `rejected` from the sampled
@@ -123,4 +82,13 @@ pub(super) fn check(steps: &[Decl], problems: &mut Problems) {
 
 fn fmt(x: f64) -> String {
     anvil_expr::format_number(x)
+}
+
+/// The decision's claims, as `crate::claims::family::claims` bounds them.
+pub fn claims(decision: &DecisionDecl, verdicts: &VerdictErrors<'_>) -> Vec<Claim> {
+    crate::claims::family::claims(
+        decision.promote_when.as_ref().map(|w| &w.parsed),
+        decision.rules.iter().map(|r| (r.label.as_str(), &r.when.parsed)),
+        verdicts,
+    )
 }

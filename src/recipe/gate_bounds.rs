@@ -10,8 +10,8 @@ use miette::SourceSpan;
 use super::decl::Decl;
 use super::decls::{GateDecl, Spec};
 use super::expression::Expression;
-use super::field_class::{FieldClass, classify};
 use super::problem::{Problem, Problems};
+use crate::claims::field_class::{FieldClass, classify};
 
 /// A gate's error per look, read as `passed` and as `rejected`.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -10,15 +10,12 @@ mod convert;
 mod decl;
 pub mod decls;
 mod defaults;
-pub mod error_bound;
 mod expand;
 mod expression;
 pub mod family_error;
-pub mod field_class;
 pub mod gate_bounds;
 mod loader;
 mod params;
-pub mod placeholders;
 mod problem;
 mod raw;
 pub mod result_refs;
@@ -26,7 +23,6 @@ pub mod search_error;
 
 mod schema;
 mod settings;
-pub mod words;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -90,6 +86,14 @@ impl Recipe {
 
     pub fn step(&self, name: &str) -> Option<&Decl> {
         self.steps.iter().find(|d| d.name == name)
+    }
+
+    /// Its `executor "slurm" { … }` block; Slurm's defaults without one.
+    pub fn slurm_settings(&self) -> decls::executor::SlurmSettings {
+        match &self.executor {
+            Some(decls::ExecutorDecl::Slurm(settings)) => settings.clone(),
+            _ => decls::executor::SlurmSettings::default(),
+        }
     }
 
     /// The recipe files' texts as this recipe read them.

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use kdl::KdlValue;
 use serde_json::Value;
 
-use super::placeholders::result_names;
 use super::problem::{Problem, Problems, did_you_mean};
 use super::raw::{RawDecl, RawField};
+use crate::placeholders::result_names;
 use crate::step_kind::Kind;
 
 /// Values of result placeholders, by placeholder name (`screen.d.winner_server`).

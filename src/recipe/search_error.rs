@@ -58,9 +58,9 @@
 //! `family-error` reads it when the recipe loads (`search.X.max_rate >= v`).
 
 use super::decls::SearchDecl;
-use super::error_bound::{is_sampled, round};
 use super::expression::Expression;
-use super::words::SearchMethod;
+use crate::claims::error_bound::{is_sampled, round};
+use crate::words::SearchMethod;
 
 /// A search's stated error: at most this share of such searches state a
 /// bound above the true capacity (Err: why no rate can be stated).

@@ -347,8 +347,8 @@ mod tests {
 
     use super::{Setting, SettingMap, Settings};
     use crate::recipe::schema::Shape;
-    use crate::recipe::words::Api;
     use crate::step_kind::Kind;
+    use crate::words::Api;
 
     settings! {
         /// One of each kind of entry.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::Recipe;
 use super::decls::{Arrival, Engine, Spec};
 use super::testing::load_text;
-use super::words::{Api, CheckType, ThinkingMode};
+use crate::words::{Api, CheckType, ThinkingMode};
 
 fn spec<'a>(recipe: &'a Recipe, name: &str) -> &'a Spec {
     &recipe.step(name).unwrap_or_else(|| panic!("no step {name}")).spec

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::verdict::Verdict;
-use crate::recipe::words::CheckType;
+use crate::words::CheckType;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {

@@ -30,7 +30,7 @@ pub struct DecisionResult {
     pub error_control: Option<ErrorControl>,
 }
 
-/// What the decision's verdicts guarantee (`src/recipe/error_bound.rs`).
+/// What the decision's verdicts guarantee (`src/claims/error_bound.rs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorControl {
     /// How the bounds are formed, in words, with references.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::failed_cell::{FailureClassCount, count_by_class};
-use crate::recipe::words::CheckType;
+use crate::words::CheckType;
 
 /// [`FailedCheck::schema`].
 pub const FAILED_CHECK_SCHEMA: &str = "anvil.failed-check/v1";

@@ -10,7 +10,7 @@
 //! must be present (an `Option` stored as `null` is present).
 //!
 //! Plain data: nothing here runs a step or reads the store. The only part of
-//! the crate this module uses is the recipe's words (`crate::recipe::words`).
+//! the crate this module uses is the recipe's words (`crate::words`).
 //!
 //! | kind                 | type             |
 //! |----------------------|------------------|

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::named::NamedMap;
-use crate::recipe::words::Goal;
+use crate::words::Goal;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScreenResult {

@@ -7,14 +7,11 @@ use serde_json::Value;
 use super::outcome::{Failure, Produced, ProducedFile};
 use super::server_metrics;
 use super::servers::ServerInfo;
-use crate::plan::resolved_cell::{Served, resolve, resolve_paths};
-use crate::recipe::decls::CellDecl;
-use crate::recipe::words;
+use crate::document::CellExec;
 use crate::results::{self, CELL_RESULT_SCHEMA, CellLoad, CellResult, FailedCell};
 
 /// Where a cell is measured: the facts its artifact carries besides the cell itself.
 pub struct CellRun<'a> {
-    pub seed: u64,
     pub fingerprint: &'a str,
     pub run_id: &'a str,
     pub recipe: &'a str,
@@ -23,49 +20,13 @@ pub struct CellRun<'a> {
     pub loadgen_workers: u32,
 }
 
-/// The cell to measure: as declared (resolved here against the server
-/// that serves it), or as a step document holds it, resolved when planned.
-#[derive(Clone, Copy)]
-pub enum CellToRun<'a> {
-    Declared(&'a CellDecl),
-    Resolved(&'a crate::document::CellExec),
-}
-
-impl CellToRun<'_> {
-    /// The cell as the load generator runs it, and how it spreads requests.
-    fn resolved(
-        self,
-        name: &str,
-        server: &ServerInfo,
-        at: &CellRun<'_>,
-    ) -> (anvil_loadgen::CellSpec, Balance) {
-        match self {
-            CellToRun::Resolved(exec) => (exec.cell.clone(), exec.balance),
-            CellToRun::Declared(cell) => {
-                let served = Served {
-                    model: &server.model,
-                    tokenizer: server.tokenizer.as_ref(),
-                    canary_body: server.canary_body.as_ref(),
-                };
-                let mut spec = resolve(name, cell, &served, at.seed);
-                resolve_paths(&mut spec, at.recipe);
-                let balance = match cell.load.balance {
-                    words::Balance::RoundRobin => Balance::RoundRobin,
-                    words::Balance::LeastOutstanding => Balance::LeastOutstanding,
-                };
-                (spec, balance)
-            }
-        }
-    }
-}
-
 pub async fn run_cell(
     name: &str,
-    cell: CellToRun<'_>,
+    cell: &CellExec,
     server: &ServerInfo,
     at: &CellRun<'_>,
 ) -> Result<Produced, Failure> {
-    let (spec, balance) = cell.resolved(name, server, at);
+    let (spec, balance) = (cell.cell.clone(), cell.balance);
     let mut context = cell_context(server, at, balance);
     let name = name.to_string();
     let display = at.progress;

@@ -6,9 +6,10 @@ use serde_json::Value;
 
 use super::gate::eval_status;
 use super::outcome::{Failure, Produced};
-use crate::recipe::decls::DecisionDecl;
-use crate::recipe::error_bound::{self, ErrorBound, VerdictRead};
-use crate::recipe::family_error::{self, Claim, family_bound};
+use crate::claims::error_bound::{self, ErrorBound, VerdictRead};
+use crate::claims::family;
+use crate::claims::family::{Claim, family_bound};
+use crate::document::DecisionExec;
 use crate::results::{
     self, ClaimError, DecisionResult, ErrorControl, GateResult, NamedMap, Promotion, RuleResult, Verdict,
 };
@@ -38,7 +39,7 @@ fn verdict_errors(inputs: &Value) -> impl Fn(&str, &str, VerdictRead) -> Option<
 
 /// What the decision's claims guarantee, each and together; `None` when
 /// they read no verdict and no `family-error` was declared.
-fn error_control(decision: &DecisionDecl, claims: &[Claim]) -> Option<ErrorControl> {
+fn error_control(decision: &DecisionExec, claims: &[Claim]) -> Option<ErrorControl> {
     if decision.family_error.is_none() && claims.iter().all(|c| c.bound.verdicts.is_empty()) {
         return None;
     }
@@ -57,15 +58,19 @@ fn error_control(decision: &DecisionDecl, claims: &[Claim]) -> Option<ErrorContr
             })
             .collect(),
         family_error_at_most: family_bound(claims).error(),
-        family_error_declared: decision.family_error.as_ref().map(|f| f.level),
+        family_error_declared: decision.family_error,
     })
 }
 
 const PROCEDURE: &str = "a gate's `passed` errs at most 5% per interval its worst requirement reads, its `rejected` 5% per distinct interval all its requirements read, a screen's winner 1 − its confidence, a search's answer read as a lower bound (`search.s.max_rate >= v`) the error rate its search states; one that measured more (extra repeats + 1) times that; a claim `a && b` at most as its worst operand (intersection–union test, Berger 1982), `a || b` at most their sum, `!` of a verdict and a measurement read at its point value state no rate; the family of claims errs at most their sum (Bonferroni), which also bounds the expected number of wrong labels and so their false-discovery rate";
 
-pub fn run_decision(decision: &DecisionDecl, inputs: &Value) -> Result<Produced, Failure> {
+pub fn run_decision(decision: &DecisionExec, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);
-    let claims = family_error::claims(decision, &verdict_errors(inputs));
+    let claims = family::claims(
+        decision.promote_when.as_ref().map(|w| &w.parsed),
+        decision.rules.iter().map(|r| (r.label.as_str(), &r.when.parsed)),
+        &verdict_errors(inputs),
+    );
     let mut labels = Vec::new();
     let mut rules = Vec::new();
     // What the decision says in words: statements carried by the rules that hold.

@@ -11,8 +11,7 @@ use super::gate::evaluate_gate;
 use super::statistics_testing::{
     assert_within, clopper_pearson, exponential, exponential_p50, exponential_p90,
 };
-use crate::recipe::Spec;
-use crate::recipe::testing::load_text;
+use crate::document::testing;
 use crate::results::DecisionResult;
 
 const GATES: usize = 4;
@@ -72,12 +71,9 @@ struct Tally {
 }
 
 fn campaigns(thresholds: [f64; GATES], confidence: bool) -> Tally {
-    let recipe = load_text(&recipe(thresholds, confidence)).expect("recipe loads");
-    let gate = |g: usize| match &recipe.step(&format!("g{g}")).expect("gate").spec {
-        Spec::Gate(gate) => gate.clone(),
-        _ => unreachable!(),
-    };
-    let Spec::Decision(decision) = &recipe.step("d").expect("decision").spec else { unreachable!() };
+    let recipe = recipe(thresholds, confidence);
+    let gate = |g: usize| testing::gate(&recipe, &format!("g{g}"));
+    let decision = &testing::decision(&recipe, "d");
     let gates: Vec<_> = (1..=GATES).map(gate).collect();
     let (mut promoted, mut any_ok, mut all_ok, mut some_claim) = (0, 0, 0, 0);
     let mut stated = None;
@@ -180,9 +176,8 @@ fn a_claim_on_a_rejection_errs_as_the_union_of_the_gates_requirements() {
     }
     text.push_str(&format!("gate \"g\" {{ confidence 0.95; blocking #false; {requires}}}\n"));
     text.push_str("decision \"d\" { rule label=\"regressed\" when=\"gate.g.status == 'rejected'\"; family-error 0.4; }\n");
-    let recipe = load_text(&text).expect("recipe loads");
-    let Spec::Gate(gate) = &recipe.step("g").expect("gate").spec else { unreachable!() };
-    let Spec::Decision(decision) = &recipe.step("d").expect("decision").spec else { unreachable!() };
+    let gate = &testing::gate(&text, "g");
+    let decision = &testing::decision(&text, "d");
     let campaigns = 300;
     let (mut regressed, mut stated) = (0, None);
     for campaign in 0..campaigns {

@@ -1,17 +1,15 @@
-//! Running cells and checks from their step documents alone (`anvil worker
-//! --document`): no recipe and no plan, only the steps' documents, their
-//! server's document beside them, and a store. Each step is run by the
+//! Running cells, checks and tasks from their step documents alone (`anvil
+//! worker --document`): no recipe and no plan, only the steps' documents,
+//! their server's document beside them (a task has none), and a store. Each step is run by the
 //! same code a run uses (server pool, load generator or checker, commit) and
 //! stored under its document's fingerprint with its key as the preimage, so
 //! the entry is the one `anvil run` of the recipe would have made.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anvil_store::{Fingerprint, NodeStatus, RunNode, RunRecord, RunStatus, Store};
 
-use super::cell::CellToRun;
 use super::commit::commit_entry;
 use super::context::Context;
 use super::log_folder::LogFolder;
@@ -29,44 +27,75 @@ pub struct DocumentOutcome {
     pub line: String,
 }
 
-/// The cells and checks of one server, read and checked before anything starts.
+/// The steps of one job (the cells and checks of one server, or tasks),
+/// read and checked before anything starts.
 struct Job {
     steps: Vec<(PathBuf, StepDocument)>,
-    server: StepDocument,
+    /// The server's document, when a step needs one.
+    server: Option<(PathBuf, StepDocument)>,
 }
 
 impl Job {
     fn read(paths: &[PathBuf]) -> Result<Job, DocumentError> {
         let mut steps = Vec::new();
-        let mut server: Option<StepDocument> = None;
+        let mut server: Option<(PathBuf, StepDocument)> = None;
         for path in paths {
             let document = StepDocument::read(path)?;
-            let server_fp = server_of(path, &document)?;
-            let server_path = path.with_file_name(StepDocument::file_name(server_fp));
-            if server.as_ref().is_none_or(|s| s.fingerprint != server_fp) {
-                if server.is_some() {
-                    return Err(DocumentError::TwoServers { path: path.clone() });
+            let workdir = match server_of(path, &document)? {
+                // A task: its files are found from the recipe's folder it names.
+                None => match &document.exec {
+                    Exec::Task(task) => task.workdir.clone(),
+                    _ => PathBuf::new(),
+                },
+                Some(server_fp) => {
+                    if server.as_ref().is_none_or(|(_, s)| s.fingerprint != server_fp) {
+                        if server.is_some() {
+                            return Err(DocumentError::TwoServers { path: path.clone() });
+                        }
+                        let server_path = path.with_file_name(StepDocument::file_name(server_fp));
+                        let read = StepDocument::read(&server_path)?;
+                        server = Some((server_path, read));
+                    }
+                    let (server_path, read) = server.as_ref().expect("read above");
+                    server_exec(server_path, read)?.workdir.clone()
                 }
-                server = Some(StepDocument::read(&server_path)?);
-            }
-            let launch = server_exec(&server_path, server.as_ref().expect("read above"))?;
-            document.check_inputs(path, &launch.workdir)?;
+            };
+            document.check_inputs(path, &workdir)?;
             steps.push((path.clone(), document));
         }
-        let server = server.ok_or(DocumentError::Nothing)?;
+        if steps.is_empty() {
+            return Err(DocumentError::Nothing);
+        }
         Ok(Job { steps, server })
+    }
+
+    /// The folder relative paths start from: the server's, else the first task's.
+    fn workdir(&self) -> PathBuf {
+        let task = self.steps.iter().find_map(|(_, d)| match &d.exec {
+            Exec::Task(task) => Some(task.workdir.clone()),
+            _ => None,
+        });
+        match &self.server {
+            Some((_, server)) => match &server.exec {
+                Exec::Server(launch) => launch.workdir.clone(),
+                _ => PathBuf::new(),
+            },
+            None => task.unwrap_or_default(),
+        }
     }
 }
 
-/// The fingerprint of the server a cell or check document runs against.
-fn server_of<'a>(path: &Path, document: &'a StepDocument) -> Result<&'a str, DocumentError> {
+/// The fingerprint of the server a cell or check document runs against;
+/// None for a task, which needs none.
+fn server_of<'a>(path: &Path, document: &'a StepDocument) -> Result<Option<&'a str>, DocumentError> {
     match &document.exec {
-        Exec::Cell(cell) => Ok(&cell.server),
-        Exec::Check(check) => Ok(&check.server),
+        Exec::Cell(cell) => Ok(Some(&cell.server)),
+        Exec::Check(check) => Ok(Some(&check.server)),
+        Exec::Task(_) => Ok(None),
         _ => Err(DocumentError::WrongKind {
             path: path.into(),
             kind: document.kind.clone(),
-            wanted: "a cell or a check",
+            wanted: "a cell, a check or a task",
         }),
     }
 }
@@ -94,7 +123,10 @@ pub async fn run_step_documents(
     report: &mut dyn FnMut(&DocumentOutcome),
 ) -> Result<DocumentRun, DocumentError> {
     let job = Job::read(paths)?;
-    let launch = server_exec(paths[0].as_path(), &job.server)?;
+    let server = match &job.server {
+        Some((path, document)) => Some((document.name.as_str(), server_exec(path, document)?)),
+        None => None,
+    };
     let started_at = super::clock::now_rfc3339();
     let run_id =
         format!("run-{}-{}", started_at.replace([':', '-'], "").trim_end_matches('Z'), std::process::id());
@@ -111,7 +143,7 @@ pub async fn run_step_documents(
     });
     let shared = Shared { run_id: &run_id, recipe: recipe.unwrap_or_default(), loadgen_workers };
     let recipe = shared.recipe.clone();
-    let ctx = context(&store, &job.server.name, launch, &shared, &mut logs, &to_measure)?;
+    let ctx = context(&store, server, &job.workdir(), &shared, &mut logs, &to_measure)?;
     let mut outcomes = Vec::new();
     let mut nodes = Vec::new();
     for ((_, document), measure) in job.steps.iter().zip(to_measure) {
@@ -160,11 +192,11 @@ struct Shared<'a> {
     loadgen_workers: u32,
 }
 
-/// The run's shared state around a pool holding the one server.
+/// The run's shared state around a pool holding the one server (none for tasks).
 fn context(
     store: &Store,
-    server_name: &str,
-    launch: &ServerExec,
+    server: Option<(&str, &ServerExec)>,
+    workdir: &Path,
     shared: &Shared<'_>,
     logs: &mut LogFolder,
     to_measure: &[bool],
@@ -176,20 +208,21 @@ fn context(
         Err(_) if users == 0 => anvil_proc::GpuPool::from_list(""),
         Err(_) => anvil_proc::GpuPool::detect(),
     };
-    let mode = if launch.simulated_twin { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
+    let twin = server.is_some_and(|(_, launch)| launch.simulated_twin);
+    let mode = if twin { EngineMode::SimulatedTwins } else { EngineMode::AsDeclared };
     let servers = ServerPool::new(
-        BTreeMap::from([(0, (server_name.to_string(), launch.server.clone()))]),
-        // Every cell releases it as it ends, measured or not: the last stops it.
-        BTreeMap::from([(0, to_measure.len())]),
+        server.map(|(name, launch)| (0, (name.to_string(), launch.clone()))).into_iter().collect(),
+        // Every step releases it as it ends, measured or not: the last stops it.
+        server.map(|_| (0, to_measure.len())).into_iter().collect(),
         mode,
         log_dir,
-        launch.workdir.clone(),
+        workdir.to_path_buf(),
         gpus,
     );
     Ok(Arc::new(Context {
         store: store.clone(),
         servers,
-        recipe_dir: launch.workdir.clone(),
+        recipe_dir: workdir.to_path_buf(),
         recipe_key: shared.recipe.clone(),
         // Each document carries its own seed (`CellExec::seed`), used as its cell is measured.
         seed: 0,
@@ -200,7 +233,8 @@ fn context(
     }))
 }
 
-/// Run one cell or check document on the pool's server and commit it.
+/// Run one cell or check document on the pool's server, or a task's
+/// command, and commit it.
 async fn measure_document(
     ctx: &Context,
     document: &StepDocument,
@@ -209,15 +243,15 @@ async fn measure_document(
     let name = document.name.clone();
     let produced = match &document.exec {
         Exec::Cell(cell) => {
-            let target =
-                Target { name: &name, cell: CellToRun::Resolved(cell), fingerprint, seed: cell.seed };
+            let target = Target { name: &name, cell, fingerprint };
             measure_cell(ctx, 0, target, "the cell", |f| f).await
         }
         Exec::Check(check) => match ctx.servers.acquire(0).await {
             Ok(info) => super::check::run_check(check, &info).await,
             Err(err) => Err(super::outcome::Failure::new(err)),
         },
-        _ => return DocumentOutcome { name, state: "failed", line: "neither a cell nor a check".into() },
+        Exec::Task(task) => super::task::run_task(task).await,
+        _ => return DocumentOutcome { name, state: "failed", line: "not a cell, a check or a task".into() },
     };
     let (state, line) = match produced {
         Ok(produced) => match commit_entry(&ctx.store, fingerprint, &document.key, &produced) {

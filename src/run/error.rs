@@ -18,17 +18,18 @@ pub enum RunError {
     /// The executor cannot be used (no `sbatch`, …).
     #[error("{0}")]
     Executor(String),
-    /// A recipe error found while a later wave settled the steps that read
-    /// upstream results: bad input, with its span, as at plan time.
+    /// A problem the planner found while a later wave settled the steps
+    /// that read upstream results: bad input, its diagnostic pointing into
+    /// the recipe (file, line, span) as at plan time.
     #[error("settling the steps that read upstream results: {0}")]
-    Recipe(Box<crate::recipe::RecipeError>),
+    Settle(Box<dyn miette::Diagnostic + Send + Sync>),
 }
 
 impl RunError {
     /// 2 for bad input, 1 for work that could not be done.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::UnknownStep { .. } | RunError::Recipe(_) => 2,
+            RunError::UnknownStep { .. } | RunError::Settle(_) => 2,
             RunError::Store(_) | RunError::Io { .. } | RunError::Crashed(_) | RunError::Executor(_) => 1,
         }
     }

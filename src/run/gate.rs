@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use super::interval_verdict::{self, IntervalVerdict};
 use super::outcome::{Failure, Produced};
-use crate::recipe::decls::GateDecl;
+use crate::document::GateExec;
 use crate::results::{self, EvalStatus, GateResult, Requirement};
 
-pub fn evaluate_gate(gate: &GateDecl, inputs: &Value) -> Result<Produced, Failure> {
+pub fn evaluate_gate(gate: &GateExec, inputs: &Value) -> Result<Produced, Failure> {
     let resolver = JsonResolver::new(inputs);
     let mut requirements = Vec::new();
     let mut missing = Vec::new();

@@ -22,13 +22,11 @@ use super::statistics_testing::{
     assert_within, clopper_pearson, correlated, exponential, exponential_p50, exponential_p90,
     log_normal_truth,
 };
-use crate::recipe::Spec;
-use crate::recipe::decls::GateDecl;
-use crate::recipe::testing::load_text;
+use crate::document::GateExec;
 use crate::results::GateResult;
 
 /// A gate with `confidence 0.95` over `requires`, with a cell for each name.
-fn gate(cells: &[&str], requires: &[String], extra_repeats: u32) -> GateDecl {
+fn gate(cells: &[&str], requires: &[String], extra_repeats: u32) -> GateExec {
     let mut text = String::from("server \"s\" { model \"m\"; }\n");
     for cell in cells {
         text.push_str(&format!("cell \"{cell}\" server=\"s\" {{ requests 200; }}\n"));
@@ -36,11 +34,7 @@ fn gate(cells: &[&str], requires: &[String], extra_repeats: u32) -> GateDecl {
     let more = if extra_repeats > 0 { format!("extra-repeats {extra_repeats}; ") } else { String::new() };
     let lines: Vec<String> = requires.iter().map(|r| format!("require \"{r}\"; ")).collect();
     text.push_str(&format!("gate \"g\" {{ confidence 0.95; {more}{} }}\n", lines.concat()));
-    let recipe = load_text(&text).expect("recipe loads");
-    match &recipe.step("g").expect("gate").spec {
-        Spec::Gate(gate) => gate.clone(),
-        _ => unreachable!(),
-    }
+    crate::document::testing::gate(&text, "g")
 }
 
 /// `metrics` keys of one statistic, as an artifact writes them: the
@@ -76,7 +70,7 @@ fn percentile(samples: &[f64], name: &str, p: u32) -> Value {
 }
 
 /// The gate's result over `cells` (`{name: result}`).
-fn judged(gate: &GateDecl, cells: Value) -> GateResult {
+fn judged(gate: &GateExec, cells: Value) -> GateResult {
     let result = evaluate_gate(gate, &json!({ "cell": cells })).expect("gate judges").result;
     crate::results::from_value(result).expect("a gate result")
 }
@@ -302,7 +296,7 @@ fn artifact(seed: u64) -> Value {
 /// The gate's verdict measuring up to `budget` more repeats while
 /// undecided, pooled as `measure_more` pools them; its stated per-look
 /// bounds times the looks it may take.
-fn measured_more(gate: &GateDecl, budget: u32, trial: u64) -> (GateResult, f64) {
+fn measured_more(gate: &GateExec, budget: u32, trial: u64) -> (GateResult, f64) {
     let mut measured = vec![artifact(trial * 1_000)];
     loop {
         let pooled = anvil_evidence::pool::pool(&measured.iter().collect::<Vec<_>>()).expect("pools");

@@ -1,6 +1,6 @@
 //! A verdict with a confidence: an expression judged over the 95%
 //! intervals of the measurements it reads, not over their point values.
-//! Each sampled number the expression reads (`recipe/field_class.rs`) is
+//! Each sampled number the expression reads (`claims/field_class.rs`) is
 //! replaced by the interval its result holds (a percentile's
 //! `_ci95_low`/`_high`, a mean's batch-means interval, a repeated cell's
 //! throughput across repeats) and the expression is evaluated once in
@@ -19,8 +19,8 @@ use std::cell::RefCell;
 use anvil_expr::{Evaluation, JsonResolver, PathSegment, Range, Reading, Reference, Resolver, Truth};
 use serde_json::Value;
 
-use crate::recipe::Expression;
-use crate::recipe::field_class::is_sampled;
+use crate::claims::field_class::is_sampled;
+use crate::document::expression::ExpressionText;
 
 /// How often one 95% interval misses its true value (either side).
 pub const INTERVAL_MISS: f64 = 0.05;
@@ -131,7 +131,7 @@ pub struct Judged {
 
 /// `expression` judged over the intervals of what it reads in `inputs`
 /// (`{kind: {name: result}}`, as gates read them).
-pub fn judge_inputs(expression: &Expression, inputs: &Value) -> Judged {
+pub fn judge_inputs(expression: &ExpressionText, inputs: &Value) -> Judged {
     let interval = |reference: &Reference| interval_of(inputs, reference);
     judge_with(expression, &JsonResolver::new(inputs), &interval, &is_sampled)
 }
@@ -150,7 +150,7 @@ struct Read {
 /// (then it may be any number: the verdict is undecided unless the rest
 /// decides alone) or exact (read at its point).
 pub fn judge_with(
-    expression: &Expression,
+    expression: &ExpressionText,
     points: &dyn Resolver,
     interval: &dyn Fn(&Reference) -> Option<Ends>,
     sampled: &dyn Fn(&Reference) -> bool,
@@ -248,15 +248,8 @@ mod tests {
         interval_of(inputs, &parsed.references()[0])
     }
 
-    fn expression(text: &str) -> Expression {
-        let recipe = crate::recipe::testing::load_text(&format!(
-            "server \"s\" {{ model \"m\"; }}\ncell \"a\" server=\"s\"\ncell \"b\" server=\"s\"\ngate \"g\" {{ require \"{text}\"; }}\n"
-        ))
-        .expect("recipe loads");
-        match &recipe.step("g").expect("gate").spec {
-            crate::recipe::Spec::Gate(gate) => gate.require[0].clone(),
-            _ => unreachable!(),
-        }
+    fn expression(text: &str) -> ExpressionText {
+        crate::document::testing::requirement(text)
     }
 
     fn p50(value: f64, low: f64, high: f64) -> Value {

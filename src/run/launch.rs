@@ -9,10 +9,11 @@ use std::time::Duration;
 use anvil_proc::{LaunchSpec, ReadySpec};
 use serde_json::Value;
 
-use crate::recipe::decls::{CommandEngine, ReadyDecl, ServerDecl};
-use crate::recipe::placeholders::render;
+use crate::document::ServerExec;
+use crate::document::launch::{CommandEngine, Readiness};
+use crate::placeholders::render;
 
-fn ready_spec(ready: &ReadyDecl, default_timeout: Duration) -> ReadySpec {
+fn ready_spec(ready: &Readiness, default_timeout: Duration) -> ReadySpec {
     let mut spec = ReadySpec { timeout: ready.timeout.unwrap_or(default_timeout), ..ReadySpec::default() };
     if let Some(path) = &ready.http {
         spec.http_path = Some(path.clone());
@@ -32,7 +33,7 @@ fn ready_spec(ready: &ReadyDecl, default_timeout: Duration) -> ReadySpec {
 
 /// The simulated twin: this very binary, `anvil sim`, with the `sim { … }` block.
 pub(super) fn sim_launch(
-    decl: &ServerDecl,
+    decl: &ServerExec,
     name: &str,
     port: u16,
     log_path: PathBuf,

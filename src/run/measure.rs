@@ -9,12 +9,11 @@ use super::{cell, commit};
 use crate::executor::interface::Ending;
 use crate::step_kind::Kind;
 
-/// Which cell to measure, under which fingerprint and seed.
+/// Which cell to measure (its seed is its own, `CellExec::seed`), under which fingerprint.
 pub(super) struct Target<'a> {
     pub name: &'a str,
-    pub cell: cell::CellToRun<'a>,
+    pub cell: &'a crate::document::CellExec,
     pub fingerprint: &'a anvil_store::Fingerprint,
-    pub seed: u64,
 }
 
 /// Measure `target` on `server` in its turn (a cell, a search's probe, an
@@ -27,14 +26,13 @@ pub(super) async fn measure_cell(
     during: &str,
     relabel: impl FnOnce(Failure) -> Failure,
 ) -> Result<Produced, Failure> {
-    let Target { name, cell, fingerprint, seed } = target;
+    let Target { name, cell, fingerprint } = target;
     let _turn = ctx.servers.turn(server).await;
     let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
     // Its duration counts from here, not from its wait for the server.
     let began = std::time::Instant::now();
     let fingerprint = fingerprint.to_string();
     let at = cell::CellRun {
-        seed,
         fingerprint: &fingerprint,
         run_id: &ctx.run_id,
         recipe: &ctx.recipe_key,
@@ -63,10 +61,10 @@ pub(super) async fn measure_cell(
 /// repeat): what to call it and where to store it.
 pub(super) struct Inner<'a> {
     pub name: &'a str,
-    pub cell: &'a crate::recipe::decls::CellDecl,
+    /// Resolved by the plan, as its step document would hold it.
+    pub cell: &'a crate::document::CellExec,
     pub fingerprint: anvil_store::Fingerprint,
     pub preimage: &'a serde_json::Value,
-    pub seed: u64,
     /// What it is, for its failure ("probe rate=4", "extra repeat 2 of x").
     pub what: String,
 }
@@ -91,8 +89,7 @@ pub(super) async fn measure_and_store(
     }
     let started = Instant::now();
     ctx.progress.started(name, Kind::Cell);
-    let target =
-        Target { name, cell: cell::CellToRun::Declared(inner.cell), fingerprint: &fp, seed: inner.seed };
+    let target = Target { name, cell: inner.cell, fingerprint: &fp };
     let produced =
         measure_cell(ctx, server, target, what, |f| Failure { reason: format!("{what}: {}", f.reason), ..f })
             .await;

@@ -26,26 +26,34 @@ use serde_json::Value;
 use super::context::Context;
 use super::outcome::{Failure, Produced};
 use super::{gate, measure, screen};
+use crate::document::{Exec, GateExec, ScreenExec};
 pub(crate) use crate::plan::extra_repeats::Artifacts;
 use crate::plan::extra_repeats::{self, CellSite, ExtraRepeat};
-use crate::recipe::Spec;
-use crate::recipe::decls::{GateDecl, ScreenDecl};
 use crate::results::{self, EvalStatus, GateResult, MeasuredMore, PooledCell, ScreenResult};
 
 /// The step whose verdict may need more measurements.
 #[derive(Clone, Copy)]
 pub(crate) enum Judge<'a> {
-    Gate(&'a GateDecl),
-    Screen(&'a ScreenDecl),
+    Gate(&'a GateExec),
+    Screen(&'a ScreenExec),
 }
 
 impl<'a> Judge<'a> {
-    pub(crate) fn of(spec: &'a Spec) -> Option<Judge<'a>> {
-        match spec {
-            Spec::Gate(gate) => Some(Judge::Gate(gate)),
-            Spec::Screen(screen) => Some(Judge::Screen(screen)),
+    pub(crate) fn of(exec: &'a Exec) -> Option<Judge<'a>> {
+        match exec {
+            Exec::Gate(gate) => Some(Judge::Gate(gate)),
+            Exec::Screen(screen) => Some(Judge::Screen(screen)),
             _ => None,
         }
+    }
+
+    /// How many extra repeats it may measure while undecided.
+    pub(crate) fn budget(self) -> u32 {
+        let extra = match self {
+            Judge::Gate(gate) => gate.confidence.map(|_| gate.extra_repeats),
+            Judge::Screen(screen) => screen.confidence.map(|_| screen.extra_repeats),
+        };
+        extra.unwrap_or(0).min(u64::from(u32::MAX)) as u32
     }
 
     fn evaluate(self, inputs: &Value) -> Result<Produced, Failure> {
@@ -295,26 +303,25 @@ pub(super) async fn judge_in_run(
 }
 
 async fn measure_extra(ctx: &Context, site: &CellSite, extra: &ExtraRepeat) -> Result<(), Failure> {
-    measure_extra_of(ctx, site.server, &site.decl, extra, &format!("cell {}", site.name())).await
+    let cell = site.cell_for(extra).ok_or_else(|| Failure::new("an extra repeat is of a cell"))?;
+    measure_extra_of(ctx, site.server, &cell, extra, &format!("cell {}", site.name())).await
 }
 
-/// Measure the next extra repeat of the cell `decl` (a gate's or screen's
+/// Measure the next extra repeat of `cell` (a gate's or screen's
 /// cell, a search's probe): the cell again, under the extra repeat's own
 /// seed and fingerprint; `of` names it in the progress line.
 pub(super) async fn measure_extra_of(
     ctx: &Context,
     server: usize,
-    decl: &crate::recipe::Decl,
+    cell: &crate::document::CellExec,
     extra: &ExtraRepeat,
     of: &str,
 ) -> Result<(), Failure> {
-    let Spec::Cell(cell) = &decl.spec else { return Err(Failure::new("an extra repeat is of a cell")) };
     let inner = measure::Inner {
         name: &extra.name,
         cell,
         fingerprint: extra.fingerprint,
         preimage: &extra.preimage,
-        seed: extra.seed,
         what: format!("extra repeat {} of {of}", extra.round),
     };
     measure::measure_and_store(ctx, server, &inner).await

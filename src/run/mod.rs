@@ -61,9 +61,9 @@ pub use options::RunOptions;
 pub use servers::registry_dir;
 pub use summary::{RunSummary, StepReport};
 
+use crate::document::Exec;
 use crate::executor::interface::{Executor, RunSpec, StepOutcome};
 use crate::plan::{Plan, Status};
-use crate::recipe::Spec;
 use crate::step_kind::Kind;
 use selection::{selection, unknown_step};
 use waves::Frozen;
@@ -216,12 +216,12 @@ fn will_execute(plan: &Plan, selected: &[bool], forced: &BTreeSet<usize>) -> boo
 /// nothing stored. None for other kinds.
 pub(crate) fn reevaluate(plan: &Plan, index: usize, store: &Store) -> Option<Result<Value, String>> {
     let inputs = results::inputs_of(plan, index, store);
-    let step = &plan.recipe.steps[index];
-    let budget = crate::plan::extra_repeats::budget_of(step);
-    let produced = match &step.spec {
+    let document = crate::document::document_of(plan, index);
+    let judge = measure_more::Judge::of(&document.exec);
+    let produced = match &document.exec {
         // The rounds it pooled, replayed over the stored extra repeats.
-        Spec::Gate(_) | Spec::Screen(_) if budget > 0 => {
-            let judge = measure_more::Judge::of(&step.spec)?;
+        _ if let Some(judge) = judge.filter(|j| j.budget() > 0) => {
+            let budget = judge.budget();
             let sites = plan.extra_repeat_sites(index);
             let mut read = measure_more::Artifacts::new();
             match measure_more::replay(
@@ -240,10 +240,10 @@ pub(crate) fn reevaluate(plan: &Plan, index: usize, store: &Store) -> Option<Res
                 Err(failure) => Err(failure),
             }
         }
-        Spec::Gate(gate) => gate::evaluate_gate(gate, &inputs),
-        Spec::Screen(screen) => screen::run_screen(screen, &inputs),
-        Spec::Decision(decision) => decision::run_decision(decision, &inputs),
-        Spec::Search(_) => search::rejudge(plan, index, store),
+        Exec::Gate(gate) => gate::evaluate_gate(gate, &inputs),
+        Exec::Screen(screen) => screen::run_screen(screen, &inputs),
+        Exec::Decision(decision) => decision::run_decision(decision, &inputs),
+        _ if document.kind == Kind::Search.as_str() => search::rejudge(plan, index, store),
         _ => return None,
     };
     Some(produced.map(|p| p.result).map_err(|f| f.reason))

@@ -17,9 +17,9 @@ use super::error::RunError;
 use super::local::Local;
 use super::progress::Progress;
 use super::{results, step};
+use crate::document::{Exec, document_of};
 use crate::executor::interface::{Ending, Executor, ReadyStep, StepOutcome};
 use crate::plan::{Plan, Status, reads_results};
-use crate::recipe::Spec;
 use crate::step_kind::Kind;
 
 pub(super) struct Scheduler {
@@ -174,10 +174,11 @@ impl Scheduler {
         if !self.selected[i] {
             return Some("not selected by --only".to_string());
         }
-        if let Spec::Finally(finally) = &self.plan.recipe.steps[i].spec {
+        if node.kind == Kind::Finally {
             // Restoring is needed only if this run touched anything.
             let executed = self.endings.iter().flatten().any(|f| f.executed);
-            return (!executed && !finally.always).then(|| {
+            let always = matches!(document_of(&self.plan, i).exec, Exec::Task(task) if task.always);
+            return (!executed && !always).then(|| {
                 "nothing ran, so nothing to restore (set `always #true` to run it anyway)".to_string()
             });
         }
@@ -192,7 +193,7 @@ impl Scheduler {
                         .as_ref()
                         .is_some_and(|f| matches!(f.ending, Ending::Failed | Ending::Skipped))
             })
-            .map(|&d| format!("upstream {} did not succeed", self.plan.recipe.steps[d].qualified()))
+            .map(|&d| format!("upstream {} did not succeed", self.plan.nodes[d].qualified()))
     }
 
     /// Whether a run will execute step `i` unless something stops it.
@@ -241,17 +242,23 @@ impl Scheduler {
         if !self.due(i) && node.kind != Kind::Finally && self.store.contains(&node.fingerprint) {
             // Stored and not forced: nothing to run, so no task to spawn (a
             // fully cached rerun used to send every step through the pool).
-            let step = &self.plan.recipe.steps[i];
-            let (ending, detail) = step::stored_ending(&self.store, step, &node.fingerprint, "stored");
+            let (ending, detail) = step::stored_ending(
+                &self.store,
+                node.kind,
+                || document_of(&self.plan, i).blocking(),
+                &node.fingerprint,
+                "stored",
+            );
             self.progress.started(&node.name, node.kind);
             self.on_finished(i, StepOutcome::without_work(ending, detail));
             return;
         }
         let job = ReadyStep {
             index: i,
-            decl: self.plan.recipe.steps[i].clone(),
+            kind: node.kind,
+            name: node.name.clone(),
             fingerprint: node.fingerprint,
-            document: crate::document::document_of(&self.plan, i),
+            document: document_of(&self.plan, i),
             forced: self.forced.contains(&i),
             inputs,
             server: self.plan.server_of(i),
@@ -280,7 +287,7 @@ impl Scheduler {
         if finished.ending == Ending::Failed && !self.keep_going && self.stop_reason.is_none() {
             self.stop_reason = Some(format!(
                 "not started: {} failed (use --keep-going to go on past failures)",
-                self.plan.recipe.steps[i].qualified()
+                self.plan.nodes[i].qualified()
             ));
         }
         self.endings[i] = Some(finished);

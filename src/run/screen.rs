@@ -6,11 +6,11 @@ use serde_json::Value;
 
 use super::interval_verdict;
 use super::outcome::{Failure, Produced};
-use crate::recipe::decls::ScreenDecl;
-use crate::recipe::words::Goal;
+use crate::document::ScreenExec;
 use crate::results::{self, ScreenResult};
+use crate::words::Goal;
 
-pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failure> {
+pub fn run_screen(screen: &ScreenExec, inputs: &Value) -> Result<Produced, Failure> {
     let scored = scored_variants(screen, inputs)?;
     let maximize = screen.goal == Goal::Maximize;
     let mut ranked = scored.clone();
@@ -42,7 +42,7 @@ pub fn run_screen(screen: &ScreenDecl, inputs: &Value) -> Result<Produced, Failu
 }
 
 /// Each variant the screen's `over` matched, with its metric (a number each).
-fn scored_variants(screen: &ScreenDecl, inputs: &Value) -> Result<Vec<(String, f64)>, Failure> {
+fn scored_variants(screen: &ScreenExec, inputs: &Value) -> Result<Vec<(String, f64)>, Failure> {
     let expression =
         screen.expression.as_ref().ok_or_else(|| Failure::new("a screen needs `over` and `metric`"))?;
     let text = &expression.text;
@@ -77,7 +77,7 @@ fn scored_variants(screen: &ScreenDecl, inputs: &Value) -> Result<Vec<(String, f
 /// others by their 95% intervals where the cells have them, else by the
 /// `min-delta-pct` threshold on single measurements. Whether the win is
 /// meaningful, and why.
-fn by_point_estimates(screen: &ScreenDecl, inputs: &Value, ranked: &[(String, f64)]) -> (bool, String) {
+fn by_point_estimates(screen: &ScreenExec, inputs: &Value, ranked: &[(String, f64)]) -> (bool, String) {
     let (winner, best) = (&ranked[0].0, ranked[0].1);
     let min_delta = screen.min_delta_pct;
     let metric = screen.metric.as_str();
@@ -140,7 +140,7 @@ fn by_point_estimates(screen: &ScreenDecl, inputs: &Value, ranked: &[(String, f6
 /// leader's); otherwise it names no winner. Returns the winner, whether it
 /// is one, and why.
 fn at_confidence(
-    screen: &ScreenDecl,
+    screen: &ScreenExec,
     inputs: &Value,
     ranked: &[(String, f64)],
 ) -> (Option<String>, bool, String) {
@@ -222,23 +222,20 @@ fn fmt(x: f64) -> String {
 mod tests {
     use serde_json::json;
 
-    use crate::recipe::Spec;
     use crate::results::ScreenResult;
 
-    fn screen(confidence: bool) -> crate::recipe::decls::ScreenDecl {
+    fn screen(confidence: bool) -> crate::document::ScreenExec {
         let confidence = if confidence { "confidence 0.95" } else { "" };
-        let recipe = crate::recipe::testing::load_text(&format!(
-            r#"
+        crate::document::testing::screen(
+            &format!(
+                r#"
 server "s" {{}}
 cell "v-{{x}}" server="s" {{ sweep "x" "a" "b" "c"; }}
 screen "pick" {{ over "cell.v-*"; metric "aggregate_tok_s"; {confidence} }}
 "#
-        ))
-        .expect("recipe");
-        match &recipe.step("pick").expect("screen").spec {
-            Spec::Screen(screen) => screen.clone(),
-            _ => panic!("not a screen"),
-        }
+            ),
+            "pick",
+        )
     }
 
     /// The leader clears the runner-up's narrow interval, but a third

@@ -8,8 +8,6 @@ use serde_json::{Map, Value, json};
 
 use super::screen::run_screen;
 use super::statistics_testing::{assert_within, exponential};
-use crate::recipe::Spec;
-use crate::recipe::testing::load_text;
 
 const VARIANTS: usize = 4;
 const REQUESTS: usize = 200;
@@ -36,8 +34,7 @@ fn winners(scale: f64) -> (u64, u64) {
     text.push_str(
         "screen \"best\" { over \"cell.v*\"; metric \"metrics.ttft_p50_ms\"; goal \"minimize\"; confidence 0.95; }\n",
     );
-    let recipe = load_text(&text).expect("recipe loads");
-    let Spec::Screen(screen) = &recipe.step("best").expect("screen").spec else { unreachable!() };
+    let screen = &crate::document::testing::screen(&text, "best");
     let (mut named, mut named_last) = (0, 0);
     for trial in 0..TRIALS {
         let mut cells = Map::new();

@@ -9,15 +9,14 @@ use super::context::Context;
 use super::inner_cell_node::inner_cell_node;
 use super::measure;
 use super::outcome::{Failure, Produced};
+use crate::number_text::format_value;
 use crate::plan::extra_repeats::Artifacts;
 use crate::plan::search::{
     Next, Probe, ProbeError, ProbeOutcome, ProbeSite, Replayed, Stop, highest_pass, stated_error, walk,
 };
-use crate::recipe::Spec;
-use crate::recipe::decls::search::format_value;
-use crate::recipe::words::SearchVariable;
 use crate::results::{self, ProbePoint, SEARCH_RESULT_SCHEMA, SearchCost, SearchResult, boundary_of};
 use crate::step_kind::Kind;
+use crate::words::SearchVariable;
 use std::collections::HashMap;
 
 pub(super) async fn run_search(
@@ -51,8 +50,9 @@ pub(super) async fn run_search(
             (Next::Stop(stop), _) => return Ok(finish(site, walked.probes, stop, measured)),
             (Next::Probe(_), Some(Replayed::Probe(probe))) => measure(ctx, site, server?, &probe).await?,
             (Next::Probe(_), Some(Replayed::Extra(probe, extra))) => {
-                super::measure_more::measure_extra_of(ctx, server?, &probe.decl, &extra, &probe.decl.name)
-                    .await?
+                let cell =
+                    site.cell_of(&probe, extra.seed).ok_or_else(|| Failure::new("a probe is a cell"))?;
+                super::measure_more::measure_extra_of(ctx, server?, &cell, &extra, probe.name()).await?
             }
             (Next::Probe(value), _) => measure(ctx, site, server?, &site.probe(value)).await?,
         }
@@ -62,13 +62,12 @@ pub(super) async fn run_search(
 
 /// Measure one probe as a cell and store it under its fingerprint.
 async fn measure(ctx: &Context, site: &ProbeSite, server: usize, probe: &Probe) -> Result<(), Failure> {
-    let Spec::Cell(cell) = &probe.decl.spec else { return Err(Failure::new("a probe is a cell")) };
+    let cell = site.cell_of(probe, ctx.seed).ok_or_else(|| Failure::new("a probe is a cell"))?;
     let inner = measure::Inner {
-        name: &probe.decl.name,
-        cell,
+        name: probe.name(),
+        cell: &cell,
         fingerprint: probe.fingerprint,
         preimage: &probe.preimage,
-        seed: ctx.seed,
         what: format!("probe {}={}", site.search.variable, format_value(probe.value)),
     };
     measure::measure_and_store(ctx, server, &inner).await

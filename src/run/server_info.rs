@@ -15,8 +15,6 @@ pub struct ServerInfo {
     pub engine: String,
     pub simulated: bool,
     pub model: String,
-    /// The served model's tokenizer (`tokenizer`), as the recipe wrote it.
-    pub tokenizer: Option<anvil_loadgen::TokenizerSpec>,
     pub gpu_label: Option<String>,
     pub startup_ms: Vec<u64>,
     pub log_paths: Vec<PathBuf>,
@@ -25,10 +23,6 @@ pub struct ServerInfo {
     pub gpu_ids: Vec<String>,
     /// What the server's `warmup` did before its first step.
     pub warmup: Value,
-    /// An engine known by name: the body fields that constrain each reply
-    /// to begin with its canary (kept for a simulated twin too, so its
-    /// cells resolve as the real server's do).
-    pub canary_body: Option<Value>,
     /// An engine known by name: its prefix-cache block at its defaults
     /// (what its own `/metrics` says comes first).
     pub cache_block_tokens: Option<u64>,

@@ -16,9 +16,10 @@ use super::launch::{command_launch, sim_launch};
 use super::server_info::ScrapeTarget;
 pub use super::server_info::ServerInfo;
 use super::warmup::warm_up;
+use crate::document::ServerExec;
+use crate::document::launch::{CommandEngine, Engine};
 use crate::plan::EngineMode;
-use crate::recipe::decls::{CommandEngine, Engine, ServerDecl};
-use crate::recipe::words::EngineKind;
+use crate::words::EngineKind;
 
 #[allow(clippy::large_enum_variant)] // one slot per server: its size does not matter
 enum Slot {
@@ -50,7 +51,7 @@ pub struct ServerPool {
     turns: BTreeMap<usize, Mutex<()>>,
     /// Steps still to come that need each server.
     users: std::sync::Mutex<BTreeMap<usize, usize>>,
-    decls: BTreeMap<usize, (String, ServerDecl)>,
+    decls: BTreeMap<usize, (String, ServerExec)>,
     mode: EngineMode,
     log_dir: PathBuf,
     registry_dir: PathBuf,
@@ -60,7 +61,7 @@ pub struct ServerPool {
 
 impl ServerPool {
     pub fn new(
-        decls: BTreeMap<usize, (String, ServerDecl)>,
+        decls: BTreeMap<usize, (String, ServerExec)>,
         users: BTreeMap<usize, usize>,
         mode: EngineMode,
         log_dir: PathBuf,
@@ -174,7 +175,7 @@ impl ServerPool {
     /// The server's TLS settings with `ca-bundle` resolved against the
     /// recipe's directory, checked now: a bundle that cannot be read fails
     /// the server's start, not each of its requests.
-    fn tls_of(&self, server_name: &str, decl: &ServerDecl) -> Result<TlsSettings, String> {
+    fn tls_of(&self, server_name: &str, decl: &ServerExec) -> Result<TlsSettings, String> {
         let mut tls = decl.tls.clone();
         tls.ca_bundle = tls.ca_bundle.map(|path| self.recipe_dir.join(path));
         if !tls.is_default() {
@@ -225,7 +226,7 @@ impl ServerPool {
     fn scrape_targets(
         &self,
         server_name: &str,
-        decl: &ServerDecl,
+        decl: &ServerExec,
         simulated: bool,
     ) -> Result<Vec<ScrapeTarget>, String> {
         if simulated && decl.engine.kind() != EngineKind::Sim {
@@ -317,7 +318,7 @@ impl ServerPool {
 /// What every replica of one server is launched with.
 struct Replicas<'a> {
     server_name: &'a String,
-    decl: &'a ServerDecl,
+    decl: &'a ServerExec,
     /// The declared engine, or the simulated twin's under `--sim`.
     engine: &'a Engine,
     simulated: bool,
@@ -329,7 +330,7 @@ struct Replicas<'a> {
 /// The server as declared, before any replica runs: its engine, model and
 /// the flags it serves with (`serve_flags`); targets, GPUs, logs and
 /// warm-up are filled as it starts.
-fn declared_info(server_name: &str, decl: &ServerDecl, engine: &Engine) -> ServerInfo {
+fn declared_info(server_name: &str, decl: &ServerExec, engine: &Engine) -> ServerInfo {
     let declared = decl.engine.kind();
     let simulated = matches!(engine, Engine::Sim);
     let model = decl.served_model().to_string();
@@ -351,13 +352,11 @@ fn declared_info(server_name: &str, decl: &ServerDecl, engine: &Engine) -> Serve
         },
         simulated,
         model,
-        tokenizer: decl.tokenizer.clone(),
         gpu_label: decl.gpu_label.clone(),
         startup_ms: Vec::new(),
         log_paths: Vec::new(),
         gpu_ids: Vec::new(),
         warmup: Value::Null,
-        canary_body: decl.engine.preset().map(crate::engines::EnginePreset::canary_body),
         cache_block_tokens: match simulated {
             true => None,
             false => decl.engine.preset().map(crate::engines::EnginePreset::cache_block_tokens),

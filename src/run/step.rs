@@ -15,9 +15,6 @@ use super::outcome::{Failure, Produced};
 use super::{check, decision, gate, screen, search, task};
 use crate::document::Exec;
 use crate::executor::interface::{Ending, ReadyStep, StepOutcome};
-use crate::plan::extra_repeats::budget_of;
-use crate::recipe::Decl;
-use crate::recipe::Spec;
 use crate::results::{StoredVerdict, Verdict};
 use crate::step_kind::Kind;
 
@@ -74,9 +71,10 @@ fn keep_evidence(ctx: &Context, fingerprint: &Fingerprint, failure: &mut Failure
 }
 
 async fn run_step(ctx: &Context, job: &ReadyStep) -> StepEnd {
-    let always = job.decl.kind == Kind::Finally;
+    let always = job.kind == Kind::Finally;
+    let blocking = || job.document.blocking();
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
-        let (e, d) = stored_ending(&ctx.store, &job.decl, &job.fingerprint, "stored");
+        let (e, d) = stored_ending(&ctx.store, job.kind, blocking, &job.fingerprint, "stored");
         return (e, d, None, false).into();
     }
     // One producer per fingerprint across concurrent runs; the lock dies with us.
@@ -96,12 +94,13 @@ async fn run_step(ctx: &Context, job: &ReadyStep) -> StepEnd {
         }
     };
     if !always && !job.forced && ctx.store.contains(&job.fingerprint) {
-        let (e, d) = stored_ending(&ctx.store, &job.decl, &job.fingerprint, "stored by a concurrent run");
+        let (e, d) =
+            stored_ending(&ctx.store, job.kind, blocking, &job.fingerprint, "stored by a concurrent run");
         return (e, d, None, false).into();
     }
     match produce(ctx, job).await {
         Ok(mut produced) => {
-            let blocking = job.decl.spec.blocking();
+            let blocking = blocking();
             let ending = if produced.rejected && blocking { Ending::Rejected } else { Ending::Ran };
             if produced.rejected && !blocking {
                 produced.summary = format!("(non-blocking) {}", produced.summary);
@@ -126,16 +125,17 @@ async fn run_step(ctx: &Context, job: &ReadyStep) -> StepEnd {
 /// so a cached rejection fails the run again.
 pub(super) fn stored_ending(
     store: &Store,
-    step: &Decl,
+    kind: Kind,
+    blocking: impl FnOnce() -> bool,
     fingerprint: &Fingerprint,
     how: &str,
 ) -> (Ending, String) {
     // Only gates and checks store verdicts: other steps' results are not read.
-    let carries_verdict = matches!(step.kind, Kind::Gate | Kind::Check);
+    let carries_verdict = matches!(kind, Kind::Gate | Kind::Check);
     let stored = carries_verdict.then(|| store.read_result(fingerprint).ok().flatten()).flatten();
     let verdict = stored.as_ref().and_then(StoredVerdict::of);
     if let Some(StoredVerdict { status: Verdict::Rejected, detail }) = verdict
-        && step.spec.blocking()
+        && blocking()
     {
         return (Ending::Rejected, format!("{how}: rejected: {detail}"));
     }
@@ -144,52 +144,35 @@ pub(super) fn stored_ending(
 
 async fn produce(ctx: &Context, job: &ReadyStep) -> Result<Produced, Failure> {
     let inputs = job.inputs.as_ref().unwrap_or(&Value::Null);
-    let name = job.decl.name.as_str();
-    if matches!(job.decl.spec, Spec::Cell(_) | Spec::Check(_) | Spec::Search(_) | Spec::Task(_)) {
+    let name = job.name.as_str();
+    if matches!(job.kind, Kind::Cell | Kind::Check | Kind::Search | Kind::Task) {
         super::unchanged_inputs::check(job, &ctx.recipe_dir)?;
     }
-    match &job.decl.spec {
-        Spec::Task(_) | Spec::Finally(_) => {
-            let Exec::Task(task) = &job.document.exec else {
-                return Err(Failure::new("a task's step document holds no command"));
-            };
-            task::run_task(task).await
+    // Run as its step document says: what a Slurm job or any other executor runs too.
+    match &job.document.exec {
+        Exec::Task(task) => task::run_task(task).await,
+        _ if let Some(judge) = Judge::of(&job.document.exec).filter(|j| j.budget() > 0) => {
+            measure_more::judge_in_run(ctx, judge, judge.budget(), &job.extra_sites, inputs).await
         }
-        Spec::Gate(_) | Spec::Screen(_) if budget_of(&job.decl) > 0 => {
-            let judge = Judge::of(&job.decl.spec).ok_or_else(|| Failure::new("not a gate or screen"))?;
-            measure_more::judge_in_run(ctx, judge, budget_of(&job.decl), &job.extra_sites, inputs).await
-        }
-        Spec::Gate(gate) => gate::evaluate_gate(gate, inputs),
-        Spec::Screen(screen) => screen::run_screen(screen, inputs),
-        Spec::Decision(decision) => decision::run_decision(decision, inputs),
-        Spec::Cell(_) => {
+        Exec::Gate(gate) => gate::evaluate_gate(gate, inputs),
+        Exec::Screen(screen) => screen::run_screen(screen, inputs),
+        Exec::Decision(decision) => decision::run_decision(decision, inputs),
+        Exec::Cell(cell) => {
             let server = job.server.ok_or_else(|| Failure::new("cell has no server"))?;
-            // Measured as its step document says: what a Slurm job or any other executor runs too.
-            let Exec::Cell(cell) = &job.document.exec else {
-                return Err(Failure::new("a cell's step document holds no cell"));
-            };
-            let target = Target {
-                name,
-                cell: super::cell::CellToRun::Resolved(cell),
-                fingerprint: &job.fingerprint,
-                seed: cell.seed,
-            };
+            let target = Target { name, cell, fingerprint: &job.fingerprint };
             measure_cell(ctx, server, target, "the cell", |f| f).await
         }
-        Spec::Check(_) => {
+        Exec::Check(check) => {
             let server = job.server.ok_or_else(|| Failure::new("check has no server"))?;
-            let Exec::Check(check) = &job.document.exec else {
-                return Err(Failure::new("a check's step document holds no check"));
-            };
             let _turn = ctx.servers.turn(server).await;
             let info = ctx.servers.acquire(server).await.map_err(Failure::new)?;
             check::run_check(check, &info).await
         }
-        Spec::Search(_) => {
+        Exec::Declared { .. } if job.kind == Kind::Search => {
             let site = job.probe_site.as_ref().ok_or_else(|| Failure::new("search has no probes planned"))?;
             search::run_search(ctx, site, job.server).await
         }
-        Spec::Server(_) | Spec::Workload(_) => Err(Failure::new("not an executable step")),
+        _ => Err(Failure::new(format!("a {} step's document holds nothing to run", job.kind))),
     }
 }
 

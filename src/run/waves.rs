@@ -20,10 +20,9 @@ use super::progress::Progress;
 use super::scheduler;
 use super::selection::selection;
 use super::servers::ServerPool;
+use crate::document::{Exec, ServerExec};
 use crate::executor::interface::{Ending, Executor, Fault, StepOutcome};
 use crate::plan::{Plan, Status};
-use crate::recipe::Spec;
-use crate::recipe::decls::ServerDecl;
 use crate::run_extra::FrozenInput;
 use crate::step_kind::Kind;
 
@@ -104,7 +103,7 @@ fn settle_between_waves(
     selected: &[bool],
     done: &mut Endings,
 ) -> Result<Plan, RunError> {
-    let settled = plan.clone().settle_results(run.store).map_err(|err| RunError::Recipe(Box::new(err)))?;
+    let settled = plan.clone().settle_results(run.store).map_err(|err| RunError::Settle(Box::new(err)))?;
     let plan = keep_what_ended(plan, settled, done);
     let progress = Progress::new(0);
     for i in 0..plan.nodes.len() {
@@ -180,7 +179,7 @@ fn wave_context(
     };
     Ok(Arc::new(Context {
         store: store.clone(),
-        servers: ServerPool::new(server_decls(plan), users, plan.mode, log_dir, plan.recipe.dir(), gpus),
+        servers: ServerPool::new(servers_of(plan), users, plan.mode, log_dir, plan.recipe.dir(), gpus),
         recipe_dir: plan.recipe.dir(),
         recipe_key: plan.recipe.key.clone(),
         seed: plan.recipe.campaign.seed,
@@ -215,13 +214,11 @@ fn server_users(plan: &Plan, selected: &[bool], forced: &BTreeSet<usize>) -> BTr
 }
 
 /// Every server of the plan by its index, with its name.
-fn server_decls(plan: &Plan) -> BTreeMap<usize, (String, ServerDecl)> {
-    plan.recipe
-        .steps
-        .iter()
-        .enumerate()
-        .filter_map(|(i, step)| match &step.spec {
-            Spec::Server(server) => Some((i, (step.name.clone(), server.clone()))),
+fn servers_of(plan: &Plan) -> BTreeMap<usize, (String, ServerExec)> {
+    (0..plan.nodes.len())
+        .filter(|&i| plan.nodes[i].kind == Kind::Server)
+        .filter_map(|i| match crate::document::document_of(plan, i).exec {
+            Exec::Server(server) => Some((i, (plan.nodes[i].name.clone(), *server))),
             _ => None,
         })
         .collect()

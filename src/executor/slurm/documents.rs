@@ -1,6 +1,7 @@
-//! The step documents a job of cells and checks runs from: written by the
-//! head into `<store>/documents/<fingerprint>.json` (the steps' and their server's),
-//! so the node reads them from the shared store and needs no recipe.
+//! The step documents a job of cells, checks or tasks runs from: written by
+//! the head into `<store>/documents/<fingerprint>.json` (the steps' and
+//! their server's), so the node reads them from the shared store and needs
+//! no recipe.
 
 use std::path::{Path, PathBuf};
 
@@ -8,25 +9,30 @@ use crate::document::{StepDocument, document_of};
 use crate::plan::Plan;
 use crate::step_kind::Kind;
 
-/// The documents of `members` (one server's steps), written now; None when
-/// the job cannot run from documents alone: a member is neither a cell nor a
-/// check (searches still plan the recipe on the node), or its key waits
-/// on results not yet produced (the node settles those by planning).
+/// The documents of `members` (one server's steps, or tasks), written now;
+/// None when the job cannot run from documents alone: a member is a search
+/// (searches still plan the recipe on the node), or its key waits on
+/// results not yet produced (the node settles those by planning).
 pub fn job_documents(
     plan: &Plan,
     store_root: &Path,
     members: &[usize],
     server: Option<usize>,
 ) -> Result<Option<Vec<PathBuf>>, String> {
-    let Some(server) = server else { return Ok(None) };
     let settled = |i: usize| !plan.nodes[i].provisional && plan.nodes[i].waits_for.is_empty();
-    let runs_from_document = |m: usize| matches!(plan.nodes[m].kind, Kind::Cell | Kind::Check) && settled(m);
-    if !members.iter().all(|&m| runs_from_document(m)) || !settled(server) {
+    let runs_from_document = |m: usize| match plan.nodes[m].kind {
+        Kind::Cell | Kind::Check => server.is_some() && settled(m),
+        Kind::Task => settled(m),
+        _ => false,
+    };
+    if !members.iter().all(|&m| runs_from_document(m)) || !server.is_none_or(settled) {
         return Ok(None);
     }
     let dir = store_root.join("documents");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    write(&dir, &document_of(plan, server))?;
+    if let Some(server) = server {
+        write(&dir, &document_of(plan, server))?;
+    }
     members.iter().map(|&m| write(&dir, &document_of(plan, m))).collect::<Result<Vec<_>, _>>().map(Some)
 }
 

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::document::Exec;
 use crate::plan::{Plan, reads_results};
-use crate::recipe::Spec;
 use crate::step_kind::Kind;
 
 /// Kinds that run inside a Slurm job.
@@ -61,8 +61,9 @@ pub fn group_for(
 /// GPUs a job for `server` allocates: per replica times replicas. Applied
 /// under `--sim` too (the allocation is what a real run would hold).
 pub fn gpus_of(plan: &Plan, server: Option<usize>) -> u64 {
-    match server.map(|s| &plan.recipe.steps[s].spec) {
-        Some(Spec::Server(decl)) => decl.gpus * decl.replicas.max(1),
+    let Some(server) = server else { return 0 };
+    match crate::document::document_of(plan, server).exec {
+        Exec::Server(server) => server.gpus * server.replicas.max(1),
         _ => 0,
     }
 }

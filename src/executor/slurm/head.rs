@@ -56,7 +56,7 @@ pub fn start(run: &RunSpec<'_>) -> Result<Arc<dyn Executor>, StartError> {
     if let Some(&waiting) = plan.waiting().first() {
         // Steps are grouped by server when the run starts; these do not know theirs yet.
         return Err(SlurmError::WaitsForUpstream {
-            step: plan.recipe.steps[waiting].qualified(),
+            step: plan.nodes[waiting].qualified(),
             waits_for: plan.nodes[waiting].waits_for.join(", "),
         }
         .into());
@@ -121,7 +121,7 @@ impl Head {
     fn new(run: &RunSpec<'_>) -> Result<Arc<Head>, SlurmError> {
         let RunSpec { plan, selected, forced, run_id, keep_going, loadgen_workers, .. } = *run;
         let store = run.store.clone();
-        let settings = SlurmSettings::of_recipe(&plan.recipe);
+        let settings = plan.recipe.slurm_settings();
         if !sbatch::available() {
             return Err(SlurmError::NoSbatch);
         }
@@ -141,15 +141,11 @@ impl Head {
             .enumerate()
             .map(|(i, n)| selected[i] && (n.status == Status::Pending || forced.contains(&i)))
             .collect();
-        let steps = plan
-            .nodes
-            .iter()
-            .zip(&plan.recipe.steps)
-            .map(|(n, d)| StepInfo {
-                name: n.name.clone(),
-                kind: n.kind,
-                fingerprint: n.fingerprint,
-                blocking: d.spec.blocking(),
+        let steps = (0..plan.nodes.len())
+            .map(|i| {
+                let n = &plan.nodes[i];
+                let blocking = crate::document::document_of(plan, i).blocking();
+                StepInfo { name: n.name.clone(), kind: n.kind, fingerprint: n.fingerprint, blocking }
             })
             .collect();
         let head = Head {
@@ -425,7 +421,7 @@ impl Head {
             shell_quote(&root.display().to_string()),
         ];
         match super::documents::job_documents(&self.plan, root, members, server)? {
-            // Cells and checks: the node runs their documents and reads no recipe.
+            // Cells, checks and tasks: the node runs their documents and reads no recipe.
             Some(documents) => {
                 for document in documents {
                     command.extend(["--document".into(), shell_quote(&document.display().to_string())]);

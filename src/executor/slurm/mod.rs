@@ -19,7 +19,7 @@ mod head;
 mod jobs;
 mod progress_file;
 mod sbatch;
-mod settings;
+pub mod settings;
 mod state;
 mod worker;
 

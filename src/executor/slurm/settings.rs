@@ -1,23 +1,33 @@
-//! What the Slurm settings mean: `sbatch` arguments and the poll interval.
-//! The settings themselves are the recipe's (or a site file's) `executor
-//! "slurm" { … }` block, defined once with it (`recipe::decls::executor`).
-//! None of it enters a fingerprint.
+//! The Slurm settings and what they mean: `sbatch` arguments and the poll
+//! interval. A recipe (or a site file) sets them in an `executor "slurm"
+//! { … }` block (`recipe::decls::executor` reads it). None of it enters a
+//! fingerprint.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::recipe::Recipe;
-use crate::recipe::decls::ExecutorDecl;
-pub use crate::recipe::decls::executor::SlurmSettings;
+/// How jobs are submitted to Slurm (`src/executor/slurm/settings.rs` turns
+/// them into `sbatch` arguments). None of it enters a fingerprint.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SlurmSettings {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    /// `--time`, in Slurm's words (`30`, `1:00:00`, `2-00:00:00`).
+    pub time_limit: Option<String>,
+    pub constraint: Option<String>,
+    /// More `sbatch` arguments, passed as given.
+    pub sbatch_args: Vec<String>,
+    /// The anvil binary on the nodes (default: this binary's path, which a
+    /// shared filesystem makes the same everywhere).
+    pub anvil_binary: Option<PathBuf>,
+    /// `--cpus-per-task` of a job (default: Slurm's).
+    pub cpus: Option<u32>,
+    /// `--mem` of a job (`4G`; default: Slurm's DefMemPerCPU).
+    pub mem: Option<String>,
+}
 
 impl SlurmSettings {
-    /// The recipe's `executor "slurm" { … }` block; Slurm's defaults without one.
-    pub fn of_recipe(recipe: &Recipe) -> SlurmSettings {
-        match &recipe.executor {
-            Some(ExecutorDecl::Slurm(settings)) => settings.clone(),
-            _ => SlurmSettings::default(),
-        }
-    }
-
     /// How often the head asks scontrol (default 1 s; `ANVIL_SLURM_POLL_MS`).
     pub fn poll_interval(&self) -> Duration {
         std::env::var("ANVIL_SLURM_POLL_MS")

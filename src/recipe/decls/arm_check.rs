@@ -17,30 +17,8 @@ use super::super::expression::Expression;
 use super::super::problem::Problems;
 use super::super::settings::Draft;
 
-/// Which comparison.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ArmTest {
-    Lossless,
-    /// With the accuracy the arm may lose, in (0, 1).
-    AccuracyNotWorse {
-        margin: f64,
-    },
-}
-
-impl ArmTest {
-    /// How often its verdict read as passed (`passed`) or rejected can be
-    /// wrong, `miss` being 1 − the level it is judged at: a rejection
-    /// errs at most `miss` (Fisher's or McNemar's exact test), a passed
-    /// accuracy at most `miss` (its interval missed), a passed lossless
-    /// comparison states no rate (1). The run states the same
-    /// (`results::Comparison::error_if`).
-    pub fn error_if(self, passed: bool, miss: f64) -> f64 {
-        match (self, passed) {
-            (ArmTest::Lossless, true) => 1.0,
-            _ => miss,
-        }
-    }
-}
+use crate::quality::comparison::ArmComparison;
+pub use crate::quality::comparison::ArmTest;
 
 /// One comparison as declared.
 #[derive(Debug, Clone)]
@@ -53,6 +31,18 @@ pub struct ArmCheck {
     /// Reads both cells' results: what makes the gate wait for them, and
     /// where a problem with them points.
     pub reads: Expression,
+}
+
+impl ArmCheck {
+    /// The comparison as a gate's step document carries it.
+    pub fn comparison(&self) -> ArmComparison {
+        ArmComparison {
+            test: self.test,
+            arm: self.arm.clone(),
+            control: self.control.clone(),
+            text: self.text.clone(),
+        }
+    }
 }
 
 /// Every comparison of a gate's `key` records (`lossless` or

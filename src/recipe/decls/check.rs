@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::super::settings::{Draft, settings};
-use super::super::words::{CheckType, ThinkingMode};
 use crate::step_kind::Kind;
+use crate::words::{CheckType, ThinkingMode};
 
 settings! {
     #[derive(Debug, Clone)]

@@ -22,26 +22,7 @@ pub enum ExecutorDecl {
 /// The kinds an executor block can name.
 pub const KINDS: &[&str] = &["slurm"];
 
-/// How jobs are submitted to Slurm (`src/executor/slurm/settings.rs` turns
-/// them into `sbatch` arguments). None of it enters a fingerprint.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SlurmSettings {
-    pub partition: Option<String>,
-    pub account: Option<String>,
-    pub qos: Option<String>,
-    /// `--time`, in Slurm's words (`30`, `1:00:00`, `2-00:00:00`).
-    pub time_limit: Option<String>,
-    pub constraint: Option<String>,
-    /// More `sbatch` arguments, passed as given.
-    pub sbatch_args: Vec<String>,
-    /// The anvil binary on the nodes (default: this binary's path, which a
-    /// shared filesystem makes the same everywhere).
-    pub anvil_binary: Option<PathBuf>,
-    /// `--cpus-per-task` of a job (default: Slurm's).
-    pub cpus: Option<u32>,
-    /// `--mem` of a job (`4G`; default: Slurm's DefMemPerCPU).
-    pub mem: Option<String>,
-}
+pub use crate::executor::slurm::settings::SlurmSettings;
 
 impl SlurmSettings {
     pub const SETTINGS: &[&str] = &[

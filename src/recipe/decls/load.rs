@@ -17,8 +17,8 @@ mod until;
 pub use abort_on_errors::AbortOnErrorsDecl;
 pub use until::UntilDecl;
 pub mod traffic;
-use super::super::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, ThinkingMode};
-pub use super::super::words::{Connect, SloFrom};
+use crate::words::{Api, ArrivalWord, Balance, OutputPolicy, PromptCache, ThinkingMode};
+pub use crate::words::{Connect, SloFrom};
 pub use traffic::TrafficDecl;
 
 /// `connect`: when a cell opens its connections.

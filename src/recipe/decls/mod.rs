@@ -25,7 +25,7 @@ pub use gate::GateDecl;
 pub use load::{Arrival, LoadDecl, SloDecl};
 pub use screen::ScreenDecl;
 pub use search::SearchDecl;
-pub use server::{CommandEngine, DEFAULT_MODEL, Engine, ReadyDecl, ServerDecl, Warmup};
+pub use server::{CommandEngine, DEFAULT_MODEL, Engine, Readiness, ServerDecl, Warmup};
 pub use task::TaskDecl;
 
 use super::expression::Expression;

@@ -3,7 +3,7 @@
 use super::super::expression::Expression;
 use super::super::problem::Problems;
 use super::super::settings::{Draft, settings};
-use super::super::words::Goal;
+use crate::words::Goal;
 
 /// Below this margin (percent) a winner is not called unless confidence
 /// intervals say otherwise.

@@ -11,9 +11,10 @@ use serde_json::Value;
 use super::super::expression::Expression;
 use super::super::problem::Problems;
 use super::super::settings::{self, Draft, Setting, SettingMap, Settings, settings};
-use super::super::words::{SearchMethod, SearchVariable};
 use super::{cell, gate, load};
+use crate::number_text::format_value;
 use crate::step_kind::Kind;
+use crate::words::{SearchMethod, SearchVariable};
 
 /// The fields of a search's stored result (`anvil-serving.search-result/v1`),
 /// which gates may read; `results::SearchResult` is tested against this list.
@@ -243,12 +244,6 @@ impl SearchDecl {
             SearchVariable::Concurrency => "max_concurrency",
         }
     }
-}
-
-/// A value for names and messages: `4`, `2.5`.
-pub fn format_value(value: f64) -> String {
-    let text = format!("{value:.6}");
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn number(value: f64) -> Value {

@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use super::super::problem::Problems;
 use super::super::settings::{Draft, settings};
-use super::super::words::EngineKind;
 use crate::engines::{EngineName, EnginePreset};
 use crate::scrape_url::scrape_base_url;
+use crate::words::EngineKind;
 
 /// Settings that a server's simulated twin keeps; the real command line
 /// cannot change a simulated result, so it does not count there.
@@ -98,78 +98,7 @@ impl ServerDecl {
     }
 }
 
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Engine {
-    /// anvil's simulated engine.
-    Sim,
-    /// Boxed: a launched engine's settings (and its preset) are far larger
-    /// than the other kinds'.
-    Command(Box<CommandEngine>),
-    External {
-        url: String,
-        api_key_env: Option<String>,
-    },
-}
-
-impl Engine {
-    pub fn kind(&self) -> EngineKind {
-        match self {
-            Engine::Sim => EngineKind::Sim,
-            Engine::Command(command) => match command.preset.as_ref().map(|p| p.name) {
-                None => EngineKind::Command,
-                Some(EngineName::Vllm) => EngineKind::Vllm,
-                Some(EngineName::Sglang) => EngineKind::Sglang,
-                Some(EngineName::LlamaCpp) => EngineKind::LlamaCpp,
-            },
-            Engine::External { .. } => EngineKind::External,
-        }
-    }
-
-    /// The engine preset of a server launched by engine name.
-    pub fn preset(&self) -> Option<&EnginePreset> {
-        match self {
-            Engine::Command(command) => command.preset.as_ref(),
-            Engine::Sim | Engine::External { .. } => None,
-        }
-    }
-}
-
-/// A server anvil launches: `command` + `args`, with `{port}`, `{host}`,
-/// `{gpus}` and `{replica}` filled at launch.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct CommandEngine {
-    pub command: Vec<String>,
-    pub args: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    pub cwd: Option<String>,
-    pub port: Option<u16>,
-    pub ready: ReadyDecl,
-    /// How long a stop waits between SIGTERM and SIGKILL.
-    pub grace: Duration,
-    /// How to ask the engine binary its version (for the fingerprint).
-    pub version_args: Vec<String>,
-    /// Launched by engine name: what anvil knows of it (`command` is then
-    /// the preset's command line).
-    pub preset: Option<EnginePreset>,
-}
-
-/// `ready http="/health" status=200 timeout="10m" log="…"`.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct ReadyDecl {
-    pub http: Option<String>,
-    pub status: Option<u16>,
-    pub timeout: Option<Duration>,
-    pub log: Option<String>,
-}
-
-/// `warmup requests=4 max-tokens=16`: short unmeasured requests before the
-/// server's first step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Warmup {
-    pub requests: u64,
-    pub max_tokens: u64,
-}
+pub use crate::document::launch::{CommandEngine, Engine, Readiness, Warmup};
 
 const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
@@ -279,7 +208,7 @@ fn command_engine(
         env: s.text_props(key::env),
         cwd: s.string(key::cwd),
         port,
-        ready: ReadyDecl {
+        ready: Readiness {
             http: ready_http,
             status: ready.get("status").and_then(Value::as_u64).and_then(|v| u16::try_from(v).ok()),
             timeout: text("timeout").and_then(|t| super::super::schema::parse_duration(&t).ok()),

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::super::super::problem::Problems;
 use super::super::super::settings::Draft;
-use super::super::super::words::{ArrivalWord, SloFrom};
+use crate::words::{ArrivalWord, SloFrom};
 
 /// One load stage as declared.
 #[derive(Debug, Clone, Copy, PartialEq)]
