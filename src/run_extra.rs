@@ -53,6 +53,10 @@ pub struct RunExtra {
     /// A Slurm worker's record: the job it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_job: Option<String>,
+    /// Each settled step's document in `<store>/documents/`, by `kind.name`:
+    /// the run as documents any executor can run again (`src/run/run_documents.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub documents: BTreeMap<String, String>,
     /// Keys this anvil does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,

@@ -150,6 +150,40 @@ fn a_cell_and_a_check_run_from_their_documents_alone_into_the_entries_the_recipe
     assert!(again.stdout.contains("stored"), "{}", again.transcript());
 }
 
+#[test]
+fn a_run_keeps_its_steps_documents_and_a_step_runs_again_from_one_with_the_recipe_gone() {
+    let scratch = Scratch::new();
+    let recipe = scratch.write("campaign/documents.kdl", RECIPE);
+    let run = scratch.run(&recipe, &["--json"], 0).json();
+    let run_id = run["run_id"].as_str().expect("run_id");
+    let record = read_json(&scratch.store().join("runs").join(format!("{run_id}.json")));
+    let documents = record["extra"]["documents"].as_object().expect("the record names its documents").clone();
+    let steps = run["steps"].as_array().unwrap();
+    let fingerprint_of =
+        |name: &str| steps.iter().find(|s| s["name"] == name).unwrap()["fingerprint"].clone();
+    for (step, name) in [("cell.small", "small"), ("check.hello", "hello"), ("gate.fast", "fast")] {
+        assert_eq!(documents[step], fingerprint_of(name), "{step}");
+    }
+    let folder = scratch.store().join("documents");
+    let document = |step: &str| folder.join(format!("{}.json", documents[step].as_str().unwrap()));
+    // The gate's document holds what it judges; the cell's, the cell as measured.
+    let gate = read_json(&document("gate.fast"));
+    assert_eq!(gate["exec"]["runs"], "gate");
+    assert_eq!(gate["exec"]["require"][0], "cell.small.canaries_passed == cell.small.requests");
+    assert_eq!(read_json(&document("cell.small"))["exec"]["cell"]["requests"], 12);
+    assert!(folder.join(format!("{}.json", documents["server.sim"].as_str().unwrap())).is_file());
+
+    // The recipe gone, the cell measured again from the run's document alone, under its fingerprint.
+    std::fs::rename(scratch.path().join("campaign"), scratch.path().join("moved")).expect("move");
+    let cell = document("cell.small");
+    let again =
+        scratch.anvil(&["worker", "--document", cell.to_str().unwrap(), "--force", "small"]).expect_code(0);
+    assert!(again.stdout.contains("small: 12 ok"), "{}", again.transcript());
+    let fingerprint = documents["cell.small"].as_str().unwrap();
+    let entry = scratch.store().join("entries").join(&fingerprint[..2]).join(fingerprint);
+    assert_eq!(read_json(&entry.join("preimage.json")), read_json(&cell)["key"]);
+}
+
 const TASK_RECIPE: &str = r#"
 campaign "task-documents" { seed 3; }
 task "stamp" { run "sh" "-c" "echo stamped > stamp.txt"; outputs "stamp.txt"; reads "notes.txt"; }
@@ -178,8 +212,9 @@ fn a_task_runs_from_its_document_with_the_recipe_file_gone_into_the_entry_the_re
 
     // A file its key names, changed since planning: the document is refused, nothing runs.
     scratch.write("campaign/notes.txt", "edited");
-    let forced =
-        scratch.anvil(&["worker", "--document", document.to_str().unwrap(), "--force", "stamp"]).expect_code(2);
+    let forced = scratch
+        .anvil(&["worker", "--document", document.to_str().unwrap(), "--force", "stamp"])
+        .expect_code(2);
     assert!(forced.stderr.contains("notes.txt"), "{}", forced.transcript());
     scratch.write("campaign/notes.txt", "as planned");
 

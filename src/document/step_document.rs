@@ -2,7 +2,7 @@
 //! reading one back with its key checked against its fingerprint.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anvil_store::Fingerprint;
 use serde::{Deserialize, Serialize};
@@ -117,5 +117,21 @@ impl StepDocument {
     /// The file name a document is written under in an emitted folder.
     pub fn file_name(fingerprint: &str) -> String {
         format!("{fingerprint}.json")
+    }
+
+    /// Where a store keeps the documents of its runs and jobs.
+    pub fn folder_in(store_root: &Path) -> PathBuf {
+        store_root.join("documents")
+    }
+
+    /// Write it into `dir` under its fingerprint, atomically (a node may
+    /// read it while another head writes the same one).
+    pub fn write_into(&self, dir: &Path) -> Result<PathBuf, String> {
+        let path = dir.join(StepDocument::file_name(&self.fingerprint));
+        let text = serde_json::to_string_pretty(self).map_err(|e| format!("{}: {e}", path.display()))?;
+        let staged = dir.join(format!(".{}.{}", self.fingerprint, std::process::id()));
+        std::fs::write(&staged, text + "\n").map_err(|e| format!("writing {}: {e}", staged.display()))?;
+        std::fs::rename(&staged, &path).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        Ok(path)
     }
 }

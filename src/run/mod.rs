@@ -27,6 +27,7 @@ mod outcome;
 mod progress;
 mod record;
 mod results;
+mod run_documents;
 mod scheduler;
 mod screen;
 #[cfg(test)]
@@ -192,13 +193,12 @@ async fn finish_record(
     record::finish(record, &summary.plan, &summary.steps, status, &summary.finished_at);
     record.nodes.extend(search::probe_nodes(summary, store));
     record.nodes.extend(measure_more::extra_nodes(summary, store));
-    if let Some(executor) = executor
-        && let Some(jobs) = executor.jobs().await
-    {
-        let mut extra = crate::run_extra::RunExtra::of(record);
-        extra.jobs = Some(jobs);
-        extra.write_to(record);
+    let mut extra = crate::run_extra::RunExtra::of(record);
+    extra.documents = run_documents::keep_documents(&summary.plan, store);
+    if let Some(executor) = executor {
+        extra.jobs = executor.jobs().await;
     }
+    extra.write_to(record);
 }
 
 /// Whether a run will execute anything: a selected step that is pending

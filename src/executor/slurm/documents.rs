@@ -28,21 +28,10 @@ pub fn job_documents(
     if !members.iter().all(|&m| runs_from_document(m)) || !server.is_none_or(settled) {
         return Ok(None);
     }
-    let dir = store_root.join("documents");
+    let dir = StepDocument::folder_in(store_root);
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     if let Some(server) = server {
-        write(&dir, &document_of(plan, server))?;
+        document_of(plan, server).write_into(&dir)?;
     }
-    members.iter().map(|&m| write(&dir, &document_of(plan, m))).collect::<Result<Vec<_>, _>>().map(Some)
-}
-
-/// Write a document under its fingerprint, atomically (a node may read it
-/// while another head writes the same one).
-fn write(dir: &Path, document: &StepDocument) -> Result<PathBuf, String> {
-    let path = dir.join(StepDocument::file_name(&document.fingerprint));
-    let text = serde_json::to_string_pretty(document).map_err(|e| format!("{}: {e}", path.display()))?;
-    let staged = dir.join(format!(".{}.{}", document.fingerprint, std::process::id()));
-    std::fs::write(&staged, text + "\n").map_err(|e| format!("writing {}: {e}", staged.display()))?;
-    std::fs::rename(&staged, &path).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    Ok(path)
+    members.iter().map(|&m| document_of(plan, m).write_into(&dir)).collect::<Result<Vec<_>, _>>().map(Some)
 }
