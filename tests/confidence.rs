@@ -284,6 +284,13 @@ fn an_undecided_verdict_measures_its_cells_again_and_a_rerun_reuses_them() {
         .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default())
         .collect();
     assert!(records.contains("\"pair-fast#extra-1\""), "{records}");
+    // Its artifact names it so too, not the cell it repeats.
+    let extra = cells[0]["extra_repeats"][0].as_str().expect("an extra repeat's fingerprint");
+    let entry = scratch.path().join("store/entries").join(&extra[..2]).join(extra);
+    let artifact: Value =
+        serde_json::from_str(&std::fs::read_to_string(entry.join("benchmark.json")).expect("its artifact"))
+            .unwrap();
+    assert_eq!(artifact["cell"], "pair-fast#extra-1", "{entry:?}");
 
     // A changed threshold evaluates the gate again over the stored extra repeats.
     std::fs::write(&recipe, more_recipe(" * 1.01")).unwrap();

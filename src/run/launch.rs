@@ -33,7 +33,7 @@ fn ready_spec(ready: &Readiness, default_timeout: Duration) -> ReadySpec {
 
 /// The simulated twin: this very binary, `anvil sim`, with the `sim { … }` block.
 pub(super) fn sim_launch(
-    decl: &ServerExec,
+    launch: &ServerExec,
     name: &str,
     port: u16,
     log_path: PathBuf,
@@ -41,10 +41,10 @@ pub(super) fn sim_launch(
 ) -> Result<LaunchSpec, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the anvil binary: {e}"))?;
     let mut args = vec!["sim".to_string(), "--port".into(), port.to_string()];
-    if let Some(model) = &decl.model {
+    if let Some(model) = &launch.model {
         args.extend(["--set".to_string(), format!("model={model}")]);
     }
-    for (key, value) in flatten_sim_block(decl.sim.as_ref()) {
+    for (key, value) in flatten_sim_block(launch.sim.as_ref()) {
         // A file the sim reads is named relative to the recipe, as every file is.
         let value =
             if key == "answers.dataset" { recipe_dir.join(value).display().to_string() } else { value };

@@ -317,9 +317,12 @@ pub(super) async fn measure_extra_of(
     extra: &ExtraRepeat,
     of: &str,
 ) -> Result<(), Failure> {
+    // Its artifact names the extra repeat (`x#extra-1`), not the cell it repeats.
+    let mut cell = cell.clone();
+    cell.cell.name = extra.name.clone();
     let inner = measure::Inner {
         name: &extra.name,
-        cell,
+        cell: &cell,
         fingerprint: extra.fingerprint,
         preimage: &extra.preimage,
         what: format!("extra repeat {} of {of}", extra.round),

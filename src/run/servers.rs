@@ -51,7 +51,7 @@ pub struct ServerPool {
     turns: BTreeMap<usize, Mutex<()>>,
     /// Steps still to come that need each server.
     users: std::sync::Mutex<BTreeMap<usize, usize>>,
-    decls: BTreeMap<usize, (String, ServerExec)>,
+    launches: BTreeMap<usize, (String, ServerExec)>,
     mode: EngineMode,
     log_dir: PathBuf,
     registry_dir: PathBuf,
@@ -61,7 +61,7 @@ pub struct ServerPool {
 
 impl ServerPool {
     pub fn new(
-        decls: BTreeMap<usize, (String, ServerExec)>,
+        launches: BTreeMap<usize, (String, ServerExec)>,
         users: BTreeMap<usize, usize>,
         mode: EngineMode,
         log_dir: PathBuf,
@@ -69,10 +69,10 @@ impl ServerPool {
         gpus: GpuPool,
     ) -> ServerPool {
         ServerPool {
-            slots: decls.keys().map(|&i| (i, Mutex::new(Slot::Idle))).collect(),
-            turns: decls.keys().map(|&i| (i, Mutex::new(()))).collect(),
+            slots: launches.keys().map(|&i| (i, Mutex::new(Slot::Idle))).collect(),
+            turns: launches.keys().map(|&i| (i, Mutex::new(()))).collect(),
             users: std::sync::Mutex::new(users),
-            decls,
+            launches,
             mode,
             log_dir,
             registry_dir: registry_dir(),
@@ -175,8 +175,8 @@ impl ServerPool {
     /// The server's TLS settings with `ca-bundle` resolved against the
     /// recipe's directory, checked now: a bundle that cannot be read fails
     /// the server's start, not each of its requests.
-    fn tls_of(&self, server_name: &str, decl: &ServerExec) -> Result<TlsSettings, String> {
-        let mut tls = decl.tls.clone();
+    fn tls_of(&self, server_name: &str, launch: &ServerExec) -> Result<TlsSettings, String> {
+        let mut tls = launch.tls.clone();
         tls.ca_bundle = tls.ca_bundle.map(|path| self.recipe_dir.join(path));
         if !tls.is_default() {
             anvil_net::tls_config(&tls).map_err(|e| format!("server `{server_name}`: {e:#}"))?;
@@ -193,22 +193,23 @@ impl ServerPool {
     /// Start every replica of server `index` (or reach an external one) and
     /// warm it up; GPUs it leased are held until it stops.
     async fn start(&self, index: usize) -> Result<(ServerInfo, Vec<RunningServer>, Vec<GpuLease>), String> {
-        let (server_name, decl) = &self.decls[&index];
+        let (server_name, launch) = &self.launches[&index];
         // `--sim` runs every server as its simulated twin.
-        let engine = if self.mode == EngineMode::SimulatedTwins { &Engine::Sim } else { &decl.engine };
+        let engine = if self.mode == EngineMode::SimulatedTwins { &Engine::Sim } else { &launch.engine };
         let simulated = matches!(engine, Engine::Sim);
-        let mut info = declared_info(server_name, decl, engine);
+        let mut info = declared_info(server_name, launch, engine);
         // A simulated twin serves plain http whatever the real server does.
-        let tls = if simulated { TlsSettings::default() } else { self.tls_of(server_name, decl)? };
-        info.scrape_targets = self.scrape_targets(server_name, decl, simulated)?;
+        let tls = if simulated { TlsSettings::default() } else { self.tls_of(server_name, launch)? };
+        info.scrape_targets = self.scrape_targets(server_name, launch, simulated)?;
         if let Engine::External { url, api_key_env } = engine {
             let api_key = api_key_env.as_ref().and_then(|var| std::env::var(var).ok());
             let base_url = url.trim_end_matches('/').to_string();
             info.targets.push(Target { base_url, api_key, label: server_name.clone(), tls });
-            info.warmup = warm_up(decl.warmup.requests, decl.warmup.max_tokens, &info).await?;
+            info.warmup = warm_up(launch.warmup.requests, launch.warmup.max_tokens, &info).await?;
             return Ok((info, Vec::new(), Vec::new()));
         }
-        let replicas = Replicas { server_name, decl, engine, simulated, count: decl.replicas as usize, tls };
+        let replicas =
+            Replicas { server_name, launch, engine, simulated, count: launch.replicas as usize, tls };
         let mut processes = Vec::new();
         let mut leases = Vec::new();
         for replica in 0..replicas.count {
@@ -216,7 +217,7 @@ impl ServerPool {
             processes.push(server);
             leases.extend(lease);
         }
-        info.warmup = warm_up(decl.warmup.requests, decl.warmup.max_tokens, &info).await?;
+        info.warmup = warm_up(launch.warmup.requests, launch.warmup.max_tokens, &info).await?;
         Ok((info, processes, leases))
     }
 
@@ -226,18 +227,18 @@ impl ServerPool {
     fn scrape_targets(
         &self,
         server_name: &str,
-        decl: &ServerExec,
+        launch: &ServerExec,
         simulated: bool,
     ) -> Result<Vec<ScrapeTarget>, String> {
-        if simulated && decl.engine.kind() != EngineKind::Sim {
+        if simulated && launch.engine.kind() != EngineKind::Sim {
             return Ok(Vec::new());
         }
         // An https target is trusted as the server is (`ca-bundle`, `tls-insecure`).
-        let scrape_tls = match decl.scrape.iter().any(|url| url.starts_with("https://")) {
-            true => self.tls_of(server_name, decl)?,
+        let scrape_tls = match launch.scrape.iter().any(|url| url.starts_with("https://")) {
+            true => self.tls_of(server_name, launch)?,
             false => TlsSettings::default(),
         };
-        Ok(super::server_metrics::scrape_targets(&decl.scrape, &scrape_tls))
+        Ok(super::server_metrics::scrape_targets(&launch.scrape, &scrape_tls))
     }
 
     /// Launch replica `replica` of a server on GPUs of its own (if it asks
@@ -249,7 +250,7 @@ impl ServerPool {
         replica: usize,
         info: &mut ServerInfo,
     ) -> Result<(RunningServer, Option<GpuLease>), String> {
-        let Replicas { server_name, decl, engine, simulated, count, ref tls } = *replicas;
+        let Replicas { server_name, launch, engine, simulated, count, ref tls } = *replicas;
         let lease = self.lease_gpus(replicas).await?;
         let declared_port = match engine {
             Engine::Command(command) => command.port,
@@ -275,11 +276,11 @@ impl ServerPool {
                 command_launch(command, &name, port, &vars, &self.recipe_dir, log_path.clone())?
             }
             Engine::Sim | Engine::External { .. } => {
-                sim_launch(decl, &name, port, log_path.clone(), &self.recipe_dir)?
+                sim_launch(launch, &name, port, log_path.clone(), &self.recipe_dir)?
             }
         };
         let mut spec = LaunchSpec { registry_dir: self.registry_dir.clone(), ..spec };
-        let https = !simulated && decl.serves_https();
+        let https = !simulated && launch.serves_https();
         if https {
             spec.ready.tls = Some(tls.clone());
         }
@@ -302,7 +303,7 @@ impl ServerPool {
     /// The GPUs one replica runs on: `gpus` of them from the pool, none for
     /// a simulated twin.
     async fn lease_gpus(&self, replicas: &Replicas<'_>) -> Result<Option<GpuLease>, String> {
-        match replicas.decl.gpus {
+        match replicas.launch.gpus {
             n if n > 0 && !replicas.simulated => {
                 Ok(Some(self.gpus.acquire_for(replicas.server_name, n as usize).await.map_err(|e| {
                     format!(
@@ -318,7 +319,7 @@ impl ServerPool {
 /// What every replica of one server is launched with.
 struct Replicas<'a> {
     server_name: &'a String,
-    decl: &'a ServerExec,
+    launch: &'a ServerExec,
     /// The declared engine, or the simulated twin's under `--sim`.
     engine: &'a Engine,
     simulated: bool,
@@ -330,12 +331,12 @@ struct Replicas<'a> {
 /// The server as declared, before any replica runs: its engine, model and
 /// the flags it serves with (`serve_flags`); targets, GPUs, logs and
 /// warm-up are filled as it starts.
-fn declared_info(server_name: &str, decl: &ServerExec, engine: &Engine) -> ServerInfo {
-    let declared = decl.engine.kind();
+fn declared_info(server_name: &str, launch: &ServerExec, engine: &Engine) -> ServerInfo {
+    let declared = launch.engine.kind();
     let simulated = matches!(engine, Engine::Sim);
-    let model = decl.served_model().to_string();
+    let model = launch.served_model().to_string();
     // A preset's own command line is part of what it was asked to run.
-    let args: Vec<&String> = match &decl.engine {
+    let args: Vec<&String> = match &launch.engine {
         Engine::Command(command) if command.preset.is_some() => {
             command.command.iter().skip(1).chain(&command.args).collect()
         }
@@ -352,19 +353,19 @@ fn declared_info(server_name: &str, decl: &ServerExec, engine: &Engine) -> Serve
         },
         simulated,
         model,
-        gpu_label: decl.gpu_label.clone(),
+        gpu_label: launch.gpu_label.clone(),
         startup_ms: Vec::new(),
         log_paths: Vec::new(),
         gpu_ids: Vec::new(),
         warmup: Value::Null,
         cache_block_tokens: match simulated {
             true => None,
-            false => decl.engine.preset().map(crate::engines::EnginePreset::cache_block_tokens),
+            false => launch.engine.preset().map(crate::engines::EnginePreset::cache_block_tokens),
         },
         scrape_targets: Vec::new(),
         serve_flags: json!({
             "engine": engine.kind().as_str(),
-            "replicas": decl.replicas as usize,
+            "replicas": launch.replicas as usize,
             "args": args,
             "simulated_twin_of": (simulated && declared != EngineKind::Sim).then_some(declared.as_str()),
         }),
