@@ -29,18 +29,17 @@ pub struct RuleExec {
 
 impl DecisionExec {
     pub fn of(decision: &DecisionDecl) -> DecisionExec {
-        let expression = |e: &crate::recipe::Expression| ExpressionText::of(&e.text, &e.parsed);
         DecisionExec {
             rules: decision
                 .rules
                 .iter()
                 .map(|r| RuleExec {
                     label: r.label.clone(),
-                    when: expression(&r.when),
+                    when: ExpressionText::from(&r.when),
                     statements: r.statements.clone(),
                 })
                 .collect(),
-            promote_when: decision.promote_when.as_ref().map(expression),
+            promote_when: decision.promote_when.as_ref().map(ExpressionText::from),
             family_error: decision.family_error.as_ref().map(|f| f.level),
         }
     }

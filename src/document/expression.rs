@@ -19,10 +19,12 @@ impl ExpressionText {
             Err(err) => Err(format!("expression \"{text}\": {} at {}", err.message, err.span.0)),
         }
     }
+}
 
-    /// An expression already parsed (by the recipe's loader).
-    pub fn of(text: &str, parsed: &anvil_expr::Expr) -> ExpressionText {
-        ExpressionText { text: text.to_string(), parsed: parsed.clone() }
+/// An expression the recipe's loader parsed, as a document carries it.
+impl From<&crate::recipe::Expression> for ExpressionText {
+    fn from(expression: &crate::recipe::Expression) -> ExpressionText {
+        ExpressionText { text: expression.text.clone(), parsed: expression.parsed.clone() }
     }
 }
 

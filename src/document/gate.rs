@@ -25,7 +25,7 @@ pub struct GateExec {
 impl GateExec {
     pub fn of(gate: &GateDecl) -> GateExec {
         GateExec {
-            require: gate.require.iter().map(|e| ExpressionText::of(&e.text, &e.parsed)).collect(),
+            require: gate.require.iter().map(ExpressionText::from).collect(),
             arms: gate.arms.iter().map(|a| a.comparison()).collect(),
             blocking: gate.blocking,
             confidence: gate.confidence,

@@ -32,7 +32,7 @@ impl ScreenExec {
             min_delta_pct: screen.min_delta_pct,
             confidence: screen.confidence,
             extra_repeats: screen.extra_repeats,
-            expression: screen.expression.as_ref().map(|e| ExpressionText::of(&e.text, &e.parsed)),
+            expression: screen.expression.as_ref().map(ExpressionText::from),
         }
     }
 }

@@ -52,6 +52,7 @@ impl ServerExec {
         }
     }
 
+    /// Whether a launched server speaks https: it declared how to trust it.
     pub fn serves_https(&self) -> bool {
         !self.tls.is_default()
     }

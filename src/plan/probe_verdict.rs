@@ -142,12 +142,7 @@ fn judge_one(
         return plain(slo.parsed.eval(&resolver));
     }
     let interval = |reference: &Reference| interval_verdict::interval_of(as_inputs, &as_cell(reference));
-    let judged = interval_verdict::judge_with(
-        &ExpressionText::of(&slo.text, &slo.parsed),
-        &resolver,
-        &interval,
-        &is_sampled,
-    );
+    let judged = interval_verdict::judge_with(&ExpressionText::from(slo), &resolver, &interval, &is_sampled);
     match judged.verdict {
         IntervalVerdict::Passed(detail) => Ok((ProbeVerdict::Passed, detail)),
         IntervalVerdict::Rejected(detail) => Ok((ProbeVerdict::Failed, detail)),

@@ -144,7 +144,9 @@ impl Head {
         let steps = (0..plan.nodes.len())
             .map(|i| {
                 let n = &plan.nodes[i];
-                let blocking = crate::document::document_of(plan, i).blocking();
+                // Only a gate's or check's verdict can be non-blocking: no other step's document is built for it.
+                let verdict = matches!(n.kind, Kind::Gate | Kind::Check);
+                let blocking = !verdict || crate::document::document_of(plan, i).blocking();
                 StepInfo { name: n.name.clone(), kind: n.kind, fingerprint: n.fingerprint, blocking }
             })
             .collect();

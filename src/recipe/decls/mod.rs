@@ -101,16 +101,6 @@ impl Spec {
             _ => Vec::new(),
         }
     }
-
-    /// Whether a rejection by this step fails the run (a non-blocking
-    /// verdict is recorded, and read by decisions, without failing it).
-    pub fn blocking(&self) -> bool {
-        match self {
-            Spec::Gate(gate) => gate.blocking,
-            Spec::Check(check) => check.blocking,
-            _ => true,
-        }
-    }
 }
 
 /// The names of the fields every step may carry.

@@ -87,11 +87,6 @@ settings! {
 }
 
 impl ServerDecl {
-    /// Whether a launched server speaks https: it declared how to trust it.
-    pub fn serves_https(&self) -> bool {
-        !self.tls.is_default()
-    }
-
     /// The model name its requests carry: as declared, else [`DEFAULT_MODEL`].
     pub fn served_model(&self) -> &str {
         self.model.as_deref().unwrap_or(DEFAULT_MODEL)
